@@ -1,1 +1,359 @@
-fn main() {}
+//! `bench`: measures goodput itself on this machine and prints markdown tables
+//! for BENCHMARKS.md, with the exact commands it ran.
+//!
+//! A reference server with a known schedule runs inside this process and logs
+//! when it really wrote each token; each client (goodput, or the bytes-only
+//! floor) runs as a child process whose CPU and peak memory are read with
+//! `wait4`. The goodput binary is expected at `target/release/goodput` of the
+//! workspace (`cargo build --release -p goodput`), or wherever `--goodput` says.
+//!
+//! Every run is bounded in requests and time, and talks to 127.0.0.1 only.
+
+mod bytes_client;
+mod child;
+mod experiments;
+mod http;
+mod join;
+mod report;
+mod server;
+mod stats;
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+
+use experiments::{BenchEnv, ClientKind, ClientRun};
+use server::{ReferenceServer, ServerConfig};
+
+/// Benchmarks of goodput itself: CPU per token, memory, TTFT/ITL accuracy
+/// against a reference server's log, and open-loop schedule lag.
+///
+/// Markdown goes to stdout, progress to stderr.
+#[derive(Debug, Parser)]
+#[command(name = "bench", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the reference server alone and print its address; stops on Ctrl-C
+    /// or after --duration-s.
+    Serve(ServeArgs),
+    /// The bytes-only client: streams and counts events, nothing else
+    /// (prints a JSON summary). The other subcommands run it as a child.
+    BytesClient(BytesClientArgs),
+    /// Client CPU per token and peak RSS, goodput against the bytes-only
+    /// floor at the same load; goodput's accuracy comes with it.
+    ClientCost(ClientCostArgs),
+    /// TTFT and ITL error of goodput against the server's log (goodput only).
+    Accuracy(StreamsArgs),
+    /// Achieved request rate and schedule lag of goodput in open loop.
+    OpenLoop(OpenLoopArgs),
+    /// Everything with defaults: client-cost at 256 and 1,024 streams, then
+    /// open-loop at 2,000 req/s.
+    All(CommonArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+struct ServerArgs {
+    /// Time to first token, in ms after the whole request was read.
+    #[arg(long, default_value_t = 100)]
+    ttft_ms: u64,
+    /// Time between tokens, in ms.
+    #[arg(long, default_value_t = 10)]
+    interval_ms: u64,
+    /// Worker threads of the reference server's tokio runtime.
+    #[arg(long, default_value_t = 1)]
+    server_threads: usize,
+}
+
+impl ServerArgs {
+    fn config(&self, tokens_override: Option<u64>) -> ServerConfig {
+        ServerConfig {
+            ttft: Duration::from_millis(self.ttft_ms),
+            interval: Duration::from_millis(self.interval_ms),
+            tokens_override,
+            threads: self.server_threads,
+            ..ServerConfig::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+struct CommonArgs {
+    /// The goodput binary [default: target/release/goodput of this workspace].
+    #[arg(long)]
+    goodput: Option<PathBuf>,
+    /// Directory for records, results and the clients' output
+    /// [default: $TMPDIR/goodput-bench].
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+    /// Longest any one client run may take, in seconds; it is killed then.
+    #[arg(long, default_value_t = 300)]
+    time_limit_s: u64,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Port on 127.0.0.1 (0 = any free port).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Answer every request with this many tokens, whatever its max_tokens.
+    #[arg(long)]
+    tokens: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, default_value_t = 3600)]
+    duration_s: u64,
+    /// Write the server's log here as JSONL when stopping (request_id,
+    /// recv_ns, token_ns: monotonic ns since server start).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Debug, Args)]
+struct BytesClientArgs {
+    /// Server address, e.g. 127.0.0.1:8000.
+    #[arg(long)]
+    addr: SocketAddr,
+    /// Connections, each with one request in flight at a time.
+    #[arg(long, default_value_t = 256)]
+    concurrency: usize,
+    /// Requests in total, shared out over the connections.
+    #[arg(long, default_value_t = 768)]
+    requests: usize,
+    /// max_tokens of each request.
+    #[arg(long, default_value_t = 200)]
+    max_tokens: u64,
+    /// Words in each prompt.
+    #[arg(long, default_value_t = 32)]
+    input_words: usize,
+    /// Give up after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    time_limit_s: u64,
+}
+
+#[derive(Debug, Args)]
+struct StreamsArgs {
+    /// Concurrent streams of each run, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "256,1024")]
+    streams: Vec<usize>,
+    /// Requests each stream sends one after another.
+    #[arg(long, default_value_t = 3)]
+    requests_per_stream: usize,
+    /// Output tokens per request.
+    #[arg(long, default_value_t = 200)]
+    tokens: u64,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+struct ClientCostArgs {
+    #[command(flatten)]
+    streams: StreamsArgs,
+    /// Clients to measure, comma-separated: bytes, goodput.
+    #[arg(long, value_delimiter = ',', default_value = "bytes,goodput")]
+    clients: Vec<ClientName>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ClientName {
+    /// The bytes-only floor.
+    Bytes,
+    /// The goodput binary.
+    Goodput,
+}
+
+#[derive(Debug, Args)]
+struct OpenLoopArgs {
+    /// Target request rate, req/s (Poisson arrivals).
+    #[arg(long, default_value_t = 2000.0)]
+    rate: f64,
+    /// Seconds of arrivals: rate × duration requests are sent.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Output tokens per request.
+    #[arg(long, default_value_t = 4)]
+    tokens: u64,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("bench: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    child::raise_fd_limit()?;
+    match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::BytesClient(args) => {
+            let summary = bytes_client::run(&bytes_client::BytesClientConfig {
+                addr: args.addr,
+                concurrency: args.concurrency,
+                requests: args.requests,
+                max_tokens: args.max_tokens,
+                input_words: args.input_words,
+                time_limit: Duration::from_secs(args.time_limit_s),
+            })?;
+            println!("{}", serde_json::to_string(&summary)?);
+            Ok(())
+        }
+        Command::ClientCost(args) => {
+            let env = bench_env(&args.streams.common)?;
+            let kinds: Vec<ClientKind> = args
+                .clients
+                .iter()
+                .map(|c| match c {
+                    ClientName::Bytes => ClientKind::BytesOnly,
+                    ClientName::Goodput => ClientKind::Goodput,
+                })
+                .collect();
+            let runs = closed_loop_runs(&env, &args.streams, &kinds)?;
+            print_report(&env, &runs);
+            Ok(())
+        }
+        Command::Accuracy(args) => {
+            let env = bench_env(&args.common)?;
+            let runs = closed_loop_runs(&env, &args, &[ClientKind::Goodput])?;
+            print_report(&env, &runs);
+            Ok(())
+        }
+        Command::OpenLoop(args) => {
+            let env = bench_env(&args.common)?;
+            let run = experiments::open_loop(&env, args.rate, args.duration, args.tokens)?;
+            print_report(&env, &[run]);
+            Ok(())
+        }
+        Command::All(common) => {
+            let env = bench_env(&common)?;
+            let streams = StreamsArgs {
+                streams: vec![256, 1024],
+                requests_per_stream: 3,
+                tokens: 200,
+                common,
+            };
+            let mut runs = closed_loop_runs(
+                &env,
+                &streams,
+                &[ClientKind::BytesOnly, ClientKind::Goodput],
+            )?;
+            runs.push(experiments::open_loop(&env, 2000.0, 10.0, 4)?);
+            print_report(&env, &runs);
+            Ok(())
+        }
+    }
+}
+
+fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let goodput = common
+        .goodput
+        .clone()
+        .unwrap_or_else(|| workspace.join("target/release/goodput"));
+    let goodput = goodput.canonicalize().unwrap_or(goodput);
+    let work_dir = common
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("goodput-bench"));
+    std::fs::create_dir_all(&work_dir)
+        .with_context(|| format!("creating {}", work_dir.display()))?;
+    Ok(BenchEnv {
+        bench_exe: std::env::current_exe().context("locating the bench binary")?,
+        goodput,
+        work_dir,
+        server: common.server.config(None),
+        time_limit: Duration::from_secs(common.time_limit_s),
+    })
+}
+
+/// For each stream count, each client in turn (bytes-only first).
+fn closed_loop_runs(
+    env: &BenchEnv,
+    args: &StreamsArgs,
+    kinds: &[ClientKind],
+) -> anyhow::Result<Vec<ClientRun>> {
+    let mut runs = Vec::new();
+    for &streams in &args.streams {
+        for &kind in kinds {
+            runs.push(experiments::closed_loop(
+                env,
+                kind,
+                streams,
+                args.requests_per_stream,
+                args.tokens,
+            )?);
+        }
+    }
+    Ok(runs)
+}
+
+fn print_report(env: &BenchEnv, runs: &[ClientRun]) {
+    let mut out = report::setup(env);
+    if runs.iter().any(|r| r.open_loop.is_none()) {
+        out.push_str(&report::cost(runs));
+    }
+    if runs.iter().any(|r| r.accuracy.is_some()) {
+        out.push_str(&report::accuracy(runs));
+    }
+    if runs.iter().any(|r| r.open_loop.is_some()) {
+        out.push_str(&report::open_loop(runs));
+    }
+    out.push_str(&report::commands(runs));
+    print!("{out}");
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let server = ReferenceServer::start(args.server.config(args.tokens), args.port)?;
+    println!("listening on {}", server.addr());
+    std::io::stdout().flush()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = tokio::time::sleep(Duration::from_secs(args.duration_s)) => {}
+        }
+    });
+    let log = server.log().take();
+    eprintln!(
+        "bench serve: stopping after {} completion requests",
+        log.len()
+    );
+    if let Some(path) = args.log {
+        let mut out = std::io::BufWriter::new(
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?,
+        );
+        for entry in &log {
+            let line = serde_json::json!({
+                "request_id": entry.request_id,
+                "endpoint": match entry.endpoint {
+                    server::Endpoint::Completions => "completions",
+                    server::Endpoint::Chat => "chat",
+                },
+                "streamed": entry.streamed,
+                "complete": entry.complete,
+                "recv_ns": entry.recv_ns,
+                "token_ns": entry.token_ns,
+            });
+            writeln!(out, "{line}")?;
+        }
+        out.flush()?;
+    }
+    Ok(())
+}

@@ -28,7 +28,9 @@ pub struct Tokenizer {
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tokenizer").field("spec", &self.spec).finish()
+        f.debug_struct("Tokenizer")
+            .field("spec", &self.spec)
+            .finish()
     }
 }
 

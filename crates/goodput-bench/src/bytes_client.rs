@@ -1,0 +1,355 @@
+//! The bytes-only client: the physical floor of streaming-client cost.
+//!
+//! N keep-alive connections, each sending its share of the requests one after
+//! another, on a tokio runtime with 2 workers (as goodput uses). A response is
+//! read with one `read` per readiness event into a fixed buffer and only
+//! scanned: SSE events are counted by finding `data: ` (memchr), and the
+//! response ends at the chunked-encoding terminator. No HTTP parsing beyond the
+//! status line, no JSON, no timestamps. Whatever goodput spends above this is
+//! the price of its measurements.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use memchr::memmem;
+use serde::Serialize;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+/// Marks the start of an SSE data line.
+const DATA: &[u8] = b"data: ";
+/// The end of a chunked body: the zero-size last chunk and an empty trailer.
+/// No chunk-size line or JSON payload can contain it.
+const END: &[u8] = b"\r\n0\r\n\r\n";
+/// Read buffer per connection.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// What the bytes-only client is asked to do.
+#[derive(Debug, Clone)]
+pub struct BytesClientConfig {
+    /// Server address.
+    pub addr: SocketAddr,
+    /// Connections, each with one request in flight at a time.
+    pub concurrency: usize,
+    /// Requests in total, shared out over the connections.
+    pub requests: usize,
+    /// `max_tokens` of each request.
+    pub max_tokens: u64,
+    /// Words in each prompt.
+    pub input_words: usize,
+    /// Stop everything after this long.
+    pub time_limit: Duration,
+}
+
+/// What the bytes-only client saw: printed as one JSON line on stdout.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+pub struct BytesClientSummary {
+    /// Requests sent.
+    pub requests: u64,
+    /// Responses read to their end with status 200.
+    pub ok: u64,
+    /// Requests that failed (connection error, non-200, time limit).
+    pub failed: u64,
+    /// `data: ` lines seen, including usage chunks and `[DONE]`.
+    pub data_events: u64,
+    /// Response bytes read.
+    pub bytes: u64,
+    /// Wall time from start to the last response, in seconds.
+    pub wall_s: f64,
+    /// The first error seen, if any.
+    pub first_error: Option<String>,
+}
+
+/// Runs the client on its own 2-worker runtime and returns what it saw.
+pub fn run(config: &BytesClientConfig) -> anyhow::Result<BytesClientSummary> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("building the bytes client's runtime")?;
+    runtime.block_on(run_async(config))
+}
+
+async fn run_async(config: &BytesClientConfig) -> anyhow::Result<BytesClientSummary> {
+    anyhow::ensure!(config.concurrency > 0, "--concurrency must be at least 1");
+    let start = Instant::now();
+    let body = request_body(config.max_tokens, config.input_words);
+    let mut tasks = tokio::task::JoinSet::new();
+    for conn in 0..config.concurrency {
+        // Spread the remainder over the first connections.
+        let share = config.requests / config.concurrency
+            + usize::from(conn < config.requests % config.concurrency);
+        if share == 0 {
+            continue;
+        }
+        let body = body.clone();
+        let addr = config.addr;
+        tasks.spawn(async move { connection(addr, conn, share, body).await });
+    }
+    let mut total = BytesClientSummary::default();
+    let deadline = tokio::time::Instant::from_std(start + config.time_limit);
+    loop {
+        match tokio::time::timeout_at(deadline, tasks.join_next()).await {
+            Ok(Some(Ok(part))) => total.add(part),
+            Ok(Some(Err(e))) => anyhow::bail!("a connection task panicked: {e}"),
+            Ok(None) => break,
+            Err(_) => {
+                tasks.abort_all();
+                let missing = config.requests as u64 - total.requests;
+                total.requests += missing;
+                total.failed += missing;
+                total
+                    .first_error
+                    .get_or_insert_with(|| "time limit reached".to_string());
+                break;
+            }
+        }
+    }
+    total.wall_s = start.elapsed().as_secs_f64();
+    Ok(total)
+}
+
+impl BytesClientSummary {
+    fn add(&mut self, other: BytesClientSummary) {
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.failed += other.failed;
+        self.data_events += other.data_events;
+        self.bytes += other.bytes;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
+/// The JSON body of every request: the shape goodput sends for a completions
+/// run (prompt, pinned output length, streaming with usage).
+fn request_body(max_tokens: u64, input_words: usize) -> String {
+    let prompt = vec!["the"; input_words].join(" ");
+    serde_json::json!({
+        "model": "ref",
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "min_tokens": max_tokens,
+        "ignore_eos": true,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    })
+    .to_string()
+}
+
+/// One keep-alive connection sending `share` requests in sequence;
+/// reconnects after a failed one.
+async fn connection(
+    addr: SocketAddr,
+    conn: usize,
+    share: usize,
+    body: String,
+) -> BytesClientSummary {
+    let mut summary = BytesClientSummary::default();
+    let mut buf = vec![0u8; READ_BUFFER];
+    let mut request = Vec::with_capacity(body.len() + 256);
+    let mut stream: Option<TcpStream> = None;
+    for seq in 0..share {
+        summary.requests += 1;
+        request.clear();
+        let _ = write!(
+            request,
+            "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-request-id: bytes-{conn}-{seq}\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let result = async {
+            if stream.is_none() {
+                let s = TcpStream::connect(addr).await?;
+                s.set_nodelay(true)?;
+                stream = Some(s);
+            }
+            let s = stream
+                .as_mut()
+                .ok_or_else(|| std::io::Error::other("no connection"))?;
+            s.write_all(&request).await?;
+            read_response(s, &mut buf).await
+        }
+        .await;
+        match result {
+            Ok(scan) => {
+                summary.ok += 1;
+                summary.data_events += scan.events;
+                summary.bytes += scan.bytes;
+            }
+            Err(e) => {
+                summary.failed += 1;
+                summary.first_error.get_or_insert_with(|| e.to_string());
+                stream = None;
+            }
+        }
+    }
+    summary
+}
+
+/// What one response held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ResponseScan {
+    events: u64,
+    bytes: u64,
+}
+
+/// Reads one streamed response to its terminator, counting `data: ` lines.
+async fn read_response(stream: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<ResponseScan> {
+    let mut scanner = Scanner::new();
+    let mut filled = 0;
+    loop {
+        if filled == buf.len() {
+            filled = scanner.shift(buf, filled);
+        }
+        let n = stream.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        filled += n;
+        if let Some(scan) = scanner.scan(buf, filled, n)? {
+            return Ok(scan);
+        }
+    }
+}
+
+/// Incremental search for event starts and the body's end in a byte stream
+/// that arrives in pieces; a pattern split across two reads is still found.
+struct Scanner {
+    data: memmem::Finder<'static>,
+    end: memmem::Finder<'static>,
+    data_from: usize,
+    end_from: usize,
+    status_checked: bool,
+    events: u64,
+    bytes: u64,
+}
+
+/// Bytes kept when the buffer is full: enough for a partial match of either pattern.
+const KEEP: usize = 8;
+
+impl Scanner {
+    fn new() -> Self {
+        Self {
+            data: memmem::Finder::new(DATA),
+            end: memmem::Finder::new(END),
+            data_from: 0,
+            end_from: 0,
+            status_checked: false,
+            events: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Moves the last few bytes to the front of a full buffer; returns the new fill.
+    fn shift(&mut self, buf: &mut [u8], filled: usize) -> usize {
+        let start = filled - KEEP;
+        buf.copy_within(start..filled, 0);
+        self.data_from = self.data_from.saturating_sub(start);
+        self.end_from = self.end_from.saturating_sub(start);
+        KEEP
+    }
+
+    /// Scans the bytes up to `filled` (of which `new` just arrived); returns
+    /// the totals once the terminator has been seen.
+    fn scan(
+        &mut self,
+        buf: &[u8],
+        filled: usize,
+        new: usize,
+    ) -> std::io::Result<Option<ResponseScan>> {
+        self.bytes += new as u64;
+        if !self.status_checked && filled >= 12 {
+            if !buf.starts_with(b"HTTP/1.1 200") {
+                let line = buf[..filled.min(40)]
+                    .split(|&b| b == b'\r')
+                    .next()
+                    .unwrap_or_default();
+                return Err(std::io::Error::other(format!(
+                    "status line {:?}",
+                    String::from_utf8_lossy(line)
+                )));
+            }
+            self.status_checked = true;
+        }
+        let window = &buf[self.data_from..filled];
+        let mut next_from = self.data_from;
+        for pos in self.data.find_iter(window) {
+            self.events += 1;
+            next_from = self.data_from + pos + DATA.len();
+        }
+        self.data_from = next_from.max(filled.saturating_sub(DATA.len() - 1));
+        if self.end.find(&buf[self.end_from..filled]).is_some() {
+            return Ok(Some(ResponseScan {
+                events: self.events,
+                bytes: self.bytes,
+            }));
+        }
+        self.end_from = filled.saturating_sub(END.len() - 1);
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `stream` through a scanner `piece` bytes at a time with a small buffer.
+    fn scan_in_pieces(stream: &[u8], piece: usize, buffer: usize) -> Option<ResponseScan> {
+        let mut scanner = Scanner::new();
+        let mut buf = vec![0u8; buffer];
+        let mut filled = 0;
+        let mut rest = stream;
+        while !rest.is_empty() {
+            if filled == buf.len() {
+                filled = scanner.shift(&mut buf, filled);
+            }
+            let n = piece.min(rest.len()).min(buf.len() - filled);
+            buf[filled..filled + n].copy_from_slice(&rest[..n]);
+            rest = &rest[n..];
+            filled += n;
+            if let Some(scan) = scanner.scan(&buf, filled, n).unwrap() {
+                return Some(scan);
+            }
+        }
+        None
+    }
+
+    fn sample_response(events: usize) -> Vec<u8> {
+        let mut out = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n".to_vec();
+        for i in 0..events {
+            let payload = format!("data: {{\"text\":\" w{i}\"}}\n\n");
+            out.extend_from_slice(format!("{:x}\r\n{payload}\r\n", payload.len()).as_bytes());
+        }
+        out.extend_from_slice(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n");
+        out
+    }
+
+    #[test]
+    fn counts_every_event_whatever_the_read_sizes() {
+        let response = sample_response(50);
+        for piece in [1, 2, 3, 5, 7, 13, 64, 4096] {
+            for buffer in [16, 40, 4096] {
+                let scan = scan_in_pieces(&response, piece, buffer)
+                    .unwrap_or_else(|| panic!("no end found (piece {piece}, buffer {buffer})"));
+                assert_eq!(scan.events, 51, "piece {piece}, buffer {buffer}");
+                assert_eq!(scan.bytes, response.len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unfinished_body_does_not_end() {
+        let response = sample_response(3);
+        assert_eq!(scan_in_pieces(&response[..response.len() - 1], 5, 64), None);
+    }
+
+    #[test]
+    fn non_200_is_an_error() {
+        let mut scanner = Scanner::new();
+        let buf = b"HTTP/1.1 404 Not Found\r\n\r\n";
+        assert!(scanner.scan(buf, buf.len(), buf.len()).is_err());
+    }
+}

@@ -1,0 +1,423 @@
+//! The experiments: each starts a fresh reference server in this process,
+//! runs one client as a child process, measures the child, and joins what the
+//! client recorded with what the server logged.
+//!
+//! The client always runs alone in its own process, so its CPU and memory are
+//! its own; the server's CPU (this process) is reported beside it because the
+//! two share the machine's cores.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::bytes_client::BytesClientSummary;
+use crate::child::{self, ChildCommand, ChildUsage};
+use crate::join::{self, Accuracy, OpenLoop};
+use crate::server::{ReferenceServer, RequestLog, ServerConfig};
+
+/// Everything the experiments share.
+#[derive(Debug, Clone)]
+pub struct BenchEnv {
+    /// This bench binary, run again as `bench bytes-client`.
+    pub bench_exe: PathBuf,
+    /// The goodput binary under test.
+    pub goodput: PathBuf,
+    /// Where records, results and child output go.
+    pub work_dir: PathBuf,
+    /// How the reference server answers.
+    pub server: ServerConfig,
+    /// Longest any one child may run.
+    pub time_limit: Duration,
+}
+
+/// Which client a run measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientKind {
+    /// `bench bytes-client`: reads and counts, nothing else.
+    BytesOnly,
+    /// The goodput binary.
+    Goodput,
+}
+
+impl ClientKind {
+    /// Name used in tables and file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientKind::BytesOnly => "bytes-only",
+            ClientKind::Goodput => "goodput",
+        }
+    }
+}
+
+/// One client run against a fresh server.
+#[derive(Debug, Clone)]
+pub struct ClientRun {
+    /// Which client.
+    pub client: ClientKind,
+    /// Concurrent streams (closed loop) or 0 for open loop.
+    pub streams: usize,
+    /// Requests the client was asked to send.
+    pub requests: usize,
+    /// Completion requests the server received (probe and warm-up included).
+    pub server_requests: usize,
+    /// Content-bearing token events the server wrote during the run.
+    pub tokens: u64,
+    /// The child's cost.
+    pub usage: ChildUsage,
+    /// CPU of this process (the server) during the run.
+    pub server_cpu: Duration,
+    /// Anything odd about the run, for the notes under the tables.
+    pub notes: Vec<String>,
+    /// goodput only: accuracy against the server log.
+    pub accuracy: Option<Accuracy>,
+    /// goodput only, open loop: arrival figures.
+    pub open_loop: Option<OpenLoopFigures>,
+}
+
+impl ClientRun {
+    /// Client CPU per streamed token, µs.
+    pub fn cpu_per_token_us(&self) -> f64 {
+        if self.tokens == 0 {
+            return f64::NAN;
+        }
+        self.usage.cpu().as_secs_f64() * 1e6 / self.tokens as f64
+    }
+}
+
+/// Open-loop figures: from the joined records and from goodput's own results.
+#[derive(Debug, Clone)]
+pub struct OpenLoopFigures {
+    /// Target rate, req/s.
+    pub target_rate: f64,
+    /// Computed from records and the server log.
+    pub joined: OpenLoop,
+    /// goodput's `achieved_request_rate`, when its results have it.
+    pub reported_achieved_rate: Option<f64>,
+    /// goodput's `request_throughput`, when its results have it.
+    pub reported_throughput: Option<f64>,
+}
+
+/// A closed-loop run: `streams` concurrent streams, `requests_per_stream`
+/// requests each, `tokens` output tokens per request.
+pub fn closed_loop(
+    env: &BenchEnv,
+    client: ClientKind,
+    streams: usize,
+    requests_per_stream: usize,
+    tokens: u64,
+) -> anyhow::Result<ClientRun> {
+    let requests = streams * requests_per_stream;
+    let label = format!("{}-{streams}", client.name());
+    let server = ReferenceServer::start(env.server.clone(), 0)?;
+    let addr = server.addr();
+    let command = match client {
+        ClientKind::BytesOnly => ChildCommand {
+            program: env.bench_exe.clone(),
+            args: words(&[
+                "bytes-client",
+                "--addr",
+                &addr.to_string(),
+                "--concurrency",
+                &streams.to_string(),
+                "--requests",
+                &requests.to_string(),
+                "--max-tokens",
+                &tokens.to_string(),
+                "--time-limit-s",
+                &env.time_limit.as_secs().to_string(),
+            ]),
+        },
+        ClientKind::Goodput => goodput_command(
+            env,
+            &label,
+            &format!("http://{addr}"),
+            &[
+                "--concurrency",
+                &streams.to_string(),
+                "--num-prompts",
+                &requests.to_string(),
+                "--input-tokens",
+                "32",
+                "--output-tokens",
+                &tokens.to_string(),
+            ],
+        )?,
+    };
+    let (usage, server_cpu, log) = measure(env, &server, &command, &label)?;
+    drop(server);
+    let mut run = ClientRun {
+        client,
+        streams,
+        requests,
+        server_requests: log.len(),
+        tokens: content_tokens(&log),
+        usage,
+        server_cpu,
+        notes: Vec::new(),
+        accuracy: None,
+        open_loop: None,
+    };
+    if run.server_requests < requests {
+        run.notes.push(format!(
+            "{label}: the server received {} completion requests of the {requests} asked for",
+            run.server_requests
+        ));
+    }
+    match client {
+        ClientKind::BytesOnly => check_bytes_client(&mut run)?,
+        ClientKind::Goodput => {
+            check_goodput_exit(&run.usage)?;
+            let records = join::read_records(&records_path(env, &label))?;
+            let accuracy = join::accuracy(&records, &log);
+            note_accuracy(&mut run.notes, &accuracy, &label);
+            run.accuracy = Some(accuracy);
+        }
+    }
+    Ok(run)
+}
+
+/// An open-loop goodput run: Poisson arrivals at `rate` req/s for
+/// `duration_s` seconds' worth of requests, `tokens` output tokens each.
+pub fn open_loop(
+    env: &BenchEnv,
+    rate: f64,
+    duration_s: f64,
+    tokens: u64,
+) -> anyhow::Result<ClientRun> {
+    let requests = (rate * duration_s).round().max(1.0) as usize;
+    let label = format!("goodput-open-{rate}");
+    let server = ReferenceServer::start(env.server.clone(), 0)?;
+    let command = goodput_command(
+        env,
+        &label,
+        &format!("http://{}", server.addr()),
+        &[
+            "--request-rate",
+            &rate.to_string(),
+            "--arrival",
+            "poisson",
+            "--num-prompts",
+            &requests.to_string(),
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            &tokens.to_string(),
+        ],
+    )?;
+    let (usage, server_cpu, log) = measure(env, &server, &command, &label)?;
+    drop(server);
+    check_goodput_exit(&usage)?;
+    let records = join::read_records(&records_path(env, &label))?;
+    let results = read_results(&results_path(env, &label));
+    let joined = join::open_loop(&records, &log);
+    let mut notes = Vec::new();
+    if joined.failed > 0 {
+        notes.push(format!(
+            "{label}: {} of {} requests failed ({})",
+            joined.failed,
+            joined.measured,
+            kinds(&joined.error_kinds)
+        ));
+    }
+    Ok(ClientRun {
+        client: ClientKind::Goodput,
+        streams: 0,
+        requests,
+        server_requests: log.len(),
+        tokens: content_tokens(&log),
+        usage,
+        server_cpu,
+        notes,
+        accuracy: None,
+        open_loop: Some(OpenLoopFigures {
+            target_rate: rate,
+            joined,
+            reported_achieved_rate: results
+                .as_ref()
+                .and_then(|r| join::result_number(r, "achieved_request_rate")),
+            reported_throughput: results
+                .as_ref()
+                .and_then(|r| join::result_number(r, "request_throughput")),
+        }),
+    })
+}
+
+/// Runs `command` as a measured child while `server` serves it; returns the
+/// child's cost, the server's CPU meanwhile, and the server's log.
+fn measure(
+    env: &BenchEnv,
+    server: &ReferenceServer,
+    command: &ChildCommand,
+    label: &str,
+) -> anyhow::Result<(ChildUsage, Duration, Vec<RequestLog>)> {
+    eprintln!("bench: running {label}: {}", command.display());
+    let cpu_before = child::own_cpu();
+    let usage = child::run_measured(command, &env.work_dir, label, env.time_limit)?;
+    let server_cpu = child::own_cpu().saturating_sub(cpu_before);
+    // Let the last writes land in the log: the client exits once it has read
+    // the end of its last response, which the server wrote before logging.
+    std::thread::sleep(Duration::from_millis(50));
+    let log = server.log().take();
+    eprintln!(
+        "bench: {label} done in {:.1} s, CPU {:.2} s, peak RSS {:.1} MiB",
+        usage.wall.as_secs_f64(),
+        usage.cpu().as_secs_f64(),
+        usage.max_rss_kib as f64 / 1024.0
+    );
+    Ok((usage, server_cpu, log))
+}
+
+fn words(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn records_path(env: &BenchEnv, label: &str) -> PathBuf {
+    env.work_dir.join(format!("{label}.records.jsonl"))
+}
+
+fn results_path(env: &BenchEnv, label: &str) -> PathBuf {
+    env.work_dir.join(format!("{label}.results.json"))
+}
+
+/// `goodput run` against `url` with the given load flags, writing records
+/// (with per-event times) and results into the work directory.
+fn goodput_command(
+    env: &BenchEnv,
+    label: &str,
+    url: &str,
+    load: &[&str],
+) -> anyhow::Result<ChildCommand> {
+    anyhow::ensure!(
+        env.goodput.is_file(),
+        "the goodput binary is not at {}: build it first with `cargo build --release -p goodput` \
+         (from the workspace root), or pass --goodput PATH",
+        env.goodput.display()
+    );
+    let records = records_path(env, label);
+    let results = results_path(env, label);
+    // goodput appends records: start from an empty file.
+    for path in [&records, &results] {
+        if path.exists() {
+            std::fs::remove_file(path)
+                .with_context(|| format!("removing old {}", path.display()))?;
+        }
+    }
+    let mut args = words(&[
+        "run",
+        "--url",
+        url,
+        "--endpoint",
+        "completions",
+        "--model",
+        "ref",
+    ]);
+    args.extend(words(load));
+    args.extend(words(&[
+        "--records",
+        &records.display().to_string(),
+        "--records-itl",
+        "--out",
+        &results.display().to_string(),
+        "--quiet",
+    ]));
+    Ok(ChildCommand {
+        program: env.goodput.clone(),
+        args,
+    })
+}
+
+fn read_results(path: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Token events the server wrote (streamed answers only).
+fn content_tokens(log: &[RequestLog]) -> u64 {
+    log.iter()
+        .filter(|e| e.streamed)
+        .map(|e| e.token_ns.len() as u64)
+        .sum()
+}
+
+/// goodput exits 0, or 1 when a gate failed (e.g. error rate): both ran.
+fn check_goodput_exit(usage: &ChildUsage) -> anyhow::Result<()> {
+    match usage.exit_code {
+        Some(0) | Some(1) => Ok(()),
+        code => anyhow::bail!(
+            "goodput exited with {code:?}: {}\nstderr (last lines):\n{}",
+            usage.command,
+            child::tail(&usage.stderr, 20)
+        ),
+    }
+}
+
+/// Checks the bytes-only client's summary against the server's count.
+fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        run.usage.exit_code == Some(0),
+        "bytes client exited with {:?}: {}\n{}",
+        run.usage.exit_code,
+        run.usage.command,
+        child::tail(&run.usage.stderr, 20)
+    );
+    let summary: BytesClientSummary = serde_json::from_str(run.usage.stdout.trim())
+        .with_context(|| format!("bytes client printed no summary: {:?}", run.usage.stdout))?;
+    if summary.failed > 0 {
+        run.notes.push(format!(
+            "bytes-only at {} streams: {} of {} requests failed (first error: {})",
+            run.streams,
+            summary.failed,
+            summary.requests,
+            summary.first_error.as_deref().unwrap_or("?")
+        ));
+    }
+    // Each response carries its tokens plus a usage event and [DONE].
+    let expected = run.tokens + 2 * summary.ok;
+    if summary.data_events != expected {
+        run.notes.push(format!(
+            "bytes-only at {} streams: counted {} data events, server wrote {} (tokens + usage + [DONE])",
+            run.streams, summary.data_events, expected
+        ));
+    }
+    Ok(())
+}
+
+fn note_accuracy(notes: &mut Vec<String>, accuracy: &Accuracy, label: &str) {
+    if accuracy.failed > 0 {
+        notes.push(format!(
+            "{label}: {} of {} requests failed ({})",
+            accuracy.failed,
+            accuracy.measured,
+            kinds(&accuracy.error_kinds)
+        ));
+    }
+    if accuracy.unmatched > 0 {
+        notes.push(format!(
+            "{label}: {} successful records had no server log entry (x-request-id not `<tag>-<request_id>`?)",
+            accuracy.unmatched
+        ));
+    }
+    if accuracy.missing_event_times > 0 {
+        notes.push(format!(
+            "{label}: {} records had no `event_times_ms` (left out of ITL error)",
+            accuracy.missing_event_times
+        ));
+    }
+    if accuracy.event_count_mismatch > 0 {
+        notes.push(format!(
+            "{label}: {} requests had a client event count different from the server's token count \
+             (left out of ITL error)",
+            accuracy.event_count_mismatch
+        ));
+    }
+}
+
+/// `kind × count, ...` for a note.
+fn kinds(counts: &[(String, usize)]) -> String {
+    counts
+        .iter()
+        .map(|(kind, n)| format!("{kind} × {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

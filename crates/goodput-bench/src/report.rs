@@ -1,0 +1,294 @@
+//! Markdown rendering of the experiments, ready to paste into BENCHMARKS.md.
+//! Pure: runs in, text out. Missing figures print as `–`.
+
+use std::fmt::Write as _;
+
+use crate::experiments::{BenchEnv, ClientKind, ClientRun};
+
+/// A number with `decimals` places, or `–` when not a number.
+fn num(value: f64, decimals: usize) -> String {
+    if value.is_finite() {
+        format!("{value:.decimals$}")
+    } else {
+        "–".to_string()
+    }
+}
+
+fn opt(value: Option<f64>, decimals: usize) -> String {
+    num(value.unwrap_or(f64::NAN), decimals)
+}
+
+/// Thousands separators for counts.
+fn count(value: u64) -> String {
+    let digits = value.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn mib(kib: u64) -> String {
+    num(kib as f64 / 1024.0, 1)
+}
+
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", " --- |".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.push('\n');
+}
+
+/// The machine and server settings every table was measured under.
+pub fn setup(env: &BenchEnv) -> String {
+    let mut out = String::new();
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_string());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "Machine: {cores} cores ({cpu}), Linux {}. Client and server share the cores.\n",
+        kernel.trim()
+    );
+    let _ = writeln!(
+        out,
+        "Reference server (`bench`, hand-rolled HTTP/1.1 on tokio, {} worker thread(s), in the bench process): \
+         first token {} ms after the request is read, then one token every {} ms, each token one SSE event in \
+         its own chunk and write; truth = its own log of the time right before each write. \
+         Each client runs as a child process measured with `wait4` (user + system CPU and peak RSS of that \
+         process alone, start-up included).\n",
+        env.server.threads,
+        env.server.ttft.as_millis(),
+        env.server.interval.as_millis()
+    );
+    out
+}
+
+/// CPU per token and memory, one row per client run; the ratio column
+/// compares goodput with the bytes-only run at the same streams.
+pub fn cost(runs: &[ClientRun]) -> String {
+    let mut out = String::from("### Client cost\n\n");
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter(|r| r.open_loop.is_none())
+        .map(|run| {
+            let floor = runs
+                .iter()
+                .find(|b| {
+                    b.client == ClientKind::BytesOnly
+                        && b.streams == run.streams
+                        && b.open_loop.is_none()
+                })
+                .map(ClientRun::cpu_per_token_us);
+            let ratio = match (run.client, floor) {
+                (ClientKind::Goodput, Some(floor)) => {
+                    format!("{}×", num(run.cpu_per_token_us() / floor, 2))
+                }
+                _ => "–".to_string(),
+            };
+            let wall = run.usage.wall.as_secs_f64();
+            vec![
+                run.client.name().to_string(),
+                count(run.streams as u64),
+                count(run.requests as u64),
+                count(run.tokens),
+                num(wall, 1),
+                num(run.usage.user.as_secs_f64(), 2),
+                num(run.usage.sys.as_secs_f64(), 2),
+                num(run.cpu_per_token_us(), 2),
+                ratio,
+                mib(run.usage.max_rss_kib),
+                count((run.tokens as f64 / wall) as u64),
+                num(run.server_cpu.as_secs_f64(), 2),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "client",
+            "streams",
+            "requests",
+            "tokens streamed",
+            "wall (s)",
+            "CPU user (s)",
+            "CPU sys (s)",
+            "CPU per token (µs)",
+            "vs bytes-only",
+            "peak RSS (MiB)",
+            "tokens/s absorbed",
+            "server CPU (s)",
+        ],
+        &rows,
+    );
+    out.push_str(
+        "CPU per token = the client process's user + system CPU time (start-up included) / content token \
+         events the server wrote during the run (probe and every request included; both clients read every \
+         response to its end). Tokens/s absorbed = tokens / client wall time. Peak RSS = `ru_maxrss` of the \
+         client process. Target: goodput ≤ 1.5× bytes-only.\n\n",
+    );
+    out
+}
+
+/// TTFT and ITL error against the server's log, one row per goodput run.
+pub fn accuracy(runs: &[ClientRun]) -> String {
+    let mut out = String::from("### Accuracy against the server's log\n\n");
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter_map(|run| Some((run, run.accuracy.as_ref()?)))
+        .map(|(run, a)| {
+            let pair = |x: f64, y: f64| format!("{} / {}", num(x, 2), num(y, 2));
+            vec![
+                count(run.streams as u64),
+                format!(
+                    "{} of {}",
+                    count(a.matched as u64),
+                    count(a.measured as u64)
+                ),
+                pair(a.true_ttft.p50, a.true_ttft.p99),
+                pair(a.reported_ttft.p50, a.reported_ttft.p99),
+                pair(a.ttft_error.p50, a.ttft_error.p99),
+                count(a.itl_abs_error.n as u64),
+                pair(a.true_itl.p50, a.true_itl.p99),
+                pair(a.reported_itl.p50, a.reported_itl.p99),
+                pair(a.itl_abs_error.p50, a.itl_abs_error.p99),
+                num(a.itl_abs_error.max, 2),
+                num(a.itl_error_p50_signed, 3),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "streams",
+            "requests joined",
+            "true TTFT p50 / p99 (ms)",
+            "reported TTFT p50 / p99 (ms)",
+            "TTFT error p50 / p99 (ms)",
+            "ITL gaps",
+            "true ITL p50 / p99 (ms)",
+            "reported ITL p50 / p99 (ms)",
+            "\\|ITL error\\| p50 / p99 (ms)",
+            "\\|ITL error\\| max (ms)",
+            "ITL error p50, signed (ms)",
+        ],
+        &rows,
+    );
+    out.push_str(
+        "Joined on `x-request-id` = `<run-tag>-<request_id>`; measured phase only. TTFT error = goodput's \
+         `ttft_ms` − server TTFT (first token write − moment the whole request had been read), per request, \
+         signed. ITL error = goodput's gap between events k−1 and k (from `event_times_ms`) − the server's \
+         gap between the writes of tokens k−1 and k, per gap; the table gives percentiles of its absolute \
+         value. Percentiles interpolate linearly between ranks (numpy's default).\n\n",
+    );
+    out
+}
+
+/// Achieved rate and schedule lag of open-loop runs.
+pub fn open_loop(runs: &[ClientRun]) -> String {
+    let mut out = String::from("### Open loop\n\n");
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter_map(|run| Some((run, run.open_loop.as_ref()?)))
+        .map(|(run, o)| {
+            let lag = &o.joined.lag;
+            vec![
+                num(o.target_rate, 0),
+                count(o.joined.measured as u64),
+                count(o.joined.failed as u64),
+                opt(o.reported_achieved_rate, 1),
+                opt(o.reported_throughput, 1),
+                num(o.joined.sched_rate, 1),
+                num(o.joined.send_rate, 1),
+                num(o.joined.server_arrival_rate, 1),
+                format!(
+                    "{} / {} / {}",
+                    num(lag.p50, 3),
+                    num(lag.p99, 3),
+                    num(lag.max, 3)
+                ),
+                num(run.cpu_per_token_us(), 2),
+                mib(run.usage.max_rss_kib),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "target (req/s)",
+            "requests",
+            "failed",
+            "goodput `achieved_request_rate`",
+            "goodput `request_throughput`",
+            "intended rate from records",
+            "send rate from records",
+            "arrival rate at server",
+            "schedule lag p50 / p99 / max (ms)",
+            "CPU per token (µs)",
+            "peak RSS (MiB)",
+        ],
+        &rows,
+    );
+    out.push_str(
+        "Poisson arrivals. Intended (send) rate = (n − 1) / (last − first `sched_s` (`send_s`)) over measured records; \
+         arrival rate = the same over the server's arrival times of those requests. Schedule lag = \
+         `schedule_lag_ms` of the records (actual send − intended send).\n\n",
+    );
+    out
+}
+
+/// Notes about odd runs and the exact commands that ran.
+pub fn commands(runs: &[ClientRun]) -> String {
+    let mut out = String::new();
+    let notes: Vec<&String> = runs.iter().flat_map(|r| r.notes.iter()).collect();
+    if !notes.is_empty() {
+        out.push_str("Notes:\n\n");
+        for note in notes {
+            let _ = writeln!(out, "- {note}");
+        }
+        out.push('\n');
+    }
+    out.push_str("Commands run (the server's port was picked by binding 127.0.0.1:0):\n\n```sh\n");
+    for run in runs {
+        let _ = writeln!(out, "{}", run.usage.command);
+    }
+    out.push_str("```\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_counts_and_missing_numbers() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1024), "1,024");
+        assert_eq!(count(1234567), "1,234,567");
+        assert_eq!(num(f64::NAN, 2), "–");
+        assert_eq!(num(1.005, 1), "1.0");
+    }
+
+    #[test]
+    fn table_has_a_separator_row() {
+        let mut out = String::new();
+        table(&mut out, &["a", "b"], &[vec!["1".into(), "2".into()]]);
+        assert_eq!(out, "| a | b |\n| --- | --- |\n| 1 | 2 |\n\n");
+    }
+}

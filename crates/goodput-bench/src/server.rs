@@ -1,0 +1,601 @@
+//! The reference server: an OpenAI-compatible streaming endpoint with a known
+//! token schedule that logs, per request, when it really wrote each token.
+//!
+//! Guarantees:
+//! - The schedule is anchored to absolute time: token `i` of a request is due
+//!   at `t_recv + ttft + i * interval`, where `t_recv` is the moment the whole
+//!   request (head and body) had been read. Lateness never accumulates.
+//! - Each token is one SSE event in its own HTTP chunk and its own `write`.
+//!   The log records the monotonic time taken right before that write: the
+//!   ground truth a client's measurements are compared with.
+//! - Keep-alive: one connection serves any number of requests in sequence.
+//! - Per token, no allocation and no formatting: the event bytes are built
+//!   once per request, and the log lock is taken once per request.
+//!
+//! It is hand-rolled over tokio's `TcpStream` rather than built on a framework
+//! so the write timestamps are exact and its CPU use stays small: it shares the
+//! machine's cores with the client being measured.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde::Deserialize;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::http::{self, HeadError, RequestHead};
+
+/// Text of every generated token: one short, single-token word.
+const TOKEN_TEXT: &str = " the";
+/// Token count when a request sets no `max_tokens` (the OpenAI default).
+const DEFAULT_MAX_TOKENS: u64 = 16;
+/// Upper bound on tokens per request, so a typo cannot stream for hours.
+const MAX_TOKENS_CAP: u64 = 100_000;
+/// Listen backlog: 1,024 clients connecting at once must not see SYN drops.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// How the reference server answers.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Time from a request's arrival to its first token.
+    pub ttft: Duration,
+    /// Time between successive tokens.
+    pub interval: Duration,
+    /// Token count for every request, overriding the request's `max_tokens`.
+    pub tokens_override: Option<u64>,
+    /// Worker threads of the server's own tokio runtime.
+    pub threads: usize,
+    /// Model name served by `/v1/models` and echoed in events.
+    pub model: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            ttft: Duration::from_millis(100),
+            interval: Duration::from_millis(10),
+            tokens_override: None,
+            threads: 1,
+            model: "ref".to_string(),
+        }
+    }
+}
+
+/// Which completion API a request used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST /v1/completions`
+    Completions,
+    /// `POST /v1/chat/completions`
+    Chat,
+}
+
+/// What the server did for one completion request. Times are nanoseconds
+/// since the log's epoch, read from the monotonic clock.
+#[derive(Debug, Clone)]
+pub struct RequestLog {
+    /// The request's `x-request-id` header, when it had one.
+    pub request_id: Option<String>,
+    /// Which API it used.
+    pub endpoint: Endpoint,
+    /// Whether the answer was streamed.
+    pub streamed: bool,
+    /// When the whole request had been read.
+    pub recv_ns: u64,
+    /// When each content-bearing token event was handed to `write`, in order
+    /// (for a non-streamed answer: the one write of the whole body).
+    pub token_ns: Vec<u64>,
+    /// Whether the whole answer was written (false: the client went away).
+    pub complete: bool,
+}
+
+impl RequestLog {
+    /// The server's TTFT: first token write minus arrival, in ms.
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.token_ns.first().map(|&t| ns_to_ms(t - self.recv_ns))
+    }
+
+    /// Differences between successive token writes, in ms.
+    pub fn gaps_ms(&self) -> impl Iterator<Item = f64> + '_ {
+        self.token_ns.windows(2).map(|w| ns_to_ms(w[1] - w[0]))
+    }
+}
+
+fn ns_to_ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The in-memory log of all completion requests, appended once per request.
+#[derive(Debug)]
+pub struct ServerLog {
+    epoch: Instant,
+    entries: Mutex<Vec<RequestLog>>,
+}
+
+impl ServerLog {
+    fn new() -> Self {
+        Self {
+            epoch: Instant::now(),
+            entries: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn since_epoch(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    fn push(&self, entry: RequestLog) {
+        // A poisoned lock only means another connection task panicked while
+        // pushing; the entries themselves are still whole.
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.push(entry);
+    }
+
+    /// Removes and returns everything logged so far.
+    pub fn take(&self) -> Vec<RequestLog> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *entries)
+    }
+}
+
+/// A running reference server on its own tokio runtime.
+pub struct ReferenceServer {
+    addr: SocketAddr,
+    log: Arc<ServerLog>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl ReferenceServer {
+    /// Binds `127.0.0.1:port` (0 = any free port) and starts serving.
+    pub fn start(config: ServerConfig, port: u16) -> anyhow::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads.max(1))
+            .thread_name("ref-server")
+            .enable_all()
+            .build()
+            .context("building the reference server's runtime")?;
+        let log = Arc::new(ServerLog::new());
+        let shared = Arc::new(Shared {
+            model_json: serde_json::to_string(&config.model)?,
+            config,
+            log: log.clone(),
+            next_id: AtomicU64::new(1),
+        });
+        let listener = runtime.block_on(async {
+            let socket = TcpSocket::new_v4()?;
+            socket.set_reuseaddr(true)?;
+            socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+            socket.listen(LISTEN_BACKLOG)
+        });
+        let listener = listener.with_context(|| format!("binding 127.0.0.1:{port}"))?;
+        let addr = listener.local_addr()?;
+        runtime.spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        tokio::spawn(serve_connection(stream, shared.clone()));
+                    }
+                    Err(e) => {
+                        // Out of file descriptors, most likely: back off, go on.
+                        eprintln!("reference server: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        });
+        Ok(Self {
+            addr,
+            log,
+            runtime: Some(runtime),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server's request log.
+    pub fn log(&self) -> &ServerLog {
+        &self.log
+    }
+}
+
+impl Drop for ReferenceServer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}
+
+struct Shared {
+    config: ServerConfig,
+    model_json: String,
+    log: Arc<ServerLog>,
+    next_id: AtomicU64,
+}
+
+/// Per-connection buffers, reused across the requests of a keep-alive connection.
+struct Buffers {
+    input: Vec<u8>,
+    out: Vec<u8>,
+    token: Vec<u8>,
+    last_token: Vec<u8>,
+    scratch: Vec<u8>,
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    if stream.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut bufs = Buffers {
+        input: Vec::with_capacity(4096),
+        out: Vec::with_capacity(1024),
+        token: Vec::with_capacity(512),
+        last_token: Vec::with_capacity(512),
+        scratch: Vec::with_capacity(512),
+    };
+    // Errors end the connection: the peer went away or sent garbage.
+    let _ = connection_loop(&mut stream, &shared, &mut bufs).await;
+}
+
+async fn connection_loop(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    bufs: &mut Buffers,
+) -> std::io::Result<()> {
+    loop {
+        let head_len = loop {
+            if let Some(end) = http::head_end(&bufs.input) {
+                break end;
+            }
+            if bufs.input.len() > http::MAX_HEAD_BYTES {
+                return write_error(stream, 431, "request head too large").await;
+            }
+            if !read_more(stream, &mut bufs.input).await? {
+                return Ok(());
+            }
+        };
+        let head = match http::parse_head(&bufs.input[..head_len]) {
+            Ok(head) => head,
+            Err(HeadError::TooLarge) => {
+                return write_error(stream, 413, "request body too large").await
+            }
+            Err(HeadError::Unsupported(what)) => return write_error(stream, 501, what).await,
+            Err(HeadError::Malformed(what)) => return write_error(stream, 400, what).await,
+        };
+        let total = head_len + head.content_length;
+        while bufs.input.len() < total {
+            if !read_more(stream, &mut bufs.input).await? {
+                return Ok(());
+            }
+        }
+        let t_recv = Instant::now();
+        let body = bufs.input[head_len..total].to_vec();
+        bufs.input.drain(..total);
+        respond(stream, shared, bufs, &head, &body, t_recv).await?;
+        if head.close {
+            return stream.shutdown().await;
+        }
+    }
+}
+
+/// Reads whatever is available into `input`; false at end of stream.
+async fn read_more(stream: &mut TcpStream, input: &mut Vec<u8>) -> std::io::Result<bool> {
+    input.reserve(4096);
+    Ok(stream.read_buf(input).await? > 0)
+}
+
+async fn respond(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    bufs: &mut Buffers,
+    head: &RequestHead,
+    body: &[u8],
+    t_recv: Instant,
+) -> std::io::Result<()> {
+    let endpoint = match (head.method.as_str(), head.path.as_str()) {
+        ("GET", "/v1/models") => {
+            let body = format!(
+                r#"{{"object":"list","data":[{{"id":{},"object":"model","owned_by":"goodput-bench"}}]}}"#,
+                shared.model_json
+            );
+            return write_json(stream, 200, body.as_bytes()).await;
+        }
+        ("GET", "/health") => return write_json(stream, 200, b"{}").await,
+        ("POST", "/v1/completions") => Endpoint::Completions,
+        ("POST", "/v1/chat/completions") => Endpoint::Chat,
+        _ => return write_error(stream, 404, "no such route").await,
+    };
+    let request: CompletionRequest = match serde_json::from_slice(body) {
+        Ok(request) => request,
+        Err(e) => return write_error(stream, 400, &format!("invalid JSON body: {e}")).await,
+    };
+    let plan = Plan {
+        endpoint,
+        id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+        tokens: shared.config.tokens_override.unwrap_or_else(|| {
+            request
+                .max_tokens
+                .or(request.max_completion_tokens)
+                .unwrap_or(DEFAULT_MAX_TOKENS)
+                .min(MAX_TOKENS_CAP)
+        }),
+        prompt_tokens: request.prompt_tokens(),
+        include_usage: request
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage),
+    };
+    let mut entry = RequestLog {
+        request_id: head.request_id.clone(),
+        endpoint,
+        streamed: request.stream.unwrap_or(false),
+        recv_ns: shared.log.since_epoch(t_recv),
+        token_ns: Vec::with_capacity(plan.tokens as usize),
+        complete: false,
+    };
+    let result = if entry.streamed {
+        stream_answer(stream, shared, bufs, &plan, t_recv, &mut entry).await
+    } else {
+        whole_answer(stream, shared, &plan, t_recv, &mut entry).await
+    };
+    entry.complete = result.is_ok();
+    shared.log.push(entry);
+    result
+}
+
+/// What one completion request will get.
+struct Plan {
+    endpoint: Endpoint,
+    id: u64,
+    tokens: u64,
+    prompt_tokens: u64,
+    include_usage: bool,
+}
+
+async fn stream_answer(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    bufs: &mut Buffers,
+    plan: &Plan,
+    t_recv: Instant,
+    entry: &mut RequestLog,
+) -> std::io::Result<()> {
+    let created = unix_seconds();
+    bufs.token.clear();
+    bufs.last_token.clear();
+    bufs.scratch.clear();
+    token_event(&mut bufs.scratch, shared, plan, created, "null");
+    push_chunk(&mut bufs.token, &bufs.scratch);
+    bufs.scratch.clear();
+    token_event(&mut bufs.scratch, shared, plan, created, "\"length\"");
+    push_chunk(&mut bufs.last_token, &bufs.scratch);
+
+    bufs.out.clear();
+    bufs.out.extend_from_slice(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n\r\n",
+    );
+    if plan.endpoint == Endpoint::Chat {
+        // Like vLLM: a role-only chunk at once, before any content.
+        bufs.scratch.clear();
+        role_event(&mut bufs.scratch, shared, plan, created);
+        push_chunk(&mut bufs.out, &bufs.scratch);
+    }
+    stream.write_all(&bufs.out).await?;
+
+    let first_due = t_recv + shared.config.ttft;
+    for i in 0..plan.tokens {
+        let due = first_due + shared.config.interval * i as u32;
+        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        let event = if i + 1 == plan.tokens {
+            &bufs.last_token
+        } else {
+            &bufs.token
+        };
+        let now = Instant::now();
+        entry.token_ns.push(shared.log.since_epoch(now));
+        stream.write_all(event).await?;
+    }
+
+    bufs.out.clear();
+    if plan.include_usage {
+        bufs.scratch.clear();
+        usage_event(&mut bufs.scratch, shared, plan, created);
+        push_chunk(&mut bufs.out, &bufs.scratch);
+    }
+    push_chunk(&mut bufs.out, b"data: [DONE]\n\n");
+    bufs.out.extend_from_slice(b"0\r\n\r\n");
+    stream.write_all(&bufs.out).await
+}
+
+async fn whole_answer(
+    stream: &mut TcpStream,
+    shared: &Shared,
+    plan: &Plan,
+    t_recv: Instant,
+    entry: &mut RequestLog,
+) -> std::io::Result<()> {
+    let last = shared.config.ttft + shared.config.interval * plan.tokens.saturating_sub(1) as u32;
+    tokio::time::sleep_until(tokio::time::Instant::from_std(t_recv + last)).await;
+    let text = TOKEN_TEXT.repeat(plan.tokens as usize);
+    let (object, choice) = match plan.endpoint {
+        Endpoint::Completions => ("text_completion", format!(r#""text":"{text}""#)),
+        Endpoint::Chat => (
+            "chat.completion",
+            format!(r#""message":{{"role":"assistant","content":"{text}"}}"#),
+        ),
+    };
+    let body = format!(
+        r#"{{"id":"cmpl-{id}","object":"{object}","created":{created},"model":{model},"choices":[{{"index":0,{choice},"finish_reason":"length"}}],"usage":{{"prompt_tokens":{p},"completion_tokens":{n},"total_tokens":{t}}}}}"#,
+        id = plan.id,
+        created = unix_seconds(),
+        model = shared.model_json,
+        p = plan.prompt_tokens,
+        n = plan.tokens,
+        t = plan.prompt_tokens + plan.tokens,
+    );
+    entry.token_ns.push(shared.log.since_epoch(Instant::now()));
+    write_json(stream, 200, body.as_bytes()).await
+}
+
+/// Appends one HTTP/1.1 chunk holding `payload`.
+fn push_chunk(out: &mut Vec<u8>, payload: &[u8]) {
+    let _ = write!(out, "{:x}\r\n", payload.len());
+    out.extend_from_slice(payload);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn event_prefix(out: &mut Vec<u8>, shared: &Shared, plan: &Plan, created: u64) {
+    let (id_prefix, object) = match plan.endpoint {
+        Endpoint::Completions => ("cmpl", "text_completion"),
+        Endpoint::Chat => ("chatcmpl", "chat.completion.chunk"),
+    };
+    let _ = write!(
+        out,
+        r#"data: {{"id":"{id_prefix}-{id}","object":"{object}","created":{created},"model":{model},"#,
+        id = plan.id,
+        model = shared.model_json,
+    );
+}
+
+fn token_event(out: &mut Vec<u8>, shared: &Shared, plan: &Plan, created: u64, finish_reason: &str) {
+    event_prefix(out, shared, plan, created);
+    let _ = match plan.endpoint {
+        Endpoint::Completions => write!(
+            out,
+            r#""choices":[{{"index":0,"text":"{TOKEN_TEXT}","logprobs":null,"finish_reason":{finish_reason}}}]}}"#
+        ),
+        Endpoint::Chat => write!(
+            out,
+            r#""choices":[{{"index":0,"delta":{{"content":"{TOKEN_TEXT}"}},"logprobs":null,"finish_reason":{finish_reason}}}]}}"#
+        ),
+    };
+    out.extend_from_slice(b"\n\n");
+}
+
+fn role_event(out: &mut Vec<u8>, shared: &Shared, plan: &Plan, created: u64) {
+    event_prefix(out, shared, plan, created);
+    out.extend_from_slice(
+        br#""choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+    );
+    out.extend_from_slice(b"\n\n");
+}
+
+fn usage_event(out: &mut Vec<u8>, shared: &Shared, plan: &Plan, created: u64) {
+    event_prefix(out, shared, plan, created);
+    let _ = write!(
+        out,
+        r#""choices":[],"usage":{{"prompt_tokens":{p},"completion_tokens":{n},"total_tokens":{t}}}}}"#,
+        p = plan.prompt_tokens,
+        n = plan.tokens,
+        t = plan.prompt_tokens + plan.tokens,
+    );
+    out.extend_from_slice(b"\n\n");
+}
+
+async fn write_json(stream: &mut TcpStream, status: u16, body: &[u8]) -> std::io::Result<()> {
+    let mut out = Vec::with_capacity(body.len() + 128);
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    out.extend_from_slice(body);
+    stream.write_all(&out).await
+}
+
+async fn write_error(stream: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
+    let body = serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}});
+    write_json(stream, status, body.to_string().as_bytes()).await
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        413 => "Payload Too Large",
+        431 => "Request Header Fields Too Large",
+        501 => "Not Implemented",
+        _ => "Error",
+    }
+}
+
+fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The fields of a completion request the server acts on; others are ignored.
+#[derive(Debug, Deserialize)]
+struct CompletionRequest {
+    stream: Option<bool>,
+    max_tokens: Option<u64>,
+    max_completion_tokens: Option<u64>,
+    stream_options: Option<StreamOptions>,
+    prompt: Option<serde_json::Value>,
+    messages: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+impl CompletionRequest {
+    /// A stand-in for a tokenizer: whitespace-separated words of the prompt
+    /// (or of the messages' text), which is what synthetic prompts are made of.
+    fn prompt_tokens(&self) -> u64 {
+        fn words(value: &serde_json::Value) -> u64 {
+            match value {
+                serde_json::Value::String(s) => s.split_whitespace().count() as u64,
+                serde_json::Value::Array(items) => items.iter().map(words).sum(),
+                serde_json::Value::Object(map) => ["content", "text"]
+                    .iter()
+                    .filter_map(|k| map.get(*k))
+                    .map(words)
+                    .sum(),
+                _ => 0,
+            }
+        }
+        self.prompt
+            .iter()
+            .chain(self.messages.iter())
+            .map(words)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_tokens_counts_words_of_prompt_or_messages() {
+        let r: CompletionRequest = serde_json::from_str(r#"{"prompt":"a b  c"}"#).unwrap();
+        assert_eq!(r.prompt_tokens(), 3);
+        let r: CompletionRequest = serde_json::from_str(
+            r#"{"messages":[{"role":"user","content":"a b"},{"role":"user","content":[{"type":"text","text":"c d e"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.prompt_tokens(), 5);
+    }
+
+    #[test]
+    fn chunk_framing_is_hex_length() {
+        let mut out = Vec::new();
+        push_chunk(&mut out, &[b'x'; 26]);
+        assert_eq!(&out[..4], b"1a\r\n");
+        assert!(out.ends_with(b"x\r\n"));
+    }
+}

@@ -1,0 +1,236 @@
+//! Reading OpenAI-compatible completion chunks and responses.
+//!
+//! One type parses both a streamed chunk (`choices[].delta` for chat,
+//! `choices[].text` for completions) and a whole non-streamed response
+//! (`choices[].message`). Strings are borrowed from the event bytes where
+//! they contain no escapes, so the common chunk parses without allocating
+//! text.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
+use crate::record::ServerUsage;
+
+#[derive(Deserialize, Default)]
+pub struct Chunk<'a> {
+    #[serde(default, borrow)]
+    pub choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    pub usage: Option<UsageJson>,
+    /// `{"error": {...}}` (vLLM, OpenAI) or `{"error": "..."}` (TGI).
+    #[serde(default)]
+    pub error: Option<serde_json::Value>,
+    /// `{"object": "error", "message": ...}` (older vLLM).
+    #[serde(default, borrow)]
+    pub object: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub message: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct Choice<'a> {
+    #[serde(default, borrow)]
+    pub delta: Option<Message<'a>>,
+    #[serde(default, borrow)]
+    pub message: Option<Message<'a>>,
+    #[serde(default, borrow)]
+    pub text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct Message<'a> {
+    #[serde(default, borrow)]
+    pub content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub reasoning_content: Option<Cow<'a, str>>,
+    /// Some servers (and OpenRouter) name it `reasoning`.
+    #[serde(default, borrow)]
+    pub reasoning: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub tool_calls: Option<Vec<ToolCall<'a>>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct ToolCall<'a> {
+    #[serde(default, borrow)]
+    pub function: Option<Function<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct Function<'a> {
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub struct UsageJson {
+    #[serde(default)]
+    pub prompt_tokens: Option<u32>,
+    #[serde(default)]
+    pub completion_tokens: Option<u32>,
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub struct PromptDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u32>,
+}
+
+#[derive(Deserialize, Default, Clone, Copy)]
+pub struct CompletionDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u32>,
+}
+
+impl From<UsageJson> for ServerUsage {
+    fn from(u: UsageJson) -> Self {
+        ServerUsage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            reasoning_tokens: u.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+            cached_tokens: u.prompt_tokens_details.and_then(|d| d.cached_tokens),
+        }
+    }
+}
+
+/// What one event (or one whole response) delivered.
+#[derive(Debug, Default, PartialEq)]
+pub struct Delivery {
+    /// Visible text appended to the output (content, completion text, tool-call arguments).
+    pub answer_bytes: usize,
+    /// Reasoning text appended.
+    pub reasoning_bytes: usize,
+    pub finish_reason: Option<String>,
+}
+
+impl<'a> Chunk<'a> {
+    pub fn parse(data: &'a [u8]) -> Result<Chunk<'a>, serde_json::Error> {
+        serde_json::from_slice(data)
+    }
+
+    /// The server's error message, if this chunk is an error object.
+    pub fn error_message(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            if e.is_null() {
+                return None;
+            }
+            let msg = e
+                .get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+                .unwrap_or_else(|| match e {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                });
+            return Some(msg);
+        }
+        if self.object.as_deref() == Some("error") {
+            return Some(self.message.as_deref().unwrap_or("error").to_string());
+        }
+        None
+    }
+
+    /// Append the text this chunk carries to `out`; report what it was.
+    pub fn deliver(&self, out: &mut String) -> Delivery {
+        let mut d = Delivery::default();
+        let Some(choices) = &self.choices else {
+            return d;
+        };
+        // Only the first choice is followed (goodput sends n = 1).
+        let Some(c) = choices.first() else {
+            return d;
+        };
+        if let Some(t) = &c.text {
+            out.push_str(t);
+            d.answer_bytes += t.len();
+        }
+        for m in [&c.delta, &c.message].into_iter().flatten() {
+            if let Some(t) = m.reasoning_content.as_ref().or(m.reasoning.as_ref()) {
+                out.push_str(t);
+                d.reasoning_bytes += t.len();
+            }
+            if let Some(t) = &m.content {
+                out.push_str(t);
+                d.answer_bytes += t.len();
+            }
+            for call in m.tool_calls.iter().flatten() {
+                if let Some(f) = &call.function {
+                    for t in [&f.name, &f.arguments].into_iter().flatten() {
+                        out.push_str(t);
+                        d.answer_bytes += t.len();
+                    }
+                }
+            }
+        }
+        d.finish_reason = c.finish_reason.as_ref().map(|s| s.to_string());
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deliver(json: &str) -> (String, Delivery) {
+        let c = Chunk::parse(json.as_bytes()).unwrap();
+        let mut s = String::new();
+        let d = c.deliver(&mut s);
+        (s, d)
+    }
+
+    #[test]
+    fn role_only_chunk_carries_no_content() {
+        let (s, d) = deliver(
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        );
+        assert_eq!(s, "");
+        assert_eq!(d.answer_bytes + d.reasoning_bytes, 0);
+    }
+
+    #[test]
+    fn chat_completion_and_reasoning_text() {
+        assert_eq!(
+            deliver(r#"{"choices":[{"delta":{"content":" hi"}}]}"#).0,
+            " hi"
+        );
+        assert_eq!(deliver(r#"{"choices":[{"text":" a\"b"}]}"#).0, " a\"b");
+        let (s, d) = deliver(r#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#);
+        assert_eq!(
+            (s.as_str(), d.reasoning_bytes, d.answer_bytes),
+            ("think", 5, 0)
+        );
+        let (s, _) = deliver(
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\""}}]}}]}"#,
+        );
+        assert_eq!(s, "{\"x\"");
+    }
+
+    #[test]
+    fn usage_chunk_and_error_objects() {
+        let c = Chunk::parse(br#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":3}}}"#).unwrap();
+        let u: ServerUsage = c.usage.unwrap().into();
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.cached_tokens),
+            (Some(5), Some(7), Some(3))
+        );
+        let e = Chunk::parse(br#"{"error":{"message":"boom","code":500}}"#).unwrap();
+        assert_eq!(e.error_message().as_deref(), Some("boom"));
+        let e = Chunk::parse(br#"{"error":"overloaded","error_type":"x"}"#).unwrap();
+        assert_eq!(e.error_message().as_deref(), Some("overloaded"));
+        let e = Chunk::parse(br#"{"object":"error","message":"bad"}"#).unwrap();
+        assert_eq!(e.error_message().as_deref(), Some("bad"));
+        assert!(Chunk::parse(br#"{"choices":[]}"#)
+            .unwrap()
+            .error_message()
+            .is_none());
+    }
+}

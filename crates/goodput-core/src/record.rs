@@ -1,0 +1,138 @@
+//! Records: the raw facts of one request, as the client saw them.
+//!
+//! A [`RequestRecord`] holds timestamps (nanoseconds on the run's monotonic
+//! clock, see [`crate::clock`]), the content-bearing events, what the server
+//! said about usage, and — for a failed request — an [`ErrorKind`]. Nothing
+//! here is derived: every metric is computed from these fields in
+//! [`crate::metrics`], so definitions cannot drift apart.
+
+use serde::{Deserialize, Serialize};
+
+/// Warm-up requests are sent before the measured phase and excluded from every figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Warmup,
+    Measure,
+}
+
+/// Why a request failed (or did not finish). Failures are data, never panics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The connection (TCP or TLS) could not be opened.
+    Connect,
+    /// The total `--timeout` elapsed, or no bytes arrived for `--idle-timeout`.
+    Timeout,
+    /// The server answered with a non-2xx status.
+    HttpStatus,
+    /// The stream ended (or the connection broke) before the response was complete.
+    StreamCut,
+    /// An event that is not valid JSON or not a completion chunk.
+    Malformed,
+    /// The server sent an error object inside the stream.
+    ServerError,
+    /// The client cancelled the request (second Ctrl-C).
+    Cancelled,
+    /// Still running when the drain timeout ended the run: neither completed
+    /// nor failed, and not part of the error rate.
+    Incomplete,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::StreamCut => "stream_cut",
+            ErrorKind::Malformed => "malformed",
+            ErrorKind::ServerError => "server_error",
+            ErrorKind::Cancelled => "cancelled",
+            ErrorKind::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// A failure, with what is known about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestError {
+    pub kind: ErrorKind,
+    /// Human-readable detail (truncated response body, I/O error text...).
+    pub message: String,
+    /// The `Retry-After` header of a 429/503, as sent.
+    pub retry_after: Option<String>,
+}
+
+/// One content-bearing stream event.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Event {
+    /// Arrival time (ns on the run clock), taken when its bytes were read.
+    pub at_ns: u64,
+    /// End offset of this event's text in [`RequestRecord::output_text`].
+    pub text_end: u32,
+    /// Cumulative `usage.completion_tokens` carried by this event, where the
+    /// server streams per-chunk usage.
+    pub usage_completion_tokens: Option<u32>,
+    /// The event carried only reasoning text (`reasoning_content`).
+    pub reasoning: bool,
+}
+
+/// What the server reported in `usage`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerUsage {
+    pub prompt_tokens: Option<u32>,
+    pub completion_tokens: Option<u32>,
+    pub reasoning_tokens: Option<u32>,
+    pub cached_tokens: Option<u32>,
+}
+
+/// The raw record of one request.
+#[derive(Debug, Clone, Default)]
+pub struct RequestRecord {
+    pub request_id: u64,
+    pub warmup: bool,
+    /// When the schedule said the request should be sent.
+    pub t_sched: u64,
+    /// When a new connection began opening for it (None: pooled connection).
+    pub t_connect: Option<u64>,
+    /// When the request began to be written on an established connection.
+    pub t_send: u64,
+    /// When the status line and headers arrived.
+    pub t_head: Option<u64>,
+    /// End of the response: `[DONE]`, end of body, or the error.
+    pub t_done: u64,
+    pub events: Vec<Event>,
+    /// All content-bearing text received, concatenated (content, reasoning, tool-call arguments).
+    pub output_text: String,
+    pub usage: Option<ServerUsage>,
+    pub finish_reason: Option<String>,
+    pub http_status: Option<u16>,
+    pub error: Option<RequestError>,
+    /// Prompt tokens as the client's tokenizer counted them when building the prompt.
+    pub prompt_tokens_client: Option<u32>,
+    /// `max_tokens` sent.
+    pub max_tokens: Option<u32>,
+    /// Whether the response was streamed.
+    pub streamed: bool,
+}
+
+impl RequestRecord {
+    pub fn phase(&self) -> Phase {
+        if self.warmup {
+            Phase::Warmup
+        } else {
+            Phase::Measure
+        }
+    }
+
+    /// Completed successfully.
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Ended by the drain timeout: neither completed nor failed.
+    pub fn incomplete(&self) -> bool {
+        matches!(&self.error, Some(e) if e.kind == ErrorKind::Incomplete)
+    }
+}

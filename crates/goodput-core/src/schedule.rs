@@ -1,0 +1,230 @@
+//! Schedule: *when* each request should be sent.
+//!
+//! Every load shape is a schedule of intended send times feeding the one
+//! executor ([`crate::executor`]). Open loop yields offsets from the run's
+//! origin — absolute, so a late send never shifts the ones after it (no
+//! drift). Closed loop yields "as soon as a slot is free", and the executor's
+//! concurrency limit supplies the slot.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use rand_distr::{Distribution, Gamma};
+use serde::{Deserialize, Serialize};
+
+/// Inter-arrival process of an open-loop load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Arrival {
+    /// Exponential gaps: a Poisson process (gamma with shape 1).
+    Poisson,
+    /// Equal gaps of exactly 1/rate.
+    Constant,
+    /// Gamma-distributed gaps with this shape and mean 1/rate: shape < 1 is
+    /// burstier than Poisson, > 1 smoother (vLLM's `--burstiness`).
+    Gamma(f64),
+}
+
+impl fmt::Display for Arrival {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arrival::Poisson => write!(f, "poisson"),
+            Arrival::Constant => write!(f, "constant"),
+            Arrival::Gamma(k) => write!(f, "gamma:{k}"),
+        }
+    }
+}
+
+impl FromStr for Arrival {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "poisson" => Ok(Arrival::Poisson),
+            "constant" => Ok(Arrival::Constant),
+            other => match other.strip_prefix("gamma:").map(str::parse::<f64>) {
+                Some(Ok(k)) if k > 0.0 && k.is_finite() => Ok(Arrival::Gamma(k)),
+                _ => Err(format!(
+                    "invalid arrival '{s}': valid values are poisson, constant, gamma:SHAPE (SHAPE > 0)"
+                )),
+            },
+        }
+    }
+}
+
+impl From<Arrival> for String {
+    fn from(a: Arrival) -> String {
+        a.to_string()
+    }
+}
+
+impl TryFrom<String> for Arrival {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// The offered load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Load {
+    /// Closed loop: this many requests in flight at all times.
+    Closed { concurrency: usize },
+    /// Open loop: arrivals at `rate` requests/s (infinite: all at once),
+    /// optionally capped in flight (the wait is reported as schedule lag).
+    Open {
+        rate: f64,
+        arrival: Arrival,
+        max_concurrency: Option<usize>,
+    },
+}
+
+impl Load {
+    /// The in-flight cap the executor enforces.
+    pub fn concurrency_cap(&self) -> Option<usize> {
+        match *self {
+            Load::Closed { concurrency } => Some(concurrency),
+            Load::Open {
+                max_concurrency, ..
+            } => max_concurrency,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        matches!(self, Load::Open { .. })
+    }
+
+    pub fn offered_rate(&self) -> Option<f64> {
+        match *self {
+            Load::Open { rate, .. } => Some(rate),
+            Load::Closed { .. } => None,
+        }
+    }
+}
+
+/// Yields intended send offsets from the run origin.
+pub struct Schedule {
+    load: Load,
+    gaps: Option<Gamma<f64>>,
+    rng: StdRng,
+    next_s: f64,
+}
+
+impl Schedule {
+    pub fn new(load: Load, seed: u64) -> Self {
+        let gaps = match load {
+            Load::Open { rate, arrival, .. } if rate.is_finite() && rate > 0.0 => match arrival {
+                Arrival::Poisson => Gamma::new(1.0, 1.0 / rate).ok(),
+                Arrival::Gamma(k) => Gamma::new(k, 1.0 / (k * rate)).ok(),
+                Arrival::Constant => None,
+            },
+            _ => None,
+        };
+        Schedule {
+            load,
+            gaps,
+            // A stream of its own, so the arrival times do not depend on the prompts drawn.
+            rng: StdRng::seed_from_u64(seed ^ 0x5c4e_d01e_5eed_0001),
+            next_s: 0.0,
+        }
+    }
+
+    /// The next intended send time as an offset from the origin, or `None`
+    /// for closed loop ("as soon as a slot is free").
+    pub fn next_offset(&mut self) -> Option<Duration> {
+        let Load::Open { rate, arrival, .. } = self.load else {
+            return None;
+        };
+        if !rate.is_finite() {
+            return Some(Duration::ZERO);
+        }
+        let gap = match (arrival, &self.gaps) {
+            (Arrival::Constant, _) => 1.0 / rate,
+            (_, Some(g)) => g.sample(&mut self.rng),
+            (_, None) => 1.0 / rate,
+        };
+        // The first arrival is at the origin; each later one a gap after the last.
+        let at = self.next_s;
+        self.next_s += gap;
+        Some(Duration::from_secs_f64(at))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(rate: f64, arrival: Arrival) -> Load {
+        Load::Open {
+            rate,
+            arrival,
+            max_concurrency: None,
+        }
+    }
+
+    #[test]
+    fn poisson_mean_rate_and_dispersion() {
+        let mut s = Schedule::new(open(100.0, Arrival::Poisson), 1);
+        let offs: Vec<f64> = (0..20_001)
+            .map(|_| s.next_offset().unwrap().as_secs_f64())
+            .collect();
+        let rate = 20_000.0 / offs[20_000];
+        assert!((rate - 100.0).abs() < 3.0, "rate {rate}");
+        // Counts per 100 ms window: Poisson has variance == mean (10).
+        let mut counts = vec![0u32; (offs[20_000] / 0.1) as usize];
+        for o in &offs {
+            if let Some(c) = counts.get_mut((o / 0.1) as usize) {
+                *c += 1;
+            }
+        }
+        let n = counts.len() as f64;
+        let mean = counts.iter().map(|&c| c as f64).sum::<f64>() / n;
+        let var = counts
+            .iter()
+            .map(|&c| (c as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        assert!(
+            (var / mean - 1.0).abs() < 0.15,
+            "index of dispersion {}",
+            var / mean
+        );
+    }
+
+    #[test]
+    fn constant_and_gamma_gaps() {
+        let mut s = Schedule::new(open(4.0, Arrival::Constant), 1);
+        let offs: Vec<f64> = (0..5)
+            .map(|_| s.next_offset().unwrap().as_secs_f64())
+            .collect();
+        assert_eq!(offs, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+        let mut g = Schedule::new(open(50.0, Arrival::Gamma(0.5)), 3);
+        let last = (0..10_001)
+            .map(|_| g.next_offset().unwrap())
+            .last()
+            .unwrap();
+        let rate = 10_000.0 / last.as_secs_f64();
+        assert!((rate - 50.0).abs() < 3.0, "gamma rate {rate}");
+    }
+
+    #[test]
+    fn closed_loop_and_infinite_rate() {
+        assert_eq!(
+            Schedule::new(Load::Closed { concurrency: 4 }, 0).next_offset(),
+            None
+        );
+        let mut s = Schedule::new(open(f64::INFINITY, Arrival::Poisson), 0);
+        assert_eq!(s.next_offset(), Some(Duration::ZERO));
+        assert_eq!(s.next_offset(), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn arrival_parsing() {
+        assert_eq!("gamma:0.5".parse::<Arrival>().unwrap(), Arrival::Gamma(0.5));
+        assert!("gamma:-1".parse::<Arrival>().unwrap_err().contains("valid"));
+        assert_eq!("poisson".parse::<Arrival>().unwrap().to_string(), "poisson");
+    }
+}

@@ -1,0 +1,342 @@
+//! Statistics: exact percentiles and their confidence intervals.
+//!
+//! Percentiles are order statistics with linear interpolation between the
+//! closest ranks (numpy's default), computed on sorted data. Intervals are
+//! 95 %: distribution-free binomial order-statistic bounds for per-request
+//! metrics (a bound is `None` — open — when there are too few samples), a
+//! bootstrap over whole requests for pooled per-token values, and a bootstrap
+//! over time blocks for throughputs.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+/// Percentile `p` (0–100) of sorted data, numpy's linear interpolation.
+pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let frac = rank - lo as f64;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
+}
+
+/// 1-based ranks `(l, u)` of the order statistics bounding the `q`-quantile
+/// with at least 95 % coverage; a rank outside `1..=n` means that side is open.
+pub fn binomial_ci_ranks(n: usize, q: f64) -> (usize, usize) {
+    if n == 0 || q <= 0.0 || q >= 1.0 {
+        return (0, n + 1);
+    }
+    // cdf[k] = P(B <= k), B ~ Binomial(n, q), accumulated in log space.
+    let (lq, l1q) = (q.ln(), (1.0 - q).ln());
+    let mut log_pmf = n as f64 * l1q;
+    let mut cdf = Vec::with_capacity(n + 1);
+    let mut acc = 0.0;
+    for k in 0..=n {
+        if k > 0 {
+            log_pmf += ((n - k + 1) as f64).ln() - (k as f64).ln() + lq - l1q;
+        }
+        acc += log_pmf.exp();
+        cdf.push(acc.min(1.0));
+    }
+    // Largest l with P(B <= l-1) <= 0.025; smallest u with P(B <= u-1) >= 0.975.
+    let mut l = 0;
+    for k in 1..=n {
+        if cdf[k - 1] <= 0.025 {
+            l = k;
+        } else {
+            break;
+        }
+    }
+    let mut u = n + 1;
+    for k in 1..=n {
+        if cdf[k - 1] >= 0.975 {
+            u = k;
+            break;
+        }
+    }
+    (l, u)
+}
+
+/// A figure with its 95 % interval; `None` bounds are open (too few samples).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    pub value: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+}
+
+impl Estimate {
+    /// An interval is open on a side where the data cannot bound it.
+    pub fn inconclusive(&self) -> bool {
+        self.lo.is_none() || self.hi.is_none()
+    }
+}
+
+/// Summary of one per-request (or pooled) metric, in its unit (ms).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Distribution {
+    pub count: usize,
+    pub mean: Estimate,
+    pub std: f64,
+    pub min: f64,
+    pub max: f64,
+    /// `(percentile, estimate)` in the order requested.
+    pub percentiles: Vec<(f64, Estimate)>,
+    /// How the intervals were computed: `binomial`, `bootstrap`, or `none`.
+    pub ci_method: &'static str,
+}
+
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var.sqrt())
+}
+
+/// Describe per-request values with binomial order-statistic intervals.
+pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distribution> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    let (mean, std) = mean_std(&values);
+    let half = 1.96 * std / (n as f64).sqrt();
+    let pct = percentiles
+        .iter()
+        .map(|&p| {
+            let (l, u) = binomial_ci_ranks(n, p / 100.0);
+            let value = percentile_sorted(&values, p).unwrap_or(f64::NAN);
+            let lo = (l >= 1).then(|| values[l - 1]);
+            let hi = (u <= n).then(|| values[u - 1]);
+            (p, Estimate { value, lo, hi })
+        })
+        .collect();
+    Some(Distribution {
+        count: n,
+        mean: Estimate {
+            value: mean,
+            lo: (n > 1).then_some(mean - half),
+            hi: (n > 1).then_some(mean + half),
+        },
+        std,
+        min: values[0],
+        max: values[n - 1],
+        percentiles: pct,
+        ci_method: "binomial",
+    })
+}
+
+/// Describe pooled values (ITL, ICL) grouped by request: exact percentiles
+/// over all values; intervals from a bootstrap that resamples whole requests
+/// (values within a request are correlated). `groups[r]` is the end offset of
+/// request r's values in `values`.
+pub fn describe_pooled(
+    values: &[f32],
+    groups: &[u32],
+    percentiles: &[f64],
+    seed: u64,
+) -> Option<Distribution> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted: Vec<(f64, u32)> = Vec::with_capacity(values.len());
+    let mut start = 0usize;
+    for (r, &end) in groups.iter().enumerate() {
+        for &v in &values[start..end as usize] {
+            sorted.push((v as f64, r as u32));
+        }
+        start = end as usize;
+    }
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let plain: Vec<f64> = sorted.iter().map(|x| x.0).collect();
+    let mut d = describe(plain, percentiles)?;
+    d.ci_method = "bootstrap";
+    let n_req = groups.len();
+    // Keep the bootstrap's cost bounded: resamples × values <= 5e7.
+    let resamples = (50_000_000 / sorted.len().max(1)).min(200);
+    if n_req < 2 || resamples < 50 {
+        d.ci_method = "none";
+        d.mean.lo = None;
+        d.mean.hi = None;
+        for (_, e) in d.percentiles.iter_mut() {
+            e.lo = None;
+            e.hi = None;
+        }
+        return Some(d);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut weights = vec![0u32; n_req];
+    let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); percentiles.len() + 1];
+    let mut order: Vec<usize> = (0..percentiles.len()).collect();
+    order.sort_by(|&a, &b| percentiles[a].total_cmp(&percentiles[b]));
+    for _ in 0..resamples {
+        weights.iter_mut().for_each(|w| *w = 0);
+        for _ in 0..n_req {
+            weights[rng.random_range(0..n_req)] += 1;
+        }
+        let total: f64 = sorted
+            .iter()
+            .map(|&(_, r)| weights[r as usize] as f64)
+            .sum();
+        if total == 0.0 {
+            continue;
+        }
+        let mut sum = 0.0;
+        let mut acc = 0.0;
+        let mut next = 0;
+        for &(v, r) in &sorted {
+            let w = weights[r as usize] as f64;
+            if w == 0.0 {
+                continue;
+            }
+            sum += v * w;
+            acc += w;
+            while next < order.len() && acc >= percentiles[order[next]] / 100.0 * total {
+                boot[order[next]].push(v);
+                next += 1;
+            }
+        }
+        while next < order.len() {
+            boot[order[next]].push(sorted[sorted.len() - 1].0);
+            next += 1;
+        }
+        boot[percentiles.len()].push(sum / total);
+    }
+    let interval = |mut v: Vec<f64>| -> (Option<f64>, Option<f64>) {
+        v.sort_by(f64::total_cmp);
+        (percentile_sorted(&v, 2.5), percentile_sorted(&v, 97.5))
+    };
+    for (i, b) in boot.into_iter().enumerate() {
+        let (lo, hi) = interval(b);
+        if i == percentiles.len() {
+            d.mean.lo = lo;
+            d.mean.hi = hi;
+        } else {
+            d.percentiles[i].1.lo = lo;
+            d.percentiles[i].1.hi = hi;
+        }
+    }
+    Some(d)
+}
+
+/// A rate (per second) with a bootstrap interval over equal time blocks:
+/// `blocks[i]` is the amount in block i, each `block_s` long.
+pub fn rate_with_ci(
+    total: f64,
+    duration_s: f64,
+    blocks: &[f64],
+    block_s: f64,
+    seed: u64,
+) -> Estimate {
+    let value = if duration_s > 0.0 {
+        total / duration_s
+    } else {
+        0.0
+    };
+    if blocks.len() < 5 {
+        return Estimate {
+            value,
+            lo: None,
+            hi: None,
+        };
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let n = blocks.len();
+    let mut means: Vec<f64> = (0..1000)
+        .map(|_| (0..n).map(|_| blocks[rng.random_range(0..n)]).sum::<f64>() / n as f64 / block_s)
+        .collect();
+    means.sort_by(f64::total_cmp);
+    let point_of_blocks = blocks.iter().sum::<f64>() / n as f64 / block_s;
+    // Centre the block interval on the whole-run figure.
+    let shift = value - point_of_blocks;
+    Estimate {
+        value,
+        lo: percentile_sorted(&means, 2.5).map(|x| (x + shift).max(0.0)),
+        hi: percentile_sorted(&means, 97.5).map(|x| x + shift),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        let v = [1.0, 2.0, 3.0, 4.0];
+        // numpy.percentile([1,2,3,4], [0, 50, 90, 99, 100]) = [1, 2.5, 3.7, 3.97, 4]
+        let got: Vec<f64> = [0.0, 50.0, 90.0, 99.0, 100.0]
+            .iter()
+            .map(|&p| percentile_sorted(&v, p).unwrap())
+            .collect();
+        for (g, e) in got.iter().zip([1.0, 2.5, 3.7, 3.97, 4.0]) {
+            assert!((g - e).abs() < 1e-12, "{got:?}");
+        }
+        assert_eq!(percentile_sorted(&[7.0], 99.0), Some(7.0));
+        assert_eq!(percentile_sorted(&[], 50.0), None);
+        // 1..=100: p90 = 90.1, p99 = 99.01
+        let h: Vec<f64> = (1..=100).map(|x| x as f64).collect();
+        assert!((percentile_sorted(&h, 90.0).unwrap() - 90.1).abs() < 1e-9);
+        assert!((percentile_sorted(&h, 99.0).unwrap() - 99.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn binomial_ranks_known_values() {
+        // Median of 10: the classical interval is [x(2), x(9)] (coverage 97.9 %).
+        assert_eq!(binomial_ci_ranks(10, 0.5), (2, 9));
+        // p99 needs about 367 samples for a finite upper bound.
+        assert!(binomial_ci_ranks(300, 0.99).1 > 300);
+        let (l, u) = binomial_ci_ranks(1000, 0.99);
+        assert!(l >= 980 && l < 990 && u > 990 && u <= 1000, "{l} {u}");
+    }
+
+    #[test]
+    fn coverage_is_at_least_95_percent() {
+        // Uniform(0,1) samples: the true median is 0.5.
+        let mut rng = StdRng::seed_from_u64(9);
+        let mut hits = 0;
+        for _ in 0..400 {
+            let v: Vec<f64> = (0..50).map(|_| rng.random::<f64>()).collect();
+            let d = describe(v, &[50.0]).unwrap();
+            let e = d.percentiles[0].1;
+            if e.lo.unwrap() <= 0.5 && 0.5 <= e.hi.unwrap() {
+                hits += 1;
+            }
+        }
+        assert!(hits >= 372, "coverage {hits}/400");
+    }
+
+    #[test]
+    fn describe_and_pooled() {
+        let d = describe(vec![3.0, 1.0, 2.0], &[50.0, 99.0]).unwrap();
+        assert_eq!((d.min, d.max, d.count), (1.0, 3.0, 3));
+        assert_eq!(d.mean.value, 2.0);
+        assert!((d.std - 1.0).abs() < 1e-12);
+        assert!(d.percentiles[1].1.inconclusive());
+        let values: Vec<f32> = (0..400)
+            .map(|i| ((i * 37 + (i / 20) * 11) % 101) as f32)
+            .collect();
+        let groups: Vec<u32> = (1..=20).map(|r| r * 20).collect();
+        let p = describe_pooled(&values, &groups, &[50.0, 90.0], 1).unwrap();
+        assert_eq!(p.count, 400);
+        assert_eq!(p.ci_method, "bootstrap");
+        let e = p.percentiles[0].1;
+        assert!(e.lo.unwrap() <= e.value && e.value <= e.hi.unwrap());
+    }
+
+    #[test]
+    fn rate_interval_brackets_the_rate() {
+        let blocks = vec![10.0, 12.0, 9.0, 11.0, 10.0, 8.0, 12.0, 10.0];
+        let e = rate_with_ci(82.0, 8.0, &blocks, 1.0, 1);
+        assert!((e.value - 10.25).abs() < 1e-9);
+        assert!(e.lo.unwrap() < 10.25 && e.hi.unwrap() > 10.25);
+        assert!(rate_with_ci(5.0, 2.0, &[2.0, 3.0], 1.0, 1).lo.is_none());
+    }
+}

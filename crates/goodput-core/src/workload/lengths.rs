@@ -1,0 +1,146 @@
+//! Length specs: how many tokens a prompt or an output should have.
+//!
+//! `512`, `uniform:256,1024`, `normal:512,128`, `lognormal:512,0.5`
+//! (median 512, sigma 0.5 of the underlying normal). Samples are rounded and
+//! clamped to at least 1.
+
+use std::fmt;
+use std::str::FromStr;
+
+use rand::Rng;
+use rand_distr::{Distribution, LogNormal, Normal};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum LengthSpec {
+    Fixed(u32),
+    Uniform { min: u32, max: u32 },
+    Normal { mean: f64, std: f64 },
+    LogNormal { median: f64, sigma: f64 },
+}
+
+impl LengthSpec {
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
+        let x = match *self {
+            LengthSpec::Fixed(n) => return n.max(1),
+            LengthSpec::Uniform { min, max } => return rng.random_range(min..=max).max(1),
+            LengthSpec::Normal { mean, std } => Normal::new(mean, std)
+                .map(|d| d.sample(rng))
+                .unwrap_or(mean),
+            LengthSpec::LogNormal { median, sigma } => LogNormal::new(median.ln(), sigma)
+                .map(|d| d.sample(rng))
+                .unwrap_or(median),
+        };
+        x.round().clamp(1.0, u32::MAX as f64) as u32
+    }
+
+    /// The mean of the distribution (before clamping), for labels.
+    pub fn mean(&self) -> f64 {
+        match *self {
+            LengthSpec::Fixed(n) => n as f64,
+            LengthSpec::Uniform { min, max } => (min as f64 + max as f64) / 2.0,
+            LengthSpec::Normal { mean, .. } => mean,
+            LengthSpec::LogNormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
+        }
+    }
+}
+
+impl fmt::Display for LengthSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LengthSpec::Fixed(n) => write!(f, "{n}"),
+            LengthSpec::Uniform { min, max } => write!(f, "uniform:{min},{max}"),
+            LengthSpec::Normal { mean, std } => write!(f, "normal:{mean},{std}"),
+            LengthSpec::LogNormal { median, sigma } => write!(f, "lognormal:{median},{sigma}"),
+        }
+    }
+}
+
+impl From<LengthSpec> for String {
+    fn from(s: LengthSpec) -> String {
+        s.to_string()
+    }
+}
+
+impl TryFrom<String> for LengthSpec {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+const VALID: &str = "valid: 512, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA";
+
+impl FromStr for LengthSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let bad = |why: &str| format!("invalid length '{s}': {why} ({VALID})");
+        let Some((kind, args)) = s.split_once(':') else {
+            return match s.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(LengthSpec::Fixed(n)),
+                _ => Err(bad("expected a whole number >= 1")),
+            };
+        };
+        let nums: Vec<f64> = args
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad("parameters must be numbers"))?;
+        if nums.len() != 2 || nums.iter().any(|x| !x.is_finite() || *x < 0.0) {
+            return Err(bad("expected two non-negative numbers"));
+        }
+        let (a, b) = (nums[0], nums[1]);
+        match kind {
+            "uniform" if a >= 1.0 && b >= a => Ok(LengthSpec::Uniform {
+                min: a as u32,
+                max: b as u32,
+            }),
+            "uniform" => Err(bad("need 1 <= MIN <= MAX")),
+            "normal" => Ok(LengthSpec::Normal { mean: a, std: b }),
+            "lognormal" if a > 0.0 => Ok(LengthSpec::LogNormal {
+                median: a,
+                sigma: b,
+            }),
+            "lognormal" => Err(bad("MEDIAN must be > 0")),
+            _ => Err(bad(&format!("unknown distribution '{kind}'"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn parses_and_round_trips() {
+        for s in [
+            "512",
+            "uniform:256,1024",
+            "normal:512,128",
+            "lognormal:512,0.5",
+        ] {
+            let spec: LengthSpec = s.parse().unwrap();
+            assert_eq!(spec.to_string(), s);
+        }
+        assert!("0".parse::<LengthSpec>().is_err());
+        assert!("uniform:9,3"
+            .parse::<LengthSpec>()
+            .unwrap_err()
+            .contains("valid"));
+        assert!("zipf:1,2".parse::<LengthSpec>().is_err());
+    }
+
+    #[test]
+    fn samples_stay_in_range_and_at_least_one() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let u: LengthSpec = "uniform:5,9".parse().unwrap();
+        let n: LengthSpec = "normal:2,50".parse().unwrap();
+        for _ in 0..1000 {
+            assert!((5..=9).contains(&u.sample(&mut rng)));
+            assert!(n.sample(&mut rng) >= 1);
+        }
+    }
+}

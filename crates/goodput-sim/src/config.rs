@@ -1,0 +1,535 @@
+//! The simulator's configuration: [`SimConfig`] (what the library takes),
+//! [`SimArgs`] (the command-line flags of `goodput sim`) and the TOML file
+//! format for custom setups.
+//!
+//! Precedence: built-in defaults, then the `--config` file, then flags.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp, LogNormal, Normal};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Engine, EngineLimits};
+use crate::error::SimError;
+use crate::faults::{parse_duration, FaultConfig, FaultSpec};
+use crate::kv::BLOCK_SIZE;
+use crate::presets::{hardware_by_name, model_by_name, HardwareProfile, ModelProfile};
+use crate::roofline::Roofline;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Distribution of output lengths when a request does not set `ignore_eos`
+/// (the drawn length is capped by `max_tokens` and raised to `min_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum OutputLenDist {
+    Fixed(usize),
+    Uniform(usize, usize),
+    Normal(f64, f64),
+    /// Median and sigma of the underlying normal.
+    LogNormal(f64, f64),
+    Exponential(f64),
+}
+
+impl Default for OutputLenDist {
+    fn default() -> Self {
+        OutputLenDist::LogNormal(200.0, 0.8)
+    }
+}
+
+impl FromStr for OutputLenDist {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!(
+                "'{s}' is not a valid length distribution: expected N, fixed:N, uniform:MIN,MAX, \
+                 normal:MEAN,STD, lognormal:MEDIAN,SIGMA or exponential:MEAN"
+            )
+        };
+        let (kind, args) = s.trim().split_once(':').unwrap_or(("fixed", s.trim()));
+        let nums: Vec<f64> = args
+            .split(',')
+            .map(|a| a.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad())?;
+        if nums.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err(bad());
+        }
+        let d = match (kind, nums.as_slice()) {
+            ("fixed", [n]) if *n >= 1.0 => OutputLenDist::Fixed(*n as usize),
+            ("uniform", [a, b]) if *a >= 1.0 && a <= b => {
+                OutputLenDist::Uniform(*a as usize, *b as usize)
+            }
+            ("normal", [m, sd]) if *m >= 1.0 => OutputLenDist::Normal(*m, *sd),
+            ("lognormal", [m, sigma]) if *m >= 1.0 => OutputLenDist::LogNormal(*m, *sigma),
+            ("exponential", [m]) if *m >= 1.0 => OutputLenDist::Exponential(*m),
+            _ => return Err(bad()),
+        };
+        Ok(d)
+    }
+}
+
+impl TryFrom<String> for OutputLenDist {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+impl From<OutputLenDist> for String {
+    fn from(d: OutputLenDist) -> String {
+        match d {
+            OutputLenDist::Fixed(n) => format!("fixed:{n}"),
+            OutputLenDist::Uniform(a, b) => format!("uniform:{a},{b}"),
+            OutputLenDist::Normal(m, s) => format!("normal:{m},{s}"),
+            OutputLenDist::LogNormal(m, s) => format!("lognormal:{m},{s}"),
+            OutputLenDist::Exponential(m) => format!("exponential:{m}"),
+        }
+    }
+}
+
+impl OutputLenDist {
+    /// Draw a length (at least 1) for the request with 0-based `index`.
+    pub fn sample(&self, seed: u64, index: u64) -> usize {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(
+            seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index.wrapping_add(0x5151),
+        );
+        let v = match *self {
+            OutputLenDist::Fixed(n) => n as f64,
+            OutputLenDist::Uniform(a, b) => rng.random_range(a..=b) as f64,
+            OutputLenDist::Normal(m, s) => Normal::new(m, s).map_or(m, |d| d.sample(&mut rng)),
+            OutputLenDist::LogNormal(m, s) => {
+                LogNormal::new(m.ln(), s).map_or(m, |d| d.sample(&mut rng))
+            }
+            OutputLenDist::Exponential(m) => Exp::new(1.0 / m).map_or(m, |d| d.sample(&mut rng)),
+        };
+        (v.round() as usize).max(1)
+    }
+}
+
+/// Everything that defines a simulator.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    pub model: ModelProfile,
+    pub hardware: HardwareProfile,
+    /// GPUs the model is split across.
+    pub tensor_parallel: u32,
+    /// Name on `/v1/models` (default: the model profile's served name).
+    pub served_model_name: Option<String>,
+    pub max_num_seqs: usize,
+    pub max_num_batched_tokens: usize,
+    /// Longest prompt + output (default: the model's limit, capped by the KV cache).
+    pub max_model_len: Option<usize>,
+    /// Share of device memory the engine may use (vLLM's `--gpu-memory-utilization`).
+    pub gpu_memory_utilization: f64,
+    /// Use exactly this many KV-cache blocks instead of the computed capacity.
+    pub num_gpu_blocks_override: Option<usize>,
+    pub enable_prefix_caching: bool,
+    /// Seed of output lengths, output words and fault draws.
+    pub seed: u64,
+    pub output_len: OutputLenDist,
+    /// Multiplies every step time (0.1 runs ten times faster than the modelled hardware).
+    pub time_scale: f64,
+    pub faults: FaultConfig,
+    /// Worker threads of the HTTP server's own runtime.
+    pub server_threads: usize,
+}
+
+impl Default for SimConfig {
+    /// Llama-3.1-8B on one H100-SXM, vLLM's default limits, no faults, seed 0.
+    fn default() -> Self {
+        SimConfig {
+            model: builtin("llama-3.1-8b", model_by_name),
+            hardware: builtin("h100-sxm", hardware_by_name),
+            tensor_parallel: 1,
+            served_model_name: None,
+            max_num_seqs: 256,
+            max_num_batched_tokens: 8192,
+            max_model_len: None,
+            gpu_memory_utilization: 0.9,
+            num_gpu_blocks_override: None,
+            enable_prefix_caching: true,
+            seed: 0,
+            output_len: OutputLenDist::default(),
+            time_scale: 1.0,
+            faults: FaultConfig::default(),
+            server_threads: 1,
+        }
+    }
+}
+
+fn builtin<T>(name: &str, find: fn(&str) -> Result<T, SimError>) -> T {
+    match find(name) {
+        Ok(t) => t,
+        // The built-in tables always hold the default presets (tested).
+        Err(e) => panic!("built-in preset missing: {e}"),
+    }
+}
+
+impl SimConfig {
+    /// The name served on `/v1/models`.
+    pub fn model_name(&self) -> &str {
+        self.served_model_name
+            .as_deref()
+            .unwrap_or(&self.model.served_name)
+    }
+
+    fn kv_bytes_per_token_per_gpu(&self) -> f64 {
+        let tp = f64::from(self.tensor_parallel.max(1));
+        let kv_heads_per_gpu = (f64::from(self.model.kv_heads) / tp).ceil().max(1.0);
+        self.model.kv_bytes_per_token() / f64::from(self.model.kv_heads) * kv_heads_per_gpu
+    }
+
+    /// Memory held back for activations and CUDA graphs, bytes per GPU.
+    fn activation_reserve_bytes(&self) -> f64 {
+        let tp = f64::from(self.tensor_parallel.max(1));
+        GIB + self.max_num_batched_tokens as f64
+            * f64::from(self.model.hidden_size)
+            * self.model.bytes_per_param
+            * 8.0
+            / tp
+    }
+
+    /// KV-cache blocks: `(memory × gpu_memory_utilization − weights − activation reserve)`
+    /// per GPU, divided by a block's bytes per GPU; or the override.
+    pub fn num_kv_blocks(&self) -> Result<usize, SimError> {
+        if let Some(n) = self.num_gpu_blocks_override {
+            return Ok(n);
+        }
+        let tp = f64::from(self.tensor_parallel.max(1));
+        let usable =
+            self.hardware.memory_bytes() * self.gpu_memory_utilization - self.activation_reserve_bytes();
+        let weights = self.model.weight_bytes() / tp;
+        if weights >= usable {
+            return Err(SimError::DoesNotFit {
+                model: self.model.name.clone(),
+                hardware: self.hardware.name.clone(),
+                tensor_parallel: self.tensor_parallel,
+                weights_gib: weights / GIB,
+                usable_gib: usable / GIB,
+            });
+        }
+        let per_block = self.kv_bytes_per_token_per_gpu() * BLOCK_SIZE as f64;
+        Ok(((usable - weights) / per_block).floor() as usize)
+    }
+
+    /// The context limit in force.
+    pub fn effective_max_model_len(&self) -> Result<usize, SimError> {
+        let capacity = self.num_kv_blocks()? * BLOCK_SIZE;
+        match self.max_model_len {
+            Some(n) => Ok(n),
+            None => Ok(self.model.max_model_len.min(capacity)),
+        }
+    }
+
+    /// Check every field; the message names the field and what is valid.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let tp = self.tensor_parallel;
+        if tp == 0 || self.model.attention_heads % tp != 0 {
+            return Err(SimError::invalid(
+                "tensor_parallel",
+                format!(
+                    "{tp} must be at least 1 and divide the {} attention heads of {}",
+                    self.model.attention_heads, self.model.name
+                ),
+            ));
+        }
+        if self.max_num_seqs == 0 {
+            return Err(SimError::invalid("max_num_seqs", "must be at least 1"));
+        }
+        if self.max_num_batched_tokens == 0 {
+            return Err(SimError::invalid("max_num_batched_tokens", "must be at least 1"));
+        }
+        let unit = |field: &str, v: f64| {
+            if v > 0.0 && v <= 1.0 {
+                Ok(())
+            } else {
+                Err(SimError::invalid(field, format!("{v} must be in (0, 1]")))
+            }
+        };
+        unit("gpu_memory_utilization", self.gpu_memory_utilization)?;
+        unit("hardware.mfu", self.hardware.mfu)?;
+        unit("hardware.mbu", self.hardware.mbu)?;
+        for (field, v) in [
+            ("time_scale", self.time_scale),
+            ("hardware.peak_tflops", self.hardware.peak_tflops),
+            ("hardware.bandwidth_gbps", self.hardware.bandwidth_gbps),
+            ("hardware.interconnect_gbps", self.hardware.interconnect_gbps),
+            ("hardware.memory_gib", self.hardware.memory_gib),
+            ("model.params", self.model.params),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(SimError::invalid(field, format!("{v} must be a positive number")));
+            }
+        }
+        if self.server_threads == 0 {
+            return Err(SimError::invalid("server_threads", "must be at least 1"));
+        }
+        self.faults.validate()?;
+        let blocks = self.num_kv_blocks()?;
+        if blocks == 0 {
+            return Err(SimError::invalid(
+                "num_gpu_blocks",
+                "the KV cache has no room for a single block; use more memory or fewer/longer GPUs",
+            ));
+        }
+        if let Some(n) = self.max_model_len {
+            if n == 0 || n > blocks * BLOCK_SIZE {
+                return Err(SimError::invalid(
+                    "max_model_len",
+                    format!(
+                        "{n} must be between 1 and the KV-cache capacity of {} tokens",
+                        blocks * BLOCK_SIZE
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A fresh engine for this configuration.
+    pub fn build_engine(&self) -> Result<Engine, SimError> {
+        self.validate()?;
+        let limits = EngineLimits {
+            max_num_seqs: self.max_num_seqs,
+            max_num_batched_tokens: self.max_num_batched_tokens,
+            max_model_len: self.effective_max_model_len()?,
+            num_blocks: self.num_kv_blocks()?,
+            enable_prefix_caching: self.enable_prefix_caching,
+        };
+        let roofline = Roofline::new(&self.model, &self.hardware, self.tensor_parallel, self.time_scale);
+        Ok(Engine::new(limits, roofline))
+    }
+
+    /// Apply a TOML config file (see the README for its fields).
+    pub fn apply_file(&mut self, path: &Path) -> Result<(), SimError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SimError::ReadConfig {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file: ConfigFile = toml::from_str(&text).map_err(|e| SimError::ParseConfig {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        file.apply(self)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Preset<T> {
+    Name(String),
+    Custom(T),
+}
+
+/// The TOML file: every field optional; `model` and `hardware` are a preset
+/// name or a full table.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ConfigFile {
+    model: Option<Preset<ModelProfile>>,
+    hardware: Option<Preset<HardwareProfile>>,
+    tensor_parallel: Option<u32>,
+    served_model_name: Option<String>,
+    max_num_seqs: Option<usize>,
+    max_num_batched_tokens: Option<usize>,
+    max_model_len: Option<usize>,
+    gpu_memory_utilization: Option<f64>,
+    num_gpu_blocks_override: Option<usize>,
+    enable_prefix_caching: Option<bool>,
+    seed: Option<u64>,
+    output_len_dist: Option<OutputLenDist>,
+    time_scale: Option<f64>,
+    server_threads: Option<usize>,
+    faults: Option<FaultConfig>,
+}
+
+impl ConfigFile {
+    fn apply(self, c: &mut SimConfig) -> Result<(), SimError> {
+        match self.model {
+            Some(Preset::Name(n)) => c.model = model_by_name(&n)?,
+            Some(Preset::Custom(m)) => c.model = m,
+            None => {}
+        }
+        match self.hardware {
+            Some(Preset::Name(n)) => c.hardware = hardware_by_name(&n)?,
+            Some(Preset::Custom(h)) => c.hardware = h,
+            None => {}
+        }
+        set(&mut c.tensor_parallel, self.tensor_parallel);
+        c.served_model_name = self.served_model_name.or(c.served_model_name.take());
+        set(&mut c.max_num_seqs, self.max_num_seqs);
+        set(&mut c.max_num_batched_tokens, self.max_num_batched_tokens);
+        c.max_model_len = self.max_model_len.or(c.max_model_len);
+        set(&mut c.gpu_memory_utilization, self.gpu_memory_utilization);
+        c.num_gpu_blocks_override = self.num_gpu_blocks_override.or(c.num_gpu_blocks_override);
+        set(&mut c.enable_prefix_caching, self.enable_prefix_caching);
+        set(&mut c.seed, self.seed);
+        set(&mut c.output_len, self.output_len_dist);
+        set(&mut c.time_scale, self.time_scale);
+        set(&mut c.server_threads, self.server_threads);
+        set(&mut c.faults, self.faults);
+        Ok(())
+    }
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+fn parse_secs(s: &str) -> Result<f64, String> {
+    parse_duration(s).map(|d| d.as_secs_f64())
+}
+
+/// Command-line flags of the simulator (`goodput sim`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Model profile: llama-3.1-8b (default), llama-3.1-70b or llama-3.2-1b.
+    #[arg(long, value_name = "NAME")]
+    pub model_profile: Option<String>,
+    /// Accelerator: h100-sxm (default), h200, a100-80gb or l4.
+    #[arg(long, value_name = "NAME")]
+    pub hardware: Option<String>,
+    /// GPUs the model is split across with tensor parallelism [default: 1].
+    #[arg(long, alias = "tensor-parallel-size", value_name = "N")]
+    pub tensor_parallel: Option<u32>,
+    /// TOML file with a custom model, hardware or engine settings; flags override it.
+    #[arg(long, value_name = "FILE.toml")]
+    pub config: Option<PathBuf>,
+    /// Model name served on /v1/models [default: the profile's Hugging Face name].
+    #[arg(long, value_name = "NAME")]
+    pub served_model_name: Option<String>,
+    /// Most sequences in one engine step [default: 256].
+    #[arg(long, value_name = "N")]
+    pub max_num_seqs: Option<usize>,
+    /// Token budget of one engine step (decodes plus prefill chunks) [default: 8192].
+    #[arg(long, value_name = "TOKENS")]
+    pub max_num_batched_tokens: Option<usize>,
+    /// Longest prompt plus output, tokens [default: the model's limit, capped by the KV cache].
+    #[arg(long, value_name = "TOKENS")]
+    pub max_model_len: Option<usize>,
+    /// Share of device memory for weights, activations and KV cache, 0-1 [default: 0.9].
+    #[arg(long, value_name = "FRACTION")]
+    pub gpu_memory_utilization: Option<f64>,
+    /// Use exactly this many 16-token KV-cache blocks (to force a small cache).
+    #[arg(long, value_name = "BLOCKS")]
+    pub num_gpu_blocks_override: Option<usize>,
+    /// Disable the prefix cache.
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
+    /// Seed of output lengths, output words and fault draws [default: 0].
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Output-length distribution for requests without ignore_eos (capped by max_tokens):
+    /// N, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA or exponential:MEAN
+    /// [default: lognormal:200,0.8].
+    #[arg(long, value_name = "DIST")]
+    pub output_len_dist: Option<OutputLenDist>,
+    /// Multiply every step time by this factor (0.1 = ten times faster than the hardware) [default: 1].
+    #[arg(long, value_name = "X")]
+    pub time_scale: Option<f64>,
+    /// Worker threads of the HTTP server [default: 1].
+    #[arg(long, value_name = "N")]
+    pub server_threads: Option<usize>,
+    /// Fault: answer HTTP 500 at this rate (0-1) or schedule (every:N).
+    #[arg(long, value_name = "SPEC")]
+    pub fault_500: Option<FaultSpec>,
+    /// Fault: answer HTTP 503 at this rate (0-1) or schedule (every:N).
+    #[arg(long, value_name = "SPEC")]
+    pub fault_503: Option<FaultSpec>,
+    /// Fault: answer HTTP 429 with Retry-After at this rate (0-1) or schedule (every:N).
+    #[arg(long, value_name = "SPEC")]
+    pub fault_429: Option<FaultSpec>,
+    /// Retry-After of injected 429s, seconds [default: 1].
+    #[arg(long, value_name = "SECONDS")]
+    pub fault_retry_after: Option<u64>,
+    /// Fault: cut the response mid-way (no [DONE], connection reset), rate or every:N.
+    #[arg(long, value_name = "SPEC")]
+    pub fault_stream_cut: Option<FaultSpec>,
+    /// Fault: stall the stream mid-way (no bytes for --fault-stall-duration), rate or every:N.
+    #[arg(long, value_name = "SPEC")]
+    pub fault_stall: Option<FaultSpec>,
+    /// Length of an injected stall, e.g. 2s or 500ms [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_secs)]
+    pub fault_stall_duration: Option<f64>,
+    /// Fault: send one malformed (non-JSON) event mid-way, rate or every:N.
+    #[arg(long, value_name = "SPEC")]
+    pub fault_malformed: Option<FaultSpec>,
+    /// Fault: hold the response headers back, rate or every:N.
+    #[arg(long, value_name = "SPEC")]
+    pub fault_slow_headers: Option<FaultSpec>,
+    /// How long injected slow headers are held back, e.g. 2s [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_secs)]
+    pub fault_slow_headers_delay: Option<f64>,
+}
+
+impl SimArgs {
+    /// The address to listen on.
+    pub fn listen_addr(&self) -> Result<std::net::SocketAddr, SimError> {
+        let host = self.host.trim_start_matches('[').trim_end_matches(']');
+        let ip: std::net::IpAddr = if host == "localhost" {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            host.parse().map_err(|_| {
+                SimError::invalid("--host", format!("'{}' is not an IP address", self.host))
+            })?
+        };
+        Ok(std::net::SocketAddr::new(ip, self.port))
+    }
+
+    /// Build the configuration: defaults, then `--config`, then flags.
+    pub fn to_config(&self) -> Result<SimConfig, SimError> {
+        let mut c = SimConfig::default();
+        if let Some(path) = &self.config {
+            c.apply_file(path)?;
+        }
+        if let Some(n) = &self.model_profile {
+            c.model = model_by_name(n)?;
+        }
+        if let Some(n) = &self.hardware {
+            c.hardware = hardware_by_name(n)?;
+        }
+        set(&mut c.tensor_parallel, self.tensor_parallel);
+        if self.served_model_name.is_some() {
+            c.served_model_name = self.served_model_name.clone();
+        }
+        set(&mut c.max_num_seqs, self.max_num_seqs);
+        set(&mut c.max_num_batched_tokens, self.max_num_batched_tokens);
+        c.max_model_len = self.max_model_len.or(c.max_model_len);
+        set(&mut c.gpu_memory_utilization, self.gpu_memory_utilization);
+        c.num_gpu_blocks_override = self.num_gpu_blocks_override.or(c.num_gpu_blocks_override);
+        if self.no_enable_prefix_caching {
+            c.enable_prefix_caching = false;
+        }
+        set(&mut c.seed, self.seed);
+        set(&mut c.output_len, self.output_len_dist);
+        set(&mut c.time_scale, self.time_scale);
+        set(&mut c.server_threads, self.server_threads);
+        let f = &mut c.faults;
+        set(&mut f.http_500, self.fault_500);
+        set(&mut f.http_503, self.fault_503);
+        set(&mut f.http_429, self.fault_429);
+        set(&mut f.retry_after_s, self.fault_retry_after);
+        set(&mut f.stream_cut, self.fault_stream_cut);
+        set(&mut f.stall, self.fault_stall);
+        set(&mut f.stall_s, self.fault_stall_duration);
+        set(&mut f.malformed, self.fault_malformed);
+        set(&mut f.slow_headers, self.fault_slow_headers);
+        set(&mut f.slow_headers_s, self.fault_slow_headers_delay);
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests;

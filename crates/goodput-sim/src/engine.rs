@@ -1,0 +1,502 @@
+//! The simulated engine: iteration-level (continuous) batching over a paged
+//! KV cache, as vLLM schedules it.
+//!
+//! Each [`Engine::step`] builds one batch under a token budget
+//! (`max_num_batched_tokens`) and a sequence cap (`max_num_seqs`): every
+//! running sequence first gets its next token (a decode, or the next chunk of
+//! an unfinished prefill), then the rest of the budget admits waiting requests
+//! first come, first served. A request is admitted when the blocks of its
+//! prompt fit (after prefix-cache hits); output blocks are allocated as it
+//! decodes, and when a decode needs a block and none is free the newest
+//! running sequence is preempted and later recomputed from scratch.
+//! The step's duration comes from the [`Roofline`]; its tokens are stamped
+//! with the step's end time. The engine never reads a clock: the caller
+//! passes the time in, which is what lets the same engine run in real time
+//! and in virtual time, where it is exactly deterministic.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::kv::{blocks_for, BlockId, BlockPool, BLOCK_SIZE};
+use crate::roofline::{BatchShape, Roofline, StepTime};
+
+/// Identifies a request inside the engine.
+pub type RequestId = u64;
+
+/// A request as the engine sees it.
+#[derive(Debug, Clone)]
+pub struct EngineRequest {
+    pub id: RequestId,
+    /// Prompt length, tokens.
+    pub prompt_tokens: usize,
+    /// Hash chain of the prompt's full blocks ([`crate::kv::block_hashes`]);
+    /// empty disables prefix caching for this request.
+    pub block_hashes: Vec<u64>,
+    /// Tokens to generate (at least 1).
+    pub output_tokens: usize,
+}
+
+/// Scheduler limits.
+#[derive(Debug, Clone)]
+pub struct EngineLimits {
+    pub max_num_seqs: usize,
+    pub max_num_batched_tokens: usize,
+    pub max_model_len: usize,
+    pub num_blocks: usize,
+    pub enable_prefix_caching: bool,
+}
+
+/// Why the engine refused a request.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Rejection {
+    #[error(
+        "This model's maximum context length is {max_model_len} tokens. However, you requested \
+         {requested} tokens ({prompt} in the messages, {output} in the completion). Please reduce \
+         the length of the messages or completion."
+    )]
+    TooLong {
+        max_model_len: usize,
+        requested: usize,
+        prompt: usize,
+        output: usize,
+    },
+    #[error(
+        "the request needs {needed} KV-cache blocks ({tokens} tokens) but the cache holds only \
+         {available}; reduce the prompt or max_tokens"
+    )]
+    CacheTooSmall {
+        needed: usize,
+        tokens: usize,
+        available: usize,
+    },
+    #[error("request id {0} is already in the engine")]
+    Duplicate(RequestId),
+}
+
+/// One generated token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenEvent {
+    pub id: RequestId,
+    /// 0-based index of the token in the request's output.
+    pub index: u32,
+    /// Engine time the token was produced (the end of its step), seconds.
+    pub time_s: f64,
+    /// Time since the previous token, or since arrival for the first, seconds.
+    pub gap_s: f64,
+    /// Whether this was the request's last token.
+    pub last: bool,
+}
+
+/// A request that produced its last token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FinishedRequest {
+    pub id: RequestId,
+    pub arrival_s: f64,
+    pub end_s: f64,
+    pub prompt_tokens: usize,
+    pub output_tokens: usize,
+    /// Prompt tokens served from the prefix cache at first admission.
+    pub cached_tokens: usize,
+    pub preemptions: u32,
+}
+
+/// What a step produced; buffers reused across steps.
+#[derive(Debug, Default)]
+pub struct StepOutputs {
+    pub tokens: Vec<TokenEvent>,
+    pub finished: Vec<FinishedRequest>,
+}
+
+impl StepOutputs {
+    pub fn clear(&mut self) {
+        self.tokens.clear();
+        self.finished.clear();
+    }
+}
+
+/// Summary of one step.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepReport {
+    pub start_s: f64,
+    pub time: StepTime,
+    pub shape: BatchShape,
+    /// Sequences in the batch.
+    pub num_seqs: usize,
+    /// Of which decoding (the rest are prefilling).
+    pub num_decodes: usize,
+    /// Prefill tokens in the batch.
+    pub prefill_tokens: usize,
+    /// Sequences preempted while building the batch.
+    pub preempted: usize,
+    /// Requests admitted from the waiting queue.
+    pub admitted: usize,
+}
+
+impl StepReport {
+    pub fn end_s(&self) -> f64 {
+        self.start_s + self.time.total_s
+    }
+}
+
+/// Cumulative counters (the `/metrics` counters come from these).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EngineCounters {
+    pub steps: u64,
+    pub admissions: u64,
+    pub preemptions: u64,
+    /// Prompt tokens looked up in the prefix cache (at every admission).
+    pub prefix_cache_queries: u64,
+    /// Of which found in the cache.
+    pub prefix_cache_hits: u64,
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    pub finished: u64,
+    pub aborted: u64,
+}
+
+#[derive(Debug)]
+struct Sequence {
+    req: EngineRequest,
+    arrival_s: f64,
+    generated: usize,
+    computed: usize,
+    blocks: Vec<BlockId>,
+    registered: usize,
+    cached_tokens: Option<usize>,
+    preemptions: u32,
+    last_token_s: f64,
+}
+
+impl Sequence {
+    fn total(&self) -> usize {
+        self.req.prompt_tokens + self.generated
+    }
+}
+
+/// The engine: waiting queue, running batch, KV cache.
+#[derive(Debug)]
+pub struct Engine {
+    limits: EngineLimits,
+    roofline: Roofline,
+    pool: BlockPool,
+    seqs: HashMap<RequestId, Sequence>,
+    waiting: VecDeque<RequestId>,
+    running: Vec<RequestId>,
+    counters: EngineCounters,
+    scheduled: Vec<(RequestId, usize)>,
+}
+
+impl Engine {
+    pub fn new(limits: EngineLimits, roofline: Roofline) -> Self {
+        Engine {
+            pool: BlockPool::new(limits.num_blocks),
+            limits,
+            roofline,
+            seqs: HashMap::new(),
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            counters: EngineCounters::default(),
+            scheduled: Vec::new(),
+        }
+    }
+
+    pub fn limits(&self) -> &EngineLimits {
+        &self.limits
+    }
+
+    pub fn roofline(&self) -> &Roofline {
+        &self.roofline
+    }
+
+    pub fn counters(&self) -> EngineCounters {
+        self.counters
+    }
+
+    pub fn num_running(&self) -> usize {
+        self.running.len()
+    }
+
+    pub fn num_waiting(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Share of KV-cache blocks in use, 0–1.
+    pub fn kv_usage(&self) -> f64 {
+        self.pool.usage()
+    }
+
+    pub fn has_work(&self) -> bool {
+        !self.running.is_empty() || !self.waiting.is_empty()
+    }
+
+    /// Check a request against the limits without adding it.
+    pub fn check(&self, prompt_tokens: usize, output_tokens: usize) -> Result<(), Rejection> {
+        let requested = prompt_tokens + output_tokens;
+        if requested > self.limits.max_model_len {
+            return Err(Rejection::TooLong {
+                max_model_len: self.limits.max_model_len,
+                requested,
+                prompt: prompt_tokens,
+                output: output_tokens,
+            });
+        }
+        let needed = blocks_for(requested);
+        if needed > self.pool.num_blocks() {
+            return Err(Rejection::CacheTooSmall {
+                needed,
+                tokens: requested,
+                available: self.pool.num_blocks(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Queue a request that arrived at `now_s`.
+    pub fn add(&mut self, mut req: EngineRequest, now_s: f64) -> Result<(), Rejection> {
+        req.output_tokens = req.output_tokens.max(1);
+        self.check(req.prompt_tokens, req.output_tokens)?;
+        if self.seqs.contains_key(&req.id) {
+            return Err(Rejection::Duplicate(req.id));
+        }
+        if !self.limits.enable_prefix_caching {
+            req.block_hashes.clear();
+        }
+        let id = req.id;
+        self.seqs.insert(
+            id,
+            Sequence {
+                req,
+                arrival_s: now_s,
+                generated: 0,
+                computed: 0,
+                blocks: Vec::new(),
+                registered: 0,
+                cached_tokens: None,
+                preemptions: 0,
+                last_token_s: now_s,
+            },
+        );
+        self.waiting.push_back(id);
+        Ok(())
+    }
+
+    /// Drop a request (its client went away). Returns whether it was known.
+    pub fn abort(&mut self, id: RequestId) -> bool {
+        let Some(seq) = self.seqs.remove(&id) else {
+            return false;
+        };
+        self.pool.release(&seq.blocks);
+        if let Some(i) = self.running.iter().position(|&r| r == id) {
+            self.running.remove(i);
+        } else if let Some(i) = self.waiting.iter().position(|&r| r == id) {
+            self.waiting.remove(i);
+        }
+        self.counters.aborted += 1;
+        true
+    }
+
+    fn preempt(&mut self, id: RequestId) {
+        if let Some(seq) = self.seqs.get_mut(&id) {
+            self.pool.release(&seq.blocks);
+            seq.blocks.clear();
+            seq.computed = 0;
+            seq.registered = 0;
+            seq.preemptions += 1;
+            self.counters.preemptions += 1;
+        }
+        self.waiting.push_front(id);
+    }
+
+    /// Schedule the running sequences; returns how many were preempted.
+    fn schedule_running(&mut self, budget: &mut usize) -> usize {
+        let mut preempted = 0;
+        let mut i = 0;
+        'running: while i < self.running.len() && *budget > 0 {
+            let id = self.running[i];
+            let Some(seq) = self.seqs.get(&id) else {
+                self.running.remove(i);
+                continue;
+            };
+            let new = (seq.total() - seq.computed).min(*budget);
+            let needed = blocks_for(seq.computed + new);
+            while self.seqs.get(&id).map_or(0, |s| s.blocks.len()) < needed {
+                if let Some(b) = self.pool.allocate() {
+                    if let Some(seq) = self.seqs.get_mut(&id) {
+                        seq.blocks.push(b);
+                    }
+                    continue;
+                }
+                // No free block: preempt the newest running sequence.
+                let Some(victim) = self.running.pop() else {
+                    break 'running;
+                };
+                self.preempt(victim);
+                preempted += 1;
+                if victim == id {
+                    break 'running;
+                }
+            }
+            self.scheduled.push((id, new));
+            *budget -= new;
+            i += 1;
+        }
+        preempted
+    }
+
+    /// Admit waiting requests first come, first served; returns how many.
+    fn schedule_waiting(&mut self, budget: &mut usize) -> usize {
+        let mut admitted = 0;
+        while *budget > 0 && self.running.len() < self.limits.max_num_seqs {
+            let Some(&id) = self.waiting.front() else {
+                break;
+            };
+            let Some(seq) = self.seqs.get(&id) else {
+                self.waiting.pop_front();
+                continue;
+            };
+            let total = seq.total();
+            // The last token is always computed, so at most (total - 1) tokens hit.
+            let max_hits = seq.req.block_hashes.len().min((total - 1) / BLOCK_SIZE);
+            let hashes = &seq.req.block_hashes[..max_hits];
+            let hits = self.pool.cached_prefix(hashes);
+            let fresh = blocks_for(total) - hits;
+            if !self.pool.can_allocate(&hashes[..hits], fresh) {
+                break;
+            }
+            let hit_hashes: Vec<u64> = hashes[..hits].to_vec();
+            let mut blocks = Vec::with_capacity(blocks_for(total));
+            for h in hit_hashes {
+                if let Some(b) = self.pool.take_cached(h) {
+                    blocks.push(b);
+                }
+            }
+            for _ in 0..fresh {
+                if let Some(b) = self.pool.allocate() {
+                    blocks.push(b);
+                }
+            }
+            let Some(seq) = self.seqs.get_mut(&id) else {
+                break;
+            };
+            let hit_tokens = hits * BLOCK_SIZE;
+            seq.blocks = blocks;
+            seq.computed = hit_tokens;
+            seq.registered = hits;
+            if seq.cached_tokens.is_none() {
+                seq.cached_tokens = Some(hit_tokens);
+                self.counters.prompt_tokens += seq.req.prompt_tokens as u64;
+            }
+            self.counters.prefix_cache_queries += seq.req.prompt_tokens as u64;
+            self.counters.prefix_cache_hits += hit_tokens as u64;
+            self.counters.admissions += 1;
+            let new = (total - hit_tokens).min(*budget);
+            self.scheduled.push((id, new));
+            *budget -= new;
+            self.waiting.pop_front();
+            self.running.push(id);
+            admitted += 1;
+        }
+        admitted
+    }
+
+    /// Run one step starting at `now_s`: build the batch, time it, and apply
+    /// its results (stamped at the step's end) into `out`. `None` when there
+    /// is nothing to run.
+    pub fn step(&mut self, now_s: f64, out: &mut StepOutputs) -> Option<StepReport> {
+        self.scheduled.clear();
+        let mut budget = self.limits.max_num_batched_tokens;
+        let preempted = self.schedule_running(&mut budget);
+        let admitted = if preempted == 0 || self.scheduled.is_empty() {
+            self.schedule_waiting(&mut budget)
+        } else {
+            0
+        };
+        if self.scheduled.is_empty() {
+            return None;
+        }
+
+        let mut shape = BatchShape::default();
+        let mut num_decodes = 0;
+        let mut prefill_tokens = 0;
+        for &(id, new) in &self.scheduled {
+            if let Some(seq) = self.seqs.get(&id) {
+                let decoding = seq.generated > 0 && seq.computed + 1 == seq.total();
+                if decoding {
+                    num_decodes += 1;
+                } else {
+                    prefill_tokens += new;
+                }
+                shape.add(seq.computed as u64, new as u64, decoding);
+            }
+        }
+        let time = self.roofline.step_time(&shape);
+        let end_s = now_s + time.total_s;
+        self.counters.steps += 1;
+
+        let mut any_finished = false;
+        for i in 0..self.scheduled.len() {
+            let (id, new) = self.scheduled[i];
+            let Some(seq) = self.seqs.get_mut(&id) else {
+                continue;
+            };
+            seq.computed += new;
+            while seq.registered < seq.req.block_hashes.len()
+                && (seq.registered + 1) * BLOCK_SIZE <= seq.computed
+            {
+                let (b, h) = (seq.blocks[seq.registered], seq.req.block_hashes[seq.registered]);
+                self.pool.register(b, h);
+                seq.registered += 1;
+            }
+            if seq.computed < seq.total() {
+                continue; // a prefill chunk that did not reach the end
+            }
+            let index = seq.generated;
+            seq.generated += 1;
+            let last = seq.generated >= seq.req.output_tokens;
+            out.tokens.push(TokenEvent {
+                id,
+                index: index as u32,
+                time_s: end_s,
+                gap_s: end_s - seq.last_token_s,
+                last,
+            });
+            seq.last_token_s = end_s;
+            self.counters.generation_tokens += 1;
+            if last {
+                any_finished = true;
+                out.finished.push(FinishedRequest {
+                    id,
+                    arrival_s: seq.arrival_s,
+                    end_s,
+                    prompt_tokens: seq.req.prompt_tokens,
+                    output_tokens: seq.generated,
+                    cached_tokens: seq.cached_tokens.unwrap_or(0),
+                    preemptions: seq.preemptions,
+                });
+            }
+        }
+        if any_finished {
+            for f in &out.finished {
+                if let Some(seq) = self.seqs.remove(&f.id) {
+                    self.pool.release(&seq.blocks);
+                    self.counters.finished += 1;
+                }
+            }
+            let seqs = &self.seqs;
+            self.running.retain(|id| seqs.contains_key(id));
+        }
+
+        Some(StepReport {
+            start_s: now_s,
+            time,
+            shape,
+            num_seqs: self.scheduled.len(),
+            num_decodes,
+            prefill_tokens,
+            preempted,
+            admitted,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

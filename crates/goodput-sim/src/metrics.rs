@@ -1,0 +1,195 @@
+//! `/metrics`: the live state in Prometheus text format, with vLLM's metric
+//! names (both the V1 names and the older ones scrapers still use), so that
+//! features that scrape a server can be tested against the simulator.
+//! Simulator-only series are prefixed `goodput_sim_`.
+
+use std::fmt::Write;
+
+use crate::stats::{Histogram, LiveState};
+
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+struct Out<'a> {
+    buf: String,
+    labels: &'a str,
+}
+
+impl Out<'_> {
+    fn header(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.buf, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    }
+
+    fn value(&mut self, name: &str, kind: &str, help: &str, v: f64) {
+        self.header(name, kind, help);
+        let _ = writeln!(self.buf, "{name}{{{}}} {v}", self.labels);
+    }
+
+    fn histogram(&mut self, name: &str, help: &str, h: &Histogram) {
+        self.header(name, "histogram", help);
+        let mut cumulative = 0;
+        for (i, b) in h.bounds.iter().enumerate() {
+            cumulative += h.counts[i];
+            let _ = writeln!(
+                self.buf,
+                "{name}_bucket{{{},le=\"{b}\"}} {cumulative}",
+                self.labels
+            );
+        }
+        let _ = writeln!(
+            self.buf,
+            "{name}_bucket{{{},le=\"+Inf\"}} {}\n{name}_sum{{{}}} {}\n{name}_count{{{}}} {}",
+            self.labels, h.count, self.labels, h.sum, self.labels, h.count
+        );
+    }
+}
+
+/// Render the state for the served model `model_name`.
+pub fn render(state: &LiveState, model_name: &str) -> String {
+    let labels = format!("model_name=\"{}\"", escape_label(model_name));
+    let mut o = Out {
+        buf: String::with_capacity(16 * 1024),
+        labels: &labels,
+    };
+    let c = &state.counters;
+    o.value(
+        "vllm:num_requests_running",
+        "gauge",
+        "Number of requests in model execution batches.",
+        state.running as f64,
+    );
+    o.value(
+        "vllm:num_requests_waiting",
+        "gauge",
+        "Number of requests waiting to be processed.",
+        state.waiting as f64,
+    );
+    o.value(
+        "vllm:kv_cache_usage_perc",
+        "gauge",
+        "KV-cache usage. 1 means 100 percent usage.",
+        state.kv_usage,
+    );
+    o.value(
+        "vllm:gpu_cache_usage_perc",
+        "gauge",
+        "GPU KV-cache usage. 1 means 100 percent usage (older name).",
+        state.kv_usage,
+    );
+    for (name, help, v) in [
+        (
+            "vllm:num_preemptions_total",
+            "Cumulative number of preemptions from the engine.",
+            c.preemptions,
+        ),
+        (
+            "vllm:prefix_cache_queries_total",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            c.prefix_cache_queries,
+        ),
+        (
+            "vllm:prefix_cache_hits_total",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            c.prefix_cache_hits,
+        ),
+        (
+            "vllm:gpu_prefix_cache_queries_total",
+            "GPU prefix cache queries, in terms of number of queried tokens (older name).",
+            c.prefix_cache_queries,
+        ),
+        (
+            "vllm:gpu_prefix_cache_hits_total",
+            "GPU prefix cache hits, in terms of number of cached tokens (older name).",
+            c.prefix_cache_hits,
+        ),
+        (
+            "vllm:prompt_tokens_total",
+            "Number of prefill tokens processed.",
+            c.prompt_tokens,
+        ),
+        (
+            "vllm:generation_tokens_total",
+            "Number of generation tokens processed.",
+            c.generation_tokens,
+        ),
+    ] {
+        o.value(name, "counter", help, v as f64);
+    }
+    o.header(
+        "vllm:request_success_total",
+        "counter",
+        "Count of successfully processed requests.",
+    );
+    for (reason, v) in [
+        ("stop", state.finished_stop),
+        ("length", state.finished_length),
+        ("abort", state.finished_abort),
+    ] {
+        let _ = writeln!(
+            o.buf,
+            "vllm:request_success_total{{{labels},finished_reason=\"{reason}\"}} {v}"
+        );
+    }
+    o.histogram(
+        "vllm:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &state.ttft,
+    );
+    o.histogram(
+        "vllm:time_per_output_token_seconds",
+        "Histogram of time per output token in seconds.",
+        &state.inter_token,
+    );
+    o.histogram(
+        "vllm:inter_token_latency_seconds",
+        "Histogram of inter-token latency in seconds.",
+        &state.inter_token,
+    );
+    o.histogram(
+        "vllm:e2e_request_latency_seconds",
+        "Histogram of end to end request latency in seconds.",
+        &state.e2e,
+    );
+    o.value(
+        "goodput_sim_steps_total",
+        "counter",
+        "Engine steps run.",
+        c.steps as f64,
+    );
+    o.histogram(
+        "goodput_sim_step_duration_seconds",
+        "Modelled duration of each engine step in seconds.",
+        &state.step_duration,
+    );
+    o.histogram(
+        "goodput_sim_step_lateness_seconds",
+        "How long after its deadline each engine step started, in seconds.",
+        &state.lateness,
+    );
+    o.buf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_vllm_names_and_cumulative_buckets() {
+        let mut s = LiveState::default();
+        s.running = 3;
+        s.counters.preemptions = 2;
+        s.ttft.observe(0.003);
+        s.ttft.observe(0.5);
+        let text = render(&s, "m\"x");
+        assert!(text.contains("vllm:num_requests_running{model_name=\"m\\\"x\"} 3"));
+        assert!(text.contains("vllm:num_preemptions_total{model_name=\"m\\\"x\"} 2"));
+        assert!(text.contains(
+            "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"x\",le=\"0.005\"} 1"
+        ));
+        assert!(text.contains(
+            "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"x\",le=\"+Inf\"} 2"
+        ));
+        assert!(text.contains("# TYPE goodput_sim_step_lateness_seconds histogram"));
+    }
+}

@@ -1,0 +1,248 @@
+//! Live statistics of a running simulator: what `/metrics` renders and what
+//! [`SimStats`] reports, in particular each step's lateness (how long after
+//! its deadline a step actually started), the figure that says whether the
+//! simulator kept real time.
+//!
+//! The engine thread updates [`LiveStats`] once per step under one short lock.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::engine::EngineCounters;
+
+/// vLLM's TTFT buckets, seconds.
+pub const TTFT_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+];
+/// vLLM's per-output-token buckets, seconds.
+pub const TPOT_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+    40.0, 80.0,
+];
+/// vLLM's end-to-end latency buckets, seconds.
+pub const E2E_BUCKETS: &[f64] = &[
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
+    240.0, 480.0, 960.0, 1920.0, 7680.0,
+];
+/// Step lateness buckets, seconds.
+pub const LATENESS_BUCKETS: &[f64] = &[
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01,
+    0.025, 0.1,
+];
+/// Step duration buckets, seconds.
+pub const STEP_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0,
+];
+
+/// A Prometheus-style cumulative histogram.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    pub bounds: &'static [f64],
+    /// Per-bucket (not cumulative) counts; the last is the +Inf bucket.
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    pub fn new(bounds: &'static [f64]) -> Self {
+        Histogram {
+            bounds,
+            counts: vec![0; bounds.len() + 1],
+            sum: 0.0,
+            count: 0,
+        }
+    }
+
+    pub fn observe(&mut self, v: f64) {
+        let i = self.bounds.partition_point(|&b| b < v);
+        self.counts[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+const EXACT_BINS: usize = 100_000; // 1 µs bins up to 100 ms
+
+/// Lateness with 1 µs resolution up to 100 ms (beyond that, counted and the maximum kept).
+#[derive(Debug, Clone)]
+pub struct LatenessRecorder {
+    bins: Vec<u32>,
+    overflow: u64,
+    count: u64,
+    sum_ns: u128,
+    max_ns: u64,
+}
+
+impl Default for LatenessRecorder {
+    fn default() -> Self {
+        LatenessRecorder {
+            bins: vec![0; EXACT_BINS],
+            overflow: 0,
+            count: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
+    }
+}
+
+impl LatenessRecorder {
+    pub fn record_ns(&mut self, ns: u64) {
+        let us = (ns / 1000) as usize;
+        if us < EXACT_BINS {
+            self.bins[us] = self.bins[us].saturating_add(1);
+        } else {
+            self.overflow += 1;
+        }
+        self.count += 1;
+        self.sum_ns += u128::from(ns);
+        self.max_ns = self.max_ns.max(ns);
+    }
+
+    /// The q-quantile (0–1), seconds, to 1 µs (upper edge of its bin).
+    pub fn quantile_s(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0u64;
+        for (us, &n) in self.bins.iter().enumerate() {
+            seen += u64::from(n);
+            if seen >= rank {
+                return ((us + 1) as f64 * 1e-6).min(self.max_ns as f64 * 1e-9);
+            }
+        }
+        self.max_ns as f64 * 1e-9
+    }
+}
+
+/// A snapshot of a simulator's statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SimStats {
+    /// Steps run by the engine thread.
+    pub steps: u64,
+    /// Steps whose lateness was recorded (those that started on a deadline).
+    pub lateness_samples: u64,
+    pub lateness_mean_s: f64,
+    pub lateness_p50_s: f64,
+    pub lateness_p99_s: f64,
+    pub lateness_p999_s: f64,
+    pub lateness_max_s: f64,
+    pub generation_tokens: u64,
+    pub prompt_tokens: u64,
+    pub finished_requests: u64,
+    pub preemptions: u64,
+    pub prefix_cache_hits: u64,
+    pub running: usize,
+    pub waiting: usize,
+    pub kv_cache_usage: f64,
+}
+
+/// Everything the engine thread publishes.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    pub counters: EngineCounters,
+    pub running: usize,
+    pub waiting: usize,
+    pub kv_usage: f64,
+    pub ttft: Histogram,
+    pub inter_token: Histogram,
+    pub e2e: Histogram,
+    pub step_duration: Histogram,
+    pub lateness: Histogram,
+    pub lateness_exact: LatenessRecorder,
+    pub finished_length: u64,
+    pub finished_stop: u64,
+    pub finished_abort: u64,
+}
+
+impl Default for LiveState {
+    fn default() -> Self {
+        LiveState {
+            counters: EngineCounters::default(),
+            running: 0,
+            waiting: 0,
+            kv_usage: 0.0,
+            ttft: Histogram::new(TTFT_BUCKETS),
+            inter_token: Histogram::new(TPOT_BUCKETS),
+            e2e: Histogram::new(E2E_BUCKETS),
+            step_duration: Histogram::new(STEP_BUCKETS),
+            lateness: Histogram::new(LATENESS_BUCKETS),
+            lateness_exact: LatenessRecorder::default(),
+            finished_length: 0,
+            finished_stop: 0,
+            finished_abort: 0,
+        }
+    }
+}
+
+/// Shared handle on the live state.
+#[derive(Debug, Clone, Default)]
+pub struct LiveStats(Arc<Mutex<LiveState>>);
+
+impl LiveStats {
+    pub fn lock(&self) -> MutexGuard<'_, LiveState> {
+        // A poisoned lock only means a panic elsewhere; the counters stay usable.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn snapshot(&self) -> SimStats {
+        let s = self.lock();
+        let l = &s.lateness_exact;
+        SimStats {
+            steps: s.counters.steps,
+            lateness_samples: l.count,
+            lateness_mean_s: if l.count == 0 {
+                0.0
+            } else {
+                l.sum_ns as f64 / l.count as f64 * 1e-9
+            },
+            lateness_p50_s: l.quantile_s(0.5),
+            lateness_p99_s: l.quantile_s(0.99),
+            lateness_p999_s: l.quantile_s(0.999),
+            lateness_max_s: l.max_ns as f64 * 1e-9,
+            generation_tokens: s.counters.generation_tokens,
+            prompt_tokens: s.counters.prompt_tokens,
+            finished_requests: s.counters.finished,
+            preemptions: s.counters.preemptions,
+            prefix_cache_hits: s.counters.prefix_cache_hits,
+            running: s.running,
+            waiting: s.waiting,
+            kv_cache_usage: s.kv_usage,
+        }
+    }
+
+    /// Forget the lateness samples (to measure a window).
+    pub fn reset_lateness(&self) {
+        let mut s = self.lock();
+        s.lateness_exact = LatenessRecorder::default();
+        s.lateness = Histogram::new(LATENESS_BUCKETS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_quantiles_to_the_microsecond() {
+        let mut r = LatenessRecorder::default();
+        for us in 1..=100u64 {
+            r.record_ns(us * 1000 - 500);
+        }
+        assert!((r.quantile_s(0.5) - 50e-6).abs() < 1.5e-6, "{}", r.quantile_s(0.5));
+        assert!((r.quantile_s(0.99) - 99e-6).abs() < 1.5e-6);
+        r.record_ns(2_000_000_000);
+        assert_eq!(r.quantile_s(1.0), 2.0);
+    }
+
+    #[test]
+    fn histogram_puts_values_on_the_upper_bound_inclusive() {
+        let mut h = Histogram::new(&[0.1, 1.0]);
+        h.observe(0.1);
+        h.observe(0.5);
+        h.observe(5.0);
+        assert_eq!(h.counts, vec![1, 1, 1]);
+        assert_eq!(h.count, 3);
+    }
+}
