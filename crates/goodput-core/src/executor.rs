@@ -105,6 +105,9 @@ pub struct ExecSummary {
     pub interrupted: bool,
     /// In-flight requests cancelled when the drain timeout ended.
     pub drain_timed_out: bool,
+    /// When the target concurrency was first reached (closed loop): the
+    /// start of the steady-state window.
+    pub ramp_end_ns: Option<u64>,
 }
 
 /// Live counters for progress displays (read-only for observers).
@@ -195,6 +198,9 @@ pub async fn execute<T: Timer>(
         } else {
             summary.sent_measured += 1;
             measure_start.get_or_insert(sched_instant);
+            if !plan.load.is_open() && summary.sent_measured == cap as u64 {
+                summary.ramp_end_ns = Some(t_sched);
+            }
         }
         progress.sent.fetch_add(1, Relaxed);
         let client = client.clone();

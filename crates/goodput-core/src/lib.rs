@@ -7,6 +7,8 @@ pub mod clock;
 pub mod executor;
 pub mod metrics;
 pub mod record;
+pub mod report;
+pub mod run;
 pub mod schedule;
 pub mod stats;
 pub mod timer;

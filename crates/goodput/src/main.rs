@@ -1,1 +1,31 @@
-fn main() {}
+//! `goodput`: honest benchmarks of LLM inference servers.
+//!
+//! `main` parses the command line, runs the command, prints any error with
+//! its whole chain, and exits with the documented code: 0 ok, 1 a gate
+//! failed, 2 usage or input error, 3 no request completed.
+
+mod cli;
+mod progress;
+mod run_cmd;
+mod sim_cmd;
+
+use clap::Parser;
+
+/// An error that ends the process with a specific exit code.
+#[derive(Debug)]
+pub struct Exit(pub i32, pub anyhow::Error);
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match cli.command {
+        cli::Command::Run(args) => run_cmd::main(*args),
+        cli::Command::Sim(args) => sim_cmd::main(*args),
+    };
+    match code {
+        Ok(c) => std::process::exit(c),
+        Err(Exit(c, e)) => {
+            eprintln!("goodput: error: {e:#}");
+            std::process::exit(c);
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The console summary, in `vllm bench serve`'s layout and section names,
+//! with a 95 % interval after every estimate. Pure: a result in, text out.
+
+use std::fmt::Write;
+
+use crate::run::RunResult;
+use crate::stats::{Distribution, Estimate};
+
+const WIDTH: usize = 50;
+
+fn rule(out: &mut String, title: &str, fill: char) {
+    let pad = WIDTH.saturating_sub(title.len());
+    let left = pad / 2;
+    let _ = writeln!(
+        out,
+        "{}{}{}",
+        fill.to_string().repeat(left),
+        title,
+        fill.to_string().repeat(pad - left)
+    );
+}
+
+fn line(out: &mut String, label: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "{label:<40} {value}");
+}
+
+fn num(x: f64) -> String {
+    if x.abs() >= 1000.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+/// `182.40 [176.00, 190.20]`, an open side shown as `-`.
+pub fn estimate(e: &Estimate) -> String {
+    let side = |x: Option<f64>| x.map(num).unwrap_or_else(|| "-".into());
+    if e.lo.is_none() && e.hi.is_none() {
+        return format!("{} [open]", num(e.value));
+    }
+    format!("{} [{}, {}]", num(e.value), side(e.lo), side(e.hi))
+}
+
+fn section(out: &mut String, title: &str, short: &str, d: &Option<Distribution>, note: &str) {
+    let Some(d) = d else {
+        return;
+    };
+    rule(out, title, '-');
+    line(out, &format!("Mean {short} (ms):"), estimate(&d.mean));
+    for (p, e) in &d.percentiles {
+        let label = if *p == 50.0 {
+            format!("Median {short} (ms):")
+        } else {
+            format!("P{} {short} (ms):", crate::report::json::pct_label(*p))
+        };
+        line(out, &label, estimate(e));
+    }
+    if !note.is_empty() {
+        let _ = writeln!(out, "  {note}");
+    }
+}
+
+/// Render the summary table.
+pub fn summary(r: &RunResult) -> String {
+    let m = &r.metrics;
+    let mut out = String::new();
+    rule(&mut out, " Serving Benchmark Result ", '=');
+    line(&mut out, "Successful requests:", m.completed);
+    line(&mut out, "Failed requests:", m.failed);
+    if m.incomplete > 0 {
+        line(
+            &mut out,
+            "Incomplete requests (drain timeout):",
+            m.incomplete,
+        );
+    }
+    match r.load {
+        crate::schedule::Load::Closed { concurrency } => {
+            line(&mut out, "Maximum request concurrency:", concurrency)
+        }
+        crate::schedule::Load::Open {
+            rate,
+            arrival,
+            max_concurrency,
+        } => {
+            line(
+                &mut out,
+                "Offered request rate (req/s):",
+                format!("{rate} ({arrival})"),
+            );
+            if let Some(c) = max_concurrency {
+                line(&mut out, "Maximum request concurrency:", c);
+            }
+            if let Some(a) = m.achieved_request_rate {
+                line(&mut out, "Achieved request rate (req/s):", num(a));
+            }
+        }
+    }
+    line(&mut out, "Benchmark duration (s):", num(m.duration_s));
+    line(&mut out, "Total input tokens:", m.total_input_tokens);
+    line(&mut out, "Total generated tokens:", m.total_output_tokens);
+    line(
+        &mut out,
+        "Request throughput (req/s):",
+        estimate(&m.request_throughput),
+    );
+    line(
+        &mut out,
+        "Output token throughput (tok/s):",
+        estimate(&m.output_throughput),
+    );
+    line(
+        &mut out,
+        "Total Token throughput (tok/s):",
+        num(m.total_token_throughput),
+    );
+    if let Some(s) = &m.steady_state {
+        line(
+            &mut out,
+            "Steady-state output throughput (tok/s):",
+            format!(
+                "{} ({:.1}-{:.1} s)",
+                num(s.output_throughput),
+                s.start_s,
+                s.end_s
+            ),
+        );
+    }
+    section(&mut out, "Time to First Token", "TTFT", &m.ttft, "");
+    if r.load.is_open() {
+        section(
+            &mut out,
+            "TTFT from scheduled arrival",
+            "TTFT",
+            &m.ttft_sched,
+            "latency a user arriving on schedule saw (corrects coordinated omission)",
+        );
+    }
+    section(
+        &mut out,
+        "Time per Output Token (excl. 1st token)",
+        "TPOT",
+        &m.tpot,
+        "",
+    );
+    section(
+        &mut out,
+        "Inter-token Latency",
+        "ITL",
+        &m.itl,
+        "per token; a chunk of k tokens counts k gaps of gap/k",
+    );
+    if m.icl.as_ref().map(|d| d.count) != m.itl.as_ref().map(|d| d.count) {
+        section(
+            &mut out,
+            "Inter-chunk Latency",
+            "ICL",
+            &m.icl,
+            "per chunk (what vLLM calls ITL)",
+        );
+    }
+    section(&mut out, "End-to-end Latency", "E2EL", &m.e2el, "");
+    rule(&mut out, "Client", '-');
+    if let Some(d) = &m.schedule_lag {
+        let p99 = d
+            .percentiles
+            .iter()
+            .find(|(p, _)| *p == 99.0)
+            .map(|(_, e)| e.value);
+        line(&mut out, "Mean schedule lag (ms):", num(d.mean.value));
+        if let Some(p) = p99 {
+            line(&mut out, "P99 schedule lag (ms):", num(p));
+        }
+    }
+    line(
+        &mut out,
+        "Mean in flight (Little's law):",
+        num(m.mean_in_flight),
+    );
+    let sources: Vec<String> = m
+        .output_sources
+        .iter()
+        .map(|(k, v)| format!("{} {v}", k.as_str()))
+        .collect();
+    line(&mut out, "Output token counts from:", sources.join(", "));
+    if let Some(s) = m.count_discrepancy_share {
+        line(
+            &mut out,
+            "Server/client count differ >5%:",
+            format!("{:.1}%", s * 100.0),
+        );
+    }
+    if m.failed > 0 {
+        rule(&mut out, "Errors", '-');
+        line(
+            &mut out,
+            "Error rate:",
+            format!("{:.2}%", m.error_rate * 100.0),
+        );
+        for (kind, n) in &m.errors {
+            line(&mut out, &format!("  {kind}:"), n);
+        }
+        for (kind, msg) in &m.sample_errors {
+            let mut msg = msg.clone();
+            if msg.len() > 120 {
+                let cut = (0..=120)
+                    .rev()
+                    .find(|&i| msg.is_char_boundary(i))
+                    .unwrap_or(0);
+                msg.truncate(cut);
+                msg.push('…');
+            }
+            let _ = writeln!(out, "  e.g. {kind}: {msg}");
+        }
+    }
+    rule(&mut out, "", '=');
+    for n in &r.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out
+}

@@ -1,0 +1,62 @@
+//! The per-request records file: one JSON object per line, appended as each
+//! request finishes. Pure: a record in, bytes out.
+
+use serde_json::{json, Value};
+
+use crate::clock::RunClock;
+use crate::metrics::RequestMetrics;
+use crate::record::RequestRecord;
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Append the JSON line for one request to `out` (with a trailing newline).
+pub fn record_line(
+    out: &mut Vec<u8>,
+    rec: &RequestRecord,
+    m: &RequestMetrics,
+    itl: bool,
+    _clock: RunClock,
+) {
+    let opt = |x: Option<f64>| x.map(round3);
+    let usage = rec.usage.unwrap_or_default();
+    let mut v = json!({
+        "request_id": rec.request_id,
+        "ok": rec.ok(),
+        "error_kind": rec.error.as_ref().map(|e| e.kind.as_str()),
+        "error": rec.error.as_ref().map(|e| e.message.as_str()),
+        "retry_after": rec.error.as_ref().and_then(|e| e.retry_after.as_deref()),
+        "http_status": rec.http_status,
+        "phase": rec.phase(),
+        "sched_s": rec.t_sched as f64 / 1e9,
+        "send_s": rec.t_send as f64 / 1e9,
+        "connect_ms": opt(m.connect_ms),
+        "ttft_ms": opt(m.ttft_ms),
+        "ttft_sched_ms": opt(m.ttft_sched_ms),
+        "tpot_ms": opt(m.tpot_ms),
+        "e2el_ms": opt(m.e2el_ms),
+        "schedule_lag_ms": round3(m.schedule_lag_ms),
+        "input_tokens": m.input_tokens,
+        "output_tokens": m.output_tokens,
+        "token_source": m.output_source,
+        "client_output_tokens": m.client_output_tokens,
+        "server_prompt_tokens": usage.prompt_tokens,
+        "server_completion_tokens": usage.completion_tokens,
+        "cached_tokens": usage.cached_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "events": rec.events.len(),
+        "finish_reason": rec.finish_reason,
+    });
+    if itl {
+        let times: Vec<Value> = rec
+            .events
+            .iter()
+            .map(|e| json!(round3((e.at_ns as f64 - rec.t_send as f64) / 1e6)))
+            .collect();
+        v["event_times_ms"] = Value::Array(times);
+        v["event_tokens"] = json!(m.event_tokens);
+    }
+    let _ = serde_json::to_writer(&mut *out, &v);
+    out.push(b'\n');
+}

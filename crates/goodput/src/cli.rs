@@ -1,0 +1,165 @@
+//! Command-line interface: the flags of every command, with their help text.
+//!
+//! Names follow `vllm bench serve` where the concept is the same; vLLM's
+//! spellings are accepted as aliases (`--base-url`, `--burstiness`,
+//! `--metric-percentiles`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "goodput",
+    version,
+    about = "Honest benchmarks of LLM inference servers: TTFT, TPOT, ITL, E2EL and throughput, with confidence intervals.",
+    long_about = None,
+    after_help = "Without --url, `goodput run` benchmarks the built-in simulated engine over real HTTP on a loopback port."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// One benchmark at one load point.
+    Run(Box<RunArgs>),
+    /// Serve the built-in simulated LLM engine over an OpenAI-compatible HTTP API.
+    Sim(Box<goodput_sim::SimArgs>),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    // ---- Target ----
+    /// Base URL of the server, e.g. http://localhost:8000 or https://host/v1 (the endpoint path
+    /// is appended; /v1 is not doubled). Without it, the built-in simulator is started and benchmarked.
+    #[arg(long, alias = "base-url", help_heading = "Target")]
+    pub url: Option<String>,
+    /// API to call: chat (/v1/chat/completions) or completions (/v1/completions).
+    #[arg(long, default_value = "chat", value_parser = ["chat", "completions"], help_heading = "Target")]
+    pub endpoint: String,
+    /// Model name to send [default: the first model /v1/models lists].
+    #[arg(long, help_heading = "Target")]
+    pub model: Option<String>,
+    /// Environment variable holding the API key, sent as a Bearer token (never printed or written).
+    #[arg(long, default_value = "OPENAI_API_KEY", help_heading = "Target")]
+    pub api_key_env: String,
+    /// Extra request header 'Name: value' (repeatable).
+    #[arg(long = "header", value_name = "'NAME: VALUE'", help_heading = "Target")]
+    pub headers: Vec<String>,
+    /// Total time allowed per request, e.g. 600s, 10m.
+    #[arg(long, default_value = "600s", value_parser = duration, help_heading = "Target")]
+    pub timeout: std::time::Duration,
+    /// No bytes for this long ends a request as a timeout.
+    #[arg(long, default_value = "60s", value_parser = duration, help_heading = "Target")]
+    pub idle_timeout: std::time::Duration,
+    /// Time allowed to open a connection (TCP and TLS).
+    #[arg(long, default_value = "10s", value_parser = duration, help_heading = "Target")]
+    pub connect_timeout: std::time::Duration,
+    /// Accept any TLS certificate (explicit only; never the default).
+    #[arg(long, help_heading = "Target")]
+    pub insecure: bool,
+    /// Send non-streaming requests (TTFT then equals E2EL and is labelled so).
+    #[arg(long, help_heading = "Target")]
+    pub no_stream: bool,
+
+    // ---- Load ----
+    /// Closed loop: keep N requests in flight at all times [default: 8 when --request-rate is not given].
+    #[arg(long, conflicts_with = "request_rate", help_heading = "Load")]
+    pub concurrency: Option<usize>,
+    /// Open loop: arrivals per second ('inf' sends everything at once).
+    #[arg(long, value_parser = rate, help_heading = "Load")]
+    pub request_rate: Option<f64>,
+    /// Inter-arrival process of the open loop: poisson, constant or gamma:SHAPE.
+    #[arg(long, default_value = "poisson", value_parser = arrival, help_heading = "Load")]
+    pub arrival: goodput_core::schedule::Arrival,
+    /// vLLM's spelling of --arrival gamma:X (X < 1 burstier than Poisson, X > 1 smoother).
+    #[arg(long, conflicts_with = "arrival", help_heading = "Load")]
+    pub burstiness: Option<f64>,
+    /// Open loop: cap on requests in flight (the wait shows as schedule lag, not hidden).
+    #[arg(long, help_heading = "Load")]
+    pub max_concurrency: Option<usize>,
+    /// Measured requests to send.
+    #[arg(long, default_value_t = 200, help_heading = "Load")]
+    pub num_prompts: u64,
+    /// Sending window of the measured phase, e.g. 60s (with --num-prompts, whichever ends first).
+    #[arg(long, value_parser = duration, help_heading = "Load")]
+    pub duration: Option<std::time::Duration>,
+    /// Warm-up before the measured phase: a request count (e.g. 20) or a duration (e.g. 10s).
+    #[arg(long, default_value = "0", help_heading = "Load")]
+    pub warmup: String,
+    /// How long in-flight requests may finish after sending ends [default: --timeout].
+    #[arg(long, value_parser = duration, help_heading = "Load")]
+    pub drain_timeout: Option<std::time::Duration>,
+    /// Seed of the workload and the schedule (same seed, same prompts and arrival times).
+    #[arg(long, default_value_t = 0, help_heading = "Load")]
+    pub seed: u64,
+
+    // ---- Workload ----
+    /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
+    #[arg(long, default_value = "1024", help_heading = "Workload")]
+    pub input_tokens: goodput_core::workload::LengthSpec,
+    /// Output length in tokens (sent as max_tokens, and min_tokens + ignore_eos where accepted).
+    #[arg(long, default_value = "128", help_heading = "Workload")]
+    pub output_tokens: goodput_core::workload::LengthSpec,
+    /// Do not send min_tokens/ignore_eos (outputs may then end early at EOS).
+    #[arg(long, help_heading = "Workload")]
+    pub no_pin_output: bool,
+    /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base or none.
+    #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, help_heading = "Workload")]
+    pub tokenizer: String,
+
+    // ---- Output ----
+    /// Write the results JSON (vLLM's keys plus config, ci, errors...) to this file.
+    #[arg(long, help_heading = "Output")]
+    pub out: Option<PathBuf>,
+    /// Append one JSON line per request to this file as each finishes.
+    #[arg(long, help_heading = "Output")]
+    pub records: Option<PathBuf>,
+    /// Include each event's arrival offset (ms since send) in the records.
+    #[arg(long, help_heading = "Output")]
+    pub records_itl: bool,
+    /// Percentiles to report, comma-separated.
+    #[arg(long, alias = "metric-percentiles", default_value = "50,90,95,99", value_parser = percentiles, help_heading = "Output")]
+    pub percentiles: Percentiles,
+    /// Exit 1 when the error rate is above this share of finished requests.
+    #[arg(long, default_value_t = 0.01, help_heading = "Output")]
+    pub max_error_rate: f64,
+    /// No summary table and no progress display (files are still written).
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Percentiles(pub Vec<f64>);
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    goodput_core::units::parse_duration(s)
+}
+
+fn rate(s: &str) -> Result<f64, String> {
+    if s == "inf" {
+        return Ok(f64::INFINITY);
+    }
+    match s.parse::<f64>() {
+        Ok(r) if r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "invalid rate '{s}': expected a number > 0 (requests/s) or 'inf'"
+        )),
+    }
+}
+
+fn arrival(s: &str) -> Result<goodput_core::schedule::Arrival, String> {
+    s.parse()
+}
+
+fn percentiles(s: &str) -> Result<Percentiles, String> {
+    let v: Result<Vec<f64>, _> = s.split(',').map(|p| p.trim().parse::<f64>()).collect();
+    match v {
+        Ok(v) if !v.is_empty() && v.iter().all(|p| (0.0..=100.0).contains(p)) => Ok(Percentiles(v)),
+        _ => Err(format!(
+            "invalid percentiles '{s}': expected numbers in 0..=100, e.g. 50,90,99,99.9"
+        )),
+    }
+}

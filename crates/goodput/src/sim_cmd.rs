@@ -1,0 +1,32 @@
+//! `goodput sim`: serve the simulated engine until Ctrl-C.
+
+use anyhow::Context;
+
+use crate::Exit;
+
+pub fn main(args: goodput_sim::SimArgs) -> Result<i32, Exit> {
+    let config = args
+        .to_config()
+        .map_err(|e| Exit(2, anyhow::Error::new(e)))?;
+    let addr = args
+        .listen_addr()
+        .map_err(|e| Exit(2, anyhow::Error::new(e)))?;
+    let server = goodput_sim::SimServer::spawn(config, addr)
+        .context("starting the simulator")
+        .map_err(|e| Exit(2, e))?;
+    eprintln!(
+        "goodput sim: serving model '{}' at http://{} (OpenAI-compatible; /v1/models, /v1/chat/completions, /v1/completions, /metrics). Ctrl-C to stop.",
+        server.model_name(),
+        server.local_addr()
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")
+        .map_err(|e| Exit(2, e))?;
+    rt.block_on(async {
+        let _ = tokio::signal::ctrl_c().await;
+    });
+    server.shutdown();
+    Ok(0)
+}
