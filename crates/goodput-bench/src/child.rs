@@ -161,6 +161,27 @@ pub fn own_cpu() -> Duration {
     timeval(usage.ru_utime) + timeval(usage.ru_stime)
 }
 
+/// CPU time used by the whole machine so far (every process, from
+/// `/proc/stat`: user, nice, system, irq, softirq and steal), or `None` where
+/// there is no `/proc/stat`.
+pub fn machine_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let busy: u64 = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| fields.get(i))
+        .sum();
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (ticks_per_s > 0).then(|| Duration::from_secs_f64(busy as f64 / ticks_per_s as f64))
+}
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the new soft limit.
 pub fn raise_fd_limit() -> anyhow::Result<u64> {
     // SAFETY: rlimit is plain old data; the calls only read and write it.
@@ -221,6 +242,14 @@ mod tests {
         );
         assert!(usage.max_rss_kib > 0);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn machine_cpu_only_grows() {
+        let before = machine_cpu().expect("/proc/stat on Linux");
+        let spin = Instant::now();
+        while spin.elapsed() < Duration::from_millis(50) {}
+        assert!(machine_cpu().unwrap() >= before);
     }
 
     #[test]

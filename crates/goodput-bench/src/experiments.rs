@@ -15,6 +15,7 @@ use crate::bytes_client::BytesClientSummary;
 use crate::child::{self, ChildCommand, ChildUsage};
 use crate::join::{self, Accuracy, OpenLoop};
 use crate::server::{ReferenceServer, RequestLog, ServerConfig};
+use crate::stats::Spread;
 
 /// Everything the experiments share.
 #[derive(Debug, Clone)]
@@ -67,6 +68,11 @@ pub struct ClientRun {
     pub usage: ChildUsage,
     /// CPU of this process (the server) during the run.
     pub server_cpu: Duration,
+    /// CPU used on the machine during the run by anything other than the
+    /// client and this process (other builds, the kernel's own threads).
+    pub other_cpu: Option<Duration>,
+    /// How late the server wrote tokens against its schedule, ms.
+    pub server_slip: Spread,
     /// Anything odd about the run, for the notes under the tables.
     pub notes: Vec<String>,
     /// goodput only: accuracy against the server log.
@@ -144,7 +150,7 @@ pub fn closed_loop(
             ],
         )?,
     };
-    let (usage, server_cpu, log) = measure(env, &server, &command, &label)?;
+    let (usage, server_cpu, other_cpu, log) = measure(env, &server, &command, &label)?;
     drop(server);
     let mut run = ClientRun {
         client,
@@ -152,6 +158,8 @@ pub fn closed_loop(
         requests,
         server_requests: log.len(),
         tokens: content_tokens(&log),
+        server_slip: server_slip(&log, &env.server),
+        other_cpu,
         usage,
         server_cpu,
         notes: Vec::new(),
@@ -205,7 +213,7 @@ pub fn open_loop(
             &tokens.to_string(),
         ],
     )?;
-    let (usage, server_cpu, log) = measure(env, &server, &command, &label)?;
+    let (usage, server_cpu, other_cpu, log) = measure(env, &server, &command, &label)?;
     drop(server);
     check_goodput_exit(&usage)?;
     let records = join::read_records(&records_path(env, &label))?;
@@ -226,6 +234,8 @@ pub fn open_loop(
         requests,
         server_requests: log.len(),
         tokens: content_tokens(&log),
+        server_slip: server_slip(&log, &env.server),
+        other_cpu,
         usage,
         server_cpu,
         notes,
@@ -244,17 +254,26 @@ pub fn open_loop(
 }
 
 /// Runs `command` as a measured child while `server` serves it; returns the
-/// child's cost, the server's CPU meanwhile, and the server's log.
+/// child's cost, the server's CPU meanwhile, the CPU everything else on the
+/// machine used meanwhile, and the server's log.
 fn measure(
     env: &BenchEnv,
     server: &ReferenceServer,
     command: &ChildCommand,
     label: &str,
-) -> anyhow::Result<(ChildUsage, Duration, Vec<RequestLog>)> {
+) -> anyhow::Result<(ChildUsage, Duration, Option<Duration>, Vec<RequestLog>)> {
     eprintln!("bench: running {label}: {}", command.display());
+    let machine_before = child::machine_cpu();
     let cpu_before = child::own_cpu();
     let usage = child::run_measured(command, &env.work_dir, label, env.time_limit)?;
     let server_cpu = child::own_cpu().saturating_sub(cpu_before);
+    let other_cpu = machine_before
+        .zip(child::machine_cpu())
+        .map(|(before, after)| {
+            after
+                .saturating_sub(before)
+                .saturating_sub(server_cpu + usage.cpu())
+        });
     // Let the last writes land in the log: the client exits once it has read
     // the end of its last response, which the server wrote before logging.
     std::thread::sleep(Duration::from_millis(50));
@@ -265,7 +284,7 @@ fn measure(
         usage.cpu().as_secs_f64(),
         usage.max_rss_kib as f64 / 1024.0
     );
-    Ok((usage, server_cpu, log))
+    Ok((usage, server_cpu, other_cpu, log))
 }
 
 fn words(items: &[&str]) -> Vec<String> {
@@ -330,6 +349,16 @@ fn goodput_command(
 fn read_results(path: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
+}
+
+/// Lateness of every streamed token write against its deadline, ms.
+fn server_slip(log: &[RequestLog], config: &ServerConfig) -> Spread {
+    let slips: Vec<f64> = log
+        .iter()
+        .filter(|e| e.streamed)
+        .flat_map(|e| e.slips_ms(config.ttft, config.interval))
+        .collect();
+    Spread::of(&slips)
 }
 
 /// Token events the server wrote (streamed answers only).

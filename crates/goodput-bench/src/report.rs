@@ -115,6 +115,12 @@ pub fn cost(runs: &[ClientRun]) -> String {
                 mib(run.usage.max_rss_kib),
                 count((run.tokens as f64 / wall) as u64),
                 num(run.server_cpu.as_secs_f64(), 2),
+                format!(
+                    "{} / {}",
+                    num(run.server_slip.p50, 2),
+                    num(run.server_slip.p99, 2)
+                ),
+                opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
             ]
         })
         .collect();
@@ -133,6 +139,8 @@ pub fn cost(runs: &[ClientRun]) -> String {
             "peak RSS (MiB)",
             "tokens/s absorbed",
             "server CPU (s)",
+            "server slip p50 / p99 (ms)",
+            "other CPU (s)",
         ],
         &rows,
     );
@@ -140,7 +148,9 @@ pub fn cost(runs: &[ClientRun]) -> String {
         "CPU per token = the client process's user + system CPU time (start-up included) / content token \
          events the server wrote during the run (probe and every request included; both clients read every \
          response to its end). Tokens/s absorbed = tokens / client wall time. Peak RSS = `ru_maxrss` of the \
-         client process. Target: goodput ≤ 1.5× bytes-only.\n\n",
+         client process. Server slip = how late the server wrote each token against its schedule (it shares \
+         the cores; its log stays the truth either way). Other CPU = CPU the rest of the machine used during the \
+         run (from `/proc/stat`, less client and server): well above 0 means the figures were disturbed. Target: goodput ≤ 1.5× bytes-only.\n\n",
     );
     out
 }
@@ -224,6 +234,8 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
                 ),
                 num(run.cpu_per_token_us(), 2),
                 mib(run.usage.max_rss_kib),
+                num(run.server_slip.p99, 2),
+                opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
             ]
         })
         .collect();
@@ -241,6 +253,8 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
             "schedule lag p50 / p99 / max (ms)",
             "CPU per token (µs)",
             "peak RSS (MiB)",
+            "server slip p99 (ms)",
+            "other CPU (s)",
         ],
         &rows,
     );

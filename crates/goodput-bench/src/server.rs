@@ -99,6 +99,21 @@ impl RequestLog {
         self.token_ns.first().map(|&t| ns_to_ms(t - self.recv_ns))
     }
 
+    /// How late each token write was against its deadline
+    /// (`t_recv + ttft + i * interval`), in ms: the server's own slip.
+    pub fn slips_ms<'a>(
+        &'a self,
+        ttft: Duration,
+        interval: Duration,
+    ) -> impl Iterator<Item = f64> + 'a {
+        let first_due = self.recv_ns + ttft.as_nanos() as u64;
+        let step = interval.as_nanos() as u64;
+        self.token_ns
+            .iter()
+            .enumerate()
+            .map(move |(i, &t)| (t as f64 - (first_due + i as u64 * step) as f64) / 1e6)
+    }
+
     /// Differences between successive token writes, in ms.
     pub fn gaps_ms(&self) -> impl Iterator<Item = f64> + '_ {
         self.token_ns.windows(2).map(|w| ns_to_ms(w[1] - w[0]))

@@ -141,7 +141,9 @@ pub async fn execute<T: Timer>(
     let mut stop_rx = control.stop_tx.subscribe();
     let cancel_rx = control.cancel_tx.subscribe();
     let mut summary = ExecSummary::default();
-    let origin = clock.origin();
+    // The schedule starts now, when sending starts (not at the run clock's origin,
+    // which precedes model discovery, tokenizer loading and the probe).
+    let origin = crate::clock::now();
     let mut measure_start: Option<std::time::Instant> = None;
     let mut warmup_start: Option<std::time::Instant> = None;
 

@@ -199,8 +199,8 @@ impl SimConfig {
             return Ok(n);
         }
         let tp = f64::from(self.tensor_parallel.max(1));
-        let usable =
-            self.hardware.memory_bytes() * self.gpu_memory_utilization - self.activation_reserve_bytes();
+        let usable = self.hardware.memory_bytes() * self.gpu_memory_utilization
+            - self.activation_reserve_bytes();
         let weights = self.model.weight_bytes() / tp;
         if weights >= usable {
             return Err(SimError::DoesNotFit {
@@ -240,7 +240,10 @@ impl SimConfig {
             return Err(SimError::invalid("max_num_seqs", "must be at least 1"));
         }
         if self.max_num_batched_tokens == 0 {
-            return Err(SimError::invalid("max_num_batched_tokens", "must be at least 1"));
+            return Err(SimError::invalid(
+                "max_num_batched_tokens",
+                "must be at least 1",
+            ));
         }
         let unit = |field: &str, v: f64| {
             if v > 0.0 && v <= 1.0 {
@@ -256,12 +259,18 @@ impl SimConfig {
             ("time_scale", self.time_scale),
             ("hardware.peak_tflops", self.hardware.peak_tflops),
             ("hardware.bandwidth_gbps", self.hardware.bandwidth_gbps),
-            ("hardware.interconnect_gbps", self.hardware.interconnect_gbps),
+            (
+                "hardware.interconnect_gbps",
+                self.hardware.interconnect_gbps,
+            ),
             ("hardware.memory_gib", self.hardware.memory_gib),
             ("model.params", self.model.params),
         ] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(SimError::invalid(field, format!("{v} must be a positive number")));
+                return Err(SimError::invalid(
+                    field,
+                    format!("{v} must be a positive number"),
+                ));
             }
         }
         if self.server_threads == 0 {
@@ -299,7 +308,12 @@ impl SimConfig {
             num_blocks: self.num_kv_blocks()?,
             enable_prefix_caching: self.enable_prefix_caching,
         };
-        let roofline = Roofline::new(&self.model, &self.hardware, self.tensor_parallel, self.time_scale);
+        let roofline = Roofline::new(
+            &self.model,
+            &self.hardware,
+            self.tensor_parallel,
+            self.time_scale,
+        );
         Ok(Engine::new(limits, roofline))
     }
 

@@ -442,7 +442,10 @@ impl Engine {
             while seq.registered < seq.req.block_hashes.len()
                 && (seq.registered + 1) * BLOCK_SIZE <= seq.computed
             {
-                let (b, h) = (seq.blocks[seq.registered], seq.req.block_hashes[seq.registered]);
+                let (b, h) = (
+                    seq.blocks[seq.registered],
+                    seq.req.block_hashes[seq.registered],
+                );
                 self.pool.register(b, h);
                 seq.registered += 1;
             }

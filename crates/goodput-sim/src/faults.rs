@@ -172,9 +172,15 @@ pub struct FaultPlan {
 
 impl FaultConfig {
     pub fn validate(&self) -> Result<(), SimError> {
-        for (field, v) in [("stall_s", self.stall_s), ("slow_headers_s", self.slow_headers_s)] {
+        for (field, v) in [
+            ("stall_s", self.stall_s),
+            ("slow_headers_s", self.slow_headers_s),
+        ] {
             if !(v.is_finite() && v >= 0.0) {
-                return Err(SimError::invalid(field, format!("{v} must be >= 0 seconds")));
+                return Err(SimError::invalid(
+                    field,
+                    format!("{v} must be >= 0 seconds"),
+                ));
             }
         }
         Ok(())

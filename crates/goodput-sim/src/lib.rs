@@ -1,1 +1,37 @@
-//! placeholder
+//! goodput-sim: a simulated LLM inference engine served over the same
+//! OpenAI-compatible HTTP API real servers speak.
+//!
+//! The engine ([`engine`]) batches like vLLM (continuous batching under a
+//! token budget, chunked prefill, a paged KV cache with prefix caching and
+//! preemption) and times each step with a roofline ([`roofline`]) of a model
+//! on an accelerator ([`presets`]). It runs on a clock it is given: in real
+//! time on its own thread behind [`SimServer`], or in virtual time through
+//! [`virtual_time::simulate`], where it is exactly deterministic.
+//!
+//! ```no_run
+//! use goodput_sim::{SimConfig, SimServer};
+//! let server = SimServer::spawn(SimConfig::default(), "127.0.0.1:0".parse().unwrap()).unwrap();
+//! println!("serving {} on http://{}", server.model_name(), server.local_addr());
+//! server.shutdown();
+//! ```
+
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod faults;
+pub mod kv;
+pub mod metrics;
+pub mod presets;
+pub mod realtime;
+pub mod roofline;
+mod server;
+pub mod stats;
+pub mod text;
+pub mod virtual_time;
+
+pub use config::{OutputLenDist, SimArgs, SimConfig};
+pub use error::SimError;
+pub use faults::{FaultConfig, FaultSpec};
+pub use server::SimServer;
+pub use stats::SimStats;
+pub use virtual_time::{simulate, VirtualReport, VirtualRequest};

@@ -8,7 +8,9 @@ use std::fmt::Write;
 use crate::stats::{Histogram, LiveState};
 
 fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 struct Out<'a> {

@@ -241,7 +241,9 @@ mod tests {
     fn lookups_accept_aliases_and_list_valid_names() {
         assert_eq!(hardware_by_name("H100").unwrap().name, "h100-sxm");
         assert_eq!(
-            model_by_name("meta-llama/Llama-3.1-70B-Instruct").unwrap().name,
+            model_by_name("meta-llama/Llama-3.1-70B-Instruct")
+                .unwrap()
+                .name,
             "llama-3.1-70b"
         );
         let err = hardware_by_name("tpu").unwrap_err().to_string();

@@ -21,13 +21,13 @@ pub const TPOT_BUCKETS: &[f64] = &[
 ];
 /// vLLM's end-to-end latency buckets, seconds.
 pub const E2E_BUCKETS: &[f64] = &[
-    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
-    240.0, 480.0, 960.0, 1920.0, 7680.0,
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
 ];
 /// Step lateness buckets, seconds.
 pub const LATENESS_BUCKETS: &[f64] = &[
-    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01,
-    0.025, 0.1,
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
+    0.1,
 ];
 /// Step duration buckets, seconds.
 pub const STEP_BUCKETS: &[f64] = &[
@@ -230,7 +230,11 @@ mod tests {
         for us in 1..=100u64 {
             r.record_ns(us * 1000 - 500);
         }
-        assert!((r.quantile_s(0.5) - 50e-6).abs() < 1.5e-6, "{}", r.quantile_s(0.5));
+        assert!(
+            (r.quantile_s(0.5) - 50e-6).abs() < 1.5e-6,
+            "{}",
+            r.quantile_s(0.5)
+        );
         assert!((r.quantile_s(0.99) - 99e-6).abs() < 1.5e-6);
         r.record_ns(2_000_000_000);
         assert_eq!(r.quantile_s(1.0), 2.0);

@@ -30,7 +30,10 @@ impl VirtualRequest {
     /// shares (`salt` makes it unique).
     pub fn unique(arrival_s: f64, prompt_tokens: usize, output_tokens: usize, salt: u32) -> Self {
         let prompt_token_ids = (0..prompt_tokens as u32)
-            .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(salt.wrapping_mul(97)))
+            .map(|i| {
+                i.wrapping_mul(2_654_435_761)
+                    .wrapping_add(salt.wrapping_mul(97))
+            })
             .collect();
         VirtualRequest {
             arrival_s,
@@ -95,7 +98,10 @@ impl VirtualReport {
 }
 
 /// Run `requests` through the engine `config` describes, in virtual time.
-pub fn simulate(config: &SimConfig, requests: &[VirtualRequest]) -> Result<VirtualReport, SimError> {
+pub fn simulate(
+    config: &SimConfig,
+    requests: &[VirtualRequest],
+) -> Result<VirtualReport, SimError> {
     let mut engine = config.build_engine()?;
     let mut order: Vec<usize> = (0..requests.len()).collect();
     order.sort_by(|&a, &b| requests[a].arrival_s.total_cmp(&requests[b].arrival_s));

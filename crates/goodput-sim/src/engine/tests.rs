@@ -1,0 +1,259 @@
+//! Engine tests in virtual time: step times against the roofline formula,
+//! a scripted KV-cache scenario, prefix caching and determinism.
+
+use crate::config::{OutputLenDist, SimConfig};
+use crate::virtual_time::{simulate, VirtualRequest};
+
+/// The roofline of Llama-3.1-8B on one H100, written out by hand.
+fn expected_step_s(new_tokens: f64, attention_pairs: f64, decode_context: f64) -> f64 {
+    let (params, layers, width) = (8.03e9, 32.0, 4096.0);
+    let flops = 2.0 * params * new_tokens + 4.0 * layers * width * attention_pairs;
+    let bytes = params * 2.0 + 131_072.0 * decode_context;
+    0.45e-3 + (flops / (989e12 * 0.55)).max(bytes / (3350e9 * 0.80))
+}
+
+fn assert_close(actual: f64, expected: f64, what: &str) {
+    let err = (actual - expected).abs() / expected;
+    assert!(
+        err < 0.05,
+        "{what}: step {actual:.6} s vs roofline {expected:.6} s ({:.1} %)",
+        err * 100.0
+    );
+}
+
+#[test]
+fn step_times_follow_the_roofline_for_several_batches() {
+    let config = SimConfig::default();
+    // One 1000-token prompt: a prefill step, then decodes with a growing context.
+    let r = simulate(&config, &[VirtualRequest::unique(0.0, 1000, 4, 1)]).unwrap();
+    assert_eq!(r.steps.len(), 4);
+    assert_close(
+        r.steps[0].time.total_s,
+        expected_step_s(1000.0, 1000.0 * 1001.0 / 2.0, 0.0),
+        "prefill 1000",
+    );
+    assert!(r.steps[0].time.compute_s > r.steps[0].time.memory_s);
+    assert_close(
+        r.steps[1].time.total_s,
+        expected_step_s(1.0, 1001.0, 1001.0),
+        "decode batch 1",
+    );
+
+    // 32 prompts of 100 tokens at once, then 32 decodes per step.
+    let reqs: Vec<_> = (0..32)
+        .map(|i| VirtualRequest::unique(0.0, 100, 3, i))
+        .collect();
+    let r = simulate(&config, &reqs).unwrap();
+    assert_eq!(r.steps[0].num_seqs, 32);
+    assert_close(
+        r.steps[0].time.total_s,
+        expected_step_s(3200.0, 32.0 * 5050.0, 0.0),
+        "prefill 32x100",
+    );
+    assert_eq!(r.steps[1].num_decodes, 32);
+    assert_close(
+        r.steps[1].time.total_s,
+        expected_step_s(32.0, 32.0 * 101.0, 32.0 * 101.0),
+        "decode batch 32",
+    );
+
+    // A 10,000-token prompt is prefilled in chunks of the 8192-token budget.
+    let r = simulate(&config, &[VirtualRequest::unique(0.0, 10_000, 2, 9)]).unwrap();
+    assert_eq!(r.steps[0].prefill_tokens, 8192);
+    assert_eq!(r.steps[1].prefill_tokens, 1808);
+    let pairs = 1808.0 * 8192.0 + 1808.0 * 1809.0 / 2.0;
+    assert_close(
+        r.steps[1].time.total_s,
+        expected_step_s(1808.0, pairs, 0.0),
+        "second prefill chunk",
+    );
+    assert_eq!(r.requests[0].token_times_s.len(), 2);
+
+    // A mixed step: one sequence decoding while another's prompt is prefilled.
+    let reqs = [
+        VirtualRequest::unique(0.0, 200, 50, 1),
+        VirtualRequest::unique(0.001, 500, 2, 2),
+    ];
+    let r = simulate(&config, &reqs).unwrap();
+    let mixed = r
+        .steps
+        .iter()
+        .find(|s| s.num_decodes == 1 && s.prefill_tokens == 500)
+        .unwrap();
+    let ctx = mixed.shape.decode_context_tokens as f64;
+    let pairs = ctx + 500.0 * 501.0 / 2.0;
+    assert_close(
+        mixed.time.total_s,
+        expected_step_s(501.0, pairs, ctx),
+        "mixed step",
+    );
+}
+
+fn small_cache(blocks: usize) -> SimConfig {
+    SimConfig {
+        num_gpu_blocks_override: Some(blocks),
+        max_num_seqs: 8,
+        ..SimConfig::default()
+    }
+}
+
+#[test]
+fn scripted_kv_scenario_admits_preempts_and_hits_exactly() {
+    // 8 blocks of 16 tokens; three 32-token prompts (2 blocks each), 40 output tokens each.
+    let reqs: Vec<_> = (0..3)
+        .map(|i| VirtualRequest::unique(0.0, 32, 40, i))
+        .collect();
+    let r = simulate(&small_cache(8), &reqs).unwrap();
+    let preempting: Vec<usize> = r
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.preempted > 0)
+        .map(|(i, _)| i + 1)
+        .collect();
+    // Step 1 admits all three (6 blocks). Step 2: R0 and R1 take the last two
+    // blocks for their 33rd token; R2 finds none and, being newest, is
+    // preempted. At step 18 R0 and R1 take R2's freed (cached) blocks. At
+    // step 34 R0 needs a fifth block: R1, now newest, is preempted.
+    assert_eq!(preempting, vec![2, 34]);
+    assert_eq!(r.counters.preemptions, 2);
+    assert_eq!(
+        r.requests.iter().map(|o| o.preemptions).collect::<Vec<_>>(),
+        vec![0, 1, 1]
+    );
+    // R0 finishes at step 40; at step 41 R1 is readmitted with its two prompt
+    // blocks still cached (32 tokens hit) and R2 with none (evicted at step 18).
+    assert_eq!(r.steps[40].admitted, 2);
+    assert_eq!(r.counters.admissions, 5);
+    assert_eq!(r.counters.prefix_cache_hits, 32);
+    assert_eq!(r.counters.prefix_cache_queries, 5 * 32);
+    // cached_tokens reports the first admission only.
+    assert!(r.requests.iter().all(|o| o.cached_tokens == 0));
+    assert!(r.requests.iter().all(|o| o.token_times_s.len() == 40));
+    // No more preemptions after 34: R1 finishes before R2 outgrows its blocks.
+    assert_eq!(r.steps.len(), 79);
+}
+
+#[test]
+fn a_shared_prefix_is_served_from_the_cache() {
+    // Long enough that the prefill is compute-bound, so skipping it shows.
+    let prefix: Vec<u32> = (0..4096).collect();
+    let mut a = prefix.clone();
+    a.extend(10_000..10_036);
+    let mut b = prefix.clone();
+    b.extend(20_000..20_036);
+    let reqs = [
+        VirtualRequest {
+            arrival_s: 0.0,
+            prompt_token_ids: a,
+            output_tokens: 5,
+        },
+        VirtualRequest {
+            arrival_s: 1.0,
+            prompt_token_ids: b,
+            output_tokens: 5,
+        },
+        VirtualRequest {
+            arrival_s: 2.0,
+            prompt_token_ids: prefix.clone(),
+            output_tokens: 5,
+        },
+    ];
+    let r = simulate(&SimConfig::default(), &reqs).unwrap();
+    assert_eq!(r.requests[0].cached_tokens, 0);
+    assert_eq!(r.requests[1].cached_tokens, 4096);
+    // A prompt that is entirely cached still recomputes its last block.
+    assert_eq!(r.requests[2].cached_tokens, 4080);
+    let ttft = |i: usize| r.requests[i].ttft_s(reqs[i].arrival_s).unwrap();
+    assert!(ttft(1) < ttft(0) / 2.0, "{} vs {}", ttft(1), ttft(0));
+
+    let mut off = SimConfig::default();
+    off.enable_prefix_caching = false;
+    let r = simulate(&off, &reqs).unwrap();
+    assert_eq!(r.requests[1].cached_tokens, 0);
+}
+
+#[test]
+fn same_requests_give_the_same_token_timeline() {
+    let config = SimConfig {
+        output_len: OutputLenDist::Uniform(10, 300),
+        max_num_seqs: 16,
+        num_gpu_blocks_override: Some(300),
+        ..SimConfig::default()
+    };
+    let reqs: Vec<_> = (0..80u32)
+        .map(|i| {
+            let out = config.output_len.sample(config.seed, u64::from(i));
+            VirtualRequest::unique(
+                f64::from(i) * 0.013,
+                50 + (i as usize * 37) % 400,
+                out,
+                i % 7,
+            )
+        })
+        .collect();
+    let a = simulate(&config, &reqs).unwrap();
+    let b = simulate(&config, &reqs).unwrap();
+    assert_eq!(a, b);
+    assert!(
+        a.counters.preemptions > 0,
+        "the scenario should exercise preemption"
+    );
+    let mut other = config.clone();
+    other.seed = 1;
+    let reqs2: Vec<_> = reqs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| VirtualRequest {
+            output_tokens: other.output_len.sample(other.seed, i as u64),
+            ..r.clone()
+        })
+        .collect();
+    assert_ne!(simulate(&other, &reqs2).unwrap().requests, a.requests);
+}
+
+#[test]
+fn requests_that_can_never_fit_are_rejected_not_stuck() {
+    // The context limit defaults to what the 4-block (64-token) cache holds.
+    let r = simulate(&small_cache(4), &[VirtualRequest::unique(0.0, 60, 10, 0)]).unwrap();
+    let err = r.requests[0].rejected.as_ref().unwrap().to_string();
+    assert!(err.contains("maximum context length is 64 tokens"), "{err}");
+    assert!(r.steps.is_empty());
+}
+
+#[test]
+fn past_capacity_the_queue_grows_while_throughput_flattens() {
+    let config = SimConfig {
+        max_num_seqs: 8,
+        ..SimConfig::default()
+    };
+    let run = |rate: f64| {
+        let reqs: Vec<_> = (0..400u32)
+            .map(|i| VirtualRequest::unique(f64::from(i) / rate, 200, 100, i))
+            .collect();
+        let r = simulate(&config, &reqs).unwrap();
+        let send_end = 399.0 / rate;
+        let tput = r.output_throughput(send_end * 0.25, send_end);
+        let first = r.requests[10].ttft_s(reqs[10].arrival_s).unwrap();
+        let last = r.requests[390].ttft_s(reqs[390].arrival_s).unwrap();
+        (tput, first, last)
+    };
+    // Capacity is about 8 sequences / ~6.5 ms per step / 100 tokens ≈ 12 req/s.
+    let (low_tput, low_first, low_last) = run(4.0);
+    let (over_tput, over_first, over_last) = run(30.0);
+    let (far_tput, _, far_last) = run(60.0);
+    assert!(
+        (low_last - low_first).abs() < 0.05,
+        "below capacity TTFT stays flat"
+    );
+    assert!(
+        over_last > 10.0 * over_first.max(0.01),
+        "{over_first} -> {over_last}"
+    );
+    assert!(far_last > over_last);
+    assert!(over_tput > low_tput * 1.5);
+    assert!(
+        (far_tput - over_tput).abs() / over_tput < 0.05,
+        "{over_tput} vs {far_tput}"
+    );
+}

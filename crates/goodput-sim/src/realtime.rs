@@ -1,0 +1,303 @@
+//! The engine in real time: its own OS thread, steps on absolute deadlines.
+//!
+//! The thread runs a step (which only does bookkeeping), sleeps until the
+//! step's end with an absolute-deadline `clock_nanosleep` (timer slack set to
+//! 1 ns), then hands each sequence's new token to its connection task with
+//! one channel send, and starts the next step at that same deadline, so small
+//! wake-up delays never accumulate. Each step's lateness (wake-up time minus
+//! deadline) goes into [`LiveStats`]. Requests and aborts arrive through a
+//! channel and join at the next step boundary; with nothing to do, the thread
+//! blocks on that channel.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, TryRecvError};
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::engine::{Engine, EngineRequest, FinishedRequest, Rejection, RequestId, StepOutputs};
+use crate::stats::LiveStats;
+
+/// Why a request stops generating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// The drawn output length ran out (an end-of-sequence token).
+    Stop,
+    /// `max_tokens` (or the context limit) was reached.
+    Length,
+}
+
+impl FinishReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+        }
+    }
+}
+
+/// Sent to a request's connection task.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// Output token `index` was produced; `done` is set on the last one.
+    Token {
+        index: u32,
+        done: Option<FinishedRequest>,
+    },
+    /// The engine refused the request.
+    Rejected(Rejection),
+}
+
+/// A request handed to the engine thread.
+#[derive(Debug)]
+pub struct Submission {
+    pub request: EngineRequest,
+    /// When the server received it, engine seconds.
+    pub arrival_s: f64,
+    pub reason: FinishReason,
+    pub events: UnboundedSender<StreamEvent>,
+}
+
+/// Messages to the engine thread.
+#[derive(Debug)]
+pub enum Command {
+    Add(Box<Submission>),
+    Abort(RequestId),
+    Shutdown,
+}
+
+/// The monotonic clock shared by the engine thread and the server, in
+/// seconds since the simulator started.
+#[derive(Debug, Clone, Copy)]
+pub struct MonoClock {
+    epoch_ns: u64,
+}
+
+#[cfg(unix)]
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(not(unix))]
+fn mono_ns() -> u64 {
+    use std::sync::OnceLock;
+    static START: OnceLock<std::time::Instant> = OnceLock::new();
+    START
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
+impl MonoClock {
+    pub fn new() -> Self {
+        MonoClock {
+            epoch_ns: mono_ns(),
+        }
+    }
+
+    pub fn now_s(&self) -> f64 {
+        mono_ns().saturating_sub(self.epoch_ns) as f64 * 1e-9
+    }
+
+    fn deadline_ns(&self, t_s: f64) -> u64 {
+        self.epoch_ns + (t_s.max(0.0) * 1e9) as u64
+    }
+
+    /// Sleep until `t_s`; returns how late the wake-up was, nanoseconds.
+    pub fn sleep_until(&self, t_s: f64) -> u64 {
+        let deadline = self.deadline_ns(t_s);
+        sleep_until_ns(deadline);
+        mono_ns().saturating_sub(deadline)
+    }
+}
+
+impl Default for MonoClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn sleep_until_ns(deadline: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: an absolute sleep on CLOCK_MONOTONIC with a valid timespec.
+        let rc = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != libc::EINTR {
+            break;
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sleep_until_ns(deadline: u64) {
+    let now = mono_ns();
+    if deadline > now {
+        std::thread::sleep(std::time::Duration::from_nanos(deadline - now));
+    }
+}
+
+fn lower_timer_slack() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+struct Route {
+    events: UnboundedSender<StreamEvent>,
+    reason: FinishReason,
+}
+
+/// The engine thread's main loop; returns on [`Command::Shutdown`] or when
+/// every sender is gone.
+pub fn run(mut engine: Engine, commands: Receiver<Command>, stats: LiveStats, clock: MonoClock) {
+    lower_timer_slack();
+    let mut routes: HashMap<RequestId, Route> = HashMap::new();
+    let mut out = StepOutputs::default();
+    let mut next_start: Option<f64> = None;
+    loop {
+        if !engine.has_work() {
+            next_start = None;
+            publish_idle(&engine, &stats);
+            match commands.recv() {
+                Ok(cmd) => {
+                    if !apply(cmd, &mut engine, &mut routes, &stats) {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+        loop {
+            match commands.try_recv() {
+                Ok(cmd) => {
+                    if !apply(cmd, &mut engine, &mut routes, &stats) {
+                        return;
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return,
+            }
+        }
+        let start = next_start.unwrap_or_else(|| clock.now_s());
+        out.clear();
+        let Some(report) = engine.step(start, &mut out) else {
+            next_start = None;
+            continue;
+        };
+        let end = report.end_s();
+        let late_ns = clock.sleep_until(end);
+        next_start = Some(end);
+
+        let mut dead = Vec::new();
+        for t in &out.tokens {
+            let Some(route) = routes.get(&t.id) else {
+                continue;
+            };
+            let done = if t.last {
+                out.finished.iter().find(|f| f.id == t.id).copied()
+            } else {
+                None
+            };
+            if route
+                .events
+                .send(StreamEvent::Token {
+                    index: t.index,
+                    done,
+                })
+                .is_err()
+                && !t.last
+            {
+                dead.push(t.id);
+            }
+        }
+        for id in dead {
+            engine.abort(id);
+            routes.remove(&id);
+        }
+
+        let mut s = stats.lock();
+        s.lateness_exact.record_ns(late_ns);
+        s.lateness.observe(late_ns as f64 * 1e-9);
+        s.step_duration.observe(report.time.total_s);
+        for t in &out.tokens {
+            if t.index == 0 {
+                s.ttft.observe(t.gap_s);
+            } else {
+                s.inter_token.observe(t.gap_s);
+            }
+        }
+        for f in &out.finished {
+            s.e2e.observe(f.end_s - f.arrival_s);
+            match routes.remove(&f.id).map(|r| r.reason) {
+                Some(FinishReason::Stop) => s.finished_stop += 1,
+                Some(FinishReason::Length) | None => s.finished_length += 1,
+            }
+        }
+        s.counters = engine.counters();
+        s.running = engine.num_running();
+        s.waiting = engine.num_waiting();
+        s.kv_usage = engine.kv_usage();
+    }
+}
+
+fn publish_idle(engine: &Engine, stats: &LiveStats) {
+    let mut s = stats.lock();
+    s.counters = engine.counters();
+    s.running = engine.num_running();
+    s.waiting = engine.num_waiting();
+    s.kv_usage = engine.kv_usage();
+}
+
+/// Apply one command; `false` means shut down.
+fn apply(
+    cmd: Command,
+    engine: &mut Engine,
+    routes: &mut HashMap<RequestId, Route>,
+    stats: &LiveStats,
+) -> bool {
+    match cmd {
+        Command::Add(sub) => {
+            let Submission {
+                request,
+                arrival_s,
+                reason,
+                events,
+            } = *sub;
+            let id = request.id;
+            match engine.add(request, arrival_s) {
+                Ok(()) => {
+                    routes.insert(id, Route { events, reason });
+                }
+                Err(e) => {
+                    let _ = events.send(StreamEvent::Rejected(e));
+                }
+            }
+            true
+        }
+        Command::Abort(id) => {
+            if routes.remove(&id).is_some() && engine.abort(id) {
+                stats.lock().finished_abort += 1;
+            }
+            true
+        }
+        Command::Shutdown => false,
+    }
+}

@@ -1,0 +1,204 @@
+//! Response bodies: a whole body, or a server-sent-event stream fed by the
+//! engine thread, with the stream faults (cut, stall, malformed event)
+//! applied at the middle of the output.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use super::openai::ChunkWriter;
+use super::AbortGuard;
+use crate::realtime::{FinishReason, StreamEvent};
+use crate::text::output_word;
+
+/// The error that ends a body early (hyper then resets the connection).
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    #[error("response cut short by fault injection")]
+    Cut,
+    #[error("the engine stopped before the response was complete")]
+    EngineGone,
+}
+
+/// Where in the stream the faults strike.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamFaults {
+    /// Token index at which the stream is cut (that token is not sent).
+    pub cut_at: Option<u32>,
+    /// Token index before which the stream stalls, and for how long.
+    pub stall_at: Option<(u32, Duration)>,
+    /// Token index before which a malformed event is sent.
+    pub malformed_at: Option<u32>,
+}
+
+/// A streamed completion.
+pub struct SseStream {
+    pub events: UnboundedReceiver<StreamEvent>,
+    pub writer: ChunkWriter,
+    pub seed: u64,
+    pub request_index: u64,
+    pub reason: FinishReason,
+    pub include_usage: bool,
+    pub faults: StreamFaults,
+    pub guard: AbortGuard,
+    pub role_sent: bool,
+    pub stall: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// A token held back by a stall.
+    pub held: Option<StreamEvent>,
+    pub cut: bool,
+    pub done: bool,
+}
+
+impl SseStream {
+    /// Write one event; returns `false` if the stream must be cut instead.
+    fn write(&mut self, ev: StreamEvent, buf: &mut BytesMut) -> bool {
+        match ev {
+            StreamEvent::Token { index, done } => {
+                if self.faults.cut_at == Some(index) {
+                    return false;
+                }
+                if !self.role_sent {
+                    self.writer.role(buf);
+                    self.role_sent = true;
+                }
+                if self.faults.malformed_at == Some(index) {
+                    buf.extend_from_slice(b"data: {\"id\":\"malformed\",\"choices\":[{\n\n");
+                }
+                let word = output_word(self.seed, self.request_index, index);
+                self.writer
+                    .token(buf, word, done.as_ref().map(|_| self.reason));
+                if let Some(f) = done {
+                    if self.include_usage {
+                        self.writer.usage(buf, &f);
+                    }
+                    self.writer.done(buf);
+                    self.done = true;
+                    self.guard.disarm();
+                }
+            }
+            StreamEvent::Rejected(e) => {
+                self.writer.error(buf, 400, &e.to_string());
+                self.writer.done(buf);
+                self.done = true;
+                self.guard.disarm();
+            }
+        }
+        true
+    }
+
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, BodyError>>> {
+        if let Some(sleep) = self.stall.as_mut() {
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.stall = None;
+        }
+        if self.cut {
+            return Poll::Ready(Some(Err(BodyError::Cut)));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        let mut buf = BytesMut::new();
+        loop {
+            let ev = match self.held.take() {
+                Some(ev) => ev,
+                None => match self.events.poll_recv(cx) {
+                    Poll::Ready(Some(ev)) => ev,
+                    Poll::Ready(None) => {
+                        self.done = true;
+                        return Poll::Ready(Some(Err(BodyError::EngineGone)));
+                    }
+                    Poll::Pending => break,
+                },
+            };
+            if let (StreamEvent::Token { index, .. }, Some((at, d))) = (&ev, self.faults.stall_at) {
+                if *index == at {
+                    self.faults.stall_at = None;
+                    self.held = Some(ev);
+                    let mut sleep = Box::pin(tokio::time::sleep(d));
+                    // Register the timer now so that we are woken when it fires.
+                    let _ = sleep.as_mut().poll(cx);
+                    self.stall = Some(sleep);
+                    break;
+                }
+            }
+            if !self.write(ev, &mut buf) {
+                self.cut = true;
+                break;
+            }
+            if self.done {
+                break;
+            }
+        }
+        if !buf.is_empty() {
+            return Poll::Ready(Some(Ok(buf.freeze())));
+        }
+        if self.cut {
+            return Poll::Ready(Some(Err(BodyError::Cut)));
+        }
+        if self.done {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    }
+}
+
+/// Every response body the server sends.
+pub enum SimBody {
+    Full(Option<Bytes>),
+    /// `bytes`, then an error (a response cut mid-way).
+    CutAfter(Option<Bytes>),
+    /// Nothing for a while, then `bytes`.
+    Delayed(Pin<Box<tokio::time::Sleep>>, Option<Bytes>),
+    Stream(Box<SseStream>),
+}
+
+impl SimBody {
+    pub fn full(b: impl Into<Bytes>) -> Self {
+        SimBody::Full(Some(b.into()))
+    }
+}
+
+impl Body for SimBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let this = self.get_mut();
+        match this {
+            SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            SimBody::CutAfter(b) => match b.take() {
+                Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                None => Poll::Ready(Some(Err(BodyError::Cut))),
+            },
+            SimBody::Delayed(sleep, b) => {
+                if sleep.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                Poll::Ready(b.take().map(|b| Ok(Frame::data(b))))
+            }
+            SimBody::Stream(s) => s.poll_next(cx).map(|o| o.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, SimBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            SimBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            SimBody::Full(None) => SizeHint::with_exact(0),
+            _ => SizeHint::default(),
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! Request handling: routing, validating a completion request, choosing its
+//! output length, submitting it to the engine, and answering (streamed or
+//! whole), with the request's injected faults.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use serde_json::json;
+
+use super::body::{SimBody, SseStream, StreamFaults};
+use super::openai::{error_body, full_response, CompletionRequest, Content, Endpoint, Prompt};
+use super::{AbortGuard, AppState};
+use crate::engine::EngineRequest;
+use crate::faults::{FaultPlan, StatusFault};
+use crate::kv::block_hashes;
+use crate::metrics;
+use crate::realtime::{Command, FinishReason, StreamEvent, Submission};
+use crate::text::output_word;
+
+const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
+
+fn response(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<SimBody> {
+    let mut r = Response::new(SimBody::full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(content_type),
+    );
+    r
+}
+
+fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
+    response(status, "application/json", body)
+}
+
+fn error(status: StatusCode, message: &str) -> Response<SimBody> {
+    json_response(status, error_body(status.as_u16(), message))
+}
+
+/// Route one request.
+pub(super) async fn handle(
+    state: Arc<AppState>,
+    req: http::Request<hyper::body::Incoming>,
+) -> Response<SimBody> {
+    let path = req.uri().path().to_string();
+    match (req.method(), path.as_str()) {
+        (&Method::GET, "/health") => response(StatusCode::OK, "text/plain", Bytes::new()),
+        (&Method::GET, "/v1/models") => models(&state),
+        (&Method::GET, "/metrics") => {
+            let text = metrics::render(&state.stats.lock(), &state.model_name);
+            response(StatusCode::OK, "text/plain; version=0.0.4", text)
+        }
+        (&Method::POST, "/v1/chat/completions") => completion(state, req, Endpoint::Chat).await,
+        (&Method::POST, "/v1/completions") => completion(state, req, Endpoint::Completions).await,
+        (_, "/health" | "/v1/models" | "/metrics" | "/v1/chat/completions" | "/v1/completions") => {
+            error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
+        }
+        _ => error(StatusCode::NOT_FOUND, &format!("no route for {path}")),
+    }
+}
+
+fn models(state: &AppState) -> Response<SimBody> {
+    let body = json!({
+        "object": "list",
+        "data": [{
+            "id": state.model_name,
+            "object": "model",
+            "created": state.created,
+            "owned_by": "goodput-sim",
+            "root": state.model_name,
+            "parent": null,
+            "max_model_len": state.max_model_len,
+        }],
+    });
+    json_response(StatusCode::OK, body.to_string())
+}
+
+/// Prompt token ids: a chat prompt is the concatenated tokens of every
+/// message's content (text parts only; no role or template tokens).
+fn prompt_tokens(
+    state: &AppState,
+    req: &CompletionRequest,
+    endpoint: Endpoint,
+) -> Result<Vec<u32>, String> {
+    let encode = |s: &str| state.tokenizer.encode(s).unwrap_or_default();
+    match endpoint {
+        Endpoint::Chat => {
+            let messages = req
+                .messages
+                .as_ref()
+                .ok_or("'messages' is required for /v1/chat/completions")?;
+            let mut ids = Vec::new();
+            for m in messages {
+                match &m.content {
+                    Some(Content::Text(t)) => ids.extend(encode(t)),
+                    Some(Content::Parts(parts)) => {
+                        for p in parts {
+                            if let Some(t) = &p.text {
+                                ids.extend(encode(t));
+                            }
+                        }
+                    }
+                    None => {}
+                }
+            }
+            Ok(ids)
+        }
+        Endpoint::Completions => match req.prompt.as_ref() {
+            None => Err("'prompt' is required for /v1/completions".into()),
+            Some(Prompt::Text(t)) => Ok(encode(t)),
+            Some(Prompt::Texts(v)) if v.len() == 1 => Ok(encode(&v[0])),
+            Some(Prompt::Tokens(ids)) => Ok(ids.clone()),
+            Some(Prompt::TokenLists(v)) if v.len() == 1 => Ok(v[0].clone()),
+            Some(_) => Err("batched prompts are not supported: send one prompt per request".into()),
+        },
+    }
+}
+
+/// Output length and why it ends.
+fn output_length(
+    state: &AppState,
+    req: &CompletionRequest,
+    prompt_len: usize,
+    index: u64,
+) -> Result<(usize, FinishReason), String> {
+    let cap = req
+        .max_completion_tokens
+        .or(req.max_tokens)
+        .map(|n| n as usize);
+    let min = req.min_tokens.unwrap_or(0) as usize;
+    let room = state.max_model_len.saturating_sub(prompt_len);
+    if prompt_len >= state.max_model_len {
+        return Err(format!(
+            "This model's maximum context length is {} tokens. However, your prompt has {} tokens.",
+            state.max_model_len, prompt_len
+        ));
+    }
+    if cap == Some(0) {
+        return Err("max_tokens must be at least 1, got 0.".into());
+    }
+    if let Some(c) = cap {
+        if prompt_len + c > state.max_model_len {
+            return Err(format!(
+                "This model's maximum context length is {} tokens. However, you requested {} tokens \
+                 ({} in the messages, {} in the completion). Please reduce the length of the \
+                 messages or completion.",
+                state.max_model_len,
+                prompt_len + c,
+                prompt_len,
+                c
+            ));
+        }
+        if min > c {
+            return Err(format!(
+                "min_tokens ({min}) must be less than or equal to max_tokens ({c})"
+            ));
+        }
+    }
+    let limit = cap.unwrap_or(room);
+    if req.ignore_eos == Some(true) {
+        return Ok((limit, FinishReason::Length));
+    }
+    let drawn = state.output_len.sample(state.seed, index).max(min);
+    Ok(if drawn >= limit {
+        (limit, FinishReason::Length)
+    } else {
+        (drawn, FinishReason::Stop)
+    })
+}
+
+fn status_fault(f: StatusFault) -> Response<SimBody> {
+    match f {
+        StatusFault::Internal => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "injected fault: internal server error",
+        ),
+        StatusFault::Unavailable => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "injected fault: service unavailable",
+        ),
+        StatusFault::TooManyRequests { retry_after_s } => {
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "injected fault: rate limited",
+            );
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                header::HeaderValue::from(retry_after_s),
+            );
+            r
+        }
+    }
+}
+
+async fn completion(
+    state: Arc<AppState>,
+    req: http::Request<hyper::body::Incoming>,
+    endpoint: Endpoint,
+) -> Response<SimBody> {
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("could not read the request body: {e}"),
+            )
+        }
+    };
+    let parsed: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid JSON request body: {e}"),
+            )
+        }
+    };
+    if let Some(m) = &parsed.model {
+        if m != &state.model_name {
+            return error(
+                StatusCode::NOT_FOUND,
+                &format!("The model `{m}` does not exist."),
+            );
+        }
+    }
+    if parsed.n.is_some_and(|n| n != 1) {
+        return error(StatusCode::BAD_REQUEST, "only n = 1 is supported");
+    }
+    let index = state.next_index.fetch_add(1, Ordering::Relaxed);
+    let plan: FaultPlan = state.faults.plan(state.seed, index);
+    if let Some(f) = plan.status {
+        if let Some(d) = plan.slow_headers {
+            tokio::time::sleep(d).await;
+        }
+        return status_fault(f);
+    }
+    let ids = match prompt_tokens(&state, &parsed, endpoint) {
+        Ok(ids) => ids,
+        Err(m) => return error(StatusCode::BAD_REQUEST, &m),
+    };
+    let (output_tokens, reason) = match output_length(&state, &parsed, ids.len(), index) {
+        Ok(v) => v,
+        Err(m) => return error(StatusCode::BAD_REQUEST, &m),
+    };
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let submission = Submission {
+        request: EngineRequest {
+            id: index,
+            prompt_tokens: ids.len(),
+            block_hashes: block_hashes(&ids),
+            output_tokens,
+        },
+        arrival_s: state.clock.now_s(),
+        reason,
+        events: tx,
+    };
+    if state
+        .engine
+        .send(Command::Add(Box::new(submission)))
+        .is_err()
+    {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
+    }
+    let mut guard = AbortGuard::new(state.engine.clone(), index);
+    if let Some(d) = plan.slow_headers {
+        tokio::time::sleep(d).await;
+    }
+
+    let prefix = match endpoint {
+        Endpoint::Chat => "chatcmpl",
+        Endpoint::Completions => "cmpl",
+    };
+    let id = format!("{prefix}-sim{index:08x}");
+    let mid = (output_tokens / 2) as u32;
+    if parsed.stream == Some(true) {
+        let include_usage = parsed
+            .stream_options
+            .as_ref()
+            .and_then(|o| o.include_usage)
+            .unwrap_or(false);
+        let stream = SseStream {
+            events: rx,
+            writer: super::openai::ChunkWriter::new(
+                endpoint,
+                &id,
+                state.created,
+                &state.model_json,
+            ),
+            seed: state.seed,
+            request_index: index,
+            reason,
+            include_usage,
+            faults: StreamFaults {
+                cut_at: plan.cut.then_some(mid),
+                stall_at: plan.stall.map(|d| (mid, d)),
+                malformed_at: plan.malformed.then_some(mid),
+            },
+            guard,
+            role_sent: false,
+            stall: None,
+            held: None,
+            cut: false,
+            done: false,
+        };
+        let mut r = Response::new(SimBody::Stream(Box::new(stream)));
+        let h = r.headers_mut();
+        h.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        h.insert(
+            header::CACHE_CONTROL,
+            header::HeaderValue::from_static("no-cache"),
+        );
+        return r;
+    }
+
+    // Whole response: wait for every token.
+    let mut text = String::with_capacity(output_tokens * 7);
+    let finished = loop {
+        match rx.recv().await {
+            Some(StreamEvent::Token { index: i, done }) => {
+                text.push(' ');
+                text.push_str(output_word(state.seed, index, i));
+                if let Some(f) = done {
+                    break f;
+                }
+            }
+            Some(StreamEvent::Rejected(e)) => {
+                guard.disarm();
+                return error(StatusCode::BAD_REQUEST, &e.to_string());
+            }
+            None => return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped"),
+        }
+    };
+    guard.disarm();
+    let body = full_response(
+        endpoint,
+        &id,
+        state.created,
+        &state.model_name,
+        &text,
+        reason,
+        &finished,
+    );
+    if plan.cut {
+        let half = body.len() / 2;
+        let half = Bytes::from(body).slice(..half);
+        let mut r = response(StatusCode::OK, "application/json", Bytes::new());
+        *r.body_mut() = SimBody::CutAfter(Some(half));
+        return r;
+    }
+    let body = if plan.malformed {
+        body[..body.len() / 2].to_string()
+    } else {
+        body
+    };
+    let mut r = json_response(StatusCode::OK, body.clone());
+    if let Some(d) = plan.stall {
+        *r.body_mut() = SimBody::Delayed(Box::pin(tokio::time::sleep(d)), Some(Bytes::from(body)));
+    }
+    r
+}

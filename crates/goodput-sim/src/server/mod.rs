@@ -1,0 +1,246 @@
+//! [`SimServer`]: the engine thread plus an OpenAI-compatible HTTP server on
+//! its own tokio runtime (its own thread), so that it never shares a runtime,
+//! or a scheduler queue, with the client that benchmarks it.
+
+mod body;
+mod handlers;
+mod openai;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use goodput_core::tokenizer::Tokenizer;
+use hyper_util::rt::TokioIo;
+
+use crate::config::{OutputLenDist, SimConfig};
+use crate::engine::RequestId;
+use crate::error::SimError;
+use crate::faults::FaultConfig;
+use crate::realtime::{self, Command, MonoClock};
+use crate::stats::{LiveStats, SimStats};
+use crate::text::tokenizer;
+
+/// Shared by every connection.
+struct AppState {
+    model_name: String,
+    /// The model name as a JSON string literal.
+    model_json: String,
+    max_model_len: usize,
+    created: u64,
+    seed: u64,
+    output_len: OutputLenDist,
+    faults: FaultConfig,
+    engine: mpsc::Sender<Command>,
+    clock: MonoClock,
+    next_index: AtomicU64,
+    tokenizer: &'static Tokenizer,
+    stats: LiveStats,
+}
+
+/// Tells the engine to drop a request whose response was abandoned.
+pub(crate) struct AbortGuard {
+    engine: Option<mpsc::Sender<Command>>,
+    id: RequestId,
+}
+
+impl AbortGuard {
+    fn new(engine: mpsc::Sender<Command>, id: RequestId) -> Self {
+        AbortGuard {
+            engine: Some(engine),
+            id,
+        }
+    }
+
+    /// The request completed; nothing to abort.
+    pub(crate) fn disarm(&mut self) {
+        self.engine = None;
+    }
+}
+
+impl Drop for AbortGuard {
+    fn drop(&mut self) {
+        if let Some(tx) = self.engine.take() {
+            let _ = tx.send(Command::Abort(self.id));
+        }
+    }
+}
+
+/// A running simulator: engine thread plus HTTP server.
+pub struct SimServer {
+    addr: SocketAddr,
+    model_name: String,
+    stats: LiveStats,
+    engine: mpsc::Sender<Command>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    server_thread: Option<JoinHandle<()>>,
+    engine_thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SimServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimServer")
+            .field("addr", &self.addr)
+            .field("model_name", &self.model_name)
+            .finish()
+    }
+}
+
+impl SimServer {
+    /// Bind `addr` (port 0 picks a free port), start the engine thread and the
+    /// HTTP server, and return once both are running.
+    pub fn spawn(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
+        let engine = config.build_engine()?;
+        let max_model_len = engine.limits().max_model_len;
+        let tokenizer = tokenizer()?;
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|source| SimError::Bind { addr, source })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| SimError::Start(e.to_string()))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| SimError::Start(e.to_string()))?;
+
+        let runtime = if config.server_threads <= 1 {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(config.server_threads)
+                .thread_name("goodput-sim-http")
+                .enable_all()
+                .build()
+        }
+        .map_err(|e| SimError::Start(format!("tokio runtime: {e}")))?;
+
+        let stats = LiveStats::default();
+        let clock = MonoClock::new();
+        let (engine_tx, engine_rx) = mpsc::channel();
+        let engine_thread = {
+            let stats = stats.clone();
+            std::thread::Builder::new()
+                .name("goodput-sim-engine".into())
+                .spawn(move || realtime::run(engine, engine_rx, stats, clock))
+                .map_err(|e| SimError::Start(format!("engine thread: {e}")))?
+        };
+
+        let model_name = config.model_name().to_string();
+        let state = Arc::new(AppState {
+            model_json: serde_json::Value::String(model_name.clone()).to_string(),
+            model_name: model_name.clone(),
+            max_model_len,
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            seed: config.seed,
+            output_len: config.output_len,
+            faults: config.faults.clone(),
+            engine: engine_tx.clone(),
+            clock,
+            next_index: AtomicU64::new(0),
+            tokenizer,
+            stats: stats.clone(),
+        });
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+        let server_thread = std::thread::Builder::new()
+            .name("goodput-sim-http".into())
+            .spawn(move || {
+                runtime.block_on(accept_loop(listener, state, stop_rx));
+            })
+            .map_err(|e| SimError::Start(format!("server thread: {e}")))?;
+
+        Ok(SimServer {
+            addr: local,
+            model_name,
+            stats,
+            engine: engine_tx,
+            stop: Some(stop_tx),
+            server_thread: Some(server_thread),
+            engine_thread: Some(engine_thread),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The model name served on `/v1/models`.
+    pub fn model_name(&self) -> &str {
+        &self.model_name
+    }
+
+    /// Live statistics, including step lateness.
+    pub fn stats(&self) -> SimStats {
+        self.stats.snapshot()
+    }
+
+    /// Forget the lateness samples so far (to measure a window).
+    pub fn reset_lateness(&self) {
+        self.stats.reset_lateness();
+    }
+
+    /// Stop the server and the engine and wait for their threads.
+    pub fn shutdown(mut self) {
+        self.stop_threads();
+    }
+
+    fn stop_threads(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = self.engine.send(Command::Shutdown);
+        if let Some(t) = self.server_thread.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = self.engine_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        self.stop_threads();
+    }
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    state: Arc<AppState>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(_) => return,
+    };
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors and the like: back off briefly.
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let state = state.clone();
+                        async move {
+                            Ok::<_, std::convert::Infallible>(handlers::handle(state, req).await)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! A scripted OpenAI-compatible streaming server for integration tests.
+//!
+//! It streams on a known schedule (first content event `ttft` after the
+//! request is read, then one event every `interval`), logs its own receive
+//! and write times per request, and misbehaves on demand, chosen per request
+//! by the integer suffix of the `x-request-id` header goodput sends.
+#![allow(dead_code)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::sync::mpsc;
+
+/// What the server does with one request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Behavior {
+    Ok,
+    /// Answer with this status (and `Retry-After: 7` for 429/503).
+    Status(u16),
+    /// Close the stream after this many content events, without `[DONE]`.
+    CutAfter(usize),
+    /// Stop sending (but keep the connection open) after this many events.
+    StallAfter(usize),
+    /// Send a non-JSON event after this many events.
+    MalformedAfter(usize),
+    /// Send an in-stream error object after this many events.
+    ErrorAfter(usize),
+}
+
+#[derive(Clone)]
+pub struct Script {
+    pub ttft: Duration,
+    pub interval: Duration,
+    pub events: usize,
+    /// Words per content event (each word is one token).
+    pub tokens_per_event: usize,
+    /// Chat: send a role-only chunk at once, like vLLM.
+    pub role_chunk: bool,
+    pub usage: bool,
+    pub behavior: Arc<dyn Fn(u64) -> Behavior + Send + Sync>,
+}
+
+impl Default for Script {
+    fn default() -> Self {
+        Script {
+            ttft: Duration::from_millis(100),
+            interval: Duration::from_millis(10),
+            events: 20,
+            tokens_per_event: 1,
+            role_chunk: true,
+            usage: true,
+            behavior: Arc::new(|_| Behavior::Ok),
+        }
+    }
+}
+
+/// What the server did for one request.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    pub request_tag: String,
+    pub received: Instant,
+    /// When each content event was handed to the connection.
+    pub writes: Vec<Instant>,
+}
+
+pub struct ScriptedServer {
+    pub addr: SocketAddr,
+    pub log: Arc<Mutex<Vec<LogEntry>>>,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+impl ScriptedServer {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Log entries of measured requests, keyed by request id.
+    pub fn by_id(&self) -> std::collections::HashMap<u64, LogEntry> {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| Some((e.request_tag.rsplit('-').next()?.parse().ok()?, e.clone())))
+            .collect()
+    }
+}
+
+fn request_id(tag: &str) -> Option<u64> {
+    tag.rsplit('-').next()?.parse().ok()
+}
+
+pub async fn start(script: Script) -> ScriptedServer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+    let log2 = log.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = tokio::select! {
+                r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
+                _ = &mut rx => break,
+            };
+            let script = script.clone();
+            let log = log2.clone();
+            tokio::spawn(async move {
+                let svc =
+                    hyper::service::service_fn(move |req| handle(req, script.clone(), log.clone()));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    ScriptedServer {
+        addr,
+        log,
+        _shutdown: tx,
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+async fn handle(
+    req: Request<hyper::body::Incoming>,
+    script: Script,
+    log: Arc<Mutex<Vec<LogEntry>>>,
+) -> Result<Response<Body>, Infallible> {
+    let tag = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let path = req.uri().path().to_string();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let received = Instant::now();
+    if path.ends_with("/models") {
+        return Ok(json_response(
+            200,
+            r#"{"object":"list","data":[{"id":"scripted","object":"model"}]}"#,
+        ));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let chat = path.ends_with("/chat/completions");
+    let behavior = request_id(&tag).map_or(Behavior::Ok, |id| (script.behavior)(id));
+    if let Behavior::Status(code) = behavior {
+        let mut r = json_response(code, r#"{"error":{"message":"scripted failure"}}"#);
+        if code == 429 || code == 503 {
+            r.headers_mut().insert("retry-after", "7".parse().unwrap());
+        }
+        return Ok(r);
+    }
+    if v["stream"] != true {
+        let text: String = (0..script.events * script.tokens_per_event)
+            .map(|_| " the")
+            .collect();
+        tokio::time::sleep(script.ttft).await;
+        let body = if chat {
+            serde_json::json!({"choices":[{"message":{"role":"assistant","content":text},"finish_reason":"length"}],
+                "usage":{"prompt_tokens":1,"completion_tokens":script.events*script.tokens_per_event}})
+        } else {
+            serde_json::json!({"choices":[{"text":text,"finish_reason":"length"}],
+                "usage":{"prompt_tokens":1,"completion_tokens":script.events*script.tokens_per_event}})
+        };
+        log.lock().unwrap().push(LogEntry {
+            request_tag: tag,
+            received,
+            writes: vec![Instant::now()],
+        });
+        return Ok(json_response(200, &body.to_string()));
+    }
+    let max_tokens = v["max_tokens"].as_u64().unwrap_or(u64::MAX) as usize;
+    let events = if tag.ends_with("-probe") {
+        1
+    } else {
+        script
+            .events
+            .min(max_tokens.div_ceil(script.tokens_per_event))
+    };
+    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(64);
+    let include_usage = script.usage && v["stream_options"]["include_usage"] == true;
+    tokio::spawn(async move {
+        let send = |s: String| {
+            let tx = tx.clone();
+            async move { tx.send(Ok(Frame::data(Bytes::from(s)))).await.is_ok() }
+        };
+        if chat && script.role_chunk {
+            send("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".into()).await;
+        }
+        let mut writes = Vec::with_capacity(events);
+        let words: String = (0..script.tokens_per_event).map(|_| " the").collect();
+        for i in 0..events {
+            tokio::time::sleep_until((received + script.ttft + script.interval * i as u32).into())
+                .await;
+            match behavior {
+                Behavior::CutAfter(n)
+                | Behavior::StallAfter(n)
+                | Behavior::MalformedAfter(n)
+                | Behavior::ErrorAfter(n)
+                    if i == n =>
+                {
+                    match behavior {
+                        Behavior::MalformedAfter(_) => {
+                            send("data: {not json\n\n".into()).await;
+                        }
+                        Behavior::ErrorAfter(_) => {
+                            send("data: {\"error\":{\"message\":\"scripted engine error\",\"code\":500}}\n\n".into()).await;
+                        }
+                        Behavior::StallAfter(_) => {
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                        }
+                        _ => {}
+                    }
+                    log.lock().unwrap().push(LogEntry {
+                        request_tag: tag.clone(),
+                        received,
+                        writes,
+                    });
+                    return; // dropping tx ends the body without [DONE]
+                }
+                _ => {}
+            }
+            let finish = if i + 1 == events {
+                "\"length\""
+            } else {
+                "null"
+            };
+            let ev = if chat {
+                format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{words}\"}},\"finish_reason\":{finish}}}]}}\n\n")
+            } else {
+                format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{words}\",\"finish_reason\":{finish}}}]}}\n\n")
+            };
+            writes.push(Instant::now());
+            if !send(ev).await {
+                break;
+            }
+        }
+        if include_usage {
+            let n = events * script.tokens_per_event;
+            send(format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":1,\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n", n + 1)).await;
+        }
+        send("data: [DONE]\n\n".into()).await;
+        log.lock().unwrap().push(LogEntry {
+            request_tag: tag,
+            received,
+            writes,
+        });
+    });
+    let body = StreamBody::new(tokio_stream_from(rx));
+    let mut resp = Response::new(BodyExt::boxed(body));
+    resp.headers_mut()
+        .insert("content-type", "text/event-stream".parse().unwrap());
+    Ok(resp)
+}
+
+fn json_response(code: u16, body: &str) -> Response<Body> {
+    let mut r = Response::new(BodyExt::boxed(Full::new(Bytes::from(body.to_string()))));
+    *r.status_mut() = hyper::StatusCode::from_u16(code).unwrap();
+    r.headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    r
+}
+
+/// Adapt an mpsc receiver into a `Stream` without extra crates.
+fn tokio_stream_from<T>(rx: mpsc::Receiver<T>) -> impl futures_core::Stream<Item = T> {
+    ReceiverStream(rx)
+}
+
+struct ReceiverStream<T>(mpsc::Receiver<T>);
+
+impl<T> futures_core::Stream for ReceiverStream<T> {
+    type Item = T;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// Run the goodput binary with these arguments; returns (exit code, stdout, stderr).
+pub fn goodput(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(args)
+        .output()
+        .expect("run goodput");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Run goodput on a blocking thread so the scripted server keeps serving.
+pub async fn goodput_async(args: Vec<String>) -> (i32, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        goodput(&refs)
+    })
+    .await
+    .unwrap()
+}
+
+pub fn read_records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// A fresh path in a per-test temporary directory.
+pub fn tmp(name: &str) -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "goodput-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}

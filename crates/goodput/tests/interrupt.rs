@@ -1,0 +1,75 @@
+//! Ctrl-C: goodput stops sending, lets in-flight requests finish, and still
+//! writes the summary, the results file and every finished record.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_writes_summary_results_and_every_finished_record() {
+    let server = start(Script {
+        ttft: Duration::from_millis(50),
+        interval: Duration::from_millis(20),
+        events: 15,
+        ..Script::default()
+    })
+    .await;
+    let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "run",
+            "--url",
+            &server.url(),
+            "--concurrency",
+            "4",
+            "--num-prompts",
+            "1000",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "15",
+            "--records",
+            records.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stderr.contains("stopping"), "{stderr}");
+    assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["run"]["interrupted"], true);
+    let completed = v["completed"].as_u64().unwrap();
+    assert!(completed >= 8 && completed < 1000, "completed {completed}");
+    let recs = read_records(&records);
+    // Every request that was sent finished (in-flight ones were allowed to) and has its line.
+    assert_eq!(
+        recs.len() as u64,
+        v["run"]["sent_measured"].as_u64().unwrap()
+    );
+    assert_eq!(recs.len() as u64, completed + v["failed"].as_u64().unwrap());
+    assert!(recs.iter().all(|r| r["ok"] == true));
+    let logged = server.log.lock().unwrap().len() as u64;
+    assert!(
+        logged >= completed,
+        "server saw {logged}, client completed {completed}"
+    );
+}
