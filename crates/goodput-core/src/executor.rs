@@ -25,6 +25,10 @@ use crate::schedule::{Load, Schedule};
 use crate::timer::Timer;
 use crate::workload::{PreparedRequest, Workload};
 
+/// The slot count of an uncapped open loop: more than can ever be in
+/// flight, and small enough that draining can acquire all of them at once.
+const UNCAPPED: usize = 1 << 30;
+
 /// Requests sent before the measured phase.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -134,8 +138,8 @@ pub async fn execute<T: Timer>(
     let cap = plan
         .load
         .concurrency_cap()
-        .unwrap_or(Semaphore::MAX_PERMITS)
-        .min(Semaphore::MAX_PERMITS);
+        .unwrap_or(UNCAPPED)
+        .min(UNCAPPED);
     let slots = Arc::new(Semaphore::new(cap));
     let mut schedule = Schedule::new(plan.load, plan.seed);
     let mut stop_rx = control.stop_tx.subscribe();

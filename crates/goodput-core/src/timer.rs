@@ -66,24 +66,22 @@ impl Default for PreciseTimer {
 }
 
 impl Timer for PreciseTimer {
-    fn sleep_until(&self, t: Instant) -> impl Future<Output = ()> + Send {
-        async move {
-            let now = Instant::now();
-            if t <= now {
-                return;
-            }
-            if t - now > COARSE_MARGIN {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(t - COARSE_MARGIN)).await;
-            }
-            let (done_tx, done_rx) = oneshot::channel();
-            let sent = self
-                .tx
-                .lock()
-                .map(|tx| tx.send((t, done_tx)).is_ok())
-                .unwrap_or(false);
-            if !sent || done_rx.await.is_err() {
-                tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await;
-            }
+    async fn sleep_until(&self, t: Instant) {
+        let now = Instant::now();
+        if t <= now {
+            return;
+        }
+        if t - now > COARSE_MARGIN {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(t - COARSE_MARGIN)).await;
+        }
+        let (done_tx, done_rx) = oneshot::channel();
+        let sent = self
+            .tx
+            .lock()
+            .map(|tx| tx.send((t, done_tx)).is_ok())
+            .unwrap_or(false);
+        if !sent || done_rx.await.is_err() {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await;
         }
     }
 }
