@@ -294,7 +294,10 @@ mod tests {
         // p99 needs about 367 samples for a finite upper bound.
         assert!(binomial_ci_ranks(300, 0.99).1 > 300);
         let (l, u) = binomial_ci_ranks(1000, 0.99);
-        assert!((980..990).contains(&l) && (991..=1000).contains(&u), "{l} {u}");
+        assert!(
+            (980..990).contains(&l) && (991..=1000).contains(&u),
+            "{l} {u}"
+        );
     }
 
     #[test]

@@ -345,3 +345,68 @@ async fn open_loop_records_schedule_and_warmup_is_excluded() {
     assert_eq!(v["mean_ttft_ms"], v["mean_e2el_ms"]);
     assert!(v["schedule_lag"]["p99_ms"].as_f64().unwrap() < 50.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drain_timeout_counts_stuck_requests_as_incomplete_not_failed() {
+    let server = start(Script {
+        ttft: Duration::from_millis(10),
+        events: 4,
+        behavior: Arc::new(|id| {
+            if id % 2 == 1 {
+                Behavior::StallAfter(1)
+            } else {
+                Behavior::Ok
+            }
+        }),
+        ..Script::default()
+    })
+    .await;
+    let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let started = std::time::Instant::now();
+    let (code, stdout, stderr) = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--request-rate",
+        "inf",
+        "--num-prompts",
+        "4",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--drain-timeout",
+        "700ms",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the drain timeout must end the run"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        (
+            v["completed"].as_u64(),
+            v["failed"].as_u64(),
+            v["incomplete"].as_u64()
+        ),
+        (Some(2), Some(0), Some(2))
+    );
+    assert_eq!(v["errors"]["error_rate"], 0.0);
+    assert_eq!(v["run"]["drain_timed_out"], true);
+    let recs = read_records(&records);
+    assert_eq!(
+        recs.iter()
+            .filter(|r| r["error_kind"] == "incomplete")
+            .count(),
+        2
+    );
+    assert!(stdout.contains("Incomplete requests"), "{stdout}");
+}

@@ -219,3 +219,94 @@ pub fn summary(r: &RunResult) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::ExecSummary;
+    use crate::metrics::{Collector, RequestMetrics};
+    use crate::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
+    use crate::run::RunResult;
+    use crate::schedule::Load;
+    use crate::tokenizer::Tokenizer;
+
+    /// A deterministic run: 20 requests, 10 ms apart, TTFT 100 + i ms, one
+    /// token every 10 ms, and one 503.
+    pub(crate) fn sample_result() -> RunResult {
+        let tok = Tokenizer::from_spec("none").unwrap();
+        let mut c = Collector::default();
+        const MS: u64 = 1_000_000;
+        for i in 0..20u64 {
+            let send = i * 10 * MS;
+            let mut r = RequestRecord {
+                request_id: i,
+                t_sched: send,
+                t_send: send,
+                max_tokens: Some(5),
+                prompt_tokens_client: Some(32),
+                ..Default::default()
+            };
+            if i == 7 {
+                r.http_status = Some(503);
+                r.t_done = send + 2 * MS;
+                r.error = Some(RequestError {
+                    kind: ErrorKind::HttpStatus,
+                    message: "HTTP 503: overloaded".into(),
+                    retry_after: Some("1".into()),
+                });
+            } else {
+                for k in 0..5u64 {
+                    r.output_text.push_str(" the");
+                    r.events.push(Event {
+                        at_ns: send + (100 + i) * MS + k * 10 * MS,
+                        text_end: r.output_text.len() as u32,
+                        usage_completion_tokens: None,
+                        reasoning: false,
+                    });
+                }
+                r.t_done = r.events.last().unwrap().at_ns;
+                r.usage = Some(ServerUsage {
+                    prompt_tokens: Some(32),
+                    completion_tokens: Some(5),
+                    ..Default::default()
+                });
+            }
+            let m = RequestMetrics::derive(&r, &tok);
+            c.add(&r, &m);
+        }
+        let percentiles = vec![50.0, 90.0, 95.0, 99.0];
+        RunResult {
+            config: serde_json::json!({}),
+            model: "m".into(),
+            tokenizer: "none".into(),
+            load: Load::Closed { concurrency: 4 },
+            metrics: c.summarize(&percentiles, None, 0),
+            exec: ExecSummary::default(),
+            notes: vec!["an example note".into()],
+            percentiles,
+            warmup_requests: 0,
+            started_at: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn summary_table_snapshot() {
+        insta::assert_snapshot!(summary(&sample_result()));
+    }
+
+    #[test]
+    fn estimates_show_open_bounds() {
+        let e = Estimate {
+            value: 1.0,
+            lo: Some(0.5),
+            hi: None,
+        };
+        assert_eq!(estimate(&e), "1.00 [0.50, -]");
+        let e = Estimate {
+            value: 1234.5,
+            lo: None,
+            hi: None,
+        };
+        assert_eq!(estimate(&e), "1234.5 [open]");
+    }
+}

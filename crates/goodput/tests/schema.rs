@@ -1,0 +1,69 @@
+//! The results JSON is validated against the committed schema
+//! (`schema/run.schema.json`), for a clean run and for one with failures.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+
+fn validate(doc: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_json_matches_the_schema() {
+    let server = start(Script {
+        ttft: Duration::from_millis(5),
+        interval: Duration::from_millis(2),
+        events: 5,
+        behavior: Arc::new(|id| match id % 4 {
+            1 => Behavior::Status(500),
+            2 => Behavior::CutAfter(1),
+            _ => Behavior::Ok,
+        }),
+        ..Script::default()
+    })
+    .await;
+    for load in [["--concurrency", "3"], ["--request-rate", "200"]] {
+        let out = tmp("results.json");
+        let url = server.url();
+        let out_s = out.to_str().unwrap().to_string();
+        let mut args = vec![
+            "run",
+            "--url",
+            &url,
+            "--num-prompts",
+            "12",
+            "--input-tokens",
+            "8",
+        ];
+        args.extend([
+            "--output-tokens",
+            "5",
+            "--percentiles",
+            "50,99,99.9",
+            "--quiet",
+        ]);
+        args.extend(load);
+        args.extend(["--out", &out_s]);
+        let (code, _, stderr) = goodput_async(args.iter().map(|s| s.to_string()).collect()).await;
+        assert_eq!(code, 1, "{stderr}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        validate(&doc);
+        assert!(doc["p99.9_ttft_ms"].is_number(), "vLLM-style key for p99.9");
+    }
+}
