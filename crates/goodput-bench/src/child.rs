@@ -182,6 +182,23 @@ pub fn machine_cpu() -> Option<Duration> {
     (ticks_per_s > 0).then(|| Duration::from_secs_f64(busy as f64 / ticks_per_s as f64))
 }
 
+/// Waits up to `max_wait` for a half second in which the machine's cores
+/// were at most `threshold` busy (0..1); returns the share of the last sample.
+pub fn wait_for_idle(max_wait: Duration, threshold: f64) -> Option<f64> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let window = Duration::from_millis(500);
+    let deadline = Instant::now() + max_wait;
+    loop {
+        let before = machine_cpu()?;
+        std::thread::sleep(window);
+        let busy =
+            machine_cpu()?.saturating_sub(before).as_secs_f64() / (window.as_secs_f64() * cores);
+        if busy <= threshold || Instant::now() >= deadline {
+            return Some(busy);
+        }
+    }
+}
+
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the new soft limit.
 pub fn raise_fd_limit() -> anyhow::Result<u64> {
     // SAFETY: rlimit is plain old data; the calls only read and write it.

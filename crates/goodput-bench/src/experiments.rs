@@ -30,7 +30,12 @@ pub struct BenchEnv {
     pub server: ServerConfig,
     /// Longest any one child may run.
     pub time_limit: Duration,
+    /// Longest to wait, before each run, for the machine to be idle.
+    pub idle_wait: Duration,
 }
+
+/// Share of the cores other processes may use before a run counts as quiet.
+const IDLE_THRESHOLD: f64 = 0.10;
 
 /// Which client a run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +76,8 @@ pub struct ClientRun {
     /// CPU used on the machine during the run by anything other than the
     /// client and this process (other builds, the kernel's own threads).
     pub other_cpu: Option<Duration>,
+    /// Share of the cores busy just before the run started (0..1).
+    pub busy_before: Option<f64>,
     /// How late the server wrote tokens against its schedule, ms.
     pub server_slip: Spread,
     /// Anything odd about the run, for the notes under the tables.
@@ -102,6 +109,8 @@ pub struct OpenLoopFigures {
     pub reported_achieved_rate: Option<f64>,
     /// goodput's `request_throughput`, when its results have it.
     pub reported_throughput: Option<f64>,
+    /// goodput's `schedule_lag.p99_ms`, when its results have it.
+    pub reported_lag_p99: Option<f64>,
 }
 
 /// A closed-loop run: `streams` concurrent streams, `requests_per_stream`
@@ -150,22 +159,13 @@ pub fn closed_loop(
             ],
         )?,
     };
-    let (usage, server_cpu, other_cpu, log) = measure(env, &server, &command, &label)?;
-    drop(server);
-    let mut run = ClientRun {
+    let spec = RunSpec {
         client,
         streams,
         requests,
-        server_requests: log.len(),
-        tokens: content_tokens(&log),
-        server_slip: server_slip(&log, &env.server),
-        other_cpu,
-        usage,
-        server_cpu,
-        notes: Vec::new(),
-        accuracy: None,
-        open_loop: None,
+        label: &label,
     };
+    let (mut run, log) = measure(env, server, &command, spec)?;
     if run.server_requests < requests {
         run.notes.push(format!(
             "{label}: the server received {} completion requests of the {requests} asked for",
@@ -213,55 +213,62 @@ pub fn open_loop(
             &tokens.to_string(),
         ],
     )?;
-    let (usage, server_cpu, other_cpu, log) = measure(env, &server, &command, &label)?;
-    drop(server);
-    check_goodput_exit(&usage)?;
+    let spec = RunSpec {
+        client: ClientKind::Goodput,
+        streams: 0,
+        requests,
+        label: &label,
+    };
+    let (mut run, log) = measure(env, server, &command, spec)?;
+    check_goodput_exit(&run.usage)?;
     let records = join::read_records(&records_path(env, &label))?;
     let results = read_results(&results_path(env, &label));
     let joined = join::open_loop(&records, &log);
-    let mut notes = Vec::new();
+    let reported = |path: &[&str]| results.as_ref().and_then(|r| join::result_number(r, path));
     if joined.failed > 0 {
-        notes.push(format!(
+        run.notes.push(format!(
             "{label}: {} of {} requests failed ({})",
             joined.failed,
             joined.measured,
             kinds(&joined.error_kinds)
         ));
     }
-    Ok(ClientRun {
-        client: ClientKind::Goodput,
-        streams: 0,
-        requests,
-        server_requests: log.len(),
-        tokens: content_tokens(&log),
-        server_slip: server_slip(&log, &env.server),
-        other_cpu,
-        usage,
-        server_cpu,
-        notes,
-        accuracy: None,
-        open_loop: Some(OpenLoopFigures {
-            target_rate: rate,
-            joined,
-            reported_achieved_rate: results
-                .as_ref()
-                .and_then(|r| join::result_number(r, "achieved_request_rate")),
-            reported_throughput: results
-                .as_ref()
-                .and_then(|r| join::result_number(r, "request_throughput")),
-        }),
-    })
+    run.open_loop = Some(OpenLoopFigures {
+        target_rate: rate,
+        joined,
+        reported_achieved_rate: reported(&["achieved_request_rate"]),
+        reported_throughput: reported(&["request_throughput"]),
+        reported_lag_p99: reported(&["schedule_lag", "p99_ms"]),
+    });
+    Ok(run)
 }
 
-/// Runs `command` as a measured child while `server` serves it; returns the
-/// child's cost, the server's CPU meanwhile, the CPU everything else on the
-/// machine used meanwhile, and the server's log.
+/// What a run is, for [`measure`].
+struct RunSpec<'a> {
+    client: ClientKind,
+    streams: usize,
+    requests: usize,
+    label: &'a str,
+}
+
+/// Waits for a quiet machine, runs `command` as a measured child while
+/// `server` serves it, stops the server, and returns the run's cost (notes,
+/// accuracy and open-loop figures still empty) with the server's log.
 fn measure(
     env: &BenchEnv,
-    server: &ReferenceServer,
+    server: ReferenceServer,
     command: &ChildCommand,
-    label: &str,
-) -> anyhow::Result<(ChildUsage, Duration, Option<Duration>, Vec<RequestLog>)> {
+    spec: RunSpec<'_>,
+) -> anyhow::Result<(ClientRun, Vec<RequestLog>)> {
+    let label = spec.label;
+    let busy_before = child::wait_for_idle(env.idle_wait, IDLE_THRESHOLD);
+    if let Some(busy) = busy_before.filter(|&b| b > IDLE_THRESHOLD) {
+        eprintln!(
+            "bench: the machine is still {:.0}% busy after waiting {:?}; running {label} anyway",
+            busy * 100.0,
+            env.idle_wait
+        );
+    }
     eprintln!("bench: running {label}: {}", command.display());
     let machine_before = child::machine_cpu();
     let cpu_before = child::own_cpu();
@@ -278,13 +285,29 @@ fn measure(
     // the end of its last response, which the server wrote before logging.
     std::thread::sleep(Duration::from_millis(50));
     let log = server.log().take();
+    drop(server);
     eprintln!(
         "bench: {label} done in {:.1} s, CPU {:.2} s, peak RSS {:.1} MiB",
         usage.wall.as_secs_f64(),
         usage.cpu().as_secs_f64(),
         usage.max_rss_kib as f64 / 1024.0
     );
-    Ok((usage, server_cpu, other_cpu, log))
+    let run = ClientRun {
+        client: spec.client,
+        streams: spec.streams,
+        requests: spec.requests,
+        server_requests: log.len(),
+        tokens: content_tokens(&log),
+        usage,
+        server_cpu,
+        other_cpu,
+        busy_before,
+        server_slip: server_slip(&log, &env.server),
+        notes: Vec::new(),
+        accuracy: None,
+        open_loop: None,
+    };
+    Ok((run, log))
 }
 
 fn words(items: &[&str]) -> Vec<String> {

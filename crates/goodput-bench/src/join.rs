@@ -243,10 +243,11 @@ fn rate(times: &[f64]) -> f64 {
     (times.len() - 1) as f64 / (max - min)
 }
 
-/// A number from goodput's result JSON at `key`: a number itself, or the
-/// first of `value`, `mean`, `rate` inside an object there.
-pub fn result_number(results: &serde_json::Value, key: &str) -> Option<f64> {
-    match results.get(key)? {
+/// A number from goodput's result JSON at `path` (object keys): a number
+/// itself, or the first of `value`, `mean`, `rate` inside an object there.
+pub fn result_number(results: &serde_json::Value, path: &[&str]) -> Option<f64> {
+    let found = path.iter().try_fold(results, |v, key| v.get(key))?;
+    match found {
         serde_json::Value::Number(n) => n.as_f64(),
         serde_json::Value::Object(map) => ["value", "mean", "rate"]
             .iter()
@@ -340,9 +341,11 @@ mod tests {
 
     #[test]
     fn result_number_reads_plain_and_nested_values() {
-        let v = serde_json::json!({"a": 3.5, "b": {"mean": 2}, "c": "x"});
-        assert_eq!(result_number(&v, "a"), Some(3.5));
-        assert_eq!(result_number(&v, "b"), Some(2.0));
-        assert_eq!(result_number(&v, "c"), None);
+        let v = serde_json::json!({"a": 3.5, "b": {"mean": 2}, "c": "x", "d": {"p99_ms": 1.25}});
+        assert_eq!(result_number(&v, &["a"]), Some(3.5));
+        assert_eq!(result_number(&v, &["b"]), Some(2.0));
+        assert_eq!(result_number(&v, &["c"]), None);
+        assert_eq!(result_number(&v, &["d", "p99_ms"]), Some(1.25));
+        assert_eq!(result_number(&v, &["d", "p50_ms"]), None);
     }
 }

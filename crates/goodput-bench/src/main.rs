@@ -97,6 +97,10 @@ struct CommonArgs {
     /// Longest any one client run may take, in seconds; it is killed then.
     #[arg(long, default_value_t = 300)]
     time_limit_s: u64,
+    /// Before each run, wait up to this many seconds for the machine to be
+    /// idle (at most 10% of the cores busy); a run that starts busy is noted.
+    #[arg(long, default_value_t = 60)]
+    idle_wait_s: u64,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -278,6 +282,7 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
         work_dir,
         server: common.server.config(None),
         time_limit: Duration::from_secs(common.time_limit_s),
+        idle_wait: Duration::from_secs(common.idle_wait_s),
     })
 }
 

@@ -223,6 +223,7 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
                 count(o.joined.failed as u64),
                 opt(o.reported_achieved_rate, 1),
                 opt(o.reported_throughput, 1),
+                opt(o.reported_lag_p99, 3),
                 num(o.joined.sched_rate, 1),
                 num(o.joined.send_rate, 1),
                 num(o.joined.server_arrival_rate, 1),
@@ -247,6 +248,7 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
             "failed",
             "goodput `achieved_request_rate`",
             "goodput `request_throughput`",
+            "goodput `schedule_lag` p99 (ms)",
             "intended rate from records",
             "send rate from records",
             "arrival rate at server",
@@ -269,7 +271,20 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
 /// Notes about odd runs and the exact commands that ran.
 pub fn commands(runs: &[ClientRun]) -> String {
     let mut out = String::new();
-    let notes: Vec<&String> = runs.iter().flat_map(|r| r.notes.iter()).collect();
+    let busy = runs.iter().filter_map(|r| {
+        let busy = r.busy_before.filter(|&b| b > 0.10)?;
+        Some(format!(
+            "{} at {} streams: the machine was {:.0}% busy just before the run (other processes)",
+            r.client.name(),
+            r.streams,
+            busy * 100.0
+        ))
+    });
+    let notes: Vec<String> = runs
+        .iter()
+        .flat_map(|r| r.notes.iter().cloned())
+        .chain(busy)
+        .collect();
     if !notes.is_empty() {
         out.push_str("Notes:\n\n");
         for note in notes {
@@ -297,6 +312,95 @@ mod tests {
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(num(f64::NAN, 2), "–");
         assert_eq!(num(1.005, 1), "1.0");
+    }
+
+    fn fake_run(client: ClientKind, streams: usize, cpu_ms: u64) -> ClientRun {
+        use std::time::Duration;
+        ClientRun {
+            client,
+            streams,
+            requests: streams * 3,
+            server_requests: streams * 3,
+            tokens: 1_000_000,
+            usage: crate::child::ChildUsage {
+                command: format!("{} --streams {streams}", client.name()),
+                wall: Duration::from_secs(2),
+                user: Duration::from_millis(cpu_ms / 2),
+                sys: Duration::from_millis(cpu_ms / 2),
+                max_rss_kib: 2048,
+                exit_code: Some(0),
+                stdout: String::new(),
+                stderr: String::new(),
+            },
+            server_cpu: Duration::from_secs(1),
+            other_cpu: None,
+            busy_before: Some(0.5),
+            server_slip: crate::stats::Spread::of(&[0.5, 1.5]),
+            notes: vec!["a note".to_string()],
+            accuracy: None,
+            open_loop: None,
+        }
+    }
+
+    /// Every row of a table has as many cells as its header.
+    fn assert_rectangular(markdown: &str) {
+        let rows: Vec<usize> = markdown
+            .lines()
+            .filter(|l| l.starts_with('|'))
+            .map(|l| l.replace("\\|", "").matches('|').count())
+            .collect();
+        assert!(rows.len() >= 3, "{markdown}");
+        assert!(rows.iter().all(|&n| n == rows[0]), "{markdown}");
+    }
+
+    #[test]
+    fn cost_table_compares_goodput_with_the_floor_at_the_same_streams() {
+        let runs = vec![
+            fake_run(ClientKind::BytesOnly, 256, 5_000),
+            fake_run(ClientKind::Goodput, 256, 7_500),
+            fake_run(ClientKind::Goodput, 1024, 7_500),
+        ];
+        let markdown = cost(&runs);
+        assert_rectangular(&markdown);
+        let lines: Vec<&str> = markdown
+            .lines()
+            .filter(|l| l.starts_with("| goodput"))
+            .collect();
+        // 5 µs per token for the floor, 7.5 for goodput: 1.5×.
+        assert!(lines[0].contains("| 7.50 | 1.50× |"), "{}", lines[0]);
+        // No floor measured at 1,024 streams: no ratio.
+        assert!(lines[1].contains("| 7.50 | – |"), "{}", lines[1]);
+        let commands = commands(&runs);
+        assert!(commands.contains("- a note"));
+        assert!(commands.contains("50% busy"));
+        assert!(commands.contains("goodput --streams 1024\n"));
+    }
+
+    #[test]
+    fn accuracy_and_open_loop_tables_are_rectangular() {
+        let mut closed = fake_run(ClientKind::Goodput, 256, 1);
+        closed.accuracy = Some(crate::join::accuracy(&[], &[]));
+        let mut open = fake_run(ClientKind::Goodput, 0, 1);
+        open.open_loop = Some(crate::experiments::OpenLoopFigures {
+            target_rate: 2000.0,
+            joined: crate::join::open_loop(&[], &[]),
+            reported_achieved_rate: Some(1999.5),
+            reported_throughput: None,
+            reported_lag_p99: Some(0.25),
+        });
+        let runs = vec![closed, open];
+        let accuracy_md = accuracy(&runs);
+        assert_rectangular(&accuracy_md);
+        assert!(
+            accuracy_md.contains("| 256 | 0 of 0 | – / – |"),
+            "{accuracy_md}"
+        );
+        let open_md = open_loop(&runs);
+        assert_rectangular(&open_md);
+        assert!(
+            open_md.contains("| 2000 | 0 | 0 | 1999.5 | – | 0.250 |"),
+            "{open_md}"
+        );
     }
 
     #[test]

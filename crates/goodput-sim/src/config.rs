@@ -400,7 +400,7 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 /// Command-line flags of the simulator (`goodput sim`).
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct SimArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
@@ -485,6 +485,41 @@ pub struct SimArgs {
     /// How long injected slow headers are held back, e.g. 2s [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_secs)]
     pub fault_slow_headers_delay: Option<f64>,
+}
+
+impl Default for SimArgs {
+    /// The same as no flags: 127.0.0.1:8000 and the default preset.
+    fn default() -> Self {
+        SimArgs {
+            host: "127.0.0.1".into(),
+            port: 8000,
+            model_profile: None,
+            hardware: None,
+            tensor_parallel: None,
+            config: None,
+            served_model_name: None,
+            max_num_seqs: None,
+            max_num_batched_tokens: None,
+            max_model_len: None,
+            gpu_memory_utilization: None,
+            num_gpu_blocks_override: None,
+            no_enable_prefix_caching: false,
+            seed: None,
+            output_len_dist: None,
+            time_scale: None,
+            server_threads: None,
+            fault_500: None,
+            fault_503: None,
+            fault_429: None,
+            fault_retry_after: None,
+            fault_stream_cut: None,
+            fault_stall: None,
+            fault_stall_duration: None,
+            fault_malformed: None,
+            fault_slow_headers: None,
+            fault_slow_headers_delay: None,
+        }
+    }
 }
 
 impl SimArgs {

@@ -40,7 +40,7 @@ impl FromStr for FaultSpec {
             };
         }
         match s.parse::<f64>() {
-            Ok(r) if r == 0.0 => Ok(FaultSpec::Never),
+            Ok(0.0) => Ok(FaultSpec::Never),
             Ok(r) if (0.0..=1.0).contains(&r) => Ok(FaultSpec::Rate(r)),
             _ => Err(format!(
                 "'{s}' is not a valid fault spec: expected a rate between 0 and 1 (e.g. 0.05) \

@@ -178,8 +178,10 @@ mod tests {
 
     #[test]
     fn renders_vllm_names_and_cumulative_buckets() {
-        let mut s = LiveState::default();
-        s.running = 3;
+        let mut s = LiveState {
+            running: 3,
+            ..LiveState::default()
+        };
         s.counters.preemptions = 2;
         s.ttft.observe(0.003);
         s.ttft.observe(0.5);

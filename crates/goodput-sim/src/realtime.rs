@@ -228,12 +228,13 @@ pub fn run(mut engine: Engine, commands: Receiver<Command>, stats: LiveStats, cl
                 dead.push(t.id);
             }
         }
+        let mut s = stats.lock();
         for id in dead {
-            engine.abort(id);
+            if engine.abort(id) {
+                s.finished_abort += 1;
+            }
             routes.remove(&id);
         }
-
-        let mut s = stats.lock();
         s.lateness_exact.record_ns(late_ns);
         s.lateness.observe(late_ns as f64 * 1e-9);
         s.step_duration.observe(report.time.total_s);

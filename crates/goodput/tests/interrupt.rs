@@ -58,7 +58,7 @@ async fn sigint_writes_summary_results_and_every_finished_record() {
         serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(v["run"]["interrupted"], true);
     let completed = v["completed"].as_u64().unwrap();
-    assert!(completed >= 8 && completed < 1000, "completed {completed}");
+    assert!((8..1000).contains(&completed), "completed {completed}");
     let recs = read_records(&records);
     // Every request that was sent finished (in-flight ones were allowed to) and has its line.
     assert_eq!(

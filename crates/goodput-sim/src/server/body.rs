@@ -130,6 +130,10 @@ impl SseStream {
             }
             if !self.write(ev, &mut buf) {
                 self.cut = true;
+                // Let what was written reach the socket before the reset.
+                let mut sleep = Box::pin(tokio::time::sleep(FLUSH_GRACE));
+                let _ = sleep.as_mut().poll(cx);
+                self.stall = Some(sleep);
                 break;
             }
             if self.done {
@@ -139,8 +143,8 @@ impl SseStream {
         if !buf.is_empty() {
             return Poll::Ready(Some(Ok(buf.freeze())));
         }
-        if self.cut {
-            return Poll::Ready(Some(Err(BodyError::Cut)));
+        if self.stall.is_some() {
+            return Poll::Pending;
         }
         if self.done {
             return Poll::Ready(None);
@@ -149,11 +153,20 @@ impl SseStream {
     }
 }
 
+/// How long a cut body waits after its last bytes before failing, so that
+/// hyper writes them (with the head) before it resets the connection.
+const FLUSH_GRACE: Duration = Duration::from_millis(20);
+
+/// A body that sends `bytes`, then fails: a response cut mid-way.
+pub fn cut_after(bytes: Bytes) -> SimBody {
+    SimBody::CutAfter(Some(bytes), Box::pin(tokio::time::sleep(FLUSH_GRACE)))
+}
+
 /// Every response body the server sends.
 pub enum SimBody {
     Full(Option<Bytes>),
-    /// `bytes`, then an error (a response cut mid-way).
-    CutAfter(Option<Bytes>),
+    /// `bytes`, then (after a flush grace) an error: a response cut mid-way.
+    CutAfter(Option<Bytes>, Pin<Box<tokio::time::Sleep>>),
     /// Nothing for a while, then `bytes`.
     Delayed(Pin<Box<tokio::time::Sleep>>, Option<Bytes>),
     Stream(Box<SseStream>),
@@ -176,9 +189,9 @@ impl Body for SimBody {
         let this = self.get_mut();
         match this {
             SimBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            SimBody::CutAfter(b) => match b.take() {
+            SimBody::CutAfter(b, grace) => match b.take() {
                 Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
-                None => Poll::Ready(Some(Err(BodyError::Cut))),
+                None => grace.as_mut().poll(cx).map(|()| Some(Err(BodyError::Cut))),
             },
             SimBody::Delayed(sleep, b) => {
                 if sleep.as_mut().poll(cx).is_pending() {

@@ -10,7 +10,7 @@ use http::{header, Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 
-use super::body::{SimBody, SseStream, StreamFaults};
+use super::body::{cut_after, SimBody, SseStream, StreamFaults};
 use super::openai::{error_body, full_response, CompletionRequest, Content, Endpoint, Prompt};
 use super::{AbortGuard, AppState};
 use crate::engine::EngineRequest;
@@ -358,7 +358,7 @@ async fn completion(
         let half = body.len() / 2;
         let half = Bytes::from(body).slice(..half);
         let mut r = response(StatusCode::OK, "application/json", Bytes::new());
-        *r.body_mut() = SimBody::CutAfter(Some(half));
+        *r.body_mut() = cut_after(half);
         return r;
     }
     let body = if plan.malformed {
