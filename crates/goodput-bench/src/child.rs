@@ -3,14 +3,22 @@
 //! from spawn to exit. Start-up and shut-down are included: that is what a
 //! user pays.
 //!
-//! Also raises `RLIMIT_NOFILE`, which children inherit: 1,024 streams need
-//! more than 1,024 descriptors on each side.
+//! The client is started by a small helper process (`bench measure-child`),
+//! never by the bench itself: on Linux a program's `ru_maxrss` starts at the
+//! peak RSS of the process image it was exec'd from, and a spawned child is
+//! exec'd from a (v)fork of its parent. Spawned straight from the bench, every
+//! client would be charged with the bench's own peak (server logs, parsed
+//! records). The helper is a fresh exec of the bench binary that has done
+//! nothing yet; the floor it adds (a few MiB) is reported.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::machine::{own_peak_rss_kib, timeval};
 
 /// A command to run, kept as words so it can be printed exactly.
 #[derive(Debug, Clone)]
@@ -54,6 +62,9 @@ pub struct ChildUsage {
     pub sys: Duration,
     /// Peak resident set size of the child, in KiB.
     pub max_rss_kib: u64,
+    /// The least peak RSS the measurement can report, in KiB: the helper's
+    /// own peak RSS when it started the child.
+    pub rss_floor_kib: u64,
     /// Exit code (None when killed by a signal).
     pub exit_code: Option<i32>,
     /// Everything the child wrote to stdout.
@@ -69,9 +80,30 @@ impl ChildUsage {
     }
 }
 
-/// Runs `command` to its end (killing it after `time_limit`), with stdout and
-/// stderr sent to files under `work_dir` named after `label`.
+/// The cost of one process as `bench measure-child` reports it (one JSON line).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RawUsage {
+    /// Spawn to exit, ns.
+    pub wall_ns: u64,
+    /// User CPU, ns.
+    pub user_ns: u64,
+    /// System CPU, ns.
+    pub sys_ns: u64,
+    /// `ru_maxrss`, KiB.
+    pub max_rss_kib: u64,
+    /// The helper's own peak RSS when it started the child, KiB.
+    pub floor_rss_kib: u64,
+    /// Exit code (None when killed by a signal).
+    pub exit_code: Option<i32>,
+    /// Whether the child was killed at the time limit.
+    pub timed_out: bool,
+}
+
+/// Runs `command` to its end (killing it after `time_limit`) through the
+/// helper `bench_exe measure-child`, with the command's stdout and stderr in
+/// files under `work_dir` named after `label`.
 pub fn run_measured(
+    bench_exe: &Path,
     command: &ChildCommand,
     work_dir: &Path,
     label: &str,
@@ -79,18 +111,74 @@ pub fn run_measured(
 ) -> anyhow::Result<ChildUsage> {
     let stdout_path = work_dir.join(format!("{label}.stdout"));
     let stderr_path = work_dir.join(format!("{label}.stderr"));
-    let stdout = std::fs::File::create(&stdout_path)
-        .with_context(|| format!("creating {}", stdout_path.display()))?;
-    let stderr = std::fs::File::create(&stderr_path)
-        .with_context(|| format!("creating {}", stderr_path.display()))?;
-    let start = Instant::now();
-    let mut child = Command::new(&command.program)
+    let output = Command::new(bench_exe)
+        .arg("measure-child")
+        .arg("--time-limit-ms")
+        .arg(time_limit.as_millis().to_string())
+        .arg("--stdout")
+        .arg(&stdout_path)
+        .arg("--stderr")
+        .arg(&stderr_path)
+        .arg("--")
+        .arg(&command.program)
         .args(&command.args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("starting the measuring helper {}", bench_exe.display()))?;
+    let raw: RawUsage = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "the measuring helper for {label} printed no usage ({}): {:?}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })?;
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
+    let usage = ChildUsage {
+        command: command.display(),
+        wall: Duration::from_nanos(raw.wall_ns),
+        user: Duration::from_nanos(raw.user_ns),
+        sys: Duration::from_nanos(raw.sys_ns),
+        max_rss_kib: raw.max_rss_kib,
+        rss_floor_kib: raw.floor_rss_kib,
+        exit_code: raw.exit_code,
+        stdout: read(&stdout_path),
+        stderr: read(&stderr_path),
+    };
+    if raw.timed_out {
+        anyhow::bail!(
+            "{label} exceeded its time limit of {:?} and was killed: {}\nstderr (last lines):\n{}",
+            time_limit,
+            usage.command,
+            tail(&usage.stderr, 20)
+        );
+    }
+    Ok(usage)
+}
+
+/// The body of `bench measure-child`: runs `program args` with stdout and
+/// stderr sent to the given files, kills it after `time_limit`, and returns
+/// its cost from `wait4`.
+pub fn measure_here(
+    program: &Path,
+    args: &[String],
+    stdout_path: &Path,
+    stderr_path: &Path,
+    time_limit: Duration,
+) -> anyhow::Result<RawUsage> {
+    let stdout = std::fs::File::create(stdout_path)
+        .with_context(|| format!("creating {}", stdout_path.display()))?;
+    let stderr = std::fs::File::create(stderr_path)
+        .with_context(|| format!("creating {}", stderr_path.display()))?;
+    let floor_rss_kib = own_peak_rss_kib().unwrap_or(0);
+    let start = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(stderr)
         .spawn()
-        .with_context(|| format!("starting {}", command.program.display()))?;
+        .with_context(|| format!("starting {}", program.display()))?;
     let pid = child.id() as libc::pid_t;
     let deadline = start + time_limit;
     let mut status: libc::c_int = 0;
@@ -119,31 +207,15 @@ pub fn run_measured(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let wall = start.elapsed();
-    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_default();
-    let result = ChildUsage {
-        command: command.display(),
-        wall,
-        user: timeval(usage.ru_utime),
-        sys: timeval(usage.ru_stime),
+    Ok(RawUsage {
+        wall_ns: start.elapsed().as_nanos() as u64,
+        user_ns: timeval(usage.ru_utime).as_nanos() as u64,
+        sys_ns: timeval(usage.ru_stime).as_nanos() as u64,
         max_rss_kib: usage.ru_maxrss.max(0) as u64,
+        floor_rss_kib,
         exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
-        stdout: read(&stdout_path),
-        stderr: read(&stderr_path),
-    };
-    if timed_out {
-        anyhow::bail!(
-            "{label} exceeded its time limit of {:?} and was killed: {}\nstderr (last lines):\n{}",
-            time_limit,
-            result.command,
-            tail(&result.stderr, 20)
-        );
-    }
-    Ok(result)
-}
-
-fn timeval(tv: libc::timeval) -> Duration {
-    Duration::from_secs(tv.tv_sec.max(0) as u64) + Duration::from_micros(tv.tv_usec.max(0) as u64)
+        timed_out,
+    })
 }
 
 /// The last `n` lines of `text`.
@@ -152,74 +224,15 @@ pub fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// CPU time (user + system) used so far by this process, all threads.
-pub fn own_cpu() -> Duration {
-    // SAFETY: rusage is plain old data; getrusage fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    timeval(usage.ru_utime) + timeval(usage.ru_stime)
-}
-
-/// CPU time used by the whole machine so far (every process, from
-/// `/proc/stat`: user, nice, system, irq, softirq and steal), or `None` where
-/// there is no `/proc/stat`.
-pub fn machine_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    // user nice system idle iowait irq softirq steal ...
-    let busy: u64 = [0, 1, 2, 5, 6, 7]
-        .iter()
-        .filter_map(|&i| fields.get(i))
-        .sum();
-    // SAFETY: sysconf has no preconditions.
-    let ticks_per_s = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    (ticks_per_s > 0).then(|| Duration::from_secs_f64(busy as f64 / ticks_per_s as f64))
-}
-
-/// Waits up to `max_wait` for a half second in which the machine's cores
-/// were at most `threshold` busy (0..1); returns the share of the last sample.
-pub fn wait_for_idle(max_wait: Duration, threshold: f64) -> Option<f64> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let window = Duration::from_millis(500);
-    let deadline = Instant::now() + max_wait;
-    loop {
-        let before = machine_cpu()?;
-        std::thread::sleep(window);
-        let busy =
-            machine_cpu()?.saturating_sub(before).as_secs_f64() / (window.as_secs_f64() * cores);
-        if busy <= threshold || Instant::now() >= deadline {
-            return Some(busy);
-        }
-    }
-}
-
-/// Raises the soft `RLIMIT_NOFILE` to the hard limit; returns the new soft limit.
-pub fn raise_fd_limit() -> anyhow::Result<u64> {
-    // SAFETY: rlimit is plain old data; the calls only read and write it.
-    unsafe {
-        let mut limit: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return Err(std::io::Error::last_os_error()).context("getrlimit(RLIMIT_NOFILE)");
-        }
-        if limit.rlim_cur < limit.rlim_max {
-            limit.rlim_cur = limit.rlim_max;
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                return Err(std::io::Error::last_os_error()).context("setrlimit(RLIMIT_NOFILE)");
-            }
-        }
-        Ok(limit.rlim_cur as u64)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("goodput-bench-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
 
     #[test]
     fn display_quotes_only_what_needs_it() {
@@ -241,46 +254,43 @@ mod tests {
 
     #[test]
     fn measures_a_child_that_burns_cpu() {
-        let dir = std::env::temp_dir().join(format!("goodput-bench-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let cmd = ChildCommand {
-            program: PathBuf::from("sh"),
-            args: vec![
-                "-c".into(),
-                "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo done".into(),
-            ],
-        };
-        let usage = run_measured(&cmd, &dir, "burn", Duration::from_secs(60)).unwrap();
+        let dir = temp_dir("burn");
+        let script = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; echo done".to_string();
+        let usage = measure_here(
+            Path::new("sh"),
+            &["-c".to_string(), script],
+            &dir.join("out"),
+            &dir.join("err"),
+            Duration::from_secs(60),
+        )
+        .unwrap();
         assert_eq!(usage.exit_code, Some(0));
-        assert_eq!(usage.stdout.trim(), "done");
+        assert!(!usage.timed_out);
+        let out = std::fs::read_to_string(dir.join("out")).unwrap();
+        assert_eq!(out.trim(), "done");
         assert!(
-            usage.cpu() > Duration::ZERO,
+            usage.user_ns + usage.sys_ns > 0,
             "a busy loop must show CPU time"
         );
         assert!(usage.max_rss_kib > 0);
+        assert!(usage.floor_rss_kib > 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn machine_cpu_only_grows() {
-        let before = machine_cpu().expect("/proc/stat on Linux");
-        let spin = Instant::now();
-        while spin.elapsed() < Duration::from_millis(50) {}
-        assert!(machine_cpu().unwrap() >= before);
-    }
-
-    #[test]
     fn kills_a_child_past_its_time_limit() {
-        let dir =
-            std::env::temp_dir().join(format!("goodput-bench-test-kill-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let cmd = ChildCommand {
-            program: PathBuf::from("sleep"),
-            args: vec!["30".into()],
-        };
+        let dir = temp_dir("kill");
         let started = Instant::now();
-        let err = run_measured(&cmd, &dir, "sleep", Duration::from_millis(100)).unwrap_err();
-        assert!(format!("{err}").contains("time limit"));
+        let usage = measure_here(
+            Path::new("sleep"),
+            &["30".to_string()],
+            &dir.join("out"),
+            &dir.join("err"),
+            Duration::from_millis(100),
+        )
+        .unwrap();
+        assert!(usage.timed_out);
+        assert_eq!(usage.exit_code, None, "killed by a signal");
         assert!(started.elapsed() < Duration::from_secs(20));
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -14,6 +14,7 @@ use anyhow::Context as _;
 use crate::bytes_client::BytesClientSummary;
 use crate::child::{self, ChildCommand, ChildUsage};
 use crate::join::{self, Accuracy, OpenLoop};
+use crate::machine;
 use crate::server::{ReferenceServer, RequestLog, ServerConfig};
 use crate::stats::Spread;
 
@@ -24,6 +25,8 @@ pub struct BenchEnv {
     pub bench_exe: PathBuf,
     /// The goodput binary under test.
     pub goodput: PathBuf,
+    /// What `goodput --version` printed, when the binary is there.
+    pub goodput_version: Option<String>,
     /// Where records, results and child output go.
     pub work_dir: PathBuf,
     /// How the reference server answers.
@@ -44,6 +47,8 @@ pub enum ClientKind {
     BytesOnly,
     /// The goodput binary.
     Goodput,
+    /// The goodput binary sending 1 request of 1 token: its fixed cost.
+    GoodputStartup,
 }
 
 impl ClientKind {
@@ -52,6 +57,7 @@ impl ClientKind {
         match self {
             ClientKind::BytesOnly => "bytes-only",
             ClientKind::Goodput => "goodput",
+            ClientKind::GoodputStartup => "goodput-startup",
         }
     }
 }
@@ -63,6 +69,8 @@ pub struct ClientRun {
     pub client: ClientKind,
     /// Concurrent streams (closed loop) or 0 for open loop.
     pub streams: usize,
+    /// Which repetition of this load and client (0 for the first).
+    pub repetition: usize,
     /// Requests the client was asked to send.
     pub requests: usize,
     /// Completion requests the server received (probe and warm-up included).
@@ -89,6 +97,14 @@ pub struct ClientRun {
 }
 
 impl ClientRun {
+    /// Client CPU per completion request the server received, µs.
+    pub fn cpu_per_request_us(&self) -> f64 {
+        if self.server_requests == 0 {
+            return f64::NAN;
+        }
+        self.usage.cpu().as_secs_f64() * 1e6 / self.server_requests as f64
+    }
+
     /// Client CPU per streamed token, µs.
     pub fn cpu_per_token_us(&self) -> f64 {
         if self.tokens == 0 {
@@ -114,16 +130,21 @@ pub struct OpenLoopFigures {
 }
 
 /// A closed-loop run: `streams` concurrent streams, `requests_per_stream`
-/// requests each, `tokens` output tokens per request.
+/// requests each, `tokens` output tokens per request; `repetition` numbers
+/// repeated runs of the same load (0 for the first).
 pub fn closed_loop(
     env: &BenchEnv,
     client: ClientKind,
     streams: usize,
     requests_per_stream: usize,
     tokens: u64,
+    repetition: usize,
 ) -> anyhow::Result<ClientRun> {
     let requests = streams * requests_per_stream;
-    let label = format!("{}-{streams}", client.name());
+    let label = match repetition {
+        0 => format!("{}-{streams}", client.name()),
+        r => format!("{}-{streams}-r{r}", client.name()),
+    };
     let server = ReferenceServer::start(env.server.clone(), 0)?;
     let addr = server.addr();
     let command = match client {
@@ -143,7 +164,7 @@ pub fn closed_loop(
                 &env.time_limit.as_secs().to_string(),
             ]),
         },
-        ClientKind::Goodput => goodput_command(
+        ClientKind::Goodput | ClientKind::GoodputStartup => goodput_command(
             env,
             &label,
             &format!("http://{addr}"),
@@ -163,6 +184,7 @@ pub fn closed_loop(
         client,
         streams,
         requests,
+        repetition,
         label: &label,
     };
     let (mut run, log) = measure(env, server, &command, spec)?;
@@ -174,6 +196,7 @@ pub fn closed_loop(
     }
     match client {
         ClientKind::BytesOnly => check_bytes_client(&mut run)?,
+        ClientKind::GoodputStartup => check_goodput_exit(&run.usage)?,
         ClientKind::Goodput => {
             check_goodput_exit(&run.usage)?;
             let records = join::read_records(&records_path(env, &label))?;
@@ -217,6 +240,7 @@ pub fn open_loop(
         client: ClientKind::Goodput,
         streams: 0,
         requests,
+        repetition: 0,
         label: &label,
     };
     let (mut run, log) = measure(env, server, &command, spec)?;
@@ -248,6 +272,7 @@ struct RunSpec<'a> {
     client: ClientKind,
     streams: usize,
     requests: usize,
+    repetition: usize,
     label: &'a str,
 }
 
@@ -261,7 +286,7 @@ fn measure(
     spec: RunSpec<'_>,
 ) -> anyhow::Result<(ClientRun, Vec<RequestLog>)> {
     let label = spec.label;
-    let busy_before = child::wait_for_idle(env.idle_wait, IDLE_THRESHOLD);
+    let busy_before = machine::wait_for_idle(env.idle_wait, IDLE_THRESHOLD);
     if let Some(busy) = busy_before.filter(|&b| b > IDLE_THRESHOLD) {
         eprintln!(
             "bench: the machine is still {:.0}% busy after waiting {:?}; running {label} anyway",
@@ -270,12 +295,18 @@ fn measure(
         );
     }
     eprintln!("bench: running {label}: {}", command.display());
-    let machine_before = child::machine_cpu();
-    let cpu_before = child::own_cpu();
-    let usage = child::run_measured(command, &env.work_dir, label, env.time_limit)?;
-    let server_cpu = child::own_cpu().saturating_sub(cpu_before);
+    let machine_before = machine::machine_cpu();
+    let cpu_before = machine::own_cpu();
+    let usage = child::run_measured(
+        &env.bench_exe,
+        command,
+        &env.work_dir,
+        label,
+        env.time_limit,
+    )?;
+    let server_cpu = machine::own_cpu().saturating_sub(cpu_before);
     let other_cpu = machine_before
-        .zip(child::machine_cpu())
+        .zip(machine::machine_cpu())
         .map(|(before, after)| {
             after
                 .saturating_sub(before)
@@ -292,9 +323,22 @@ fn measure(
         usage.cpu().as_secs_f64(),
         usage.max_rss_kib as f64 / 1024.0
     );
+    let mut notes = Vec::new();
+    let cores = machine::cores() as f64;
+    if let Some(other) =
+        other_cpu.filter(|o| o.as_secs_f64() > 0.05 * cores * usage.wall.as_secs_f64())
+    {
+        notes.push(format!(
+            "{label}: other processes used {:.2} s of CPU during the run ({:.0}% of the cores): \
+             its figures were disturbed",
+            other.as_secs_f64(),
+            100.0 * other.as_secs_f64() / (cores * usage.wall.as_secs_f64())
+        ));
+    }
     let run = ClientRun {
         client: spec.client,
         streams: spec.streams,
+        repetition: spec.repetition,
         requests: spec.requests,
         server_requests: log.len(),
         tokens: content_tokens(&log),
@@ -303,7 +347,7 @@ fn measure(
         other_cpu,
         busy_before,
         server_slip: server_slip(&log, &env.server),
-        notes: Vec::new(),
+        notes,
         accuracy: None,
         open_loop: None,
     };

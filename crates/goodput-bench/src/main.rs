@@ -14,6 +14,7 @@ mod child;
 mod experiments;
 mod http;
 mod join;
+mod machine;
 mod report;
 mod server;
 mod stats;
@@ -55,9 +56,39 @@ enum Command {
     Accuracy(StreamsArgs),
     /// Achieved request rate and schedule lag of goodput in open loop.
     OpenLoop(OpenLoopArgs),
-    /// Everything with defaults: client-cost at 256 and 1,024 streams, then
-    /// open-loop at 2,000 req/s.
-    All(CommonArgs),
+    /// Everything with defaults: client-cost at 256 and 1,024 streams (3
+    /// requests per stream, 200 tokens, each pair of runs repeated), then
+    /// open-loop at 2,000 req/s for 10 s with 4-token outputs.
+    All(AllArgs),
+    /// (Internal) run a command and print its cost from wait4 as JSON; the
+    /// other subcommands start every client through it.
+    #[command(hide = true)]
+    MeasureChild(MeasureChildArgs),
+}
+
+#[derive(Debug, Args)]
+struct AllArgs {
+    /// Runs of each client at each stream count, interleaved; medians follow.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+struct MeasureChildArgs {
+    /// Kill the command after this many ms.
+    #[arg(long)]
+    time_limit_ms: u64,
+    /// File for the command's stdout.
+    #[arg(long)]
+    stdout: PathBuf,
+    /// File for the command's stderr.
+    #[arg(long)]
+    stderr: PathBuf,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -157,6 +188,10 @@ struct StreamsArgs {
     /// Output tokens per request.
     #[arg(long, default_value_t = 200)]
     tokens: u64,
+    /// Runs of each client at each load, interleaved; with more than one,
+    /// a table of medians follows.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -202,8 +237,20 @@ fn main() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    child::raise_fd_limit()?;
+    machine::raise_fd_limit()?;
     match cli.command {
+        Command::MeasureChild(args) => {
+            let (program, rest) = args.command.split_first().context("no command given")?;
+            let usage = child::measure_here(
+                std::path::Path::new(program),
+                rest,
+                &args.stdout,
+                &args.stderr,
+                Duration::from_millis(args.time_limit_ms),
+            )?;
+            println!("{}", serde_json::to_string(&usage)?);
+            Ok(())
+        }
         Command::Serve(args) => serve(args),
         Command::BytesClient(args) => {
             let summary = bytes_client::run(&bytes_client::BytesClientConfig {
@@ -243,12 +290,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print_report(&env, &[run]);
             Ok(())
         }
-        Command::All(common) => {
+        Command::All(AllArgs { repeat, common }) => {
             let env = bench_env(&common)?;
             let streams = StreamsArgs {
                 streams: vec![256, 1024],
                 requests_per_stream: 3,
                 tokens: 200,
+                repeat,
                 common,
             };
             let mut runs = closed_loop_runs(
@@ -270,6 +318,12 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
         .clone()
         .unwrap_or_else(|| workspace.join("target/release/goodput"));
     let goodput = goodput.canonicalize().unwrap_or(goodput);
+    let goodput_version = std::process::Command::new(&goodput)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     let work_dir = common
         .work_dir
         .clone()
@@ -279,6 +333,7 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
     Ok(BenchEnv {
         bench_exe: std::env::current_exe().context("locating the bench binary")?,
         goodput,
+        goodput_version,
         work_dir,
         server: common.server.config(None),
         time_limit: Duration::from_secs(common.time_limit_s),
@@ -286,22 +341,31 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
     })
 }
 
-/// For each stream count, each client in turn (bytes-only first).
+/// goodput's fixed cost first (when goodput is measured), then for each
+/// stream count and repetition each client in turn (bytes-only first), so
+/// the clients being compared run at nearly the same time.
 fn closed_loop_runs(
     env: &BenchEnv,
     args: &StreamsArgs,
     kinds: &[ClientKind],
 ) -> anyhow::Result<Vec<ClientRun>> {
     let mut runs = Vec::new();
+    if kinds.contains(&ClientKind::Goodput) {
+        let startup = ClientKind::GoodputStartup;
+        runs.push(experiments::closed_loop(env, startup, 1, 1, 1, 0)?);
+    }
     for &streams in &args.streams {
-        for &kind in kinds {
-            runs.push(experiments::closed_loop(
-                env,
-                kind,
-                streams,
-                args.requests_per_stream,
-                args.tokens,
-            )?);
+        for repetition in 0..args.repeat.max(1) {
+            for &kind in kinds {
+                runs.push(experiments::closed_loop(
+                    env,
+                    kind,
+                    streams,
+                    args.requests_per_stream,
+                    args.tokens,
+                    repetition,
+                )?);
+            }
         }
     }
     Ok(runs)

@@ -67,7 +67,8 @@ pub fn setup(env: &BenchEnv) -> String {
     );
     let _ = writeln!(
         out,
-        "Reference server (`bench`, hand-rolled HTTP/1.1 on tokio, {} worker thread(s), in the bench process): \
+        "Reference server (`bench`, hand-rolled HTTP/1.1 on tokio, {} worker thread(s) so it never takes \
+         more than that many cores from the client, in the bench process): \
          first token {} ms after the request is read, then one token every {} ms, each token one SSE event in \
          its own chunk and write; truth = its own log of the time right before each write. \
          Each client runs as a child process measured with `wait4` (user + system CPU and peak RSS of that \
@@ -76,6 +77,13 @@ pub fn setup(env: &BenchEnv) -> String {
         env.server.ttft.as_millis(),
         env.server.interval.as_millis()
     );
+    if let Some(version) = &env.goodput_version {
+        let _ = writeln!(
+            out,
+            "goodput under test: `{version}` ({}).\n",
+            env.goodput.display()
+        );
+    }
     out
 }
 
@@ -85,13 +93,14 @@ pub fn cost(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Client cost\n\n");
     let rows: Vec<Vec<String>> = runs
         .iter()
-        .filter(|r| r.open_loop.is_none())
+        .filter(|r| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup)
         .map(|run| {
             let floor = runs
                 .iter()
                 .find(|b| {
                     b.client == ClientKind::BytesOnly
                         && b.streams == run.streams
+                        && b.repetition == run.repetition
                         && b.open_loop.is_none()
                 })
                 .map(ClientRun::cpu_per_token_us);
@@ -144,13 +153,100 @@ pub fn cost(runs: &[ClientRun]) -> String {
         ],
         &rows,
     );
+    if runs.iter().any(|r| r.repetition > 0) {
+        out.push_str(&medians(runs));
+    }
+    for startup in runs
+        .iter()
+        .filter(|r| r.client == ClientKind::GoodputStartup)
+    {
+        let _ = writeln!(
+            out,
+            "goodput's fixed cost (start-up, probe, 1 request of 1 token, exit): {} s CPU \
+             ({} user + {} system), {} s wall, {} MiB peak RSS.\n",
+            num(startup.usage.cpu().as_secs_f64(), 3),
+            num(startup.usage.user.as_secs_f64(), 3),
+            num(startup.usage.sys.as_secs_f64(), 3),
+            num(startup.usage.wall.as_secs_f64(), 2),
+            mib(startup.usage.max_rss_kib)
+        );
+    }
     out.push_str(
-        "CPU per token = the client process's user + system CPU time (start-up included) / content token \
-         events the server wrote during the run (probe and every request included; both clients read every \
-         response to its end). Tokens/s absorbed = tokens / client wall time. Peak RSS = `ru_maxrss` of the \
-         client process. Server slip = how late the server wrote each token against its schedule (it shares \
-         the cores; its log stays the truth either way). Other CPU = CPU the rest of the machine used during the \
-         run (from `/proc/stat`, less client and server): well above 0 means the figures were disturbed. Target: goodput ≤ 1.5× bytes-only.\n\n",
+        "CPU per token = the client process's user + system CPU time (start-up included) / content \
+         token events the server wrote during the run (probe and every request included; both clients \
+         read every response to its end). Tokens/s absorbed = tokens / client wall time. Server slip = \
+         how late the server wrote each token against its schedule (it shares the cores; its log stays \
+         the truth either way). Other CPU = CPU the rest of the machine used during the run (from \
+         `/proc/stat`, less client and server): well above 0 means the figures were disturbed. \
+         Target: goodput ≤ 1.5× bytes-only.\n\n",
+    );
+    let floor = runs
+        .iter()
+        .map(|r| r.usage.rss_floor_kib)
+        .max()
+        .unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "Peak RSS = `ru_maxrss` of the client process. Clients are started by a freshly exec'd helper \
+         (`bench measure-child`) so the bench's own memory is not charged to them (Linux starts a \
+         program's `ru_maxrss` at the peak RSS of the image it was exec'd from); that helper's {} MiB \
+         is the floor of the measurement.\n",
+        mib(floor)
+    );
+    out
+}
+
+/// Medians over repetitions, per stream count: CPU per token of each client,
+/// their ratio, and goodput's peak RSS.
+fn medians(runs: &[ClientRun]) -> String {
+    let mut out = String::new();
+    let mut streams: Vec<usize> = Vec::new();
+    for run in runs
+        .iter()
+        .filter(|r| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup)
+    {
+        if !streams.contains(&run.streams) {
+            streams.push(run.streams);
+        }
+    }
+    let median = |client: ClientKind, at: usize, figure: fn(&ClientRun) -> f64| {
+        let values: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.client == client && r.streams == at && r.open_loop.is_none())
+            .map(figure)
+            .collect();
+        (values.len(), crate::stats::Spread::of(&values).p50)
+    };
+    let rows: Vec<Vec<String>> = streams
+        .iter()
+        .map(|&at| {
+            let (n, floor) = median(ClientKind::BytesOnly, at, ClientRun::cpu_per_token_us);
+            let (m, goodput) = median(ClientKind::Goodput, at, ClientRun::cpu_per_token_us);
+            let (_, rss) = median(ClientKind::Goodput, at, |r| {
+                r.usage.max_rss_kib as f64 / 1024.0
+            });
+            vec![
+                count(at as u64),
+                format!("{n} / {m}"),
+                num(floor, 2),
+                num(goodput, 2),
+                format!("{}×", num(goodput / floor, 2)),
+                num(rss, 1),
+            ]
+        })
+        .collect();
+    out.push_str("Medians over the repetitions:\n\n");
+    table(
+        &mut out,
+        &[
+            "streams",
+            "runs (bytes-only / goodput)",
+            "bytes-only CPU per token (µs)",
+            "goodput CPU per token (µs)",
+            "goodput vs bytes-only",
+            "goodput peak RSS (MiB)",
+        ],
+        &rows,
     );
     out
 }
@@ -233,7 +329,7 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
                     num(lag.p99, 3),
                     num(lag.max, 3)
                 ),
-                num(run.cpu_per_token_us(), 2),
+                num(run.cpu_per_request_us(), 1),
                 mib(run.usage.max_rss_kib),
                 num(run.server_slip.p99, 2),
                 opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
@@ -253,7 +349,7 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
             "send rate from records",
             "arrival rate at server",
             "schedule lag p50 / p99 / max (ms)",
-            "CPU per token (µs)",
+            "client CPU per request (µs)",
             "peak RSS (MiB)",
             "server slip p99 (ms)",
             "other CPU (s)",
@@ -263,7 +359,8 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
     out.push_str(
         "Poisson arrivals. Intended (send) rate = (n − 1) / (last − first `sched_s` (`send_s`)) over measured records; \
          arrival rate = the same over the server's arrival times of those requests. Schedule lag = \
-         `schedule_lag_ms` of the records (actual send − intended send).\n\n",
+         `schedule_lag_ms` of the records (actual send − intended send). Client CPU per request = the \
+         client process's user + system CPU (start-up included) / completion requests the server received.\n\n",
     );
     out
 }
@@ -321,6 +418,7 @@ mod tests {
             streams,
             requests: streams * 3,
             server_requests: streams * 3,
+            repetition: 0,
             tokens: 1_000_000,
             usage: crate::child::ChildUsage {
                 command: format!("{} --streams {streams}", client.name()),
@@ -328,6 +426,7 @@ mod tests {
                 user: Duration::from_millis(cpu_ms / 2),
                 sys: Duration::from_millis(cpu_ms / 2),
                 max_rss_kib: 2048,
+                rss_floor_kib: 1024,
                 exit_code: Some(0),
                 stdout: String::new(),
                 stderr: String::new(),
@@ -342,15 +441,23 @@ mod tests {
         }
     }
 
-    /// Every row of a table has as many cells as its header.
+    /// Every row of each table has as many cells as its header.
     fn assert_rectangular(markdown: &str) {
-        let rows: Vec<usize> = markdown
-            .lines()
-            .filter(|l| l.starts_with('|'))
-            .map(|l| l.replace("\\|", "").matches('|').count())
-            .collect();
-        assert!(rows.len() >= 3, "{markdown}");
-        assert!(rows.iter().all(|&n| n == rows[0]), "{markdown}");
+        let mut tables: Vec<Vec<usize>> = vec![Vec::new()];
+        for line in markdown.lines() {
+            if line.starts_with('|') {
+                let cells = line.replace("\\|", "").matches('|').count();
+                tables.last_mut().unwrap().push(cells);
+            } else if !tables.last().unwrap().is_empty() {
+                tables.push(Vec::new());
+            }
+        }
+        let tables: Vec<Vec<usize>> = tables.into_iter().filter(|t| !t.is_empty()).collect();
+        assert!(!tables.is_empty(), "{markdown}");
+        for rows in tables {
+            assert!(rows.len() >= 3, "{markdown}");
+            assert!(rows.iter().all(|&n| n == rows[0]), "{markdown}");
+        }
     }
 
     #[test]
@@ -374,6 +481,30 @@ mod tests {
         assert!(commands.contains("- a note"));
         assert!(commands.contains("50% busy"));
         assert!(commands.contains("goodput --streams 1024\n"));
+    }
+
+    #[test]
+    fn repetitions_get_a_table_of_medians() {
+        let mut runs = Vec::new();
+        for (repetition, floor_ms, goodput_ms) in
+            [(0, 5_000, 6_000), (1, 6_000, 9_000), (2, 7_000, 9_000)]
+        {
+            let mut floor = fake_run(ClientKind::BytesOnly, 256, floor_ms);
+            floor.repetition = repetition;
+            let mut goodput = fake_run(ClientKind::Goodput, 256, goodput_ms);
+            goodput.repetition = repetition;
+            runs.extend([floor, goodput]);
+        }
+        let markdown = cost(&runs);
+        assert_rectangular(&markdown);
+        // Each goodput row is compared with the floor of its own repetition.
+        assert!(markdown.contains("| 9.00 | 1.50× |"), "{markdown}");
+        assert!(markdown.contains("| 6.00 | 1.20× |"), "{markdown}");
+        // Medians: 6 µs floor, 9 µs goodput.
+        assert!(
+            markdown.contains("| 256 | 3 / 3 | 6.00 | 9.00 | 1.50× | 2.0 |"),
+            "{markdown}"
+        );
     }
 
     #[test]
