@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::Method;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
@@ -270,7 +269,7 @@ async fn discover_model(client: &Client) -> Result<String, RunError> {
         why,
     };
     let (status, body) = client
-        .simple(Method::GET, "/models", None, "models")
+        .simple("GET", "/models", None, "models")
         .await
         .map_err(|e| fail(e.to_string()))?;
     if !(200..300).contains(&status) {
@@ -292,7 +291,7 @@ async fn discover_model(client: &Client) -> Result<String, RunError> {
 async fn probe_pinning(client: &Client, spec: &mut WorkloadSpec, notes: &mut Vec<String>) {
     let body: Bytes = crate::workload::request_body(spec, "Say hello.", 1);
     match client
-        .simple(Method::POST, spec.endpoint.path(), Some(body), "probe")
+        .simple("POST", spec.endpoint.path(), Some(body), "probe")
         .await
     {
         Ok((s, _)) if (200..300).contains(&s) => {}

@@ -1,38 +1,35 @@
 //! Client: sends one prepared request and records what happened, raw.
 //!
-//! Pooled keep-alive HTTP/1.1 connections (hyper's connection-level API, so
-//! the moment a new connection starts opening is known and recorded as
-//! `t_connect`), `https://` through rustls. The request path never retries a
-//! request the server may have seen; the only resend is of a request that a
-//! stale pooled connection refused before writing it. Every failure becomes
-//! an [`ErrorKind`] on the record; nothing here panics or aborts the run.
-//!
-//! Timestamps: `t_send` just before the request is handed to the connection,
-//! `t_head` when the response head is parsed, and each event's arrival when
-//! the body frame holding it is read, before any JSON parsing.
+//! Pooled keep-alive HTTP/1.1 connections, `https://` through rustls. The
+//! request path is hand-written ([`h1`]) so that the request's own task
+//! writes and reads the socket: `t_send` is taken right before the request's
+//! `write`, `t_head` when the read completing the head returns, and each
+//! event's arrival right after the `read` that brought its bytes, before any
+//! parsing. goodput never retries a request the server may have seen; the
+//! only resend is of a request whose pooled connection turned out closed
+//! before any response byte (the server had dropped the idle connection).
+//! Every failure becomes an [`ErrorKind`] on the record; nothing here panics
+//! or aborts the run.
 
+pub mod h1;
 pub mod openai;
 pub mod sse;
 pub mod target;
 pub mod tls;
 
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue};
-use http::{HeaderMap, Method, Request};
-use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use crate::clock::RunClock;
 use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
 use crate::workload::PreparedRequest;
+use h1::{BodyDecoder, Conn, Head, Stream};
 use openai::Chunk;
 use sse::SseParser;
 pub use target::{BaseUrl, Endpoint};
@@ -82,15 +79,27 @@ struct Inner {
         tokio_rustls::TlsConnector,
         rustls::pki_types::ServerName<'static>,
     )>,
-    pool: Mutex<Vec<SendRequest<Full<Bytes>>>>,
-    headers: HeaderMap,
+    pool: Mutex<Vec<Conn>>,
+    /// Header lines sent with every request, rendered once.
+    header_lines: Vec<u8>,
     endpoint_path: String,
     run_tag: String,
     clock: RunClock,
     opts: ClientOptions,
 }
 
-type Body = Full<Bytes>;
+fn header_line(out: &mut Vec<u8>, name: &str, value: &str) -> Result<(), ClientError> {
+    let bad = |s: &str| s.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0);
+    let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':');
+    if !name_ok || bad(value) {
+        return Err(ClientError::BadHeader(format!("{name}: ...")));
+    }
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
+    Ok(())
+}
 
 impl Client {
     /// Resolve the host once and prepare headers and TLS.
@@ -121,33 +130,24 @@ impl Client {
         } else {
             None
         };
-        let mut headers = HeaderMap::new();
-        let authority = HeaderValue::from_str(&base.authority())
-            .map_err(|_| ClientError::BadHeader(base.authority()))?;
-        headers.insert(http::header::HOST, authority);
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        headers.insert(
-            http::header::USER_AGENT,
-            HeaderValue::from_static(concat!("goodput/", env!("CARGO_PKG_VERSION"))),
-        );
+        let mut lines = Vec::new();
+        header_line(&mut lines, "host", &base.authority())?;
+        header_line(&mut lines, "content-type", "application/json")?;
+        header_line(
+            &mut lines,
+            "user-agent",
+            concat!("goodput/", env!("CARGO_PKG_VERSION")),
+        )?;
         if let Some(key) = &opts.api_key {
-            let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+            header_line(&mut lines, "authorization", &format!("Bearer {key}"))
                 .map_err(|_| ClientError::BadHeader("Authorization: Bearer <key>".into()))?;
-            v.set_sensitive(true);
-            headers.insert(http::header::AUTHORIZATION, v);
         }
         for h in &opts.headers {
             let (name, value) = h
                 .split_once(':')
                 .ok_or_else(|| ClientError::BadHeader(h.clone()))?;
-            let name = HeaderName::from_bytes(name.trim().as_bytes())
+            header_line(&mut lines, name.trim(), value.trim())
                 .map_err(|_| ClientError::BadHeader(h.clone()))?;
-            let value = HeaderValue::from_str(value.trim())
-                .map_err(|_| ClientError::BadHeader(h.clone()))?;
-            headers.append(name, value);
         }
         let endpoint_path = base.path(opts.endpoint.path());
         Ok(Client {
@@ -156,7 +156,7 @@ impl Client {
                 addrs,
                 tls,
                 pool: Mutex::new(Vec::new()),
-                headers,
+                header_lines: lines,
                 endpoint_path,
                 run_tag,
                 clock,
@@ -189,34 +189,59 @@ impl Client {
         }
     }
 
+    fn render(&self, method: &str, path: &str, body: &[u8], request_tag: &str) -> Vec<u8> {
+        let mut out = Vec::with_capacity(256 + self.inner.header_lines.len() + body.len());
+        let id = format!("{}-{}", self.inner.run_tag, request_tag);
+        h1::request_head(
+            &mut out,
+            method,
+            path,
+            &self.inner.header_lines,
+            &id,
+            body.len(),
+        );
+        out.extend_from_slice(body);
+        out
+    }
+
     /// A plain request outside the measured phase (for `/v1/models` and the
-    /// probe): returns the status and the whole body.
+    /// probe), on a fresh connection: returns the status and the whole body.
     pub async fn simple(
         &self,
-        method: Method,
+        method: &str,
         route: &str,
         body: Option<Bytes>,
         request_tag: &str,
     ) -> Result<(u16, Bytes), ClientError> {
         let path = self.inner.base.path(route);
+        let clock = self.inner.clock;
         let fut = async {
-            let mut sender = self
+            let mut conn = self
                 .connect()
                 .await
                 .map_err(|e| ClientError::Request(e.message))?;
-            let req = self.build(method, &path, body.unwrap_or_default(), request_tag);
-            let resp = sender
-                .send_request(req)
+            let bytes = self.render(
+                method,
+                &path,
+                body.as_deref().unwrap_or_default(),
+                request_tag,
+            );
+            let mut timer = ReadTimer::new(
+                clock,
+                clock.now_ns(),
+                self.inner.opts.timeout,
+                self.inner.opts.idle_timeout,
+            );
+            conn.send(&bytes)
                 .await
                 .map_err(|e| ClientError::Request(e.to_string()))?;
-            let status = resp.status().as_u16();
-            let bytes = resp
-                .into_body()
-                .collect()
+            let (head, _) = read_head(&mut conn, &mut timer)
                 .await
-                .map_err(|e| ClientError::Request(e.to_string()))?
-                .to_bytes();
-            Ok((status, bytes))
+                .map_err(|e| ClientError::Request(e.message))?;
+            let body = read_body(&mut conn, &head, &mut timer, 16 << 20)
+                .await
+                .map_err(|e| ClientError::Request(e.message))?;
+            Ok((head.status, Bytes::from(body)))
         };
         match tokio::time::timeout(self.inner.opts.timeout, fut).await {
             Ok(r) => r,
@@ -228,24 +253,7 @@ impl Client {
         }
     }
 
-    fn build(&self, method: Method, path: &str, body: Bytes, request_tag: &str) -> Request<Body> {
-        let mut req = Request::new(Full::new(body));
-        *req.method_mut() = method;
-        *req.uri_mut() = http::Uri::try_from(path).unwrap_or_else(|_| http::Uri::from_static("/"));
-        let mut headers = self.inner.headers.clone();
-        if let Ok(v) = HeaderValue::from_str(&format!("{}-{}", self.inner.run_tag, request_tag)) {
-            headers.insert(HeaderName::from_static("x-request-id"), v);
-        }
-        *req.headers_mut() = headers;
-        req
-    }
-
-    async fn connect(&self) -> Result<SendRequest<Body>, RequestError> {
-        let fail = |message: String| RequestError {
-            kind: ErrorKind::Connect,
-            message,
-            retry_after: None,
-        };
+    async fn connect(&self) -> Result<Conn, RequestError> {
         let mut last = String::new();
         for addr in &self.inner.addrs {
             let stream = match TcpStream::connect(addr).await {
@@ -256,50 +264,30 @@ impl Client {
                 }
             };
             let _ = stream.set_nodelay(true);
-            let mut builder = hyper::client::conn::http1::Builder::new();
-            builder.max_buf_size(1 << 20);
-            return match &self.inner.tls {
-                None => {
-                    let (sender, conn) = builder
-                        .handshake(TokioIo::new(stream))
-                        .await
-                        .map_err(|e| fail(e.to_string()))?;
-                    tokio::spawn(conn);
-                    Ok(sender)
-                }
-                Some((connector, name)) => {
-                    let tls = connector
-                        .connect(name.clone(), stream)
-                        .await
-                        .map_err(|e| fail(format!("TLS handshake with {addr}: {e}")))?;
-                    let (sender, conn) = builder
-                        .handshake(TokioIo::new(tls))
-                        .await
-                        .map_err(|e| fail(e.to_string()))?;
-                    tokio::spawn(conn);
-                    Ok(sender)
-                }
+            let io = match &self.inner.tls {
+                None => Stream::Plain(stream),
+                Some((connector, name)) => match connector.connect(name.clone(), stream).await {
+                    Ok(tls) => Stream::Tls(Box::new(tls)),
+                    Err(e) => {
+                        return Err(err(
+                            ErrorKind::Connect,
+                            format!("TLS handshake with {addr}: {e}"),
+                        ))
+                    }
+                },
             };
+            return Ok(Conn::new(io));
         }
-        Err(fail(last))
+        Err(err(ErrorKind::Connect, last))
     }
 
-    fn checkout_pooled(&self) -> Option<SendRequest<Body>> {
-        let mut pool = self.inner.pool.lock().ok()?;
-        while let Some(s) = pool.pop() {
-            if !s.is_closed() {
-                return Some(s);
-            }
-        }
-        None
+    fn checkout_pooled(&self) -> Option<Conn> {
+        self.inner.pool.lock().ok()?.pop()
     }
 
-    fn checkin(&self, sender: SendRequest<Body>) {
-        if sender.is_closed() {
-            return;
-        }
+    fn checkin(&self, conn: Conn) {
         if let Ok(mut pool) = self.inner.pool.lock() {
-            pool.push(sender);
+            pool.push(conn);
         }
     }
 
@@ -329,12 +317,17 @@ impl Client {
     ) -> Result<(), RequestError> {
         let clock = self.inner.clock;
         let opts = &self.inner.opts;
-        let tag = req.id.to_string();
+        let bytes = self.render(
+            "POST",
+            &self.inner.endpoint_path,
+            &req.body,
+            &req.id.to_string(),
+        );
         let mut pooled = self.checkout_pooled();
         let mut resent = false;
-        let (mut sender, response) = loop {
-            let mut sender = match pooled.take() {
-                Some(s) => s,
+        let (mut conn, head, mut timer) = loop {
+            let mut conn = match pooled.take() {
+                Some(c) => c,
                 None => {
                     rec.t_connect = Some(clock.now_ns());
                     match tokio::time::timeout(opts.connect_timeout, self.connect()).await {
@@ -348,75 +341,58 @@ impl Client {
                     }
                 }
             };
-            let reused = rec.t_connect.is_none();
-            let request = self.build(
-                Method::POST,
-                &self.inner.endpoint_path,
-                req.body.clone(),
-                &tag,
-            );
+            let reused = conn.uses > 0;
             rec.t_send = clock.now_ns();
-            let deadline = clock.instant(rec.t_send) + opts.timeout;
-            let head = sender.try_send_request(request);
-            match tokio::time::timeout_at(
-                Instant::from_std(deadline.min(clock.instant(rec.t_send) + opts.idle_timeout)),
-                head,
-            )
-            .await
-            {
-                Ok(Ok(resp)) => break (sender, resp),
-                Ok(Err(e)) => {
-                    let refused_unsent = e.message().is_some();
-                    let stale = reused
-                        && (refused_unsent
-                            || e.error().is_canceled()
-                            || e.error().is_incomplete_message());
-                    if stale && !resent {
-                        // A pooled connection the server had closed: the request
-                        // never reached it. Resend once on a fresh connection.
-                        resent = true;
-                        pooled = self.checkout_pooled();
-                        continue;
-                    }
-                    return Err(err(
-                        ErrorKind::StreamCut,
-                        format!("before response head: {}", e.into_error()),
-                    ));
+            let mut timer = ReadTimer::new(clock, rec.t_send, opts.timeout, opts.idle_timeout);
+            let sent = conn.send(&bytes).await;
+            let head = match sent {
+                Ok(()) => read_head(&mut conn, &mut timer).await,
+                Err(e) => Err(err(
+                    ErrorKind::StreamCut,
+                    format!("writing the request: {e}"),
+                )),
+            };
+            match head {
+                Ok((head, at)) => {
+                    rec.t_head = Some(at);
+                    break (conn, head, timer);
                 }
-                Err(_) => {
-                    let kind = ErrorKind::Timeout;
-                    return Err(err(kind, "no response head before the timeout".into()));
+                // A pooled connection the server had closed while idle: no
+                // response byte came back, so the server never took the request.
+                Err(e)
+                    if reused
+                        && !resent
+                        && e.kind == ErrorKind::StreamCut
+                        && conn.buffered().is_empty()
+                        && timer.bytes == 0 =>
+                {
+                    resent = true;
+                    pooled = self.checkout_pooled();
                 }
+                Err(e) => return Err(e),
             }
         };
-        rec.t_head = Some(clock.now_ns());
-        let status = response.status();
-        rec.http_status = Some(status.as_u16());
-        let deadline = clock.instant(rec.t_send) + opts.timeout;
-        if !status.is_success() {
-            let retry_after = response
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string);
-            let body = read_limited(response.into_body(), 2048, deadline, opts.idle_timeout).await;
+        conn.uses += 1;
+        rec.http_status = Some(head.status);
+        if !(200..300).contains(&head.status) {
+            let body = read_body(&mut conn, &head, &mut timer, 2048)
+                .await
+                .unwrap_or_default();
             return Err(RequestError {
                 kind: ErrorKind::HttpStatus,
-                message: format!("HTTP {}: {}", status.as_u16(), body),
-                retry_after,
+                message: format!("HTTP {}: {}", head.status, snippet(&body)),
+                retry_after: head.retry_after.clone(),
             });
         }
-        let mut body = response.into_body();
-        let clean = if req.stream {
-            read_stream(&mut body, rec, clock, deadline, opts.idle_timeout).await?
+        let reusable = if req.stream {
+            read_stream(&mut conn, &head, &mut timer, rec).await?
         } else {
-            read_whole(&mut body, rec, clock, deadline, opts.idle_timeout).await?
+            let body = read_body(&mut conn, &head, &mut timer, 64 << 20).await?;
+            whole_response(&body, clock.now_ns(), rec)?;
+            true
         };
-        if clean {
-            // Let hyper finish the exchange so the connection can be reused.
-            if sender.ready().await.is_ok() {
-                self.checkin(sender);
-            }
+        if reusable && !head.close && conn.buffered().is_empty() {
+            self.checkin(conn);
         }
         Ok(())
     }
@@ -430,33 +406,121 @@ fn err(kind: ErrorKind, message: String) -> RequestError {
     }
 }
 
-/// Wait for the next body frame, bounded by the idle timeout and the total deadline.
-async fn next_frame(
-    body: &mut Incoming,
-    deadline: std::time::Instant,
-    idle: Duration,
-) -> Result<Option<Bytes>, RequestError> {
-    loop {
-        let limit = deadline.min(std::time::Instant::now() + idle);
-        match tokio::time::timeout_at(Instant::from_std(limit), body.frame()).await {
-            Err(_) => {
-                let msg = if std::time::Instant::now() >= deadline {
-                    "total timeout reached while streaming".to_string()
-                } else {
-                    format!("no bytes for {idle:?} (idle timeout)")
-                };
-                return Err(err(ErrorKind::Timeout, msg));
-            }
-            Ok(None) => return Ok(None),
-            Ok(Some(Err(e))) => {
-                return Err(err(ErrorKind::StreamCut, format!("stream broken: {e}")))
-            }
-            Ok(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data() {
-                    return Ok(Some(data));
+/// Reads bounded by the total deadline and the idle timeout. One timer per
+/// request, re-armed only when it fires early (lazily), so a read costs no
+/// timer-wheel work.
+struct ReadTimer {
+    clock: RunClock,
+    deadline_ns: u64,
+    idle_ns: u64,
+    last_ns: u64,
+    sleep: Pin<Box<Sleep>>,
+    /// Bytes read so far on this request.
+    bytes: usize,
+}
+
+impl ReadTimer {
+    fn new(clock: RunClock, start_ns: u64, total: Duration, idle: Duration) -> Self {
+        let deadline_ns = start_ns.saturating_add(total.as_nanos() as u64);
+        let idle_ns = idle.as_nanos() as u64;
+        let first = deadline_ns.min(start_ns.saturating_add(idle_ns));
+        ReadTimer {
+            clock,
+            deadline_ns,
+            idle_ns,
+            last_ns: start_ns,
+            sleep: Box::pin(tokio::time::sleep_until(Instant::from_std(
+                clock.instant(first),
+            ))),
+            bytes: 0,
+        }
+    }
+
+    /// One read; returns the bytes read (0 at end of stream) and when.
+    async fn read(&mut self, conn: &mut Conn) -> Result<(usize, u64), RequestError> {
+        loop {
+            tokio::select! {
+                biased;
+                r = conn.fill() => {
+                    let at = self.clock.now_ns();
+                    return match r {
+                        Ok(n) => {
+                            self.last_ns = at;
+                            self.bytes += n;
+                            Ok((n, at))
+                        }
+                        Err(e) => Err(err(ErrorKind::StreamCut, format!("connection broken: {e}"))),
+                    };
                 }
-                // Trailers: keep reading.
+                _ = &mut self.sleep => {
+                    let now = self.clock.now_ns();
+                    if now >= self.deadline_ns {
+                        return Err(err(ErrorKind::Timeout, "total timeout reached".into()));
+                    }
+                    let idle_at = self.last_ns.saturating_add(self.idle_ns);
+                    if now >= idle_at {
+                        return Err(err(
+                            ErrorKind::Timeout,
+                            format!("no bytes for {:?} (idle timeout)", Duration::from_nanos(self.idle_ns)),
+                        ));
+                    }
+                    let next = idle_at.min(self.deadline_ns);
+                    self.sleep.as_mut().reset(Instant::from_std(self.clock.instant(next)));
+                }
             }
+        }
+    }
+}
+
+/// Read until a complete response head; returns it and when it arrived.
+async fn read_head(conn: &mut Conn, timer: &mut ReadTimer) -> Result<(Head, u64), RequestError> {
+    let mut at = timer.clock.now_ns();
+    loop {
+        match conn.parse_head() {
+            Ok(Some(head)) => return Ok((head, at)),
+            Ok(None) => {}
+            Err(e) => return Err(err(ErrorKind::Malformed, e)),
+        }
+        let (n, t) = timer.read(conn).await?;
+        at = t;
+        if n == 0 {
+            return Err(err(
+                ErrorKind::StreamCut,
+                "connection closed before the response head".into(),
+            ));
+        }
+    }
+}
+
+/// Read a whole (non-streamed) body, keeping at most `limit` bytes.
+async fn read_body(
+    conn: &mut Conn,
+    head: &Head,
+    timer: &mut ReadTimer,
+    limit: usize,
+) -> Result<Vec<u8>, RequestError> {
+    let mut decoder = BodyDecoder::new(head.body);
+    let mut body = Vec::new();
+    loop {
+        let n = decoder
+            .decode(conn.buffered(), |d| {
+                let room = limit.saturating_sub(body.len());
+                body.extend_from_slice(&d[..d.len().min(room)]);
+            })
+            .map_err(|e| err(ErrorKind::Malformed, e))?;
+        conn.consume(n);
+        if decoder.is_done() {
+            return Ok(body);
+        }
+        let (read, _) = timer.read(conn).await?;
+        if read == 0 {
+            if decoder.eof() {
+                return Ok(body);
+            }
+            return Err(err(
+                ErrorKind::StreamCut,
+                "connection closed mid-body".into(),
+            ));
         }
     }
 }
@@ -464,52 +528,71 @@ async fn next_frame(
 /// Read a streamed (SSE) response into `rec`. Returns whether the body was
 /// read to its end (so the connection may be reused).
 async fn read_stream(
-    body: &mut Incoming,
+    conn: &mut Conn,
+    head: &Head,
+    timer: &mut ReadTimer,
     rec: &mut RequestRecord,
-    clock: RunClock,
-    deadline: std::time::Instant,
-    idle: Duration,
 ) -> Result<bool, RequestError> {
+    let mut decoder = BodyDecoder::new(head.body);
     let mut parser = SseParser::new();
     let mut state = StreamState::default();
     rec.events
         .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
+    let mut at = rec.t_head.unwrap_or(rec.t_send);
     loop {
-        match next_frame(body, deadline, idle).await? {
-            Some(data) => {
-                let at = clock.now_ns();
-                parser.feed(&data, |ev| state.on_event(ev, at, rec));
-                if let Some(e) = state.failure.take() {
-                    rec.t_done = at;
-                    return Err(e);
-                }
-                if state.done {
-                    rec.t_done = at;
-                    // The terminating chunk usually came in the same read.
-                    let rest = tokio::time::timeout(Duration::from_millis(50), body.frame()).await;
-                    return Ok(matches!(rest, Ok(None)));
-                }
-            }
-            None => {
-                let at = clock.now_ns();
-                parser.finish(|ev| state.on_event(ev, at, rec));
-                rec.t_done = at;
-                if let Some(e) = state.failure.take() {
-                    return Err(e);
-                }
-                if state.done || rec.finish_reason.is_some() {
-                    return Ok(true);
-                }
-                return Err(err(
-                    ErrorKind::StreamCut,
-                    format!(
-                        "stream ended after {} content events without [DONE] or finish_reason",
-                        rec.events.len()
-                    ),
-                ));
+        let n = decoder
+            .decode(conn.buffered(), |data| {
+                parser.feed(data, |ev| state.on_event(ev, at, rec))
+            })
+            .map_err(|e| {
+                err(
+                    ErrorKind::Malformed,
+                    format!("invalid chunked encoding: {e}"),
+                )
+            })?;
+        conn.consume(n);
+        if let Some(e) = state.failure.take() {
+            rec.t_done = at;
+            return Err(e);
+        }
+        if state.done && rec.t_done == 0 {
+            rec.t_done = at;
+        }
+        if decoder.is_done() {
+            break;
+        }
+        if state.done {
+            // [DONE] seen; the body's terminator normally came with it. Wait
+            // briefly for it so the connection can be reused, else drop it.
+            match tokio::time::timeout(Duration::from_millis(50), timer.read(conn)).await {
+                Ok(Ok((r, _))) if r > 0 => continue,
+                _ => return Ok(false),
             }
         }
+        let (read, t) = timer.read(conn).await?;
+        at = t;
+        if read == 0 {
+            decoder.eof();
+            break;
+        }
     }
+    if !state.done {
+        parser.finish(|ev| state.on_event(ev, at, rec));
+        rec.t_done = at;
+        if let Some(e) = state.failure.take() {
+            return Err(e);
+        }
+        if !state.done && rec.finish_reason.is_none() {
+            return Err(err(
+                ErrorKind::StreamCut,
+                format!(
+                    "stream ended after {} content events without [DONE] or finish_reason",
+                    rec.events.len()
+                ),
+            ));
+        }
+    }
+    Ok(decoder.is_done())
 }
 
 #[derive(Default)]
@@ -564,24 +647,13 @@ impl StreamState {
     }
 }
 
-/// Read a non-streamed response: the whole answer arrives as one event at the end.
-async fn read_whole(
-    body: &mut Incoming,
-    rec: &mut RequestRecord,
-    clock: RunClock,
-    deadline: std::time::Instant,
-    idle: Duration,
-) -> Result<bool, RequestError> {
-    let mut buf = Vec::new();
-    while let Some(data) = next_frame(body, deadline, idle).await? {
-        buf.extend_from_slice(&data);
-    }
-    let at = clock.now_ns();
+/// A non-streamed response: the whole answer is one event at the end.
+fn whole_response(body: &[u8], at: u64, rec: &mut RequestRecord) -> Result<(), RequestError> {
     rec.t_done = at;
-    let chunk = Chunk::parse(&buf).map_err(|e| {
+    let chunk = Chunk::parse(body).map_err(|e| {
         err(
             ErrorKind::Malformed,
-            format!("response is not valid JSON ({e}): {}", snippet(&buf)),
+            format!("response is not valid JSON ({e}): {}", snippet(body)),
         )
     })?;
     if let Some(msg) = chunk.error_message() {
@@ -598,23 +670,7 @@ async fn read_whole(
             reasoning: d.answer_bytes == 0,
         });
     }
-    Ok(true)
-}
-
-async fn read_limited(
-    mut body: Incoming,
-    limit: usize,
-    deadline: std::time::Instant,
-    idle: Duration,
-) -> String {
-    let mut buf = Vec::new();
-    while buf.len() < limit {
-        match next_frame(&mut body, deadline, idle.min(Duration::from_secs(5))).await {
-            Ok(Some(d)) => buf.extend_from_slice(&d),
-            _ => break,
-        }
-    }
-    snippet(&buf)
+    Ok(())
 }
 
 /// A short, printable excerpt of a body.

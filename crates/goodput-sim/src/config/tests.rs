@@ -195,3 +195,45 @@ fn calibrated_against_vllm_on_h100() {
         tput
     );
 }
+
+#[test]
+#[ignore]
+fn zz_probe_calibration() {
+    let probe = |c: &SimConfig, label: &str| {
+        let batch: Vec<_> = (0..8)
+            .map(|i| VirtualRequest::unique(0.0, 32, 128, i))
+            .collect();
+        let b8 = simulate(c, &batch).unwrap().end_s;
+        let one = simulate(c, &[VirtualRequest::unique(0.0, 1000, 1000, 0)]).unwrap();
+        let tpot = one.requests[0].tpot_s().unwrap();
+        let many: Vec<_> = (0..1500)
+            .map(|i| VirtualRequest::unique(0.0, 1000, 1000, i))
+            .collect();
+        let sat = simulate(c, &many).unwrap();
+        let t1k = sat.output_throughput(sat.end_s * 0.2, sat.end_s * 0.8);
+        let t1k_all = 1500.0 * 1000.0 / sat.end_s;
+        let sg: Vec<_> = (0..5000)
+            .map(|i| VirtualRequest::unique(0.0, 230, 203, i))
+            .collect();
+        let c2 = SimConfig {
+            max_model_len: Some(2048),
+            ..c.clone()
+        };
+        let s = simulate(&c2, &sg).unwrap();
+        let tsg = 5000.0 * 203.0 / s.end_s;
+        let sg200: Vec<_> = (0..200)
+            .map(|i| VirtualRequest::unique(0.0, 230, 203, i))
+            .collect();
+        let s2 = simulate(c, &sg200).unwrap();
+        eprintln!(
+            "{label}: b8 {:.1} ms | TPOT1 {:.3} ms | 1k/1k mid {:.0} all {:.0} tok/s (end {:.1}s, preempt {:?}) | sharegpt-ish 5000 {:.0} tok/s | 200 {:.2} req/s",
+            b8 * 1e3, tpot * 1e3, t1k, t1k_all, sat.end_s, sat.counters, tsg, 200.0 / s2.end_s
+        );
+    };
+    probe(&SimConfig::default(), "h100 default");
+    let h200 = SimConfig {
+        hardware: hardware_by_name("h200").unwrap(),
+        ..SimConfig::default()
+    };
+    probe(&h200, "h200 default");
+}
