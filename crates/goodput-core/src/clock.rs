@@ -11,15 +11,31 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy)]
 pub struct RunClock {
     origin: Instant,
+    /// The origin on the system-wide `CLOCK_MONOTONIC`, in ns (Linux), so
+    /// records can be joined with another process's monotonic timestamps
+    /// (a server's log, for example).
+    origin_monotonic_ns: Option<u64>,
 }
 
 impl RunClock {
     pub fn start() -> Self {
-        RunClock { origin: now() }
+        let origin = now();
+        RunClock {
+            origin,
+            origin_monotonic_ns: monotonic_ns(),
+        }
     }
 
     pub fn with_origin(origin: Instant) -> Self {
-        RunClock { origin }
+        RunClock {
+            origin,
+            origin_monotonic_ns: None,
+        }
+    }
+
+    /// The origin as `CLOCK_MONOTONIC` nanoseconds, where known.
+    pub fn origin_monotonic_ns(&self) -> Option<u64> {
+        self.origin_monotonic_ns
     }
 
     pub fn origin(&self) -> Instant {
@@ -47,4 +63,22 @@ impl RunClock {
 #[inline]
 pub fn now() -> Instant {
     tokio::time::Instant::now().into_std()
+}
+
+/// `CLOCK_MONOTONIC` now, in ns (what `Instant` reads on Linux).
+fn monotonic_ns() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec we own.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }

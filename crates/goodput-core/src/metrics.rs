@@ -447,6 +447,7 @@ impl Collector {
             in_flight.push(acc.max(0.0));
         }
         let d = |v: &Vec<f64>| stats::describe(v.clone(), percentiles);
+        let itl = stats::describe_pooled(&self.itl, &self.itl_groups, percentiles, seed + 2);
         RunMetrics {
             completed: self.completed,
             failed: self.failed,
@@ -476,8 +477,13 @@ impl Collector {
             ttft_sched: d(&self.ttft_sched),
             ttfot: d(&self.ttfot),
             tpot: d(&self.tpot),
-            itl: stats::describe_pooled(&self.itl, &self.itl_groups, percentiles, seed + 2),
-            icl: stats::describe_pooled(&self.icl, &self.icl_groups, percentiles, seed + 3),
+            itl: itl.clone(),
+            // With one token per event ICL equals ITL: do not compute it twice.
+            icl: if self.icl == self.itl && self.icl_groups == self.itl_groups {
+                itl
+            } else {
+                stats::describe_pooled(&self.icl, &self.icl_groups, percentiles, seed + 3)
+            },
             e2el: d(&self.e2el),
             e2el_sched: d(&self.e2el_sched),
             generation: d(&self.generation),

@@ -80,6 +80,9 @@ pub struct RunResult {
     pub warmup_requests: u64,
     /// Wall-clock start of the run (RFC 3339, UTC).
     pub started_at: String,
+    /// The run clock's origin on `CLOCK_MONOTONIC` (ns): `sched_s`/`send_s`
+    /// in the records are seconds after it.
+    pub clock_origin_monotonic_ns: Option<u64>,
 }
 
 /// Run one benchmark. Records (warm-up included, marked) are appended to
@@ -197,6 +200,7 @@ pub async fn run(
         percentiles: opts.percentiles,
         warmup_requests,
         started_at,
+        clock_origin_monotonic_ns: clock.origin_monotonic_ns(),
     })
 }
 

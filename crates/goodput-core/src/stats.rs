@@ -134,10 +134,20 @@ pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distributio
     })
 }
 
+/// Resamples of the pooled bootstrap.
+const RESAMPLES: usize = 100;
+/// Most values one pooled bootstrap may visit (resamples × values).
+const BOOT_BUDGET: usize = 20_000_000;
+
 /// Describe pooled values (ITL, ICL) grouped by request: exact percentiles
 /// over all values; intervals from a bootstrap that resamples whole requests
 /// (values within a request are correlated). `groups[r]` is the end offset of
 /// request r's values in `values`.
+///
+/// Cost is bounded: when the pool is too large for [`RESAMPLES`] full passes
+/// within [`BOOT_BUDGET`], the bootstrap runs on a random subset of m of the
+/// n requests and the spread is rescaled by √(m/n) (the m-out-of-n
+/// bootstrap), centred on the full-sample estimate.
 pub fn describe_pooled(
     values: &[f32],
     groups: &[u32],
@@ -147,22 +157,19 @@ pub fn describe_pooled(
     if values.is_empty() {
         return None;
     }
-    let mut sorted: Vec<(f64, u32)> = Vec::with_capacity(values.len());
-    let mut start = 0usize;
-    for (r, &end) in groups.iter().enumerate() {
-        for &v in &values[start..end as usize] {
-            sorted.push((v as f64, r as u32));
-        }
-        start = end as usize;
-    }
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let plain: Vec<f64> = sorted.iter().map(|x| x.0).collect();
-    let mut d = describe(plain, percentiles)?;
+    let mut d = describe(values.iter().map(|&v| v as f64).collect(), percentiles)?;
     d.ci_method = "bootstrap";
     let n_req = groups.len();
-    // Keep the bootstrap's cost bounded: resamples × values <= 5e7.
-    let resamples = (50_000_000 / sorted.len().max(1)).min(200);
-    if n_req < 2 || resamples < 50 {
+    let mut rng = StdRng::seed_from_u64(seed);
+    // Requests taking part in the bootstrap: all, or a random subset.
+    let m = if values.len() * RESAMPLES <= BOOT_BUDGET {
+        n_req
+    } else {
+        (n_req * BOOT_BUDGET / (values.len() * RESAMPLES))
+            .max(50)
+            .min(n_req)
+    };
+    if n_req < 2 || m < 2 {
         d.ci_method = "none";
         d.mean.lo = None;
         d.mean.hi = None;
@@ -172,50 +179,81 @@ pub fn describe_pooled(
         }
         return Some(d);
     }
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut weights = vec![0u32; n_req];
-    let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(resamples); percentiles.len() + 1];
+    let mut chosen: Vec<usize> = (0..n_req).collect();
+    if m < n_req {
+        for i in 0..m {
+            let j = rng.random_range(i..n_req);
+            chosen.swap(i, j);
+        }
+        chosen.truncate(m);
+    }
+    // The chosen requests' values, sorted, tagged with their index in `chosen`.
+    let mut sorted: Vec<(f32, u32)> = Vec::new();
+    for (k, &r) in chosen.iter().enumerate() {
+        let start = if r == 0 { 0 } else { groups[r - 1] as usize };
+        sorted.extend(
+            values[start..groups[r] as usize]
+                .iter()
+                .map(|&v| (v, k as u32)),
+        );
+    }
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut order: Vec<usize> = (0..percentiles.len()).collect();
     order.sort_by(|&a, &b| percentiles[a].total_cmp(&percentiles[b]));
-    for _ in 0..resamples {
-        weights.iter_mut().for_each(|w| *w = 0);
-        for _ in 0..n_req {
-            weights[rng.random_range(0..n_req)] += 1;
-        }
+    // Weighted quantiles (no interpolation) and mean of one weighting.
+    let estimate = |weights: &[u32]| -> Vec<f64> {
+        let mut out = vec![f64::NAN; percentiles.len() + 1];
         let total: f64 = sorted
             .iter()
-            .map(|&(_, r)| weights[r as usize] as f64)
+            .map(|&(_, k)| weights[k as usize] as f64)
             .sum();
         if total == 0.0 {
-            continue;
+            return out;
         }
-        let mut sum = 0.0;
-        let mut acc = 0.0;
-        let mut next = 0;
-        for &(v, r) in &sorted {
-            let w = weights[r as usize] as f64;
-            if w == 0.0 {
+        let (mut sum, mut acc, mut next) = (0.0, 0.0, 0);
+        for &(v, k) in &sorted {
+            let w = weights[k as usize];
+            if w == 0 {
                 continue;
             }
-            sum += v * w;
+            let w = w as f64;
+            sum += v as f64 * w;
             acc += w;
             while next < order.len() && acc >= percentiles[order[next]] / 100.0 * total {
-                boot[order[next]].push(v);
+                out[order[next]] = v as f64;
                 next += 1;
             }
         }
-        while next < order.len() {
-            boot[order[next]].push(sorted[sorted.len() - 1].0);
-            next += 1;
+        for &i in &order[next..] {
+            out[i] = sorted[sorted.len() - 1].0 as f64;
         }
-        boot[percentiles.len()].push(sum / total);
-    }
-    let interval = |mut v: Vec<f64>| -> (Option<f64>, Option<f64>) {
-        v.sort_by(f64::total_cmp);
-        (percentile_sorted(&v, 2.5), percentile_sorted(&v, 97.5))
+        out[percentiles.len()] = sum / total;
+        out
     };
-    for (i, b) in boot.into_iter().enumerate() {
-        let (lo, hi) = interval(b);
+    let centre = estimate(&vec![1u32; m]);
+    let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); percentiles.len() + 1];
+    let mut weights = vec![0u32; m];
+    for _ in 0..RESAMPLES {
+        weights.iter_mut().for_each(|w| *w = 0);
+        for _ in 0..m {
+            weights[rng.random_range(0..m)] += 1;
+        }
+        for (i, x) in estimate(&weights).into_iter().enumerate() {
+            if x.is_finite() {
+                boot[i].push(x);
+            }
+        }
+    }
+    let scale = (m as f64 / n_req as f64).sqrt();
+    for (i, mut b) in boot.into_iter().enumerate() {
+        b.sort_by(f64::total_cmp);
+        let full = if i == percentiles.len() {
+            d.mean.value
+        } else {
+            d.percentiles[i].1.value
+        };
+        let shift = |q: f64| percentile_sorted(&b, q).map(|x| full + (x - centre[i]) * scale);
+        let (lo, hi) = (shift(2.5), shift(97.5));
         if i == percentiles.len() {
             d.mean.lo = lo;
             d.mean.hi = hi;
@@ -332,6 +370,32 @@ mod tests {
         assert_eq!(p.ci_method, "bootstrap");
         let e = p.percentiles[0].1;
         assert!(e.lo.unwrap() <= e.value && e.value <= e.hi.unwrap());
+    }
+
+    #[test]
+    fn pooled_bootstrap_subsamples_large_pools_and_keeps_sane_intervals() {
+        // 3,000 requests x 100 values: too many for full passes, so m-out-of-n.
+        let mut rng = StdRng::seed_from_u64(5);
+        let mut values = Vec::new();
+        let mut groups = Vec::new();
+        for _ in 0..3000 {
+            let base: f32 = rng.random_range(8.0..12.0);
+            for _ in 0..100 {
+                values.push(base + rng.random_range(-1.0..1.0f32));
+            }
+            groups.push(values.len() as u32);
+        }
+        let p = describe_pooled(&values, &groups, &[50.0, 99.0], 3).unwrap();
+        let (v, lo, hi) = (
+            p.percentiles[0].1.value,
+            p.percentiles[0].1.lo.unwrap(),
+            p.percentiles[0].1.hi.unwrap(),
+        );
+        assert!(lo < v && v < hi, "{lo} {v} {hi}");
+        // Per-request offsets dominate: the median's interval is about
+        // ±1.96 * sd(base)/sqrt(3000) = ±0.04 wide, far from zero or one.
+        assert!(hi - lo > 0.02 && hi - lo < 0.3, "width {}", hi - lo);
+        assert!(p.mean.lo.unwrap() < p.mean.value && p.mean.value < p.mean.hi.unwrap());
     }
 
     #[test]

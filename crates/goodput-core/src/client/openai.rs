@@ -14,8 +14,9 @@ use crate::record::ServerUsage;
 
 #[derive(Deserialize, Default)]
 pub struct Chunk<'a> {
+    /// The first choice only (goodput sends n = 1); parsed without allocating a list.
     #[serde(default, borrow)]
-    pub choices: Option<Vec<Choice<'a>>>,
+    pub choices: Option<FirstChoice<'a>>,
     #[serde(default)]
     pub usage: Option<UsageJson>,
     /// `{"error": {...}}` (vLLM, OpenAI) or `{"error": "..."}` (TGI).
@@ -91,6 +92,38 @@ pub struct CompletionDetails {
     pub reasoning_tokens: Option<u32>,
 }
 
+/// The first element of the `choices` array, or `None` for `[]`; the rest
+/// are skipped.
+#[derive(Default)]
+pub struct FirstChoice<'a>(pub Option<Choice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = FirstChoice<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of choices")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element::<Choice<'a>>()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(FirstChoice(first))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+impl<'a> FirstChoice<'a> {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
 impl From<UsageJson> for ServerUsage {
     fn from(u: UsageJson) -> Self {
         ServerUsage {
@@ -142,11 +175,7 @@ impl<'a> Chunk<'a> {
     /// Append the text this chunk carries to `out`; report what it was.
     pub fn deliver(&self, out: &mut String) -> Delivery {
         let mut d = Delivery::default();
-        let Some(choices) = &self.choices else {
-            return d;
-        };
-        // Only the first choice is followed (goodput sends n = 1).
-        let Some(c) = choices.first() else {
+        let Some(FirstChoice(Some(c))) = &self.choices else {
             return d;
         };
         if let Some(t) = &c.text {
@@ -212,6 +241,17 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\""}}]}}]}"#,
         );
         assert_eq!(s, "{\"x\"");
+    }
+
+    #[test]
+    fn only_the_first_choice_is_followed() {
+        let (s, _) = deliver(r#"{"choices":[{"text":"a"},{"text":"b","x":[1,{"y":2}]}]}"#);
+        assert_eq!(s, "a");
+        assert!(Chunk::parse(br#"{"choices":[]}"#)
+            .unwrap()
+            .choices
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

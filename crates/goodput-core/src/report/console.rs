@@ -286,6 +286,7 @@ mod tests {
             percentiles,
             warmup_requests: 0,
             started_at: "2026-01-01T00:00:00Z".into(),
+            clock_origin_monotonic_ns: None,
         }
     }
 

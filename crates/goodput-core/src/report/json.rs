@@ -145,6 +145,7 @@ pub fn run_json(r: &RunResult) -> Value {
         "run".into(),
         json!({
             "started_at": r.started_at,
+            "clock_origin_monotonic_ns": r.clock_origin_monotonic_ns,
             "warmup_requests": r.warmup_requests,
             "sent_measured": r.exec.sent_measured,
             "interrupted": r.exec.interrupted,

@@ -141,99 +141,115 @@ fn output_lengths_follow_the_distribution_and_the_seed() {
     assert!((0..50).any(|i| d.sample(1, i) != d.sample(2, i)));
 }
 
-/// vLLM's own nightly benchmark on one H100 (latency_llama8B_tp1: Llama-3.1-8B,
-/// batch 8, 32 prompt tokens, 128 output tokens): 997.5 ms mean end to end.
-/// See the README for the source.
-const VLLM_NIGHTLY_LATENCY_H100_S: f64 = 0.9975;
+// Public measurements of vLLM serving Llama-3.1-8B (see the README's
+// Calibration section for sources, workloads and versions).
+
+/// vLLM nightly benchmark, `latency_llama8B_tp1` (batch 8, 32 prompt tokens,
+/// 128 output tokens, mean end-to-end latency), on one H100 (Buildkite
+/// vllm/performance-benchmark build 9555).
+const VLLM_BATCH8_LATENCY_H100_S: f64 = 0.997_542;
+/// The same test on one H200 (build 9513).
+const VLLM_BATCH8_LATENCY_H200_S: f64 = 0.834_059;
+/// The same test on one A100-SXM4-80GB (build 9523).
+const VLLM_BATCH8_LATENCY_A100_S: f64 = 1.579_27;
+/// Lambda's vLLM v0.6.0 benchmark on one H100 SXM (ShareGPT, 5,000 prompts,
+/// request rate inf, max-num-seqs 256, max-seq-len 2048, multi-step 10):
+/// output tokens per second.
+const LAMBDA_SATURATED_H100_TOK_S: f64 = 8088.35;
+/// Mean ShareGPT request in Llama-3 tokens, from vLLM's own run over 1,000
+/// ShareGPT prompts (229,711 prompt and 203,068 output tokens; vllm#18566).
+const SHAREGPT_MEAN_IN_OUT: (usize, usize) = (230, 203);
+
+fn within(actual: f64, measured: f64, tolerance: f64, what: &str) {
+    let diff = actual / measured - 1.0;
+    assert!(
+        diff.abs() <= tolerance,
+        "{what}: simulator {actual:.4} vs vLLM {measured:.4} ({:+.1} %)",
+        diff * 100.0
+    );
+}
+
+fn batch8_latency_s(hardware: &str) -> f64 {
+    let c = SimConfig {
+        hardware: hardware_by_name(hardware).unwrap(),
+        ..SimConfig::default()
+    };
+    let batch: Vec<_> = (0..8)
+        .map(|i| VirtualRequest::unique(0.0, 32, 128, i))
+        .collect();
+    simulate(&c, &batch).unwrap().end_s
+}
 
 #[test]
 fn calibrated_against_vllm_on_h100() {
     let c = SimConfig::default();
-    let batch: Vec<_> = (0..8)
-        .map(|i| VirtualRequest::unique(0.0, 32, 128, i))
-        .collect();
-    let r = simulate(&c, &batch).unwrap();
-    let err = (r.end_s - VLLM_NIGHTLY_LATENCY_H100_S).abs() / VLLM_NIGHTLY_LATENCY_H100_S;
-    assert!(
-        err < 0.25,
-        "batch-8 latency {:.1} ms vs vLLM 997.5 ms",
-        r.end_s * 1e3
-    );
 
-    // The same benchmark on one H200: 833.4 ms mean.
-    let h200 = SimConfig {
-        hardware: hardware_by_name("h200").unwrap(),
-        ..SimConfig::default()
-    };
-    let r200 = simulate(&h200, &batch).unwrap();
-    let err = (r200.end_s - 0.8334).abs() / 0.8334;
-    assert!(
-        err < 0.25,
-        "H200 batch-8 latency {:.1} ms vs vLLM 833.4 ms",
-        r200.end_s * 1e3
-    );
-
-    // The figures the README quotes: TPOT at batch 1 and saturated output
-    // throughput for 1000 in / 1000 out.
+    // TPOT at batch 1 (1,000 in / 1,000 out) against vLLM's per-token time
+    // at batch 8: a weight-bound decode either way (8 contexts of 160 tokens
+    // add 0.2 GB to the 16 GB of weights a step reads).
     let one = simulate(&c, &[VirtualRequest::unique(0.0, 1000, 1000, 0)]).unwrap();
     let tpot = one.requests[0].tpot_s().unwrap();
-    assert!((0.006..0.0085).contains(&tpot), "TPOT at batch 1: {tpot}");
+    within(
+        tpot,
+        VLLM_BATCH8_LATENCY_H100_S / 128.0,
+        0.25,
+        "TPOT at batch 1",
+    );
+    // The measured workload itself, on the three parts it ran on.
+    within(
+        batch8_latency_s("h100-sxm"),
+        VLLM_BATCH8_LATENCY_H100_S,
+        0.25,
+        "H100 batch 8",
+    );
+    within(
+        batch8_latency_s("h200"),
+        VLLM_BATCH8_LATENCY_H200_S,
+        0.25,
+        "H200 batch 8",
+    );
+    within(
+        batch8_latency_s("a100-80gb"),
+        VLLM_BATCH8_LATENCY_A100_S,
+        0.25,
+        "A100 batch 8",
+    );
+
+    // Saturated output throughput against Lambda's ShareGPT run: every request
+    // at once, each the mean ShareGPT request, vLLM's limits of that run.
+    let (prompt, output) = SHAREGPT_MEAN_IN_OUT;
+    let sharegpt: Vec<_> = (0..5000)
+        .map(|i| VirtualRequest::unique(0.0, prompt, output, i))
+        .collect();
+    let lambda = SimConfig {
+        max_model_len: Some(2048),
+        ..SimConfig::default()
+    };
+    let r = simulate(&lambda, &sharegpt).unwrap();
+    let sharegpt_tput = (5000 * output) as f64 / r.end_s;
+    within(
+        sharegpt_tput,
+        LAMBDA_SATURATED_H100_TOK_S,
+        0.25,
+        "saturated ShareGPT",
+    );
+
+    // The issue's workload, 1,000 in / 1,000 out at saturation: no public
+    // vLLM figure for it was found, so this pins the prediction the README
+    // quotes (it moves only if the model or its calibration does).
     let many: Vec<_> = (0..1500)
         .map(|i| VirtualRequest::unique(0.0, 1000, 1000, i))
         .collect();
     let sat = simulate(&c, &many).unwrap();
     let tput = sat.output_throughput(sat.end_s * 0.2, sat.end_s * 0.8);
-    assert!(
-        (5_000.0..15_000.0).contains(&tput),
-        "saturated output throughput {tput}"
-    );
+    within(tput, 6536.0, 0.02, "1000/1000 saturated (README figure)");
+    within(tpot, 8.066e-3, 0.02, "TPOT at batch 1 (README figure)");
     eprintln!(
-        "calibration: batch-8 latency {:.1} ms (H200 {:.1} ms), TPOT@1 {:.2} ms, 1000/1000 saturated {:.0} tok/s",
-        r.end_s * 1e3,
-        r200.end_s * 1e3,
+        "calibration: TPOT@1 {:.2} ms, batch-8 H100 {:.1} ms, ShareGPT saturated {:.0} tok/s, \
+         1000/1000 saturated {:.0} tok/s",
         tpot * 1e3,
+        batch8_latency_s("h100-sxm") * 1e3,
+        sharegpt_tput,
         tput
     );
-}
-
-#[test]
-#[ignore]
-fn zz_probe_calibration() {
-    let probe = |c: &SimConfig, label: &str| {
-        let batch: Vec<_> = (0..8)
-            .map(|i| VirtualRequest::unique(0.0, 32, 128, i))
-            .collect();
-        let b8 = simulate(c, &batch).unwrap().end_s;
-        let one = simulate(c, &[VirtualRequest::unique(0.0, 1000, 1000, 0)]).unwrap();
-        let tpot = one.requests[0].tpot_s().unwrap();
-        let many: Vec<_> = (0..1500)
-            .map(|i| VirtualRequest::unique(0.0, 1000, 1000, i))
-            .collect();
-        let sat = simulate(c, &many).unwrap();
-        let t1k = sat.output_throughput(sat.end_s * 0.2, sat.end_s * 0.8);
-        let t1k_all = 1500.0 * 1000.0 / sat.end_s;
-        let sg: Vec<_> = (0..5000)
-            .map(|i| VirtualRequest::unique(0.0, 230, 203, i))
-            .collect();
-        let c2 = SimConfig {
-            max_model_len: Some(2048),
-            ..c.clone()
-        };
-        let s = simulate(&c2, &sg).unwrap();
-        let tsg = 5000.0 * 203.0 / s.end_s;
-        let sg200: Vec<_> = (0..200)
-            .map(|i| VirtualRequest::unique(0.0, 230, 203, i))
-            .collect();
-        let s2 = simulate(c, &sg200).unwrap();
-        eprintln!(
-            "{label}: b8 {:.1} ms | TPOT1 {:.3} ms | 1k/1k mid {:.0} all {:.0} tok/s (end {:.1}s, preempt {:?}) | sharegpt-ish 5000 {:.0} tok/s | 200 {:.2} req/s",
-            b8 * 1e3, tpot * 1e3, t1k, t1k_all, sat.end_s, sat.counters, tsg, 200.0 / s2.end_s
-        );
-    };
-    probe(&SimConfig::default(), "h100 default");
-    let h200 = SimConfig {
-        hardware: hardware_by_name("h200").unwrap(),
-        ..SimConfig::default()
-    };
-    probe(&h200, "h200 default");
 }
