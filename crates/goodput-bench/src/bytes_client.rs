@@ -5,11 +5,22 @@
 //! read with one `read` per readiness event into a fixed buffer and only
 //! scanned: SSE events are counted by finding `data: ` (memchr), and the
 //! response ends at the chunked-encoding terminator. No HTTP parsing beyond the
-//! status line, no JSON, no timestamps. Whatever goodput spends above this is
-//! the price of its measurements.
+//! status line, no JSON. Whatever goodput spends above this is the price of
+//! its measurements.
+//!
+//! For the accuracy tables it keeps two timestamps per request, both on
+//! `CLOCK_MONOTONIC`: right before the request is written, and right after
+//! the read that brought the end of the first SSE event (the first token).
+//! The clock is read after each read only until that event has ended: two or
+//! three clock reads per request. With `--timings FILE` they are written at
+//! the end, one JSON line per request in the shape of goodput's records
+//! (`request_id`, `ok`, `send_s`, `ttft_ms`; `send_s` counts from the
+//! summary's `clock_origin_monotonic_ns`), and the request's
+//! `x-request-id` is `bytes-<request_id>`.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -18,6 +29,8 @@ use serde::Serialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
+use crate::clock::monotonic_ns;
+
 /// Marks the start of an SSE data line.
 const DATA: &[u8] = b"data: ";
 /// The end of a chunked body: the zero-size last chunk and an empty trailer.
@@ -25,6 +38,8 @@ const DATA: &[u8] = b"data: ";
 const END: &[u8] = b"\r\n0\r\n\r\n";
 /// Read buffer per connection.
 const READ_BUFFER: usize = 16 * 1024;
+/// The end of an SSE event.
+const EVENT_END: &[u8] = b"\n\n";
 
 /// What the bytes-only client is asked to do.
 #[derive(Debug, Clone)]
@@ -41,6 +56,8 @@ pub struct BytesClientConfig {
     pub input_words: usize,
     /// Stop everything after this long.
     pub time_limit: Duration,
+    /// Where to write per-request timings (JSONL), if anywhere.
+    pub timings: Option<PathBuf>,
 }
 
 /// What the bytes-only client saw: printed as one JSON line on stdout.
@@ -60,6 +77,18 @@ pub struct BytesClientSummary {
     pub wall_s: f64,
     /// The first error seen, if any.
     pub first_error: Option<String>,
+    /// The origin of the timings' `send_s` on `CLOCK_MONOTONIC`, ns.
+    #[serde(default)]
+    pub clock_origin_monotonic_ns: Option<u64>,
+}
+
+/// When one request was sent and its first token read, `CLOCK_MONOTONIC` ns.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    request_id: u64,
+    ok: bool,
+    send_ns: u64,
+    first_event_ns: Option<u64>,
 }
 
 /// Runs the client on its own 2-worker runtime and returns what it saw.
@@ -75,6 +104,7 @@ pub fn run(config: &BytesClientConfig) -> anyhow::Result<BytesClientSummary> {
 async fn run_async(config: &BytesClientConfig) -> anyhow::Result<BytesClientSummary> {
     anyhow::ensure!(config.concurrency > 0, "--concurrency must be at least 1");
     let start = Instant::now();
+    let origin = monotonic_ns();
     let body = request_body(config.max_tokens, config.input_words);
     let mut tasks = tokio::task::JoinSet::new();
     for conn in 0..config.concurrency {
@@ -86,13 +116,21 @@ async fn run_async(config: &BytesClientConfig) -> anyhow::Result<BytesClientSumm
         }
         let body = body.clone();
         let addr = config.addr;
-        tasks.spawn(async move { connection(addr, conn, share, body).await });
+        let concurrency = config.concurrency;
+        tasks.spawn(async move { connection(addr, conn, concurrency, share, body).await });
     }
-    let mut total = BytesClientSummary::default();
+    let mut total = BytesClientSummary {
+        clock_origin_monotonic_ns: Some(origin),
+        ..BytesClientSummary::default()
+    };
+    let mut timings = Vec::with_capacity(config.requests);
     let deadline = tokio::time::Instant::from_std(start + config.time_limit);
     loop {
         match tokio::time::timeout_at(deadline, tasks.join_next()).await {
-            Ok(Some(Ok(part))) => total.add(part),
+            Ok(Some(Ok((part, times)))) => {
+                total.add(part);
+                timings.extend(times);
+            }
             Ok(Some(Err(e))) => anyhow::bail!("a connection task panicked: {e}"),
             Ok(None) => break,
             Err(_) => {
@@ -108,7 +146,32 @@ async fn run_async(config: &BytesClientConfig) -> anyhow::Result<BytesClientSumm
         }
     }
     total.wall_s = start.elapsed().as_secs_f64();
+    if let Some(path) = &config.timings {
+        write_timings(path, origin, &timings)?;
+    }
     Ok(total)
+}
+
+/// One JSON line per request, in the shape of goodput's records.
+fn write_timings(path: &std::path::Path, origin: u64, timings: &[Timing]) -> anyhow::Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    for t in timings {
+        let ttft_ms = t
+            .first_event_ns
+            .map(|first| (first as f64 - t.send_ns as f64) / 1e6);
+        let line = serde_json::json!({
+            "request_id": t.request_id,
+            "ok": t.ok,
+            "send_s": (t.send_ns as f64 - origin as f64) / 1e9,
+            "ttft_ms": ttft_ms,
+        });
+        writeln!(out, "{line}")?;
+    }
+    out.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 impl BytesClientSummary {
@@ -140,26 +203,31 @@ fn request_body(max_tokens: u64, input_words: usize) -> String {
     .to_string()
 }
 
-/// One keep-alive connection sending `share` requests in sequence;
-/// reconnects after a failed one.
+/// One keep-alive connection (number `conn` of `concurrency`) sending
+/// `share` requests in sequence; reconnects after a failed one.
 async fn connection(
     addr: SocketAddr,
     conn: usize,
+    concurrency: usize,
     share: usize,
     body: String,
-) -> BytesClientSummary {
+) -> (BytesClientSummary, Vec<Timing>) {
     let mut summary = BytesClientSummary::default();
+    let mut timings = Vec::with_capacity(share);
     let mut buf = vec![0u8; READ_BUFFER];
     let mut request = Vec::with_capacity(body.len() + 256);
     let mut stream: Option<TcpStream> = None;
     for seq in 0..share {
         summary.requests += 1;
+        let request_id = (seq * concurrency + conn) as u64;
         request.clear();
         let _ = write!(
             request,
-            "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-request-id: bytes-{conn}-{seq}\r\ncontent-length: {}\r\n\r\n{body}",
+            "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-request-id: bytes-{request_id}\r\ncontent-length: {}\r\n\r\n{body}",
             body.len()
         );
+        let mut send_ns = 0;
+        let mut first_event_ns = None;
         let result = async {
             if stream.is_none() {
                 let s = TcpStream::connect(addr).await?;
@@ -169,10 +237,17 @@ async fn connection(
             let s = stream
                 .as_mut()
                 .ok_or_else(|| std::io::Error::other("no connection"))?;
+            send_ns = monotonic_ns();
             s.write_all(&request).await?;
-            read_response(s, &mut buf).await
+            read_response(s, &mut buf, &mut first_event_ns).await
         }
         .await;
+        timings.push(Timing {
+            request_id,
+            ok: result.is_ok(),
+            send_ns,
+            first_event_ns,
+        });
         match result {
             Ok(scan) => {
                 summary.ok += 1;
@@ -186,7 +261,7 @@ async fn connection(
             }
         }
     }
-    summary
+    (summary, timings)
 }
 
 /// What one response held.
@@ -196,8 +271,14 @@ struct ResponseScan {
     bytes: u64,
 }
 
-/// Reads one streamed response to its terminator, counting `data: ` lines.
-async fn read_response(stream: &mut TcpStream, buf: &mut [u8]) -> std::io::Result<ResponseScan> {
+/// Reads one streamed response to its terminator, counting `data: ` lines;
+/// `first_event_ns` becomes the time right after the read that brought the
+/// end of the first event (`CLOCK_MONOTONIC` ns).
+async fn read_response(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    first_event_ns: &mut Option<u64>,
+) -> std::io::Result<ResponseScan> {
     let mut scanner = Scanner::new();
     let mut filled = 0;
     loop {
@@ -205,14 +286,31 @@ async fn read_response(stream: &mut TcpStream, buf: &mut [u8]) -> std::io::Resul
             filled = scanner.shift(buf, filled);
         }
         let n = stream.read(&mut buf[filled..]).await?;
+        // One clock read per read, and only until the first event has ended.
+        let now = (!scanner.first_event_ended()).then(monotonic_ns);
         if n == 0 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         filled += n;
-        if let Some(scan) = scanner.scan(buf, filled, n)? {
+        let result = scanner.scan(buf, filled, n)?;
+        if now.is_some() && scanner.first_event_ended() {
+            *first_event_ns = now;
+        }
+        if let Some(scan) = result {
             return Ok(scan);
         }
     }
+}
+
+/// Where the scanner is with the response's first event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FirstEvent {
+    /// No `data: ` seen yet.
+    NotSeen,
+    /// Started; its end (`\n\n`) is searched from this index on.
+    Open { from: usize },
+    /// Its end has been read.
+    Ended,
 }
 
 /// Incremental search for event starts and the body's end in a byte stream
@@ -225,6 +323,7 @@ struct Scanner {
     status_checked: bool,
     events: u64,
     bytes: u64,
+    first: FirstEvent,
 }
 
 /// Bytes kept when the buffer is full: enough for a partial match of either pattern.
@@ -240,7 +339,13 @@ impl Scanner {
             status_checked: false,
             events: 0,
             bytes: 0,
+            first: FirstEvent::NotSeen,
         }
+    }
+
+    /// Whether the end of the first event has been scanned.
+    fn first_event_ended(&self) -> bool {
+        self.first == FirstEvent::Ended
     }
 
     /// Moves the last few bytes to the front of a full buffer; returns the new fill.
@@ -249,6 +354,9 @@ impl Scanner {
         buf.copy_within(start..filled, 0);
         self.data_from = self.data_from.saturating_sub(start);
         self.end_from = self.end_from.saturating_sub(start);
+        if let FirstEvent::Open { from } = &mut self.first {
+            *from = from.saturating_sub(start);
+        }
         KEEP
     }
 
@@ -277,10 +385,21 @@ impl Scanner {
         let window = &buf[self.data_from..filled];
         let mut next_from = self.data_from;
         for pos in self.data.find_iter(window) {
-            self.events += 1;
             next_from = self.data_from + pos + DATA.len();
+            if self.events == 0 {
+                self.first = FirstEvent::Open { from: next_from };
+            }
+            self.events += 1;
         }
         self.data_from = next_from.max(filled.saturating_sub(DATA.len() - 1));
+        if let FirstEvent::Open { from } = self.first {
+            self.first = match memmem::find(&buf[from..filled], EVENT_END) {
+                Some(_) => FirstEvent::Ended,
+                None => FirstEvent::Open {
+                    from: from.max(filled.saturating_sub(EVENT_END.len() - 1)),
+                },
+            };
+        }
         if self.end.find(&buf[self.end_from..filled]).is_some() {
             return Ok(Some(ResponseScan {
                 events: self.events,
@@ -336,6 +455,44 @@ mod tests {
                     .unwrap_or_else(|| panic!("no end found (piece {piece}, buffer {buffer})"));
                 assert_eq!(scan.events, 51, "piece {piece}, buffer {buffer}");
                 assert_eq!(scan.bytes, response.len() as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn first_event_ends_at_the_read_that_brings_its_blank_line() {
+        let response = sample_response(5);
+        let data = memmem::find(&response, DATA).unwrap();
+        let end = data + memmem::find(&response[data..], EVENT_END).unwrap() + EVENT_END.len();
+        for piece in [1, 2, 3, 7, 64, 4096] {
+            for buffer in [16, 40, 4096] {
+                let mut scanner = Scanner::new();
+                let mut buf = vec![0u8; buffer];
+                let (mut filled, mut consumed) = (0, 0);
+                // (bytes before, bytes after) the read in which the first event ended.
+                let mut ended_in = None;
+                while consumed < response.len() {
+                    if filled == buf.len() {
+                        filled = scanner.shift(&mut buf, filled);
+                    }
+                    let n = piece.min(response.len() - consumed).min(buf.len() - filled);
+                    buf[filled..filled + n].copy_from_slice(&response[consumed..consumed + n]);
+                    consumed += n;
+                    filled += n;
+                    let done = scanner.scan(&buf, filled, n).unwrap();
+                    if ended_in.is_none() && scanner.first_event_ended() {
+                        ended_in = Some((consumed - n, consumed));
+                    }
+                    if done.is_some() {
+                        break;
+                    }
+                }
+                let (before, after) = ended_in.expect("first event ended");
+                // The read that brought the event's last byte, not earlier or later.
+                assert!(
+                    before < end && end <= after,
+                    "piece {piece}, buffer {buffer}: ended in {before}..{after}, event ends at {end}"
+                );
             }
         }
     }

@@ -11,6 +11,7 @@
 
 mod bytes_client;
 mod child;
+mod clock;
 mod experiments;
 mod http;
 mod join;
@@ -148,7 +149,7 @@ struct ServeArgs {
     #[arg(long, default_value_t = 3600)]
     duration_s: u64,
     /// Write the server's log here as JSONL when stopping (request_id,
-    /// recv_ns, token_ns: monotonic ns since server start).
+    /// recv_ns, kernel_rx_ns, token_ns: absolute CLOCK_MONOTONIC ns).
     #[arg(long)]
     log: Option<PathBuf>,
     #[command(flatten)]
@@ -175,6 +176,11 @@ struct BytesClientArgs {
     /// Give up after this many seconds.
     #[arg(long, default_value_t = 600)]
     time_limit_s: u64,
+    /// Write per-request send and first-token times here (JSONL, in the
+    /// shape of goodput's records; request ids are the suffix of
+    /// `x-request-id: bytes-<id>`).
+    #[arg(long)]
+    timings: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -260,6 +266,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 max_tokens: args.max_tokens,
                 input_words: args.input_words,
                 time_limit: Duration::from_secs(args.time_limit_s),
+                timings: args.timings,
             })?;
             println!("{}", serde_json::to_string(&summary)?);
             Ok(())
@@ -388,6 +395,9 @@ fn print_report(env: &BenchEnv, runs: &[ClientRun]) {
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let server = ReferenceServer::start(args.server.config(args.tokens), args.port)?;
+    if !server.log().kernel_timestamps() {
+        eprintln!("bench serve: SO_TIMESTAMPNS unavailable: no kernel receive times in the log");
+    }
     println!("listening on {}", server.addr());
     std::io::stdout().flush()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -405,24 +415,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         log.len()
     );
     if let Some(path) = args.log {
-        let mut out = std::io::BufWriter::new(
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?,
-        );
-        for entry in &log {
-            let line = serde_json::json!({
-                "request_id": entry.request_id,
-                "endpoint": match entry.endpoint {
-                    server::Endpoint::Completions => "completions",
-                    server::Endpoint::Chat => "chat",
-                },
-                "streamed": entry.streamed,
-                "complete": entry.complete,
-                "recv_ns": entry.recv_ns,
-                "token_ns": entry.token_ns,
-            });
-            writeln!(out, "{line}")?;
-        }
-        out.flush()?;
+        server::write_log(&path, &log)?;
     }
     Ok(())
 }

@@ -8,6 +8,13 @@
 //! - Each token is one SSE event in its own HTTP chunk and its own `write`.
 //!   The log records the monotonic time taken right before that write: the
 //!   ground truth a client's measurements are compared with.
+//! - All logged times are absolute `CLOCK_MONOTONIC` ns, comparable with a
+//!   client's own monotonic timestamps (goodput's
+//!   `run.clock_origin_monotonic_ns`).
+//! - Besides the moment it read the request (`t_recv`, user space), the log
+//!   keeps the kernel's receive time of the bytes that completed it
+//!   (`SO_TIMESTAMPNS`, read with `recvmsg`), so how late the server got to
+//!   the request can be told apart from how late the client sent it.
 //! - Keep-alive: one connection serves any number of requests in sequence.
 //! - Per token, no allocation and no formatting: the event bytes are built
 //!   once per request, and the log lock is taken once per request.
@@ -18,15 +25,18 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd as _, RawFd};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use serde::Deserialize;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::io::{AsyncWriteExt as _, Interest};
 use tokio::net::{TcpSocket, TcpStream};
 
+use crate::clock::{InstantMapper, RealtimeToMonotonic};
 use crate::http::{self, HeadError, RequestHead};
 
 /// Text of every generated token: one short, single-token word.
@@ -74,8 +84,8 @@ pub enum Endpoint {
     Chat,
 }
 
-/// What the server did for one completion request. Times are nanoseconds
-/// since the log's epoch, read from the monotonic clock.
+/// What the server did for one completion request. Times are absolute
+/// `CLOCK_MONOTONIC` nanoseconds.
 #[derive(Debug, Clone)]
 pub struct RequestLog {
     /// The request's `x-request-id` header, when it had one.
@@ -84,8 +94,14 @@ pub struct RequestLog {
     pub endpoint: Endpoint,
     /// Whether the answer was streamed.
     pub streamed: bool,
-    /// When the whole request had been read.
+    /// When the whole request had been read (user space: right after the
+    /// `recvmsg` that completed it returned).
     pub recv_ns: u64,
+    /// When the kernel received the bytes that completed the request (the
+    /// socket's `SO_TIMESTAMPNS` receive timestamp of the last segment that
+    /// read returned, converted from `CLOCK_REALTIME`); `None` when the
+    /// kernel gave no timestamp.
+    pub kernel_rx_ns: Option<u64>,
     /// When each content-bearing token event was handed to `write`, in order
     /// (for a non-streamed answer: the one write of the whole body).
     pub token_ns: Vec<u64>,
@@ -96,7 +112,21 @@ pub struct RequestLog {
 impl RequestLog {
     /// The server's TTFT: first token write minus arrival, in ms.
     pub fn ttft_ms(&self) -> Option<f64> {
-        self.token_ns.first().map(|&t| ns_to_ms(t - self.recv_ns))
+        self.token_ns
+            .first()
+            .map(|&t| ns_to_ms(t.saturating_sub(self.recv_ns)))
+    }
+
+    /// First token write minus the kernel's receive time of the request, ms.
+    pub fn ttft_from_kernel_rx_ms(&self) -> Option<f64> {
+        let first = *self.token_ns.first()?;
+        Some((first as f64 - self.kernel_rx_ns? as f64) / 1e6)
+    }
+
+    /// The server's own lateness in reading the request: user-space `t_recv`
+    /// minus the kernel's receive time, ms.
+    pub fn read_lateness_ms(&self) -> Option<f64> {
+        Some((self.recv_ns as f64 - self.kernel_rx_ns? as f64) / 1e6)
     }
 
     /// How late each token write was against its deadline
@@ -127,20 +157,30 @@ fn ns_to_ms(ns: u64) -> f64 {
 /// The in-memory log of all completion requests, appended once per request.
 #[derive(Debug)]
 pub struct ServerLog {
-    epoch: Instant,
+    clock: InstantMapper,
+    realtime: RealtimeToMonotonic,
+    kernel_timestamps: bool,
     entries: Mutex<Vec<RequestLog>>,
 }
 
 impl ServerLog {
-    fn new() -> Self {
+    fn new(kernel_timestamps: bool) -> Self {
         Self {
-            epoch: Instant::now(),
+            clock: InstantMapper::new(),
+            realtime: RealtimeToMonotonic::new(),
+            kernel_timestamps,
             entries: Mutex::new(Vec::new()),
         }
     }
 
-    fn since_epoch(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    /// `t` as absolute `CLOCK_MONOTONIC` ns.
+    fn mono(&self, t: Instant) -> u64 {
+        self.clock.ns(t)
+    }
+
+    /// Whether `SO_TIMESTAMPNS` could be enabled on the listening socket.
+    pub fn kernel_timestamps(&self) -> bool {
+        self.kernel_timestamps
     }
 
     fn push(&self, entry: RequestLog) {
@@ -155,6 +195,33 @@ impl ServerLog {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         std::mem::take(&mut *entries)
     }
+}
+
+/// Writes `entries` to `path` as JSONL: one object per request with
+/// `request_id`, `endpoint`, `streamed`, `complete`, `recv_ns`,
+/// `kernel_rx_ns` and `token_ns` (absolute `CLOCK_MONOTONIC` ns).
+pub fn write_log(path: &Path, entries: &[RequestLog]) -> anyhow::Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    for entry in entries {
+        let line = serde_json::json!({
+            "request_id": entry.request_id,
+            "endpoint": match entry.endpoint {
+                Endpoint::Completions => "completions",
+                Endpoint::Chat => "chat",
+            },
+            "streamed": entry.streamed,
+            "complete": entry.complete,
+            "recv_ns": entry.recv_ns,
+            "kernel_rx_ns": entry.kernel_rx_ns,
+            "token_ns": entry.token_ns,
+        });
+        writeln!(out, "{line}")?;
+    }
+    out.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 /// A running reference server on its own tokio runtime.
@@ -173,20 +240,24 @@ impl ReferenceServer {
             .enable_all()
             .build()
             .context("building the reference server's runtime")?;
-        let log = Arc::new(ServerLog::new());
+        let listener = runtime.block_on(async {
+            let socket = TcpSocket::new_v4()?;
+            socket.set_reuseaddr(true)?;
+            // Accepted sockets inherit the flag, so even the bytes that
+            // arrive before `accept` returns carry a timestamp.
+            let timestamps = enable_rx_timestamps(socket.as_raw_fd()).is_ok();
+            socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
+            Ok::<_, std::io::Error>((socket.listen(LISTEN_BACKLOG)?, timestamps))
+        });
+        let (listener, timestamps) =
+            listener.with_context(|| format!("binding 127.0.0.1:{port}"))?;
+        let log = Arc::new(ServerLog::new(timestamps));
         let shared = Arc::new(Shared {
             model_json: serde_json::to_string(&config.model)?,
             config,
             log: log.clone(),
             next_id: AtomicU64::new(1),
         });
-        let listener = runtime.block_on(async {
-            let socket = TcpSocket::new_v4()?;
-            socket.set_reuseaddr(true)?;
-            socket.bind(SocketAddr::from(([127, 0, 0, 1], port)))?;
-            socket.listen(LISTEN_BACKLOG)
-        });
-        let listener = listener.with_context(|| format!("binding 127.0.0.1:{port}"))?;
         let addr = listener.local_addr()?;
         runtime.spawn(async move {
             loop {
@@ -248,6 +319,10 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
     if stream.set_nodelay(true).is_err() {
         return;
     }
+    if shared.log.kernel_timestamps {
+        // Inherited from the listener already; set again in case it was not.
+        let _ = enable_rx_timestamps(stream.as_raw_fd());
+    }
     let mut bufs = Buffers {
         input: Vec::with_capacity(4096),
         out: Vec::with_capacity(1024),
@@ -264,6 +339,8 @@ async fn connection_loop(
     shared: &Shared,
     bufs: &mut Buffers,
 ) -> std::io::Result<()> {
+    // Kernel receive time (CLOCK_REALTIME ns) of the last bytes read.
+    let mut last_rx: Option<u64> = None;
     loop {
         let head_len = loop {
             if let Some(end) = http::head_end(&bufs.input) {
@@ -272,7 +349,7 @@ async fn connection_loop(
             if bufs.input.len() > http::MAX_HEAD_BYTES {
                 return write_error(stream, 431, "request head too large").await;
             }
-            if !read_more(stream, &mut bufs.input).await? {
+            if !read_more(stream, &mut bufs.input, &mut last_rx).await? {
                 return Ok(());
             }
         };
@@ -286,24 +363,123 @@ async fn connection_loop(
         };
         let total = head_len + head.content_length;
         while bufs.input.len() < total {
-            if !read_more(stream, &mut bufs.input).await? {
+            if !read_more(stream, &mut bufs.input, &mut last_rx).await? {
                 return Ok(());
             }
         }
         let t_recv = Instant::now();
+        let arrival = Arrival {
+            t_recv,
+            kernel_rx_ns: last_rx.map(|real| shared.log.realtime.to_monotonic(real)),
+        };
         let body = bufs.input[head_len..total].to_vec();
         bufs.input.drain(..total);
-        respond(stream, shared, bufs, &head, &body, t_recv).await?;
+        respond(stream, shared, bufs, &head, &body, arrival).await?;
         if head.close {
             return stream.shutdown().await;
         }
     }
 }
 
-/// Reads whatever is available into `input`; false at end of stream.
-async fn read_more(stream: &mut TcpStream, input: &mut Vec<u8>) -> std::io::Result<bool> {
+/// When a request arrived.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    /// Right after the read that completed it returned.
+    t_recv: Instant,
+    /// The kernel's receive time of its last bytes, `CLOCK_MONOTONIC` ns.
+    kernel_rx_ns: Option<u64>,
+}
+
+/// Reads whatever is available into `input` with one `recvmsg`; false at end
+/// of stream. `last_rx` becomes the kernel's receive timestamp of what was
+/// read (`CLOCK_REALTIME` ns), or `None` when the kernel gave none.
+async fn read_more(
+    stream: &mut TcpStream,
+    input: &mut Vec<u8>,
+    last_rx: &mut Option<u64>,
+) -> std::io::Result<bool> {
     input.reserve(4096);
-    Ok(stream.read_buf(input).await? > 0)
+    let fd = stream.as_raw_fd();
+    loop {
+        stream.readable().await?;
+        match stream.try_io(Interest::READABLE, || recv_timestamped(fd, input)) {
+            Ok((0, _)) => return Ok(false),
+            Ok((_, rx)) => {
+                *last_rx = rx;
+                return Ok(true);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Turns on `SO_TIMESTAMPNS`: every `recvmsg` then carries the kernel's
+/// receive time of the data it returned (for TCP, of the last segment).
+fn enable_rx_timestamps(fd: RawFd) -> std::io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket fd and a pointer to a c_int of the given size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// One non-blocking `recvmsg` into the spare capacity of `input`; returns the
+/// byte count and the `SCM_TIMESTAMPNS` timestamp (`CLOCK_REALTIME` ns) when
+/// the kernel attached one.
+fn recv_timestamped(fd: RawFd, input: &mut Vec<u8>) -> std::io::Result<(usize, Option<u64>)> {
+    let spare = input.spare_capacity_mut();
+    let mut iov = libc::iovec {
+        iov_base: spare.as_mut_ptr().cast(),
+        iov_len: spare.len(),
+    };
+    // Room for a few control messages, aligned for cmsghdr.
+    let mut control = [0u64; 16];
+    // SAFETY: msghdr is plain old data; zeroed is a valid value.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: iov points into `input`'s spare capacity of iov_len bytes and
+    // msg_control at `control`; both outlive the call.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = n as usize;
+    // SAFETY: recvmsg initialized the first n bytes of the spare capacity.
+    unsafe { input.set_len(input.len() + n) };
+    let mut stamp = None;
+    // SAFETY: msg was filled by recvmsg; the CMSG_* walk stays within
+    // msg_controllen, and the payload is read unaligned.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts: libc::timespec =
+                    std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                let ns = crate::clock::timespec_ns(&ts);
+                if ns > 0 {
+                    stamp = Some(ns);
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((n, stamp))
 }
 
 async fn respond(
@@ -312,8 +488,9 @@ async fn respond(
     bufs: &mut Buffers,
     head: &RequestHead,
     body: &[u8],
-    t_recv: Instant,
+    arrival: Arrival,
 ) -> std::io::Result<()> {
+    let t_recv = arrival.t_recv;
     let endpoint = match (head.method.as_str(), head.path.as_str()) {
         ("GET", "/v1/models") => {
             let body = format!(
@@ -351,7 +528,8 @@ async fn respond(
         request_id: head.request_id.clone(),
         endpoint,
         streamed: request.stream.unwrap_or(false),
-        recv_ns: shared.log.since_epoch(t_recv),
+        recv_ns: shared.log.mono(t_recv),
+        kernel_rx_ns: arrival.kernel_rx_ns,
         token_ns: Vec::with_capacity(plan.tokens as usize),
         complete: false,
     };
@@ -414,7 +592,7 @@ async fn stream_answer(
             &bufs.token
         };
         let now = Instant::now();
-        entry.token_ns.push(shared.log.since_epoch(now));
+        entry.token_ns.push(shared.log.mono(now));
         stream.write_all(event).await?;
     }
 
@@ -455,7 +633,7 @@ async fn whole_answer(
         n = plan.tokens,
         t = plan.prompt_tokens + plan.tokens,
     );
-    entry.token_ns.push(shared.log.since_epoch(Instant::now()));
+    entry.token_ns.push(shared.log.mono(Instant::now()));
     write_json(stream, 200, body.as_bytes()).await
 }
 

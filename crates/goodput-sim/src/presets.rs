@@ -182,11 +182,13 @@ fn hardware(
 /// Calibrated efficiencies shared by every built-in part (see the README's
 /// Calibration section for the measurements and the resulting differences).
 ///
-/// - `STEP_OVERHEAD_MS` and `MBU` come from vLLM's nightly latency test of
+/// - `STEP_OVERHEAD_MS` comes from vLLM's nightly latency test of
 ///   Llama-3.1-8B (batch 8, 32 in / 128 out), a weight-bound decode: 7.79 ms
-///   a token on an H100 and 6.52 ms on an H200. The two parts differ only in
-///   bandwidth, so the fixed per-step cost is what their gap leaves over: with
-///   MBU 0.80 it is 1.8 ms on the H100 and 2.3 ms on the H200; 2 ms splits it.
+///   a token on an H100 and 6.52 ms on an H200. Reading the 16 GB of weights
+///   at `MBU` (0.80, unchanged) takes 5.99 ms and 4.18 ms, leaving 1.8 ms
+///   and 2.3 ms of fixed cost a step (scheduling, launches, sampling); 2 ms
+///   splits the two. A lower MBU cannot explain both: the H200's time is
+///   already longer than its bandwidth alone predicts from the H100's.
 /// - `MFU` comes from saturated serving (Lambda's vLLM v0.6.0 run on one
 ///   H100: 8,088 output tokens/s on ShareGPT, 256 sequences a step). At that
 ///   batch a decode step is compute-bound, and vLLM reaches about a third of

@@ -73,7 +73,7 @@ async fn tpot_grows_with_the_number_of_running_sequences() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_capacity_the_queue_and_ttft_grow_while_throughput_flattens() {
-    // 4 sequences of 40 tokens at ~3.5 ms per step: about 28 requests/s.
+    // 4 sequences of 40 tokens at ~4 ms per step: about 25 requests/s.
     let config = SimConfig {
         max_num_seqs: 4,
         time_scale: 0.5,
@@ -113,7 +113,7 @@ async fn past_capacity_the_queue_and_ttft_grow_while_throughput_flattens() {
         ttft_late > ttft_early * 5 && ttft_late > Duration::from_millis(1500),
         "{ttft_early:?} -> {ttft_late:?}"
     );
-    // Throughput between the probes sits at capacity: ~4 tokens per 3.5 ms step.
+    // Throughput between the probes sits at capacity: ~4 tokens per 4 ms step.
     let tput = (late.2 - early.2) / (late.0 - early.0);
     assert!(
         (700.0..1400.0).contains(&tput),

@@ -410,3 +410,109 @@ async fn drain_timeout_counts_stuck_requests_as_incomplete_not_failed() {
     );
     assert!(stdout.contains("Incomplete requests"), "{stdout}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
+    let server = start(Script {
+        ttft: Duration::from_millis(5),
+        interval: Duration::from_millis(2),
+        events: 4,
+        reject_pinning: true,
+        ..Script::default()
+    })
+    .await;
+    let out = tmp("results.json");
+    let (code, stdout, stderr) = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "6",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("rejected min_tokens/ignore_eos"),
+        "{stdout}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["completed"], 6);
+    assert_eq!(v["config"]["min_tokens_sent"], false);
+    assert_eq!(v["config"]["ignore_eos_sent"], false);
+    let rejected = server
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.request_tag.ends_with("-rejected"))
+        .count();
+    assert_eq!(rejected, 1, "only the probe carries the fields");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error() {
+    let server = start_tls(Script {
+        ttft: Duration::from_millis(5),
+        interval: Duration::from_millis(2),
+        events: 4,
+        ..Script::default()
+    })
+    .await;
+    let out = tmp("results.json");
+    let (code, stdout, stderr) = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.tls_url(),
+        "--insecure",
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "6",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["completed"], 6);
+    assert_eq!(v["total_output_tokens"], 24);
+    // Verified TLS against a self-signed certificate fails, as connect errors.
+    let (code, _, stderr) = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.tls_url(),
+        "--model",
+        "m",
+        "--concurrency",
+        "1",
+        "--num-prompts",
+        "2",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--quiet",
+    ]))
+    .await;
+    // 3 (every request failed to connect), or 2 on a machine without system root certificates.
+    assert!(code == 3 || code == 2, "{stderr}");
+    assert!(
+        stderr.contains("TLS") || stderr.contains("certificate"),
+        "{stderr}"
+    );
+}

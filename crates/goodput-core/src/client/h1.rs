@@ -67,7 +67,9 @@ impl AsyncWrite for Stream {
 
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
-const READ_CHUNK: usize = 16 * 1024;
+/// Initial read buffer per connection (grows when a response needs more);
+/// small, because thousands of connections each hold one.
+const READ_CHUNK: usize = 4 * 1024;
 
 /// One keep-alive connection and its read buffer.
 pub struct Conn {

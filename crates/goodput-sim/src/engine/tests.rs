@@ -241,7 +241,7 @@ fn past_capacity_the_queue_grows_while_throughput_flattens() {
         let last = r.requests[390].ttft_s(reqs[390].arrival_s).unwrap();
         (tput, first, last)
     };
-    // Capacity is about 8 sequences / ~6.5 ms per step / 100 tokens ≈ 12 req/s.
+    // Capacity is about 8 sequences / ~8 ms per step / 100 tokens ≈ 10 req/s.
     let (low_tput, low_first, low_last) = run(4.0);
     let (over_tput, over_first, over_last) = run(30.0);
     let (far_tput, _, far_last) = run(60.0);

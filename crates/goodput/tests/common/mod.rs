@@ -44,6 +44,8 @@ pub struct Script {
     /// Chat: send a role-only chunk at once, like vLLM.
     pub role_chunk: bool,
     pub usage: bool,
+    /// Answer 400 to requests carrying `min_tokens` or `ignore_eos`, as hosted APIs do.
+    pub reject_pinning: bool,
     pub behavior: Arc<dyn Fn(u64) -> Behavior + Send + Sync>,
 }
 
@@ -56,6 +58,7 @@ impl Default for Script {
             tokens_per_event: 1,
             role_chunk: true,
             usage: true,
+            reject_pinning: false,
             behavior: Arc::new(|_| Behavior::Ok),
         }
     }
@@ -81,6 +84,10 @@ impl ScriptedServer {
         format!("http://{}", self.addr)
     }
 
+    pub fn tls_url(&self) -> String {
+        format!("https://localhost:{}", self.addr.port())
+    }
+
     /// Log entries of measured requests, keyed by request id.
     pub fn by_id(&self) -> std::collections::HashMap<u64, LogEntry> {
         self.log
@@ -97,6 +104,30 @@ fn request_id(tag: &str) -> Option<u64> {
 }
 
 pub async fn start(script: Script) -> ScriptedServer {
+    start_with(script, None).await
+}
+
+/// The same server behind TLS, with a fresh self-signed certificate for `localhost`.
+pub async fn start_tls(script: Script) -> ScriptedServer {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let der = rustls::pki_types::CertificateDer::from(cert.cert.der().to_vec());
+    let key = rustls::pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![der], key)
+    .unwrap();
+    start_with(
+        script,
+        Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+    )
+    .await
+}
+
+async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) -> ScriptedServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
@@ -110,12 +141,18 @@ pub async fn start(script: Script) -> ScriptedServer {
             };
             let script = script.clone();
             let log = log2.clone();
+            let tls = tls.clone();
             tokio::spawn(async move {
                 let svc =
                     hyper::service::service_fn(move |req| handle(req, script.clone(), log.clone()));
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), svc)
-                    .await;
+                let http = hyper::server::conn::http1::Builder::new();
+                let _ = match tls {
+                    None => http.serve_connection(TokioIo::new(stream), svc).await,
+                    Some(acceptor) => match acceptor.accept(stream).await {
+                        Ok(s) => http.serve_connection(TokioIo::new(s), svc).await,
+                        Err(_) => return,
+                    },
+                };
             });
         }
     });
@@ -155,6 +192,17 @@ async fn handle(
     }
     let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let chat = path.ends_with("/chat/completions");
+    if script.reject_pinning && (v.get("min_tokens").is_some() || v.get("ignore_eos").is_some()) {
+        log.lock().unwrap().push(LogEntry {
+            request_tag: format!("{tag}-rejected"),
+            received,
+            writes: vec![],
+        });
+        return Ok(json_response(
+            400,
+            r#"{"error":{"message":"Unrecognized request argument supplied: ignore_eos"}}"#,
+        ));
+    }
     let behavior = request_id(&tag).map_or(Behavior::Ok, |id| (script.behavior)(id));
     if let Behavior::Status(code) = behavior {
         let mut r = json_response(code, r#"{"error":{"message":"scripted failure"}}"#);
