@@ -54,8 +54,7 @@ async fn sigint_writes_summary_results_and_every_finished_record() {
     assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stderr.contains("stopping"), "{stderr}");
     assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["run"]["interrupted"], true);
     let completed = v["completed"].as_u64().unwrap();
     assert!((8..1000).contains(&completed), "completed {completed}");

@@ -91,8 +91,7 @@ async fn reported_latencies_match_the_server_log() {
         );
         assert_eq!(r["events"], 20);
     }
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["completed"], 16);
     assert_eq!(v["failed"], 0);
     assert_eq!(v["total_output_tokens"], 320);
@@ -147,8 +146,7 @@ async fn several_tokens_per_event_split_itl_but_not_icl() {
     ]))
     .await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     let itl = v["median_itl_ms"].as_f64().unwrap();
     let icl = v["icl"]["median_ms"].as_f64().unwrap();
     assert!(
@@ -208,8 +206,7 @@ async fn every_failure_kind_is_recorded_and_counted() {
         code, 1,
         "error rate above 1% must exit 1\n{stdout}\n{stderr}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     let kinds = &v["errors"]["by_kind"];
     assert_eq!(v["completed"], 2);
     assert_eq!(v["failed"], 12);
@@ -263,8 +260,7 @@ async fn unreachable_target_exits_3_with_connect_errors() {
     .await;
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("no request completed"), "{stderr}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["errors"]["by_kind"]["connect"], 5);
     // Without --model the model lookup itself fails: also exit 3, with a hint.
     let (code, _, stderr) =
@@ -335,8 +331,7 @@ async fn open_loop_records_schedule_and_warmup_is_excluded() {
             (w[1] - w[0]) * 1e3
         );
     }
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["completed"], 40, "warm-up requests are not counted");
     let achieved = v["achieved_request_rate"].as_f64().unwrap();
     assert!((achieved - 50.0).abs() < 2.5, "achieved {achieved}");
@@ -389,8 +384,7 @@ async fn drain_timeout_counts_stuck_requests_as_incomplete_not_failed() {
         started.elapsed() < Duration::from_secs(20),
         "the drain timeout must end the run"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(
         (
             v["completed"].as_u64(),
@@ -443,8 +437,7 @@ async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
         stdout.contains("rejected min_tokens/ignore_eos"),
         "{stdout}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["completed"], 6);
     assert_eq!(v["config"]["min_tokens_sent"], false);
     assert_eq!(v["config"]["ignore_eos_sent"], false);
@@ -487,8 +480,7 @@ async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error
     ]))
     .await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["completed"], 6);
     assert_eq!(v["total_output_tokens"], 24);
     // Verified TLS against a self-signed certificate fails, as connect errors.

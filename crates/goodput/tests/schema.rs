@@ -61,8 +61,7 @@ async fn results_json_matches_the_schema() {
         args.extend(["--out", &out_s]);
         let (code, _, stderr) = goodput_async(args.iter().map(|s| s.to_string()).collect()).await;
         assert_eq!(code, 1, "{stderr}");
-        let doc: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        let doc = read_json(&out);
         validate(&doc);
         assert!(doc["p99.9_ttft_ms"].is_number(), "vLLM-style key for p99.9");
     }
