@@ -187,22 +187,23 @@ fn hardware(
 ///   a token on an H100 and 6.52 ms on an H200. Reading the 16 GB of weights
 ///   at `MBU` (0.80, unchanged) takes 5.99 ms and 4.18 ms, leaving 1.8 ms
 ///   and 2.3 ms of fixed cost a step (scheduling, launches, sampling); 2 ms
-///   splits the two. A lower MBU cannot explain both: the H200's time is
-///   already longer than its bandwidth alone predicts from the H100's.
+///   splits the two. A lower MBU would not fit better: it widens the
+///   predicted H100–H200 gap (1.45 ms even at MBU 1), which is already
+///   wider than the measured 1.28 ms.
 /// - `MFU` comes from saturated serving (Lambda's vLLM v0.6.0 run on one
 ///   H100: 8,088 output tokens/s on ShareGPT, 256 sequences a step). At that
-///   batch a decode step is compute-bound, and vLLM reaches about a third of
-///   the dense bf16 peak end to end (GEMMs, attention, sampling, scheduling),
-///   not the 55 % a large GEMM alone gets: 0.35 puts the simulator 15 % above
-///   that measurement, 0.55 put it 60 % above.
+///   batch the compute term decides a decode step, and the measurement
+///   implies vLLM gets about a third of the dense bf16 peak end to end
+///   (GEMMs, attention, sampling, scheduling): 0.35 puts the simulator 15 %
+///   above it, the 0.55 used before put it 60 % above.
 const MFU: f64 = 0.35;
 const MBU: f64 = 0.80;
 const STEP_OVERHEAD_MS: f64 = 2.0;
 
 /// All built-in hardware profiles. Peak figures are the vendors' dense bf16
 /// and memory-bandwidth specifications; memory is what `nvidia-smi` reports.
-/// The efficiencies are calibrated on the H100 and H200 (see [`MFU`]) and
-/// carried over to the other parts.
+/// The efficiencies are calibrated on the H100 and H200 (see the constants
+/// above) and carried over to the other parts.
 pub fn builtin_hardware() -> Vec<HardwareProfile> {
     let (f, b, o) = (MFU, MBU, STEP_OVERHEAD_MS);
     vec![

@@ -36,8 +36,11 @@ async fn ttft_is_the_prefill_time_and_grows_with_the_prompt() {
         let r = stream_completion(addr, &prompt(n as usize, i), 2).await;
         let ttft = r.ttft().as_secs_f64();
         let expected = prefill_s(&config, n);
+        // Over the prefill: HTTP and the server's tokenization of the prompt,
+        // which in a debug build costs a few µs a token (15-47 ms at 6,000).
+        let slack = 0.03 + 8e-6 * n as f64;
         assert!(
-            ttft >= expected * 0.95 && ttft < expected + 0.03,
+            ttft >= expected * 0.95 && ttft < expected + slack,
             "{n} tokens: TTFT {:.1} ms, prefill {:.1} ms",
             ttft * 1e3,
             expected * 1e3
