@@ -90,7 +90,8 @@ pub struct ClientRun {
     pub server_slip: Spread,
     /// Anything odd about the run, for the notes under the tables.
     pub notes: Vec<String>,
-    /// goodput only: accuracy against the server log.
+    /// Closed loop (goodput, and the bytes-only client's TTFT): accuracy
+    /// against the server log.
     pub accuracy: Option<Accuracy>,
     /// goodput only, open loop: arrival figures.
     pub open_loop: Option<OpenLoopFigures>,
@@ -162,6 +163,8 @@ pub fn closed_loop(
                 &tokens.to_string(),
                 "--time-limit-s",
                 &env.time_limit.as_secs().to_string(),
+                "--timings",
+                &timings_path(env, &label).display().to_string(),
             ]),
         },
         ClientKind::Goodput | ClientKind::GoodputStartup => goodput_command(
@@ -195,13 +198,36 @@ pub fn closed_loop(
         ));
     }
     match client {
-        ClientKind::BytesOnly => check_bytes_client(&mut run)?,
+        ClientKind::BytesOnly => {
+            let summary = check_bytes_client(&mut run)?;
+            match join::read_records(&timings_path(env, &label)) {
+                Ok(records) => {
+                    let origin = summary.clock_origin_monotonic_ns;
+                    let accuracy = join::accuracy(&records, &log, origin);
+                    note_accuracy(&mut run.notes, &accuracy, &label, false);
+                    run.accuracy = Some(accuracy);
+                }
+                Err(e) => run
+                    .notes
+                    .push(format!("{label}: no per-request timings ({e:#})")),
+            }
+        }
         ClientKind::GoodputStartup => check_goodput_exit(&run.usage)?,
         ClientKind::Goodput => {
             check_goodput_exit(&run.usage)?;
             let records = join::read_records(&records_path(env, &label))?;
-            let accuracy = join::accuracy(&records, &log);
-            note_accuracy(&mut run.notes, &accuracy, &label);
+            let origin = read_results(&results_path(env, &label))
+                .as_ref()
+                .and_then(join::clock_origin);
+            if origin.is_none() {
+                run.notes.push(format!(
+                    "{label}: goodput's results have no `run.clock_origin_monotonic_ns` \
+                     (an older goodput?): the client-side parts of the TTFT error decomposition \
+                     are missing"
+                ));
+            }
+            let accuracy = join::accuracy(&records, &log, origin);
+            note_accuracy(&mut run.notes, &accuracy, &label, true);
             run.accuracy = Some(accuracy);
         }
     }
@@ -316,7 +342,12 @@ fn measure(
     // the end of its last response, which the server wrote before logging.
     std::thread::sleep(Duration::from_millis(50));
     let log = server.log().take();
+    let kernel_timestamps = server.log().kernel_timestamps();
     drop(server);
+    let log_path = env.work_dir.join(format!("{label}.server.jsonl"));
+    if let Err(e) = crate::server::write_log(&log_path, &log) {
+        eprintln!("bench: could not keep the server log: {e:#}");
+    }
     eprintln!(
         "bench: {label} done in {:.1} s, CPU {:.2} s, peak RSS {:.1} MiB",
         usage.wall.as_secs_f64(),
@@ -324,6 +355,21 @@ fn measure(
         usage.max_rss_kib as f64 / 1024.0
     );
     let mut notes = Vec::new();
+    if !kernel_timestamps {
+        notes.push(format!(
+            "{label}: SO_TIMESTAMPNS could not be enabled: no kernel receive times, so no \
+             send delay, server read lateness or TTFT error without it"
+        ));
+    } else {
+        let stamped = log.iter().filter(|e| e.kernel_rx_ns.is_some()).count();
+        if stamped < log.len() {
+            notes.push(format!(
+                "{label}: {} of {} requests had no kernel receive timestamp",
+                log.len() - stamped,
+                log.len()
+            ));
+        }
+    }
     let cores = machine::cores() as f64;
     if let Some(other) =
         other_cpu.filter(|o| o.as_secs_f64() > 0.05 * cores * usage.wall.as_secs_f64())
@@ -360,6 +406,10 @@ fn words(items: &[&str]) -> Vec<String> {
 
 fn records_path(env: &BenchEnv, label: &str) -> PathBuf {
     env.work_dir.join(format!("{label}.records.jsonl"))
+}
+
+fn timings_path(env: &BenchEnv, label: &str) -> PathBuf {
+    env.work_dir.join(format!("{label}.timings.jsonl"))
 }
 
 fn results_path(env: &BenchEnv, label: &str) -> PathBuf {
@@ -448,8 +498,9 @@ fn check_goodput_exit(usage: &ChildUsage) -> anyhow::Result<()> {
     }
 }
 
-/// Checks the bytes-only client's summary against the server's count.
-fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<()> {
+/// Checks the bytes-only client's summary against the server's count and
+/// returns the summary.
+fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<BytesClientSummary> {
     anyhow::ensure!(
         run.usage.exit_code == Some(0),
         "bytes client exited with {:?}: {}\n{}",
@@ -476,10 +527,12 @@ fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<()> {
             run.streams, summary.data_events, expected
         ));
     }
-    Ok(())
+    Ok(summary)
 }
 
-fn note_accuracy(notes: &mut Vec<String>, accuracy: &Accuracy, label: &str) {
+/// Notes about what an accuracy figure left out; `itl` when the client
+/// records per-event times (goodput) and their absence is worth a note.
+fn note_accuracy(notes: &mut Vec<String>, accuracy: &Accuracy, label: &str, itl: bool) {
     if accuracy.failed > 0 {
         notes.push(format!(
             "{label}: {} of {} requests failed ({})",
@@ -494,7 +547,7 @@ fn note_accuracy(notes: &mut Vec<String>, accuracy: &Accuracy, label: &str) {
             accuracy.unmatched
         ));
     }
-    if accuracy.missing_event_times > 0 {
+    if itl && accuracy.missing_event_times > 0 {
         notes.push(format!(
             "{label}: {} records had no `event_times_ms` (left out of ITL error)",
             accuracy.missing_event_times

@@ -15,6 +15,22 @@
 //!   (server write k − server write k−1), matched by event index within a
 //!   request; requests whose event count differs from the server's token count
 //!   are counted and left out. The tables give percentiles of |ITL error|.
+//!
+//! Decomposition of the TTFT error, per request, on the shared
+//! `CLOCK_MONOTONIC` (client times: the results' `run.clock_origin_monotonic_ns`
+//! + `send_s`, + `event_times_ms` / `ttft_ms`; server times: its log):
+//! - send delay = kernel receive time of the request − client send time
+//!   (the client's write path and loopback);
+//! - server read lateness = server `t_recv` (user space) − kernel receive time;
+//! - first-event delay = client first-event time − server first token write
+//!   (loopback, and the client's read and timestamp delay);
+//! - per-event delay = client event i time − server write i (pooled over
+//!   events, requests whose event count matches the server's only).
+//!
+//! TTFT error = send delay + server read lateness + first-event delay, exactly.
+//! "TTFT error, server read lateness removed" = client TTFT − (first write −
+//! kernel receive time) = send delay + first-event delay: what is left when
+//! the server's TTFT is counted from the kernel's receive time.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -120,11 +136,39 @@ pub struct Accuracy {
     pub itl_error_p50_signed: f64,
     /// Failed measured records by `error_kind`, most frequent first.
     pub error_kinds: Vec<(String, usize)>,
+    /// Where the TTFT error comes from.
+    pub decomposition: Decomposition,
 }
 
-/// Computes [`Accuracy`] from goodput's records and the server's log.
-pub fn accuracy(records: &[ClientRecord], log: &[RequestLog]) -> Accuracy {
+/// The TTFT error taken apart on the shared monotonic clock (see the module
+/// documentation); all in ms.
+#[derive(Debug, Clone)]
+pub struct Decomposition {
+    /// Matched requests with a TTFT whose server entry has a kernel receive time.
+    pub with_kernel_rx: usize,
+    /// Kernel receive time − client send time.
+    pub send_delay: Spread,
+    /// Server `t_recv` − kernel receive time.
+    pub read_lateness: Spread,
+    /// Client first-event time − server first write.
+    pub first_event_delay: Spread,
+    /// Client event i time − server write i, pooled.
+    pub event_delay: Spread,
+    /// Client TTFT − (server first write − kernel receive time).
+    pub ttft_error_kernel: Spread,
+}
+
+/// Computes [`Accuracy`] from a client's records and the server's log;
+/// `origin_ns` is the records' clock origin on `CLOCK_MONOTONIC` (goodput's
+/// `run.clock_origin_monotonic_ns`), needed for the client-side parts of the
+/// decomposition.
+pub fn accuracy(records: &[ClientRecord], log: &[RequestLog], origin_ns: Option<u64>) -> Accuracy {
     let by_id = index_log(log);
+    // Server times relative to the client's origin, ns.
+    let rel = |t: u64| origin_ns.map(|o| (t as i128 - o as i128) as f64);
+    let (mut send_delay, mut read_late, mut first_delay, mut event_delay, mut ttft_kernel) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut with_kernel_rx = 0;
     let measured: Vec<&ClientRecord> = records.iter().filter(|r| r.is_measured()).collect();
     let failed = measured.iter().filter(|r| !r.ok).count();
     let (mut true_ttft, mut reported_ttft, mut ttft_error) = (Vec::new(), Vec::new(), Vec::new());
@@ -141,6 +185,21 @@ pub fn accuracy(records: &[ClientRecord], log: &[RequestLog]) -> Accuracy {
             true_ttft.push(truth);
             reported_ttft.push(client);
             ttft_error.push(client - truth);
+            if let Some(kernel_ttft) = server.ttft_from_kernel_rx_ms() {
+                with_kernel_rx += 1;
+                ttft_kernel.push(client - kernel_ttft);
+                read_late.extend(server.read_lateness_ms());
+            }
+            // Client send time relative to its origin, ns.
+            let send = record.send_s.map(|s| s * 1e9);
+            if let (Some(send), Some(first)) = (send, server.token_ns.first()) {
+                if let Some(first) = rel(*first) {
+                    first_delay.push((send + client * 1e6 - first) / 1e6);
+                }
+                if let Some(kernel) = server.kernel_rx_ns.and_then(rel) {
+                    send_delay.push((kernel - send) / 1e6);
+                }
+            }
         }
         let Some(times) = record.event_times_ms.as_deref() else {
             missing += 1;
@@ -149,6 +208,13 @@ pub fn accuracy(records: &[ClientRecord], log: &[RequestLog]) -> Accuracy {
         if times.len() != server.token_ns.len() {
             mismatch += 1;
             continue;
+        }
+        if let Some(send) = record.send_s.map(|s| s * 1e9) {
+            for (&t, &write) in times.iter().zip(&server.token_ns) {
+                if let Some(write) = rel(write) {
+                    event_delay.push((send + t * 1e6 - write) / 1e6);
+                }
+            }
         }
         for (client_pair, server_gap) in times.windows(2).zip(server.gaps_ms()) {
             let client_gap = client_pair[1] - client_pair[0];
@@ -173,7 +239,23 @@ pub fn accuracy(records: &[ClientRecord], log: &[RequestLog]) -> Accuracy {
         itl_abs_error: Spread::of(&itl_abs),
         itl_error_p50_signed: Spread::of(&itl_signed).p50,
         error_kinds: error_kinds(&measured),
+        decomposition: Decomposition {
+            with_kernel_rx,
+            send_delay: Spread::of(&send_delay),
+            read_lateness: Spread::of(&read_late),
+            first_event_delay: Spread::of(&first_delay),
+            event_delay: Spread::of(&event_delay),
+            ttft_error_kernel: Spread::of(&ttft_kernel),
+        },
     }
+}
+
+/// goodput's `run.clock_origin_monotonic_ns` from its results JSON.
+pub fn clock_origin(results: &serde_json::Value) -> Option<u64> {
+    results
+        .get("run")?
+        .get("clock_origin_monotonic_ns")?
+        .as_u64()
 }
 
 /// Failed records counted by `error_kind`, most frequent first.
@@ -267,6 +349,7 @@ mod tests {
             endpoint: Endpoint::Completions,
             streamed: true,
             recv_ns,
+            kernel_rx_ns: None,
             token_ns: token_ms.iter().map(|ms| recv_ns + ms * 1_000_000).collect(),
             complete: true,
         }
@@ -299,7 +382,7 @@ mod tests {
         log.push(server_entry("run-a-b-5", 0, &[100]));
         let mut records = records;
         records.push(record(r#"{"request_id":5,"ok":true,"ttft_ms":100.0}"#));
-        let a = accuracy(&records, &log);
+        let a = accuracy(&records, &log, None);
         assert_eq!(a.measured, 5);
         assert_eq!(a.failed, 1);
         assert_eq!(a.matched, 3);
@@ -315,6 +398,42 @@ mod tests {
         assert!((a.itl_abs_error.p50 - 1.0).abs() < 1e-9);
         assert!((a.itl_error_p50_signed - -0.5).abs() < 1e-9);
         assert_eq!(a.error_kinds, vec![("timeout".to_string(), 1)]);
+        // No kernel times, no client origin: no decomposition.
+        assert_eq!(a.decomposition.with_kernel_rx, 0);
+        assert_eq!(a.decomposition.send_delay.n, 0);
+        assert_eq!(a.decomposition.first_event_delay.n, 0);
+    }
+
+    #[test]
+    fn decomposes_the_ttft_error_on_the_shared_clock() {
+        // Client origin at 1 s of CLOCK_MONOTONIC; the request is sent at
+        // send_s = 2 s (3 s absolute), the kernel has it 0.2 ms later, the
+        // server reads it 0.5 ms after that and writes tokens at 100 and
+        // 110 ms after its read; the client sees them 0.1 and 0.3 ms later.
+        let ms = 1_000_000u64;
+        let send = 3_000 * ms;
+        let kernel = send + ms / 5;
+        let recv = kernel + ms / 2;
+        let mut entry = server_entry("run-7", recv, &[100, 110]);
+        entry.kernel_rx_ns = Some(kernel);
+        let ttft = (entry.token_ns[0] + ms / 10 - send) as f64 / 1e6;
+        let second = (entry.token_ns[1] + 3 * ms / 10 - send) as f64 / 1e6;
+        let records = vec![record(&format!(
+            r#"{{"request_id":7,"ok":true,"send_s":2.0,"ttft_ms":{ttft},"event_times_ms":[{ttft},{second}]}}"#
+        ))];
+        let a = accuracy(&records, &[entry], Some(1_000 * ms));
+        let d = &a.decomposition;
+        let close = |x: f64, y: f64| (x - y).abs() < 1e-6;
+        assert_eq!(d.with_kernel_rx, 1);
+        assert!(close(d.send_delay.p50, 0.2), "{d:?}");
+        assert!(close(d.read_lateness.p50, 0.5), "{d:?}");
+        assert!(close(d.first_event_delay.p50, 0.1), "{d:?}");
+        assert_eq!(d.event_delay.n, 2);
+        assert!(close(d.event_delay.max, 0.3), "{d:?}");
+        // The parts add up to the TTFT error; without the read lateness,
+        // send delay + first-event delay remain.
+        assert!(close(a.ttft_error.p50, 0.2 + 0.5 + 0.1), "{a:?}");
+        assert!(close(d.ttft_error_kernel.p50, 0.2 + 0.1), "{d:?}");
     }
 
     #[test]
@@ -337,6 +456,15 @@ mod tests {
         assert!((o.send_rate - 2.0).abs() < 1e-9);
         assert!((o.server_arrival_rate - 4.0).abs() < 1e-9);
         assert_eq!(o.lag.max, 4.0);
+    }
+
+    #[test]
+    fn clock_origin_is_read_exactly() {
+        let v: serde_json::Value =
+            serde_json::from_str(r#"{"run":{"clock_origin_monotonic_ns":123456789012345678}}"#)
+                .unwrap();
+        assert_eq!(clock_origin(&v), Some(123_456_789_012_345_678));
+        assert_eq!(clock_origin(&serde_json::json!({"run": {}})), None);
     }
 
     #[test]

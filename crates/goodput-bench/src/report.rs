@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 
 use crate::experiments::{BenchEnv, ClientKind, ClientRun};
+use crate::join::Accuracy;
+use crate::stats::Spread;
 
 /// A number with `decimals` places, or `–` when not a number.
 fn num(value: f64, decimals: usize) -> String {
@@ -251,28 +253,34 @@ fn medians(runs: &[ClientRun]) -> String {
     out
 }
 
-/// TTFT and ITL error against the server's log, one row per goodput run.
+/// TTFT and ITL error against the server's log, one row per closed-loop run
+/// (the bytes-only client has TTFT only), then the TTFT error decomposed.
 pub fn accuracy(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Accuracy against the server's log\n\n");
-    let rows: Vec<Vec<String>> = runs
+    let with_accuracy: Vec<(&ClientRun, &Accuracy)> = runs
         .iter()
         .filter_map(|run| Some((run, run.accuracy.as_ref()?)))
+        .collect();
+    let pair = |s: &Spread| format!("{} / {}", num(s.p50, 2), num(s.p99, 2));
+    let triple = |s: &Spread| format!("{} / {} / {}", num(s.p50, 2), num(s.p99, 2), num(s.max, 2));
+    let rows: Vec<Vec<String>> = with_accuracy
+        .iter()
         .map(|(run, a)| {
-            let pair = |x: f64, y: f64| format!("{} / {}", num(x, 2), num(y, 2));
             vec![
+                run.client.name().to_string(),
                 count(run.streams as u64),
                 format!(
                     "{} of {}",
                     count(a.matched as u64),
                     count(a.measured as u64)
                 ),
-                pair(a.true_ttft.p50, a.true_ttft.p99),
-                pair(a.reported_ttft.p50, a.reported_ttft.p99),
-                pair(a.ttft_error.p50, a.ttft_error.p99),
+                pair(&a.true_ttft),
+                pair(&a.reported_ttft),
+                pair(&a.ttft_error),
                 count(a.itl_abs_error.n as u64),
-                pair(a.true_itl.p50, a.true_itl.p99),
-                pair(a.reported_itl.p50, a.reported_itl.p99),
-                pair(a.itl_abs_error.p50, a.itl_abs_error.p99),
+                pair(&a.true_itl),
+                pair(&a.reported_itl),
+                pair(&a.itl_abs_error),
                 num(a.itl_abs_error.max, 2),
                 num(a.itl_error_p50_signed, 3),
             ]
@@ -281,6 +289,7 @@ pub fn accuracy(runs: &[ClientRun]) -> String {
     table(
         &mut out,
         &[
+            "client",
             "streams",
             "requests joined",
             "true TTFT p50 / p99 (ms)",
@@ -296,11 +305,66 @@ pub fn accuracy(runs: &[ClientRun]) -> String {
         &rows,
     );
     out.push_str(
-        "Joined on `x-request-id` = `<run-tag>-<request_id>`; measured phase only. TTFT error = goodput's \
-         `ttft_ms` − server TTFT (first token write − moment the whole request had been read), per request, \
+        "Joined on `x-request-id` = `<run-tag>-<request_id>`; measured phase only. TTFT error = the client's \
+         TTFT − server TTFT (first token write − moment the whole request had been read), per request, \
          signed. ITL error = goodput's gap between events k−1 and k (from `event_times_ms`) − the server's \
          gap between the writes of tokens k−1 and k, per gap; the table gives percentiles of its absolute \
-         value. Percentiles interpolate linearly between ranks (numpy's default).\n\n",
+         value. The bytes-only client keeps no per-event times (TTFT only): its TTFT is from right before \
+         its request `write` to right after the `read` that brought the end of the first event. \
+         Percentiles interpolate linearly between ranks (numpy's default).\n\n",
+    );
+
+    out.push_str("#### Where the TTFT error comes from\n\n");
+    let rows: Vec<Vec<String>> = with_accuracy
+        .iter()
+        .map(|(run, a)| {
+            let d = &a.decomposition;
+            vec![
+                run.client.name().to_string(),
+                count(run.streams as u64),
+                count(d.with_kernel_rx as u64),
+                triple(&d.send_delay),
+                triple(&d.read_lateness),
+                triple(&d.first_event_delay),
+                triple(&d.event_delay),
+                triple(&a.ttft_error),
+                triple(&d.ttft_error_kernel),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "client",
+            "streams",
+            "requests with kernel rx time",
+            "send delay p50 / p99 / max (ms)",
+            "server read lateness p50 / p99 / max (ms)",
+            "first-event delay p50 / p99 / max (ms)",
+            "per-event delay p50 / p99 / max (ms)",
+            "TTFT error vs server t_recv p50 / p99 / max (ms)",
+            "TTFT error, server read lateness removed p50 / p99 / max (ms)",
+        ],
+        &rows,
+    );
+    out.push_str(
+        "All on the one system-wide `CLOCK_MONOTONIC`: client times are the client's clock origin \
+         (goodput's `run.clock_origin_monotonic_ns`) + `send_s` (+ `ttft_ms`, + `event_times_ms[i]`); the \
+         server logs absolute monotonic times, and with `SO_TIMESTAMPNS` on its sockets, the kernel's \
+         receive time of the segment that completed each request (`recvmsg` control message, \
+         `CLOCK_REALTIME` converted with an offset sampled every second). Per request: \
+         **send delay** = kernel receive time − client send time (the client's write path from its \
+         send timestamp, and loopback); **server read lateness** = the server's user-space `t_recv` \
+         (right after the read that completed the request) − kernel receive time: how long the request \
+         sat in the socket before the reference server (1 thread, sharing the cores) got to it; \
+         **first-event delay** = client first-event time − server first token write (loopback, plus the \
+         client's delay in reading and timestamping it); **per-event delay** = client time of event i − \
+         server write i, pooled over all events of requests whose event count matches (goodput only). \
+         TTFT error vs server t_recv (as in the table above) = send delay + server read lateness + \
+         first-event delay. **TTFT error, server read lateness removed** = client TTFT − (server first \
+         write − kernel receive time) = send delay + first-event delay: the client's own share. The \
+         bytes-only row is the floor on this machine: what a client that only writes and reads \
+         achieves at the same load.\n\n",
     );
     out
 }
@@ -510,7 +574,7 @@ mod tests {
     #[test]
     fn accuracy_and_open_loop_tables_are_rectangular() {
         let mut closed = fake_run(ClientKind::Goodput, 256, 1);
-        closed.accuracy = Some(crate::join::accuracy(&[], &[]));
+        closed.accuracy = Some(crate::join::accuracy(&[], &[], None));
         let mut open = fake_run(ClientKind::Goodput, 0, 1);
         open.open_loop = Some(crate::experiments::OpenLoopFigures {
             target_rate: 2000.0,
@@ -523,7 +587,7 @@ mod tests {
         let accuracy_md = accuracy(&runs);
         assert_rectangular(&accuracy_md);
         assert!(
-            accuracy_md.contains("| 256 | 0 of 0 | – / – |"),
+            accuracy_md.contains("| goodput | 256 | 0 of 0 | – / – |"),
             "{accuracy_md}"
         );
         let open_md = open_loop(&runs);

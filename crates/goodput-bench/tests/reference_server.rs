@@ -75,6 +75,17 @@ fn exchange(addr: &str, request: &str) -> String {
     }
 }
 
+/// `CLOCK_MONOTONIC` now, ns: the clock the server logs on.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 fn post(path: &str, id: &str, body: &str) -> String {
     format!(
         "POST {path} HTTP/1.1\r\nhost: x\r\nx-request-id: {id}\r\ncontent-length: {}\r\n\r\n{body}",
@@ -87,6 +98,8 @@ fn serves_streams_on_schedule_and_logs_every_token() {
     let dir = std::env::temp_dir().join(format!("goodput-bench-it-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log_path = dir.join("server-log.jsonl");
+    let timings_path = dir.join("timings.jsonl");
+    let started_ns = monotonic_ns();
     let serve = start_serve(&log_path);
 
     // The bytes-only client: 10 requests over 4 keep-alive connections.
@@ -102,6 +115,8 @@ fn serves_streams_on_schedule_and_logs_every_token() {
             "--time-limit-s",
             "30",
         ])
+        .arg("--timings")
+        .arg(&timings_path)
         .output()
         .expect("bytes client runs");
     assert!(
@@ -114,6 +129,24 @@ fn serves_streams_on_schedule_and_logs_every_token() {
     assert_eq!(summary["failed"], 0);
     // 5 tokens + usage + [DONE] per response.
     assert_eq!(summary["data_events"], 70);
+    let origin = summary["clock_origin_monotonic_ns"]
+        .as_u64()
+        .expect("clock origin");
+    // Per request: sent, then its first token at least TTFT later.
+    let timings: Vec<serde_json::Value> = std::fs::read_to_string(&timings_path)
+        .expect("timings file")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(timings.len(), 10);
+    let mut send_abs = std::collections::HashMap::new();
+    for t in &timings {
+        assert_eq!(t["ok"], true, "{t}");
+        let ttft = t["ttft_ms"].as_f64().unwrap();
+        assert!(ttft >= TTFT_MS as f64 && ttft < 5_000.0, "{t}");
+        let send = origin + (t["send_s"].as_f64().unwrap() * 1e9) as u64;
+        send_abs.insert(format!("bytes-{}", t["request_id"]), send);
+    }
 
     // Chat: a role-only chunk first, then content events, no usage unless asked.
     let chat = exchange(
@@ -161,8 +194,21 @@ fn serves_streams_on_schedule_and_logs_every_token() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 11, "every request logged once under its own id");
+    let stopped_ns = monotonic_ns();
     for entry in &entries {
         let recv = entry["recv_ns"].as_u64().unwrap();
+        // Absolute CLOCK_MONOTONIC, the kernel's receive time a little before
+        // the server read the request, and after the client sent it.
+        assert!(started_ns < recv && recv < stopped_ns, "{entry}");
+        let kernel = entry["kernel_rx_ns"]
+            .as_u64()
+            .expect("kernel receive timestamp");
+        // Slack: the realtime-to-monotonic offset is sampled, not exact.
+        let slack = 50_000;
+        assert!(kernel <= recv + slack, "{entry}");
+        if let Some(&send) = send_abs.get(entry["request_id"].as_str().unwrap()) {
+            assert!(send <= kernel + slack, "sent at {send}: {entry}");
+        }
         let tokens: Vec<u64> = entry["token_ns"]
             .as_array()
             .unwrap()
