@@ -80,9 +80,9 @@ pub struct RunArgs {
     /// Open loop: cap on requests in flight (the wait shows as schedule lag, not hidden).
     #[arg(long, help_heading = "Load")]
     pub max_concurrency: Option<usize>,
-    /// Measured requests to send.
-    #[arg(long, default_value_t = 200, help_heading = "Load")]
-    pub num_prompts: u64,
+    /// Measured requests to send [default: 200, or unbounded when only --duration is given].
+    #[arg(long, help_heading = "Load")]
+    pub num_prompts: Option<u64>,
     /// Sending window of the measured phase, e.g. 60s (with --num-prompts, whichever ends first).
     #[arg(long, value_parser = duration, help_heading = "Load")]
     pub duration: Option<std::time::Duration>,

@@ -38,6 +38,15 @@ fn parse_warmup(s: &str) -> Result<Warmup, String> {
         })
 }
 
+/// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
+fn num_prompts(args: &RunArgs) -> Option<u64> {
+    match (args.num_prompts, args.duration) {
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => None,
+        (None, None) => Some(200),
+    }
+}
+
 fn build_options(args: &RunArgs, url: String, model: Option<String>) -> Result<RunOptions, Exit> {
     let load = match args.request_rate {
         Some(rate) => Load::Open {
@@ -56,7 +65,7 @@ fn build_options(args: &RunArgs, url: String, model: Option<String>) -> Result<R
     if args.burstiness.is_some_and(|b| b <= 0.0 || !b.is_finite()) {
         return Err(usage(anyhow!("--burstiness must be a number > 0")));
     }
-    if args.num_prompts == 0 {
+    if args.num_prompts == Some(0) {
         return Err(usage(anyhow!("--num-prompts must be at least 1")));
     }
     let api_key = std::env::var(&args.api_key_env)
@@ -85,7 +94,7 @@ fn build_options(args: &RunArgs, url: String, model: Option<String>) -> Result<R
         tokenizer: args.tokenizer.clone(),
         plan: RunPlan {
             load,
-            num_prompts: Some(args.num_prompts),
+            num_prompts: num_prompts(args),
             duration: args.duration,
             warmup: parse_warmup(&args.warmup).map_err(|e| usage(anyhow!(e)))?,
             drain_timeout: args.drain_timeout.unwrap_or(args.timeout),
@@ -189,7 +198,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
     let progress = Arc::new(Progress::default());
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
     if !args.quiet && std::io::stderr().is_terminal() {
-        crate::progress::spawn(progress.clone(), Some(args.num_prompts), done_rx);
+        crate::progress::spawn(progress.clone(), num_prompts(&args), done_rx);
     }
     let result = run::run(opts, control, records, progress).await;
     let _ = done_tx.send(true);

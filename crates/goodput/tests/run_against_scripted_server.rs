@@ -508,3 +508,38 @@ async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_alone_bounds_sending_without_the_default_prompt_count() {
+    let server = start(Script {
+        ttft: Duration::from_millis(2),
+        interval: Duration::from_millis(1),
+        events: 2,
+        ..Script::default()
+    })
+    .await;
+    let out = tmp("results.json");
+    let (code, stdout, stderr) = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--request-rate",
+        "300",
+        "--arrival",
+        "constant",
+        "--duration",
+        "1s",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let sent = read_json(&out)["run"]["sent_measured"].as_u64().unwrap();
+    // 300/s for 1 s is 300 sends, more than the 200 the count would default to.
+    assert!((290..=301).contains(&sent), "sent {sent}");
+}
