@@ -193,6 +193,13 @@ pub async fn execute<T: Timer>(
             _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
             p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break 'send },
         };
+        // Closed loop: the slot may have freed after the sending window closed.
+        if let (false, None, Some(d), Some(s)) = (warmup, offset, plan.duration, measure_start) {
+            if crate::clock::now() >= s + d {
+                drop(permit);
+                break;
+            }
+        }
         let t_sched = match offset {
             Some(off) => clock.ns(origin + off),
             None => clock.now_ns(),

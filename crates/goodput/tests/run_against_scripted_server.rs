@@ -543,3 +543,49 @@ async fn duration_alone_bounds_sending_without_the_default_prompt_count() {
     // 300/s for 1 s is 300 sends, more than the 200 the count would default to.
     assert!((290..=301).contains(&sent), "sent {sent}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_duration_sends_nothing_after_the_window() {
+    let server = start(Script {
+        ttft: Duration::from_millis(150),
+        interval: Duration::from_millis(5),
+        events: 3,
+        ..Script::default()
+    })
+    .await;
+    let records = tmp("records.jsonl");
+    let (code, stdout, stderr) = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "2",
+        "--duration",
+        "1s",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "3",
+        "--quiet",
+        "--records",
+        records.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let sends: Vec<f64> = read_records(&records)
+        .iter()
+        .map(|r| r["send_s"].as_f64().unwrap())
+        .collect();
+    let first = sends.iter().cloned().fold(f64::INFINITY, f64::min);
+    let last = sends.iter().cloned().fold(0.0, f64::max);
+    assert!(
+        last - first < 1.0,
+        "a request was sent {:.3} s after the first",
+        last - first
+    );
+    assert!(
+        sends.len() >= 8 && sends.len() <= 14,
+        "{} sends",
+        sends.len()
+    );
+}
