@@ -16,6 +16,7 @@ use crate::error::SimError;
 use crate::faults::{parse_duration, FaultConfig, FaultSpec};
 use crate::kv::BLOCK_SIZE;
 use crate::presets::{hardware_by_name, model_by_name, HardwareProfile, ModelProfile};
+use crate::priority::PriorityRequest;
 use crate::roofline::Roofline;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -135,6 +136,8 @@ pub struct SimConfig {
     pub faults: FaultConfig,
     /// Worker threads of the HTTP server's own runtime.
     pub server_threads: usize,
+    /// Scheduling priority the engine thread asks for ([`crate::priority`]).
+    pub engine_priority: PriorityRequest,
 }
 
 impl Default for SimConfig {
@@ -156,6 +159,7 @@ impl Default for SimConfig {
             time_scale: 1.0,
             faults: FaultConfig::default(),
             server_threads: 1,
+            engine_priority: PriorityRequest::Auto,
         }
     }
 }
@@ -357,6 +361,7 @@ struct ConfigFile {
     output_len_dist: Option<OutputLenDist>,
     time_scale: Option<f64>,
     server_threads: Option<usize>,
+    engine_priority: Option<PriorityRequest>,
     faults: Option<FaultConfig>,
 }
 
@@ -384,6 +389,7 @@ impl ConfigFile {
         set(&mut c.output_len, self.output_len_dist);
         set(&mut c.time_scale, self.time_scale);
         set(&mut c.server_threads, self.server_threads);
+        set(&mut c.engine_priority, self.engine_priority);
         set(&mut c.faults, self.faults);
         Ok(())
     }
@@ -455,6 +461,10 @@ pub struct SimArgs {
     /// Worker threads of the HTTP server [default: 1].
     #[arg(long, value_name = "N")]
     pub server_threads: Option<usize>,
+    /// Engine thread scheduling: auto (real-time SCHED_FIFO if permitted, else
+    /// nice -10 and a short time slice where allowed) or normal [default: auto].
+    #[arg(long, value_name = "MODE")]
+    pub engine_priority: Option<PriorityRequest>,
     /// Fault: answer HTTP 500 at this rate (0-1) or schedule (every:N).
     #[arg(long, value_name = "SPEC")]
     pub fault_500: Option<FaultSpec>,
@@ -508,6 +518,7 @@ impl Default for SimArgs {
             output_len_dist: None,
             time_scale: None,
             server_threads: None,
+            engine_priority: None,
             fault_500: None,
             fault_503: None,
             fault_429: None,
@@ -564,6 +575,7 @@ impl SimArgs {
         set(&mut c.output_len, self.output_len_dist);
         set(&mut c.time_scale, self.time_scale);
         set(&mut c.server_threads, self.server_threads);
+        set(&mut c.engine_priority, self.engine_priority);
         let f = &mut c.faults;
         set(&mut f.http_500, self.fault_500);
         set(&mut f.http_503, self.fault_503);

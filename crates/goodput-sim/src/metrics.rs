@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::stats::{Histogram, LiveState};
+use crate::stats::{Histogram, LiveState, SimStats};
 
 fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\")
@@ -47,8 +47,9 @@ impl Out<'_> {
     }
 }
 
-/// Render the state for the served model `model_name`.
-pub fn render(state: &LiveState, model_name: &str) -> String {
+/// Render the state (and its summary, [`LiveState::summary`]) for the
+/// served model `model_name`.
+pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String {
     let labels = format!("model_name=\"{}\"", escape_label(model_name));
     let mut o = Out {
         buf: String::with_capacity(16 * 1024),
@@ -169,6 +170,52 @@ pub fn render(state: &LiveState, model_name: &str) -> String {
         "How long after its deadline each engine step started, in seconds.",
         &state.lateness,
     );
+    for (name, help, v) in [
+        (
+            "goodput_sim_step_lateness_mean_seconds",
+            "Mean step lateness, seconds.",
+            summary.lateness_mean_s,
+        ),
+        (
+            "goodput_sim_step_lateness_p50_seconds",
+            "Median step lateness, seconds (exact to 1 microsecond).",
+            summary.lateness_p50_s,
+        ),
+        (
+            "goodput_sim_step_lateness_p99_seconds",
+            "99th percentile of step lateness, seconds (exact to 1 microsecond).",
+            summary.lateness_p99_s,
+        ),
+        (
+            "goodput_sim_step_lateness_p999_seconds",
+            "99.9th percentile of step lateness, seconds (exact to 1 microsecond).",
+            summary.lateness_p999_s,
+        ),
+        (
+            "goodput_sim_step_lateness_max_seconds",
+            "Largest step lateness, seconds.",
+            summary.lateness_max_s,
+        ),
+        (
+            "goodput_sim_engine_work_max_seconds",
+            "Longest wall time the engine thread spent on one step's work (wake-up to next sleep).",
+            summary.engine_work_max_s,
+        ),
+    ] {
+        o.value(name, "gauge", help, v);
+    }
+    o.value(
+        "goodput_sim_engine_work_seconds_total",
+        "counter",
+        "Wall time the engine thread spent working between its sleeps.",
+        summary.engine_work_s,
+    );
+    o.value(
+        "goodput_sim_engine_realtime_priority",
+        "gauge",
+        "SCHED_FIFO priority of the engine thread (0: a normal thread).",
+        summary.engine_priority.fifo.map_or(0.0, f64::from),
+    );
     o.buf
 }
 
@@ -185,7 +232,8 @@ mod tests {
         s.counters.preemptions = 2;
         s.ttft.observe(0.003);
         s.ttft.observe(0.5);
-        let text = render(&s, "m\"x");
+        s.lateness_exact.record_ns(1_200_000);
+        let text = render(&s, &s.summary(), "m\"x");
         assert!(text.contains("vllm:num_requests_running{model_name=\"m\\\"x\"} 3"));
         assert!(text.contains("vllm:num_preemptions_total{model_name=\"m\\\"x\"} 2"));
         assert!(text.contains(
@@ -195,5 +243,8 @@ mod tests {
             "vllm:time_to_first_token_seconds_bucket{model_name=\"m\\\"x\",le=\"+Inf\"} 2"
         ));
         assert!(text.contains("# TYPE goodput_sim_step_lateness_seconds histogram"));
+        assert!(
+            text.contains("goodput_sim_step_lateness_p99_seconds{model_name=\"m\\\"x\"} 0.0012")
+        );
     }
 }

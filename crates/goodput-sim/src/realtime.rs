@@ -1,13 +1,17 @@
 //! The engine in real time: its own OS thread, steps on absolute deadlines.
 //!
-//! The thread runs a step (which only does bookkeeping), sleeps until the
-//! step's end with an absolute-deadline `clock_nanosleep` (timer slack set to
-//! 1 ns), then hands each sequence's new token to its connection task with
-//! one channel send, and starts the next step at that same deadline, so small
-//! wake-up delays never accumulate. Each step's lateness (wake-up time minus
-//! deadline) goes into [`LiveStats`]. Requests and aborts arrive through a
-//! channel and join at the next step boundary; with nothing to do, the thread
-//! blocks on that channel.
+//! The thread first raises its own scheduling priority as far as the OS
+//! allows ([`crate::priority`]), so that it gets a CPU the moment its timer
+//! fires even when the HTTP threads and the benchmark client keep both cores
+//! busy. Each step it runs the engine (bookkeeping only), sleeps until the
+//! step's end with an absolute-deadline `clock_nanosleep` (timer slack 1 ns),
+//! records the lateness (wake-up time minus deadline, read right after the
+//! wake-up, before any other work), then hands the whole step's tokens to
+//! the HTTP runtime in one message (one cross-thread wake-up a step, however
+//! many streams), and starts the next step at that same deadline, so small
+//! wake-up delays never accumulate. Requests and aborts arrive through a
+//! channel and join at the next step boundary; with nothing to do, the
+//! thread blocks on that channel.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{Receiver, TryRecvError};
@@ -15,6 +19,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::engine::{Engine, EngineRequest, FinishedRequest, Rejection, RequestId, StepOutputs};
+use crate::priority::{self, EnginePriority, PriorityRequest};
 use crate::stats::LiveStats;
 
 /// Why a request stops generating.
@@ -110,9 +115,15 @@ impl MonoClock {
 
     /// Sleep until `t_s`; returns how late the wake-up was, nanoseconds.
     pub fn sleep_until(&self, t_s: f64) -> u64 {
+        self.sleep_until_woke(t_s).0
+    }
+
+    /// Sleep until `t_s`; returns the lateness and the wake-up time, ns.
+    fn sleep_until_woke(&self, t_s: f64) -> (u64, u64) {
         let deadline = self.deadline_ns(t_s);
         sleep_until_ns(deadline);
-        mono_ns().saturating_sub(deadline)
+        let woke = mono_ns();
+        (woke.saturating_sub(deadline), woke)
     }
 }
 
@@ -165,16 +176,54 @@ struct Route {
     reason: FinishReason,
 }
 
+/// One token (or rejection) for one connection.
+pub type Delivery = (UnboundedSender<StreamEvent>, StreamEvent);
+
+/// How the engine thread talks to the HTTP side.
+#[derive(Debug)]
+pub struct EngineIo {
+    pub commands: Receiver<Command>,
+    /// Each step's deliveries, in one message, to the HTTP runtime's
+    /// dispatcher ([`dispatch`]).
+    pub deliver: UnboundedSender<Vec<Delivery>>,
+    pub priority: PriorityRequest,
+    /// Told what priority the thread obtained, once it has started.
+    pub started: std::sync::mpsc::Sender<EnginePriority>,
+}
+
+/// Runs on the HTTP runtime: hands each step's tokens to their connections.
+/// Those wake-ups stay inside the runtime (no cross-thread wake-up each).
+pub async fn dispatch(mut steps: tokio::sync::mpsc::UnboundedReceiver<Vec<Delivery>>) {
+    while let Some(batch) = steps.recv().await {
+        for (tx, ev) in batch {
+            // A closed stream was abandoned; its `AbortGuard` told the engine.
+            let _ = tx.send(ev);
+        }
+    }
+}
+
 /// The engine thread's main loop; returns on [`Command::Shutdown`] or when
 /// every sender is gone.
-pub fn run(mut engine: Engine, commands: Receiver<Command>, stats: LiveStats, clock: MonoClock) {
+pub fn run(mut engine: Engine, io: EngineIo, stats: LiveStats, clock: MonoClock) {
+    let EngineIo {
+        commands,
+        deliver,
+        priority: request,
+        started,
+    } = io;
+    let obtained = priority::raise_current_thread(request);
     lower_timer_slack();
+    stats.lock().priority = obtained;
+    let _ = started.send(obtained);
     let mut routes: HashMap<RequestId, Route> = HashMap::new();
     let mut out = StepOutputs::default();
     let mut next_start: Option<f64> = None;
+    // Wall time from each wake-up to the next sleep (the work of a step).
+    let mut last_wake: Option<u64> = None;
     loop {
         if !engine.has_work() {
             next_start = None;
+            last_wake = None;
             publish_idle(&engine, &stats);
             match commands.recv() {
                 Ok(cmd) => {
@@ -200,13 +249,16 @@ pub fn run(mut engine: Engine, commands: Receiver<Command>, stats: LiveStats, cl
         out.clear();
         let Some(report) = engine.step(start, &mut out) else {
             next_start = None;
+            last_wake = None;
             continue;
         };
         let end = report.end_s();
-        let late_ns = clock.sleep_until(end);
+        let work_ns = last_wake.map_or(0, |w| mono_ns().saturating_sub(w));
+        let (late_ns, woke_ns) = clock.sleep_until_woke(end);
+        last_wake = Some(woke_ns);
         next_start = Some(end);
 
-        let mut dead = Vec::new();
+        let mut batch = Vec::with_capacity(out.tokens.len());
         for t in &out.tokens {
             let Some(route) = routes.get(&t.id) else {
                 continue;
@@ -216,25 +268,17 @@ pub fn run(mut engine: Engine, commands: Receiver<Command>, stats: LiveStats, cl
             } else {
                 None
             };
-            if route
-                .events
-                .send(StreamEvent::Token {
-                    index: t.index,
-                    done,
-                })
-                .is_err()
-                && !t.last
-            {
-                dead.push(t.id);
-            }
+            let ev = StreamEvent::Token {
+                index: t.index,
+                done,
+            };
+            batch.push((route.events.clone(), ev));
+        }
+        if !batch.is_empty() {
+            // Fails only while the server shuts down.
+            let _ = deliver.send(batch);
         }
         let mut s = stats.lock();
-        for id in dead {
-            if engine.abort(id) {
-                s.finished_abort += 1;
-            }
-            routes.remove(&id);
-        }
         s.lateness_exact.record_ns(late_ns);
         s.lateness.observe(late_ns as f64 * 1e-9);
         s.step_duration.observe(report.time.total_s);
@@ -256,6 +300,8 @@ pub fn run(mut engine: Engine, commands: Receiver<Command>, stats: LiveStats, cl
         s.running = engine.num_running();
         s.waiting = engine.num_waiting();
         s.kv_usage = engine.kv_usage();
+        s.engine_work_ns += work_ns;
+        s.engine_work_max_ns = s.engine_work_max_ns.max(work_ns);
     }
 }
 

@@ -8,6 +8,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::engine::EngineCounters;
+use crate::priority::EnginePriority;
 
 /// vLLM's TTFT buckets, seconds.
 pub const TTFT_BUCKETS: &[f64] = &[
@@ -24,10 +25,11 @@ pub const E2E_BUCKETS: &[f64] = &[
     0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
     480.0, 960.0, 1920.0, 7680.0,
 ];
-/// Step lateness buckets, seconds.
+/// Step lateness buckets, seconds (fine around 1 ms, where the target is;
+/// exact percentiles are exported as gauges beside the histogram).
 pub const LATENESS_BUCKETS: &[f64] = &[
-    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
-    0.1,
+    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.000_75, 0.001, 0.001_5, 0.002,
+    0.002_5, 0.005, 0.01, 0.025, 0.1,
 ];
 /// Step duration buckets, seconds.
 pub const STEP_BUCKETS: &[f64] = &[
@@ -89,8 +91,8 @@ impl Default for LatenessRecorder {
 impl LatenessRecorder {
     pub fn record_ns(&mut self, ns: u64) {
         let us = (ns / 1000) as usize;
-        if us < EXACT_BINS {
-            self.bins[us] = self.bins[us].saturating_add(1);
+        if let Some(b) = self.bins.get_mut(us) {
+            *b = b.saturating_add(1);
         } else {
             self.overflow += 1;
         }
@@ -101,17 +103,51 @@ impl LatenessRecorder {
 
     /// The q-quantile (0–1), seconds, to 1 µs (upper edge of its bin).
     pub fn quantile_s(&self, q: f64) -> f64 {
+        self.quantiles_s([q])[0]
+    }
+
+    /// Several quantiles (ascending) in one pass over the bins.
+    pub fn quantiles_s<const N: usize>(&self, qs: [f64; N]) -> [f64; N] {
+        let mut out = [0.0; N];
         if self.count == 0 {
-            return 0.0;
+            return out;
         }
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let max_s = self.max_ns as f64 * 1e-9;
+        let rank = |q: f64| ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
+        let mut next = 0;
         let mut seen = 0u64;
         for (us, &n) in self.bins.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
             seen += u64::from(n);
-            if seen >= rank {
-                return ((us + 1) as f64 * 1e-6).min(self.max_ns as f64 * 1e-9);
+            while next < N && seen >= rank(qs[next]) {
+                out[next] = ((us + 1) as f64 * 1e-6).min(max_s);
+                next += 1;
+            }
+            if next == N {
+                return out;
             }
         }
+        for o in &mut out[next..] {
+            *o = max_s;
+        }
+        out
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean_s(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64 * 1e-9
+        }
+    }
+
+    pub fn max_s(&self) -> f64 {
         self.max_ns as f64 * 1e-9
     }
 }
@@ -128,6 +164,12 @@ pub struct SimStats {
     pub lateness_p99_s: f64,
     pub lateness_p999_s: f64,
     pub lateness_max_s: f64,
+    /// Wall time the engine thread spent working (from a wake-up to the
+    /// next sleep), in total and at most for one step.
+    pub engine_work_s: f64,
+    pub engine_work_max_s: f64,
+    /// The scheduling priority the engine thread obtained.
+    pub engine_priority: EnginePriority,
     pub generation_tokens: u64,
     pub prompt_tokens: u64,
     pub finished_requests: u64,
@@ -154,6 +196,9 @@ pub struct LiveState {
     pub finished_length: u64,
     pub finished_stop: u64,
     pub finished_abort: u64,
+    pub priority: EnginePriority,
+    pub engine_work_ns: u64,
+    pub engine_work_max_ns: u64,
 }
 
 impl Default for LiveState {
@@ -172,6 +217,67 @@ impl Default for LiveState {
             finished_length: 0,
             finished_stop: 0,
             finished_abort: 0,
+            priority: EnginePriority::default(),
+            engine_work_ns: 0,
+            engine_work_max_ns: 0,
+        }
+    }
+}
+
+impl LiveState {
+    /// The summary figures (lateness percentiles in one pass).
+    pub fn summary(&self) -> SimStats {
+        let l = &self.lateness_exact;
+        let [p50, p99, p999] = l.quantiles_s([0.5, 0.99, 0.999]);
+        SimStats {
+            steps: self.counters.steps,
+            lateness_samples: l.count,
+            lateness_mean_s: l.mean_s(),
+            lateness_p50_s: p50,
+            lateness_p99_s: p99,
+            lateness_p999_s: p999,
+            lateness_max_s: l.max_s(),
+            engine_work_s: self.engine_work_ns as f64 * 1e-9,
+            engine_work_max_s: self.engine_work_max_ns as f64 * 1e-9,
+            engine_priority: self.priority,
+            generation_tokens: self.counters.generation_tokens,
+            prompt_tokens: self.counters.prompt_tokens,
+            finished_requests: self.counters.finished,
+            preemptions: self.counters.preemptions,
+            prefix_cache_hits: self.counters.prefix_cache_hits,
+            running: self.running,
+            waiting: self.waiting,
+            kv_cache_usage: self.kv_usage,
+        }
+    }
+
+    /// Everything but the exact lateness bins (for rendering `/metrics`
+    /// outside the lock, with [`LiveState::summary`]).
+    pub fn without_exact(&self) -> LiveState {
+        LiveState {
+            counters: self.counters,
+            running: self.running,
+            waiting: self.waiting,
+            kv_usage: self.kv_usage,
+            ttft: self.ttft.clone(),
+            inter_token: self.inter_token.clone(),
+            e2e: self.e2e.clone(),
+            step_duration: self.step_duration.clone(),
+            lateness: self.lateness.clone(),
+            // Not copied: 400 kB; the summary carries its percentiles.
+            lateness_exact: LatenessRecorder {
+                bins: Vec::new(),
+                overflow: 0,
+                count: 0,
+                sum_ns: 0,
+                max_ns: 0,
+            },
+            finished_length: self.finished_length,
+            finished_stop: self.finished_stop,
+            finished_abort: self.finished_abort,
+            priority: self.priority,
+            engine_work_ns: self.engine_work_ns,
+            engine_work_max_ns: self.engine_work_max_ns,
         }
     }
 }
@@ -187,29 +293,13 @@ impl LiveStats {
     }
 
     pub fn snapshot(&self) -> SimStats {
+        self.lock().summary()
+    }
+
+    /// A copy to render `/metrics` from, taken under a short lock.
+    pub fn view(&self) -> (LiveState, SimStats) {
         let s = self.lock();
-        let l = &s.lateness_exact;
-        SimStats {
-            steps: s.counters.steps,
-            lateness_samples: l.count,
-            lateness_mean_s: if l.count == 0 {
-                0.0
-            } else {
-                l.sum_ns as f64 / l.count as f64 * 1e-9
-            },
-            lateness_p50_s: l.quantile_s(0.5),
-            lateness_p99_s: l.quantile_s(0.99),
-            lateness_p999_s: l.quantile_s(0.999),
-            lateness_max_s: l.max_ns as f64 * 1e-9,
-            generation_tokens: s.counters.generation_tokens,
-            prompt_tokens: s.counters.prompt_tokens,
-            finished_requests: s.counters.finished,
-            preemptions: s.counters.preemptions,
-            prefix_cache_hits: s.counters.prefix_cache_hits,
-            running: s.running,
-            waiting: s.waiting,
-            kv_cache_usage: s.kv_usage,
-        }
+        (s.without_exact(), s.summary())
     }
 
     /// Forget the lateness samples (to measure a window).
@@ -217,6 +307,8 @@ impl LiveStats {
         let mut s = self.lock();
         s.lateness_exact = LatenessRecorder::default();
         s.lateness = Histogram::new(LATENESS_BUCKETS);
+        s.engine_work_ns = 0;
+        s.engine_work_max_ns = 0;
     }
 }
 
@@ -238,6 +330,28 @@ mod tests {
         assert!((r.quantile_s(0.99) - 99e-6).abs() < 1.5e-6);
         r.record_ns(2_000_000_000);
         assert_eq!(r.quantile_s(1.0), 2.0);
+    }
+
+    #[test]
+    fn several_quantiles_in_one_pass_agree_with_one_at_a_time() {
+        let mut r = LatenessRecorder::default();
+        for i in 0..5000u64 {
+            r.record_ns((i * 7919) % 3_000_000);
+        }
+        r.record_ns(200_000_000); // beyond the bins
+        let qs = [0.5, 0.99, 0.999, 1.0];
+        let all = r.quantiles_s(qs);
+        for (q, v) in qs.iter().zip(all) {
+            assert_eq!(v, r.quantile_s(*q), "q {q}");
+        }
+        assert_eq!(all[3], 0.2);
+        let s = LiveState {
+            lateness_exact: r,
+            ..LiveState::default()
+        };
+        let v = s.without_exact();
+        assert_eq!(s.summary().lateness_p99_s, all[1]);
+        assert_eq!(v.lateness_exact.count(), 0);
     }
 
     #[test]

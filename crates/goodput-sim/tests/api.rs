@@ -200,5 +200,12 @@ async fn metrics_use_vllm_names_and_expose_lateness() {
     assert_eq!(stats.generation_tokens, 30);
     assert!(stats.lateness_samples >= 10);
     assert!(stats.lateness_p50_s < 0.05, "{stats:?}");
+    let p99 = metric(&text, "goodput_sim_step_lateness_p99_seconds");
+    assert!(p99 > 0.0 && p99 < 0.05, "{p99}");
+    assert!(metric(&text, "goodput_sim_engine_work_seconds_total") > 0.0);
+    assert_eq!(
+        metric(&text, "goodput_sim_engine_realtime_priority"),
+        server.engine_priority().fifo.map_or(0.0, f64::from)
+    );
     server.shutdown();
 }

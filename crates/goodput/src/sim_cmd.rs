@@ -19,6 +19,10 @@ pub fn main(args: goodput_sim::SimArgs) -> Result<i32, Exit> {
         server.model_name(),
         server.local_addr()
     );
+    eprintln!(
+        "goodput sim: engine thread scheduling: {}",
+        server.engine_priority()
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

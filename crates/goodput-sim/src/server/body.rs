@@ -104,7 +104,8 @@ impl SseStream {
         if self.done {
             return Poll::Ready(None);
         }
-        let mut buf = BytesMut::new();
+        // One allocation for the usual single token chunk.
+        let mut buf = BytesMut::with_capacity(self.writer.chunk_capacity());
         loop {
             let ev = match self.held.take() {
                 Some(ev) => ev,

@@ -54,7 +54,8 @@ pub(super) async fn handle(
         (&Method::GET, "/health") => response(StatusCode::OK, "text/plain", Bytes::new()),
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => {
-            let text = metrics::render(&state.stats.lock(), &state.model_name);
+            let (live, summary) = state.stats.view();
+            let text = metrics::render(&live, &summary, &state.model_name);
             response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (&Method::POST, "/v1/chat/completions") => completion(state, req, Endpoint::Chat).await,

@@ -19,7 +19,8 @@ use crate::config::{OutputLenDist, SimConfig};
 use crate::engine::RequestId;
 use crate::error::SimError;
 use crate::faults::FaultConfig;
-use crate::realtime::{self, Command, MonoClock};
+use crate::priority::EnginePriority;
+use crate::realtime::{self, Command, EngineIo, MonoClock};
 use crate::stats::{LiveStats, SimStats};
 use crate::text::tokenizer;
 
@@ -74,6 +75,7 @@ pub struct SimServer {
     model_name: String,
     stats: LiveStats,
     engine: mpsc::Sender<Command>,
+    priority: EnginePriority,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     server_thread: Option<JoinHandle<()>>,
     engine_thread: Option<JoinHandle<()>>,
@@ -120,13 +122,24 @@ impl SimServer {
         let stats = LiveStats::default();
         let clock = MonoClock::new();
         let (engine_tx, engine_rx) = mpsc::channel();
+        let (deliver_tx, deliver_rx) = tokio::sync::mpsc::unbounded_channel();
+        let (started_tx, started_rx) = mpsc::channel();
+        let io = EngineIo {
+            commands: engine_rx,
+            deliver: deliver_tx,
+            priority: config.engine_priority,
+            started: started_tx,
+        };
         let engine_thread = {
             let stats = stats.clone();
             std::thread::Builder::new()
                 .name("goodput-sim-engine".into())
-                .spawn(move || realtime::run(engine, engine_rx, stats, clock))
+                .spawn(move || realtime::run(engine, io, stats, clock))
                 .map_err(|e| SimError::Start(format!("engine thread: {e}")))?
         };
+        let priority = started_rx
+            .recv()
+            .map_err(|_| SimError::Start("the engine thread exited at start-up".into()))?;
 
         let model_name = config.model_name().to_string();
         let state = Arc::new(AppState {
@@ -149,6 +162,7 @@ impl SimServer {
         let server_thread = std::thread::Builder::new()
             .name("goodput-sim-http".into())
             .spawn(move || {
+                runtime.spawn(realtime::dispatch(deliver_rx));
                 runtime.block_on(accept_loop(listener, state, stop_rx));
             })
             .map_err(|e| SimError::Start(format!("server thread: {e}")))?;
@@ -158,6 +172,7 @@ impl SimServer {
             model_name,
             stats,
             engine: engine_tx,
+            priority,
             stop: Some(stop_tx),
             server_thread: Some(server_thread),
             engine_thread: Some(engine_thread),
@@ -172,6 +187,11 @@ impl SimServer {
     /// The model name served on `/v1/models`.
     pub fn model_name(&self) -> &str {
         &self.model_name
+    }
+
+    /// The scheduling priority the engine thread obtained.
+    pub fn engine_priority(&self) -> EnginePriority {
+        self.priority
     }
 
     /// Live statistics, including step lateness.

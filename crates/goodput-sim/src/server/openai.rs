@@ -106,6 +106,11 @@ impl ChunkWriter {
         }
     }
 
+    /// Room for one token's chunk (the word plus the fixed parts).
+    pub fn chunk_capacity(&self) -> usize {
+        self.prefix.len() + 128
+    }
+
     /// The role-only first chunk of a chat stream (empty content).
     pub fn role(&self, buf: &mut BytesMut) {
         if self.endpoint == Endpoint::Chat {
