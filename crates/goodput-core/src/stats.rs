@@ -137,7 +137,7 @@ pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distributio
 /// Resamples of the pooled bootstrap.
 const RESAMPLES: usize = 100;
 /// Most values one pooled bootstrap may visit (resamples × values).
-const BOOT_BUDGET: usize = 20_000_000;
+const BOOT_BUDGET: usize = 5_000_000;
 
 /// Describe pooled values (ITL, ICL) grouped by request: exact percentiles
 /// over all values; intervals from a bootstrap that resamples whole requests
