@@ -20,10 +20,10 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::client::Client;
 use crate::clock::RunClock;
-use crate::record::{ErrorKind, RequestError, RequestRecord};
+use crate::record::{ErrorKind, RequestRecord};
 use crate::schedule::{Load, Schedule};
 use crate::timer::Timer;
-use crate::workload::{PreparedRequest, Workload};
+use crate::workload::Workload;
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
@@ -144,6 +144,19 @@ pub async fn execute<T: Timer>(
     let mut schedule = Schedule::new(plan.load, plan.seed);
     let mut stop_rx = control.stop_tx.subscribe();
     let cancel_rx = control.cancel_tx.subscribe();
+    // Cancellation reaches requests through the client's watchdog, which
+    // shuts their sockets down; the request path itself polls nothing for it.
+    let canceller = {
+        let mut rx = cancel_rx.clone();
+        let client = client.clone();
+        tokio::spawn(async move {
+            if let Ok(kind) = rx.wait_for(|c| c.is_some()).await {
+                if let Some(kind) = *kind {
+                    client.stop_all(kind);
+                }
+            }
+        })
+    };
     let mut summary = ExecSummary::default();
     // The schedule starts now, when sending starts (not at the run clock's origin,
     // which precedes model discovery, tokenizer loading and the probe).
@@ -218,17 +231,9 @@ pub async fn execute<T: Timer>(
         progress.sent.fetch_add(1, Relaxed);
         let client = client.clone();
         let tx = records.clone();
-        let mut cancel = cancel_rx.clone();
         let progress = progress.clone();
         tokio::spawn(async move {
-            let rec = tokio::select! {
-                biased;
-                rec = client.execute(&req, t_sched) => rec,
-                kind = cancel.wait_for(|c| c.is_some()) => {
-                    let kind = kind.ok().and_then(|k| *k).unwrap_or(ErrorKind::Cancelled);
-                    unfinished(&req, t_sched, kind, clock)
-                }
-            };
+            let rec = client.execute(&req, t_sched).await;
             progress.finished.fetch_add(1, Relaxed);
             let _ = tx.send(rec);
             drop(permit);
@@ -248,34 +253,6 @@ pub async fn execute<T: Timer>(
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), slots.acquire_many(all)).await;
     }
+    canceller.abort();
     summary
-}
-
-fn unfinished(
-    req: &PreparedRequest,
-    t_sched: u64,
-    kind: ErrorKind,
-    clock: RunClock,
-) -> RequestRecord {
-    RequestRecord {
-        request_id: req.id,
-        warmup: req.warmup,
-        t_sched,
-        t_send: t_sched,
-        t_done: clock.now_ns(),
-        prompt_tokens_client: req.prompt_tokens,
-        max_tokens: req.max_tokens,
-        streamed: req.stream,
-        error: Some(RequestError {
-            kind,
-            message: match kind {
-                ErrorKind::Incomplete => {
-                    "still running when the drain timeout ended the run".into()
-                }
-                _ => "cancelled by the user".into(),
-            },
-            retry_after: None,
-        }),
-        ..Default::default()
-    }
 }

@@ -27,6 +27,17 @@ pub enum Stream {
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
 
+impl Stream {
+    /// The socket's file descriptor (for the watchdog's shutdown).
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Stream::Plain(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.get_ref().0.as_raw_fd(),
+        }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,

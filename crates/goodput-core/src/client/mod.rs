@@ -16,15 +16,14 @@ pub mod openai;
 pub mod sse;
 pub mod target;
 pub mod tls;
+pub mod watchdog;
 
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
-use tokio::time::{Instant, Sleep};
 
 use crate::clock::RunClock;
 use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
@@ -33,6 +32,7 @@ use h1::{BodyDecoder, Conn, Head, Stream};
 use openai::Chunk;
 use sse::SseParser;
 pub use target::{BaseUrl, Endpoint};
+use watchdog::{Fired, Guard, Watchdog};
 
 /// Errors setting the client up (not request failures: those are records).
 #[derive(Debug, thiserror::Error)]
@@ -86,6 +86,7 @@ struct Inner {
     run_tag: String,
     clock: RunClock,
     opts: ClientOptions,
+    watchdog: Arc<Watchdog>,
 }
 
 fn header_line(out: &mut Vec<u8>, name: &str, value: &str) -> Result<(), ClientError> {
@@ -161,12 +162,19 @@ impl Client {
                 run_tag,
                 clock,
                 opts,
+                watchdog: Watchdog::start(clock),
             }),
         })
     }
 
     pub fn base(&self) -> &BaseUrl {
         &self.inner.base
+    }
+
+    /// Stop every in-flight request now (and any that starts later), recording
+    /// `kind` (cancelled, or incomplete at the drain timeout) on each.
+    pub fn stop_all(&self, kind: ErrorKind) {
+        self.inner.watchdog.fire_all(kind);
     }
 
     /// The run tag in every `x-request-id` (`<tag>-<request_id>`).
@@ -226,12 +234,8 @@ impl Client {
                 body.as_deref().unwrap_or_default(),
                 request_tag,
             );
-            let mut timer = ReadTimer::new(
-                clock,
-                clock.now_ns(),
-                self.inner.opts.timeout,
-                self.inner.opts.idle_timeout,
-            );
+            // Bounded by the timeout around this whole exchange.
+            let mut timer = Reader::new(clock, None);
             conn.send(&bytes)
                 .await
                 .map_err(|e| ClientError::Request(e.to_string()))?;
@@ -343,14 +347,17 @@ impl Client {
             };
             let reused = conn.uses > 0;
             rec.t_send = clock.now_ns();
-            let mut timer = ReadTimer::new(clock, rec.t_send, opts.timeout, opts.idle_timeout);
+            let guard = self.inner.watchdog.register(
+                conn.io.raw_fd(),
+                rec.t_send,
+                opts.timeout,
+                opts.idle_timeout,
+            );
+            let mut timer = Reader::new(clock, Some(guard));
             let sent = conn.send(&bytes).await;
             let head = match sent {
                 Ok(()) => read_head(&mut conn, &mut timer).await,
-                Err(e) => Err(err(
-                    ErrorKind::StreamCut,
-                    format!("writing the request: {e}"),
-                )),
+                Err(e) => Err(timer.failure(format!("writing the request: {e}"))),
             };
             match head {
                 Ok((head, at)) => {
@@ -406,74 +413,74 @@ fn err(kind: ErrorKind, message: String) -> RequestError {
     }
 }
 
-/// Reads bounded by the total deadline and the idle timeout. One timer per
-/// request, re-armed only when it fires early (lazily), so a read costs no
-/// timer-wheel work.
-struct ReadTimer {
+/// Reads of one request. Timeouts and cancellation come from the
+/// [`Watchdog`], which shuts the socket down; a read then ends and the
+/// reason is reported instead of a broken stream.
+struct Reader {
     clock: RunClock,
-    deadline_ns: u64,
-    idle_ns: u64,
-    last_ns: u64,
-    sleep: Pin<Box<Sleep>>,
+    /// The registration; dropped (deregistered) before the connection is
+    /// reused or closed, because fields drop before the caller's connection
+    /// declared earlier.
+    guard: Option<Guard>,
     /// Bytes read so far on this request.
     bytes: usize,
 }
 
-impl ReadTimer {
-    fn new(clock: RunClock, start_ns: u64, total: Duration, idle: Duration) -> Self {
-        let deadline_ns = start_ns.saturating_add(total.as_nanos() as u64);
-        let idle_ns = idle.as_nanos() as u64;
-        let first = deadline_ns.min(start_ns.saturating_add(idle_ns));
-        ReadTimer {
+impl Reader {
+    fn new(clock: RunClock, guard: Option<Guard>) -> Self {
+        Reader {
             clock,
-            deadline_ns,
-            idle_ns,
-            last_ns: start_ns,
-            sleep: Box::pin(tokio::time::sleep_until(Instant::from_std(
-                clock.instant(first),
-            ))),
+            guard,
             bytes: 0,
+        }
+    }
+
+    fn fired(&self) -> Option<Fired> {
+        self.guard.as_ref().and_then(|g| g.watch.fired())
+    }
+
+    /// The error for a failed read or write: the watchdog's reason if it
+    /// stopped the request, else a broken stream.
+    fn failure(&self, message: String) -> RequestError {
+        match self.fired() {
+            Some(f) => fired_error(f),
+            None => err(ErrorKind::StreamCut, message),
         }
     }
 
     /// One read; returns the bytes read (0 at end of stream) and when.
     async fn read(&mut self, conn: &mut Conn) -> Result<(usize, u64), RequestError> {
-        loop {
-            tokio::select! {
-                biased;
-                r = conn.fill() => {
-                    let at = self.clock.now_ns();
-                    return match r {
-                        Ok(n) => {
-                            self.last_ns = at;
-                            self.bytes += n;
-                            Ok((n, at))
-                        }
-                        Err(e) => Err(err(ErrorKind::StreamCut, format!("connection broken: {e}"))),
-                    };
+        let r = conn.fill().await;
+        let at = self.clock.now_ns();
+        match r {
+            Ok(n) if n > 0 && self.fired().is_none() => {
+                if let Some(g) = &self.guard {
+                    g.watch.touch(at);
                 }
-                _ = &mut self.sleep => {
-                    let now = self.clock.now_ns();
-                    if now >= self.deadline_ns {
-                        return Err(err(ErrorKind::Timeout, "total timeout reached".into()));
-                    }
-                    let idle_at = self.last_ns.saturating_add(self.idle_ns);
-                    if now >= idle_at {
-                        return Err(err(
-                            ErrorKind::Timeout,
-                            format!("no bytes for {:?} (idle timeout)", Duration::from_nanos(self.idle_ns)),
-                        ));
-                    }
-                    let next = idle_at.min(self.deadline_ns);
-                    self.sleep.as_mut().reset(Instant::from_std(self.clock.instant(next)));
-                }
+                self.bytes += n;
+                Ok((n, at))
             }
+            Ok(n) => match self.fired() {
+                Some(f) => Err(fired_error(f)),
+                None => Ok((n, at)),
+            },
+            Err(e) => Err(self.failure(format!("connection broken: {e}"))),
         }
     }
 }
 
+fn fired_error(f: Fired) -> RequestError {
+    let message = match f {
+        Fired::TotalTimeout => "total timeout reached".to_string(),
+        Fired::IdleTimeout => "no bytes for the idle timeout".to_string(),
+        Fired::Cancelled => "cancelled by the user".to_string(),
+        Fired::Incomplete => "still running when the drain timeout ended the run".to_string(),
+    };
+    err(f.kind(), message)
+}
+
 /// Read until a complete response head; returns it and when it arrived.
-async fn read_head(conn: &mut Conn, timer: &mut ReadTimer) -> Result<(Head, u64), RequestError> {
+async fn read_head(conn: &mut Conn, timer: &mut Reader) -> Result<(Head, u64), RequestError> {
     let mut at = timer.clock.now_ns();
     loop {
         match conn.parse_head() {
@@ -496,7 +503,7 @@ async fn read_head(conn: &mut Conn, timer: &mut ReadTimer) -> Result<(Head, u64)
 async fn read_body(
     conn: &mut Conn,
     head: &Head,
-    timer: &mut ReadTimer,
+    timer: &mut Reader,
     limit: usize,
 ) -> Result<Vec<u8>, RequestError> {
     let mut decoder = BodyDecoder::new(head.body);
@@ -530,7 +537,7 @@ async fn read_body(
 async fn read_stream(
     conn: &mut Conn,
     head: &Head,
-    timer: &mut ReadTimer,
+    timer: &mut Reader,
     rec: &mut RequestRecord,
 ) -> Result<bool, RequestError> {
     let mut decoder = BodyDecoder::new(head.body);
