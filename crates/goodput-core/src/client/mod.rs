@@ -346,14 +346,16 @@ impl Client {
                 }
             };
             let reused = conn.uses > 0;
-            rec.t_send = clock.now_ns();
+            // Register first: the bookkeeping (a short lock) must not sit
+            // between t_send and the write.
             let guard = self.inner.watchdog.register(
                 conn.io.raw_fd(),
-                rec.t_send,
+                clock.now_ns(),
                 opts.timeout,
                 opts.idle_timeout,
             );
             let mut timer = Reader::new(clock, Some(guard));
+            rec.t_send = clock.now_ns();
             let sent = conn.send(&bytes).await;
             let head = match sent {
                 Ok(()) => read_head(&mut conn, &mut timer).await,
