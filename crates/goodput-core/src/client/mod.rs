@@ -400,6 +400,9 @@ impl Client {
             whole_response(&body, clock.now_ns(), rec)?;
             true
         };
+        // Deregister from the watchdog before the connection can serve
+        // another request.
+        drop(timer);
         if reusable && !head.close && conn.buffered().is_empty() {
             self.checkin(conn);
         }
@@ -421,8 +424,8 @@ fn err(kind: ErrorKind, message: String) -> RequestError {
 struct Reader {
     clock: RunClock,
     /// The registration; dropped (deregistered) before the connection is
-    /// reused or closed, because fields drop before the caller's connection
-    /// declared earlier.
+    /// reused (explicitly) or closed (it is declared after the connection, so
+    /// it drops first).
     guard: Option<Guard>,
     /// Bytes read so far on this request.
     bytes: usize,
