@@ -72,3 +72,69 @@ async fn sigint_writes_summary_results_and_every_finished_record() {
         "server saw {logged}, client completed {completed}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigint_cancels_requests_in_flight_and_keeps_their_records() {
+    let server = start(Script {
+        ttft: Duration::from_millis(20),
+        interval: Duration::from_millis(50),
+        events: 100,
+        ..Script::default()
+    })
+    .await;
+    let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args([
+            "run",
+            "--url",
+            &server.url(),
+            "--concurrency",
+            "3",
+            "--num-prompts",
+            "100",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "100",
+            "--records",
+            records.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = std::time::Instant::now();
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Streams had ~4 s left; cancellation ends them within the watchdog's tick.
+    assert!(
+        second.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        second.elapsed()
+    );
+    assert!(stderr.contains("cancelling"), "{stderr}");
+    let recs = read_records(&records);
+    let cancelled: Vec<_> = recs
+        .iter()
+        .filter(|r| r["error_kind"] == "cancelled")
+        .collect();
+    assert_eq!(cancelled.len(), 3, "{recs:?}");
+    // The partial record keeps what was seen before the cancel.
+    assert!(cancelled
+        .iter()
+        .all(|r| r["ttft_ms"].as_f64().is_some() && r["events"].as_u64().unwrap() > 5));
+    let v = read_json(&out);
+    assert_eq!(v["errors"]["by_kind"]["cancelled"], 3);
+}
