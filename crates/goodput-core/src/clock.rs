@@ -26,13 +26,6 @@ impl RunClock {
         }
     }
 
-    pub fn with_origin(origin: Instant) -> Self {
-        RunClock {
-            origin,
-            origin_monotonic_ns: None,
-        }
-    }
-
     /// The origin as `CLOCK_MONOTONIC` nanoseconds, where known.
     pub fn origin_monotonic_ns(&self) -> Option<u64> {
         self.origin_monotonic_ns

@@ -94,10 +94,6 @@ impl RunControl {
     pub fn cancel_in_flight(&self) {
         self.cancel_tx.send_replace(Some(ErrorKind::Cancelled));
     }
-
-    pub fn is_stopped(&self) -> bool {
-        *self.stop_tx.borrow()
-    }
 }
 
 /// What the executor knows when it returns (records went to the channel).

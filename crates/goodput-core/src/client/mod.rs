@@ -177,11 +177,6 @@ impl Client {
         self.inner.watchdog.fire_all(kind);
     }
 
-    /// The run tag in every `x-request-id` (`<tag>-<request_id>`).
-    pub fn run_tag(&self) -> &str {
-        &self.inner.run_tag
-    }
-
     /// Open `n` connections ahead of the measured phase (closed loop may do
     /// so: connection setup is then not inside any request's latency).
     pub async fn prewarm(&self, n: usize) {

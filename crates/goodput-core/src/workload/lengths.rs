@@ -34,16 +34,6 @@ impl LengthSpec {
         };
         x.round().clamp(1.0, u32::MAX as f64) as u32
     }
-
-    /// The mean of the distribution (before clamping), for labels.
-    pub fn mean(&self) -> f64 {
-        match *self {
-            LengthSpec::Fixed(n) => n as f64,
-            LengthSpec::Uniform { min, max } => (min as f64 + max as f64) / 2.0,
-            LengthSpec::Normal { mean, .. } => mean,
-            LengthSpec::LogNormal { median, sigma } => median * (sigma * sigma / 2.0).exp(),
-        }
-    }
 }
 
 impl fmt::Display for LengthSpec {
