@@ -58,9 +58,10 @@ pub fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// `CLOCK_MONOTONIC` now, in ns (what `Instant` reads on Linux).
-fn monotonic_ns() -> Option<u64> {
-    #[cfg(target_os = "linux")]
+/// The system-wide `CLOCK_MONOTONIC` now, in ns (what `Instant` reads on
+/// Linux), comparable across processes; `None` where there is no such clock.
+pub fn monotonic_ns() -> Option<u64> {
+    #[cfg(unix)]
     {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -70,7 +71,7 @@ fn monotonic_ns() -> Option<u64> {
         let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
         (rc == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(unix))]
     {
         None
     }

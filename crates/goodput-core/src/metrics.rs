@@ -412,8 +412,6 @@ impl Collector {
                 .map(|i| v.iter().skip(i * per).take(per).sum())
                 .collect()
         };
-        let offset_b = self.origin_ns.map_or(0, |o| first.saturating_sub(o)) as f64 / 1e9;
-        let _ = offset_b;
         let request_throughput = stats::rate_with_ci(
             self.completed as f64,
             duration_s,

@@ -127,7 +127,7 @@ pub async fn run(
         let itl = opts.records_itl;
         std::thread::Builder::new()
             .name("goodput-aggregator".into())
-            .spawn(move || aggregate(rx, records, tokenizer, itl, clock))?
+            .spawn(move || aggregate(rx, records, tokenizer, itl))?
     };
     let exec = executor::execute(
         &opts.plan,
@@ -227,7 +227,6 @@ fn aggregate(
     mut records: Option<Box<dyn Write + Send>>,
     tokenizer: Tokenizer,
     itl: bool,
-    clock: RunClock,
 ) -> (Collector, u64, Option<String>) {
     lower_thread_priority();
     let mut collector = Collector::default();
@@ -244,7 +243,7 @@ fn aggregate(
             collector.add(&rec, &m);
             if let Some(w) = records.as_mut() {
                 line.clear();
-                record_line(&mut line, &rec, &m, itl, clock);
+                record_line(&mut line, &rec, &m, itl);
                 if let Err(e) = w.write_all(&line) {
                     write_error = Some(e.to_string());
                     records = None;

@@ -77,15 +77,10 @@ pub struct MonoClock {
     epoch_ns: u64,
 }
 
+/// `CLOCK_MONOTONIC` in ns: the engine sleeps to absolute deadlines on it.
 #[cfg(unix)]
 fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    goodput_core::clock::monotonic_ns().unwrap_or(0)
 }
 
 #[cfg(not(unix))]

@@ -3,7 +3,6 @@
 
 use serde_json::{json, Value};
 
-use crate::clock::RunClock;
 use crate::metrics::RequestMetrics;
 use crate::record::RequestRecord;
 
@@ -12,13 +11,7 @@ fn round3(x: f64) -> f64 {
 }
 
 /// Append the JSON line for one request to `out` (with a trailing newline).
-pub fn record_line(
-    out: &mut Vec<u8>,
-    rec: &RequestRecord,
-    m: &RequestMetrics,
-    itl: bool,
-    _clock: RunClock,
-) {
+pub fn record_line(out: &mut Vec<u8>, rec: &RequestRecord, m: &RequestMetrics, itl: bool) {
     let opt = |x: Option<f64>| x.map(round3);
     let usage = rec.usage.unwrap_or_default();
     let mut v = json!({
