@@ -18,33 +18,25 @@ async fn sigint_writes_summary_results_and_every_finished_record() {
     .await;
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args([
-            "run",
-            "--url",
-            &server.url(),
-            "--concurrency",
-            "4",
-            "--num-prompts",
-            "1000",
-            "--input-tokens",
-            "16",
-            "--output-tokens",
-            "15",
-            "--records",
-            records.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_goodput(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "4",
+        "--num-prompts",
+        "1000",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "15",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    // SAFETY: sending a signal to our own child process.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
+    sigint(&child);
     let output = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
         .unwrap()
@@ -84,35 +76,28 @@ async fn a_second_sigint_cancels_requests_in_flight_and_keeps_their_records() {
     .await;
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args([
-            "run",
-            "--url",
-            &server.url(),
-            "--concurrency",
-            "3",
-            "--num-prompts",
-            "100",
-            "--input-tokens",
-            "16",
-            "--output-tokens",
-            "100",
-            "--records",
-            records.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
+    let child = spawn_goodput(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "3",
+        "--num-prompts",
+        "100",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "100",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    sigint(&child);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let second = std::time::Instant::now();
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    sigint(&child);
     let output = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
         .unwrap()

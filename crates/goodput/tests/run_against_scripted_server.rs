@@ -282,13 +282,7 @@ async fn usage_errors_exit_2_with_a_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_loop_records_schedule_and_warmup_is_excluded() {
-    let server = start(Script {
-        ttft: Duration::from_millis(5),
-        interval: Duration::from_millis(2),
-        events: 4,
-        ..Script::default()
-    })
-    .await;
+    let server = start(Script::quick()).await;
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
     let (code, stdout, stderr) = goodput_async(s(&[
@@ -408,11 +402,8 @@ async fn drain_timeout_counts_stuck_requests_as_incomplete_not_failed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
     let server = start(Script {
-        ttft: Duration::from_millis(5),
-        interval: Duration::from_millis(2),
-        events: 4,
         reject_pinning: true,
-        ..Script::default()
+        ..Script::quick()
     })
     .await;
     let out = tmp("results.json");
@@ -453,13 +444,7 @@ async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error() {
-    let server = start_tls(Script {
-        ttft: Duration::from_millis(5),
-        interval: Duration::from_millis(2),
-        events: 4,
-        ..Script::default()
-    })
-    .await;
+    let server = start_tls(Script::quick()).await;
     let out = tmp("results.json");
     let (code, stdout, stderr) = goodput_async(s(&[
         "run",

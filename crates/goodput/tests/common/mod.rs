@@ -49,6 +49,18 @@ pub struct Script {
     pub behavior: Arc<dyn Fn(u64) -> Behavior + Send + Sync>,
 }
 
+impl Script {
+    /// A short, fast stream: first token after 5 ms, 4 events 2 ms apart.
+    pub fn quick() -> Script {
+        Script {
+            ttft: Duration::from_millis(5),
+            interval: Duration::from_millis(2),
+            events: 4,
+            ..Script::default()
+        }
+    }
+}
+
 impl Default for Script {
     fn default() -> Self {
         Script {
@@ -389,4 +401,22 @@ pub fn tmp(name: &str) -> std::path::PathBuf {
 /// The results JSON written by `--out`.
 pub fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Start goodput as a child (stdout and stderr piped), to signal it.
+pub fn spawn_goodput(args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn goodput")
+}
+
+/// Send SIGINT (Ctrl-C) to a child process.
+pub fn sigint(child: &std::process::Child) {
+    // SAFETY: signalling our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
 }
