@@ -1,29 +1,44 @@
 //! Executor: the one engine every load shape runs on.
 //!
-//! It pulls requests from the [`Workload`], asks the [`Schedule`] when each
-//! should go, waits for that absolute instant (open loop) or for a free slot
-//! (closed loop, and open loop under `--max-concurrency`), and spawns one
-//! task per request. Tasks send their finished [`RequestRecord`] down a
-//! channel to the aggregator; nothing on this path locks shared results or
-//! grows with the number of requests sent.
+//! It pulls requests from a [`RequestSource`], asks the [`Schedule`] when each
+//! should go (unless the source carries its own time, as a trace does), waits
+//! for that absolute instant (open loop) or for a free slot (closed loop, and
+//! open loop under `--max-concurrency`), and spawns one task per request on a
+//! [`Transport`]. Tasks send their finished [`RequestRecord`] down a channel
+//! to the aggregator; nothing on this path locks shared results or grows with
+//! the number of requests sent.
+//!
+//! Sessions run on the same loop: a slot is held by a *session* (a
+//! single-turn request is a session of one turn), so closed loop means N
+//! users each going through sessions. When a turn finishes, its task asks the
+//! source's [`FollowUps`] for the next turn, built from the response, and
+//! hands it back here with its ready time (the end of the turn plus the think
+//! time) and the session's slot; the loop sends it when it is due.
 //!
 //! `t_sched` is the intended arrival time in open loop (so latency measured
-//! from it corrects coordinated omission) and the moment a slot freed in
-//! closed loop. A request the client cannot send on time is sent late, with
-//! the lag on its record; none is dropped.
+//! from it corrects coordinated omission), the moment a slot freed in closed
+//! loop, and the ready time of a session's next turn. A request the client
+//! cannot send on time is sent late, with the lag on its record; none is
+//! dropped. When sending ends (count, duration, Ctrl-C, or an exhausted
+//! source), sessions' pending turns are not sent; requests in flight finish
+//! up to the drain timeout and are then stopped as `incomplete`.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
-use crate::client::Client;
 use crate::clock::RunClock;
+use crate::protocol::PreparedRequest;
 use crate::record::{ErrorKind, RequestRecord};
 use crate::schedule::{Load, Schedule};
 use crate::timer::Timer;
-use crate::workload::Workload;
+use crate::transport::Transport;
+use crate::workload::{FollowUps, RequestSource};
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
@@ -35,36 +50,27 @@ const UNCAPPED: usize = 1 << 30;
 pub enum Warmup {
     None,
     Requests(u64),
-    #[serde(with = "secs")]
+    #[serde(with = "crate::serde_secs")]
     Duration(Duration),
 }
 
-mod secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        Ok(Duration::from_secs_f64(f64::deserialize(d)?))
-    }
-}
-
 /// What to run: the load, its bounds, and how to end.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunPlan {
     pub load: Load,
     /// Measured requests to send (None: unbounded, `duration` must be set).
     pub num_prompts: Option<u64>,
     /// Sending window of the measured phase.
+    #[serde(with = "crate::serde_secs::option")]
     pub duration: Option<Duration>,
     pub warmup: Warmup,
     /// How long in-flight requests may finish after sending ends.
+    #[serde(with = "crate::serde_secs")]
     pub drain_timeout: Duration,
     pub seed: u64,
 }
 
-/// Stop signals for a running executor, shared with whoever handles Ctrl-C.
+/// Stop signals for a running executor, shared with whoever handles signals.
 #[derive(Clone)]
 pub struct RunControl {
     stop_tx: Arc<watch::Sender<bool>>,
@@ -86,6 +92,7 @@ impl RunControl {
     }
 
     /// Stop sending; in-flight requests may finish (up to the drain timeout).
+    /// Also ends whatever is being prepared (model discovery, the probe).
     pub fn stop_sending(&self) {
         self.stop_tx.send_replace(true);
     }
@@ -94,43 +101,153 @@ impl RunControl {
     pub fn cancel_in_flight(&self) {
         self.cancel_tx.send_replace(Some(ErrorKind::Cancelled));
     }
+
+    /// Whether a stop was asked for.
+    pub fn is_stopping(&self) -> bool {
+        *self.stop_tx.borrow()
+    }
+
+    /// Resolves when a stop is asked for.
+    pub async fn stopped(&self) {
+        let mut rx = self.stop_tx.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
 }
 
 /// What the executor knows when it returns (records went to the channel).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecSummary {
     pub sent_warmup: u64,
     pub sent_measured: u64,
-    /// Sending was stopped by the user (Ctrl-C).
+    /// Sending was stopped by the user (a signal).
     pub interrupted: bool,
-    /// In-flight requests cancelled when the drain timeout ended.
+    /// In-flight requests were stopped when the drain timeout ended.
     pub drain_timed_out: bool,
+    /// The request source ran out before the run's bounds were reached.
+    pub source_exhausted: bool,
     /// When the target concurrency was first reached (closed loop): the
     /// start of the steady-state window.
     pub ramp_end_ns: Option<u64>,
+    /// Records that could not be handed to the aggregator (it had stopped):
+    /// an internal fault, never the server's.
+    pub records_lost: u64,
+}
+
+/// What the executor sends the aggregator.
+#[derive(Debug)]
+pub enum Msg {
+    /// The measured phase starts at this `t_sched` (ns): the origin of the
+    /// run's time series. Sent before any measured request is.
+    MeasureStart(u64),
+    Record(Box<RequestRecord>),
 }
 
 /// Live counters for progress displays (read-only for observers).
 #[derive(Debug, Default)]
 pub struct Progress {
-    pub sent: std::sync::atomic::AtomicU64,
-    pub finished: std::sync::atomic::AtomicU64,
+    pub sent: AtomicU64,
+    pub finished: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// A session's next turn, waiting for its ready time, holding its session's slot.
+struct FollowUp {
+    ready: Instant,
+    request: PreparedRequest,
+    permit: OwnedSemaphorePermit,
+}
+
+/// Orders pending follow-ups by ready time (then arrival order).
+struct Pending(Reverse<(Instant, u64)>, FollowUp);
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+impl Eq for Pending {}
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Pending {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
+/// What one request task needs.
+struct TaskCtx<T> {
+    transport: Arc<T>,
+    follow_ups: Option<Arc<dyn FollowUps>>,
+    records: mpsc::UnboundedSender<Msg>,
+    follow_tx: mpsc::UnboundedSender<FollowUp>,
+    progress: Arc<Progress>,
+    lost: Arc<AtomicU64>,
+    clock: RunClock,
+}
+
+impl<T> Clone for TaskCtx<T> {
+    fn clone(&self) -> Self {
+        TaskCtx {
+            transport: self.transport.clone(),
+            follow_ups: self.follow_ups.clone(),
+            records: self.records.clone(),
+            follow_tx: self.follow_tx.clone(),
+            progress: self.progress.clone(),
+            lost: self.lost.clone(),
+            clock: self.clock,
+        }
+    }
+}
+
+fn spawn_request<T: Transport>(
+    ctx: &TaskCtx<T>,
+    req: PreparedRequest,
+    t_sched: u64,
+    permit: OwnedSemaphorePermit,
+) {
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        let rec = ctx.transport.execute(&req, t_sched).await;
+        ctx.progress.finished.fetch_add(1, Relaxed);
+        if !rec.ok() {
+            ctx.progress.failed.fetch_add(1, Relaxed);
+        }
+        let next = ctx
+            .follow_ups
+            .as_ref()
+            .and_then(|f| f.next_turn(&req, &rec));
+        if ctx.records.send(Msg::Record(Box::new(rec))).is_err() {
+            ctx.lost.fetch_add(1, Relaxed);
+        }
+        // The session keeps its slot through the think time; a send error
+        // means sending has ended, and dropping the follow-up frees the slot.
+        if let Some((request, think)) = next {
+            let ready = ctx.clock.instant(ctx.clock.now_ns()) + think;
+            let _ = ctx.follow_tx.send(FollowUp {
+                ready,
+                request,
+                permit,
+            });
+        }
+    });
 }
 
 /// Run the plan to its end. Records of every request (warm-up included,
 /// marked) are sent on `records`.
 #[allow(clippy::too_many_arguments)]
-pub async fn execute<T: Timer>(
+pub async fn execute<T: Transport, Tm: Timer>(
     plan: &RunPlan,
-    client: Client,
-    mut workload: Workload,
+    transport: Arc<T>,
+    source: &mut dyn RequestSource,
     clock: RunClock,
-    timer: T,
-    control: RunControl,
-    records: mpsc::UnboundedSender<RequestRecord>,
+    timer: &Tm,
+    control: &RunControl,
+    records: mpsc::UnboundedSender<Msg>,
     progress: Arc<Progress>,
 ) -> ExecSummary {
-    use std::sync::atomic::Ordering::Relaxed;
     let cap = plan
         .load
         .concurrency_cap()
@@ -140,25 +257,39 @@ pub async fn execute<T: Timer>(
     let mut schedule = Schedule::new(plan.load, plan.seed);
     let mut stop_rx = control.stop_tx.subscribe();
     let cancel_rx = control.cancel_tx.subscribe();
-    // Cancellation reaches requests through the client's watchdog, which
-    // shuts their sockets down; the request path itself polls nothing for it.
+    // Cancellation reaches requests through the transport (the client's
+    // watchdog shuts their sockets down); the request path polls nothing for it.
     let canceller = {
         let mut rx = cancel_rx.clone();
-        let client = client.clone();
+        let transport = transport.clone();
         tokio::spawn(async move {
             if let Ok(kind) = rx.wait_for(|c| c.is_some()).await {
                 if let Some(kind) = *kind {
-                    client.stop_all(kind);
+                    transport.stop_all(kind);
                 }
             }
         })
     };
+    let (follow_tx, mut follow_rx) = mpsc::unbounded_channel::<FollowUp>();
+    let lost = Arc::new(AtomicU64::new(0));
+    let ctx = TaskCtx {
+        transport: transport.clone(),
+        follow_ups: source.follow_ups(),
+        records: records.clone(),
+        follow_tx,
+        progress: progress.clone(),
+        lost: lost.clone(),
+        clock,
+    };
     let mut summary = ExecSummary::default();
-    // The schedule starts now, when sending starts (not at the run clock's origin,
-    // which precedes model discovery, tokenizer loading and the probe).
+    // The schedule starts now, when sending starts (not at the run clock's origin).
     let origin = crate::clock::now();
-    let mut measure_start: Option<std::time::Instant> = None;
-    let mut warmup_start: Option<std::time::Instant> = None;
+    let mut measure_start: Option<Instant> = None;
+    let mut warmup_start: Option<Instant> = None;
+    let mut pending: BinaryHeap<Pending> = BinaryHeap::new();
+    let mut pending_seq = 0u64;
+    // The next new request and its intended time (None: as soon as a slot is free).
+    let mut next_new: Option<(PreparedRequest, Option<Instant>)> = None;
 
     'send: loop {
         if *stop_rx.borrow() {
@@ -166,80 +297,161 @@ pub async fn execute<T: Timer>(
             break;
         }
         let now = crate::clock::now();
-        let warmup = match plan.warmup {
+        let in_warmup = match plan.warmup {
             Warmup::None => false,
             Warmup::Requests(n) => summary.sent_warmup < n,
             Warmup::Duration(d) => warmup_start.is_none_or(|s| now < s + d),
         };
-        if !warmup {
+        let measured_window_over =
+            |at: Instant, start: Option<Instant>| match (plan.duration, start) {
+                (Some(d), Some(s)) => at >= s + d,
+                _ => false,
+            };
+        if !in_warmup {
             if plan.num_prompts.is_some_and(|n| summary.sent_measured >= n) {
                 break;
             }
-            if let (Some(d), Some(s)) = (plan.duration, measure_start) {
-                if now >= s + d {
-                    break;
-                }
+            if measured_window_over(now, measure_start) {
+                break;
             }
         }
-        let req = workload.next_request(warmup);
-        let offset = schedule.next_offset();
-        if let Some(off) = offset {
-            let target = origin + off;
-            // A duration-bounded run does not send arrivals past its end.
-            if let (false, Some(d), Some(s)) = (warmup, plan.duration, measure_start) {
-                if target >= s + d {
+        if next_new.is_none() {
+            match source.next(in_warmup) {
+                Some(p) => {
+                    let at = p.at.or_else(|| schedule.next_offset());
+                    // An offset past every representable instant never comes.
+                    let at = at.map(|o| {
+                        origin
+                            .checked_add(o)
+                            .unwrap_or(origin + crate::units::MAX_DURATION)
+                    });
+                    next_new = Some((p.request, at));
+                }
+                None if pending.is_empty() => {
+                    summary.source_exhausted = true;
                     break;
                 }
+                None => {}
             }
+        }
+        let new_at = next_new.as_ref().map(|(_, at)| at.unwrap_or(now));
+        let follow_at = pending.peek().map(|p| (p.0).0 .0);
+        // The earlier of the two goes first; a follow-up already holds its slot.
+        let follow_first = match (follow_at, new_at) {
+            (Some(f), Some(n)) => f <= n,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if follow_first {
+            let f_at = follow_at.unwrap_or(now);
             tokio::select! {
                 biased;
                 _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
-                _ = timer.sleep_until(target) => {}
+                Some(f) = follow_rx.recv() => {
+                    pending_seq += 1;
+                    pending.push(Pending(Reverse((f.ready, pending_seq)), f));
+                    continue;
+                }
+                _ = tokio::time::sleep_until(f_at.into()) => {}
             }
+            let Some(Pending(_, f)) = pending.pop() else {
+                continue;
+            };
+            if !f.request.warmup && measured_window_over(f.ready, measure_start) {
+                break;
+            }
+            let t_sched = clock.ns(f.ready);
+            count_send(
+                &mut summary,
+                &f.request,
+                t_sched,
+                &records,
+                &mut measure_start,
+                &mut warmup_start,
+                clock,
+                cap,
+                plan,
+            );
+            progress.sent.fetch_add(1, Relaxed);
+            spawn_request(&ctx, f.request, t_sched, f.permit);
+            continue;
+        }
+        let Some(target) = new_at else {
+            // Nothing to send now: wait for a session's next turn.
+            tokio::select! {
+                biased;
+                _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
+                f = follow_rx.recv() => match f {
+                    Some(f) => { pending_seq += 1; pending.push(Pending(Reverse((f.ready, pending_seq)), f)); continue; }
+                    None => break 'send,
+                },
+            }
+        };
+        let is_warmup = next_new.as_ref().is_some_and(|(r, _)| r.warmup);
+        let timed = next_new.as_ref().is_some_and(|(_, at)| at.is_some());
+        // A duration-bounded run does not send arrivals past its end.
+        if timed && !is_warmup && measured_window_over(target, measure_start) {
+            break;
         }
         let permit = tokio::select! {
             biased;
             _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
-            p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break 'send },
+            Some(f) = follow_rx.recv() => {
+                pending_seq += 1;
+                pending.push(Pending(Reverse((f.ready, pending_seq)), f));
+                continue;
+            }
+            // A session's turn fell due while this request waits for a slot
+            // (which may be held by that very session): send it first.
+            _ = async {
+                match follow_at {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => continue,
+            p = async {
+                if timed { timer.sleep_until(target).await; }
+                slots.clone().acquire_owned().await
+            } => match p { Ok(p) => p, Err(_) => break 'send },
         };
         // Closed loop: the slot may have freed after the sending window closed.
-        if let (false, None, Some(d), Some(s)) = (warmup, offset, plan.duration, measure_start) {
-            if crate::clock::now() >= s + d {
-                drop(permit);
-                break;
-            }
-        }
-        let t_sched = match offset {
-            Some(off) => clock.ns(origin + off),
-            None => clock.now_ns(),
-        };
-        let sched_instant = clock.instant(t_sched);
-        if warmup {
-            summary.sent_warmup += 1;
-            warmup_start.get_or_insert(sched_instant);
-        } else {
-            summary.sent_measured += 1;
-            measure_start.get_or_insert(sched_instant);
-            if !plan.load.is_open() && summary.sent_measured == cap as u64 {
-                summary.ramp_end_ns = Some(t_sched);
-            }
-        }
-        progress.sent.fetch_add(1, Relaxed);
-        let client = client.clone();
-        let tx = records.clone();
-        let progress = progress.clone();
-        tokio::spawn(async move {
-            let rec = client.execute(&req, t_sched).await;
-            progress.finished.fetch_add(1, Relaxed);
-            let _ = tx.send(rec);
+        if !timed && !is_warmup && measured_window_over(crate::clock::now(), measure_start) {
             drop(permit);
-        });
+            break;
+        }
+        let Some((req, _)) = next_new.take() else {
+            continue;
+        };
+        let t_sched = if timed {
+            clock.ns(target)
+        } else {
+            clock.now_ns()
+        };
+        count_send(
+            &mut summary,
+            &req,
+            t_sched,
+            &records,
+            &mut measure_start,
+            &mut warmup_start,
+            clock,
+            cap,
+            plan,
+        );
+        progress.sent.fetch_add(1, Relaxed);
+        spawn_request(&ctx, req, t_sched, permit);
     }
 
+    // Sending is over: sessions' pending turns are dropped (freeing their
+    // slots), and so is any turn finishing later (its channel is closed).
+    drop(ctx);
+    follow_rx.close();
+    while follow_rx.try_recv().is_ok() {}
+    pending.clear();
     // Drain: wait for every slot to come back, up to the drain timeout.
     let all = cap as u32;
     let drained = tokio::select! {
-        r = tokio::time::timeout(plan.drain_timeout, slots.acquire_many(all)) => r.is_ok(),
+        r = tokio::time::timeout(plan.drain_timeout, drain(&slots, all, &mut follow_rx)) => r.is_ok(),
         _ = async { let mut c = cancel_rx.clone(); let _ = c.wait_for(|c| c.is_some()).await; } => false,
     };
     if !drained {
@@ -247,8 +459,60 @@ pub async fn execute<T: Timer>(
             summary.drain_timed_out = true;
             control.cancel_tx.send_replace(Some(ErrorKind::Incomplete));
         }
-        let _ = tokio::time::timeout(Duration::from_secs(5), slots.acquire_many(all)).await;
+        let _ =
+            tokio::time::timeout(Duration::from_secs(5), drain(&slots, all, &mut follow_rx)).await;
     }
     canceller.abort();
+    summary.records_lost = lost.load(Relaxed);
     summary
 }
+
+/// Wait until every slot is back, discarding session turns that still
+/// arrive (each frees its slot when dropped).
+async fn drain(
+    slots: &Arc<Semaphore>,
+    all: u32,
+    follow_rx: &mut mpsc::UnboundedReceiver<FollowUp>,
+) {
+    loop {
+        tokio::select! {
+            r = slots.acquire_many(all) => { drop(r); return; }
+            f = follow_rx.recv() => if f.is_none() {
+                let _ = slots.acquire_many(all).await;
+                return;
+            },
+        }
+    }
+}
+
+/// Book one send: phase counters, the measured phase's start, ramp-up end.
+#[allow(clippy::too_many_arguments)]
+fn count_send(
+    summary: &mut ExecSummary,
+    req: &PreparedRequest,
+    t_sched: u64,
+    records: &mpsc::UnboundedSender<Msg>,
+    measure_start: &mut Option<Instant>,
+    warmup_start: &mut Option<Instant>,
+    clock: RunClock,
+    cap: usize,
+    plan: &RunPlan,
+) {
+    let sched_instant = clock.instant(t_sched);
+    if req.warmup {
+        summary.sent_warmup += 1;
+        warmup_start.get_or_insert(sched_instant);
+        return;
+    }
+    summary.sent_measured += 1;
+    if measure_start.is_none() {
+        *measure_start = Some(sched_instant);
+        let _ = records.send(Msg::MeasureStart(t_sched));
+    }
+    if !plan.load.is_open() && summary.sent_measured == cap as u64 {
+        summary.ramp_end_ns = Some(t_sched);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -22,6 +22,9 @@ pub enum Phase {
 pub enum ErrorKind {
     /// The connection (TCP or TLS) could not be opened.
     Connect,
+    /// The client's own limits stopped the request before it was sent (out of
+    /// file descriptors: `EMFILE`/`ENFILE`); never the server's fault.
+    ClientLimit,
     /// The total `--timeout` elapsed, or no bytes arrived for `--idle-timeout`.
     Timeout,
     /// The server answered with a non-2xx status.
@@ -43,6 +46,7 @@ impl ErrorKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
+            ErrorKind::ClientLimit => "client_limit",
             ErrorKind::Timeout => "timeout",
             ErrorKind::HttpStatus => "http_status",
             ErrorKind::StreamCut => "stream_cut",
@@ -92,15 +96,20 @@ pub struct ServerUsage {
 pub struct RequestRecord {
     pub request_id: u64,
     pub warmup: bool,
+    /// The session and 0-based turn, for a turn of a multi-turn session.
+    pub session: Option<(u64, u32)>,
     /// When the schedule said the request should be sent.
     pub t_sched: u64,
     /// When a new connection began opening for it (None: pooled connection).
     pub t_connect: Option<u64>,
-    /// When the request began to be written on an established connection.
-    pub t_send: u64,
+    /// When the request began to be written on an established connection;
+    /// `None` for a request that never got a connection (it was never sent,
+    /// and has no latency or schedule lag).
+    pub t_send: Option<u64>,
     /// When the status line and headers arrived.
     pub t_head: Option<u64>,
-    /// End of the response: `[DONE]`, end of body, or the error.
+    /// End of the response: `[DONE]`, end of body, or the error. Every
+    /// record has one, failures included.
     pub t_done: u64,
     pub events: Vec<Event>,
     /// All content-bearing text received, concatenated (content, reasoning, tool-call arguments).

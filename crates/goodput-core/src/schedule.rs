@@ -149,7 +149,8 @@ impl Schedule {
         // The first arrival is at the origin; each later one a gap after the last.
         let at = self.next_s;
         self.next_s += gap;
-        Some(Duration::from_secs_f64(at))
+        // Saturates instead of panicking: an arrival a year away never comes.
+        Some(Duration::try_from_secs_f64(at).unwrap_or(goodput_common::units::MAX_DURATION))
     }
 }
 

@@ -9,7 +9,7 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Percentile `p` (0–100) of sorted data, numpy's linear interpolation.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
@@ -61,7 +61,7 @@ pub fn binomial_ci_ranks(n: usize, q: f64) -> (usize, usize) {
 }
 
 /// A figure with its 95 % interval; `None` bounds are open (too few samples).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     pub value: f64,
     pub lo: Option<f64>,
@@ -76,7 +76,23 @@ impl Estimate {
 }
 
 /// Summary of one per-request (or pooled) metric, in its unit (ms).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// How a distribution's intervals were computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CiMethod {
+    /// Distribution-free binomial order-statistic intervals (per-request values).
+    Binomial,
+    /// A bootstrap over whole requests (pooled per-token values).
+    Bootstrap,
+    /// Too few requests to resample.
+    None,
+}
+
+/// Summary of one per-request (or pooled) metric, in its unit (ms).
+/// Serialized as `{count, mean_ms, std_ms, min_ms, max_ms, median_ms,
+/// p90_ms, ..., ci: {mean: [lo, hi], p90: [lo, hi], ...}, ci_method}` (an open
+/// bound is `null`), and read back from the same.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {
     pub count: usize,
     pub mean: Estimate,
@@ -85,8 +101,97 @@ pub struct Distribution {
     pub max: f64,
     /// `(percentile, estimate)` in the order requested.
     pub percentiles: Vec<(f64, Estimate)>,
-    /// How the intervals were computed: `binomial`, `bootstrap`, or `none`.
-    pub ci_method: &'static str,
+    pub ci_method: CiMethod,
+}
+
+/// `99` → `"99"`, `99.9` → `"99.9"`, as vLLM spells percentile keys.
+pub fn pct_label(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{}", p as i64)
+    } else {
+        let s = format!("{p}");
+        s.trim_end_matches('0').to_string()
+    }
+}
+
+impl Serialize for Distribution {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde_json::{json, Map, Value};
+        let interval = |e: &Estimate| json!([e.lo, e.hi]);
+        let mut o = Map::new();
+        o.insert("count".into(), json!(self.count));
+        o.insert("mean_ms".into(), json!(self.mean.value));
+        o.insert("std_ms".into(), json!(self.std));
+        o.insert("min_ms".into(), json!(self.min));
+        o.insert("max_ms".into(), json!(self.max));
+        let mut ci = Map::new();
+        ci.insert("mean".into(), interval(&self.mean));
+        for (p, e) in &self.percentiles {
+            if *p == 50.0 {
+                o.insert("median_ms".into(), json!(e.value));
+            }
+            o.insert(format!("p{}_ms", pct_label(*p)), json!(e.value));
+            ci.insert(format!("p{}", pct_label(*p)), interval(e));
+        }
+        o.insert("ci".into(), Value::Object(ci));
+        o.insert("ci_method".into(), json!(self.ci_method));
+        Value::Object(o).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Distribution {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        let num = |k: &str| {
+            v.get(k)
+                .and_then(|x| x.as_f64())
+                .ok_or_else(|| D::Error::custom(format!("distribution: missing number '{k}'")))
+        };
+        let bounds = |k: &str| -> (Option<f64>, Option<f64>) {
+            let b = &v["ci"][k];
+            (b[0].as_f64(), b[1].as_f64())
+        };
+        let (lo, hi) = bounds("mean");
+        let mut percentiles: Vec<(f64, Estimate)> = Vec::new();
+        if let Some(o) = v.as_object() {
+            for (k, x) in o {
+                let Some(p) = k
+                    .strip_prefix('p')
+                    .and_then(|r| r.strip_suffix("_ms"))
+                    .and_then(|p| p.parse::<f64>().ok())
+                else {
+                    continue;
+                };
+                let (plo, phi) = bounds(&format!("p{}", pct_label(p)));
+                let value = x.as_f64().ok_or_else(|| {
+                    D::Error::custom(format!("distribution: '{k}' is not a number"))
+                })?;
+                percentiles.push((
+                    p,
+                    Estimate {
+                        value,
+                        lo: plo,
+                        hi: phi,
+                    },
+                ));
+            }
+        }
+        percentiles.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Ok(Distribution {
+            count: num("count")? as usize,
+            mean: Estimate {
+                value: num("mean_ms")?,
+                lo,
+                hi,
+            },
+            std: num("std_ms")?,
+            min: num("min_ms")?,
+            max: num("max_ms")?,
+            percentiles,
+            ci_method: serde_json::from_value(v["ci_method"].clone()).map_err(D::Error::custom)?,
+        })
+    }
 }
 
 fn mean_std(v: &[f64]) -> (f64, f64) {
@@ -130,7 +235,7 @@ pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distributio
         min: values[0],
         max: values[n - 1],
         percentiles: pct,
-        ci_method: "binomial",
+        ci_method: CiMethod::Binomial,
     })
 }
 
@@ -158,7 +263,7 @@ pub fn describe_pooled(
         return None;
     }
     let mut d = describe(values.iter().map(|&v| v as f64).collect(), percentiles)?;
-    d.ci_method = "bootstrap";
+    d.ci_method = CiMethod::Bootstrap;
     let n_req = groups.len();
     let mut rng = StdRng::seed_from_u64(seed);
     // Requests taking part in the bootstrap: all, or a random subset.
@@ -170,7 +275,7 @@ pub fn describe_pooled(
             .min(n_req)
     };
     if n_req < 2 || m < 2 {
-        d.ci_method = "none";
+        d.ci_method = CiMethod::None;
         d.mean.lo = None;
         d.mean.hi = None;
         for (_, e) in d.percentiles.iter_mut() {
@@ -367,7 +472,7 @@ mod tests {
         let groups: Vec<u32> = (1..=20).map(|r| r * 20).collect();
         let p = describe_pooled(&values, &groups, &[50.0, 90.0], 1).unwrap();
         assert_eq!(p.count, 400);
-        assert_eq!(p.ci_method, "bootstrap");
+        assert_eq!(p.ci_method, CiMethod::Bootstrap);
         let e = p.percentiles[0].1;
         assert!(e.lo.unwrap() <= e.value && e.value <= e.hi.unwrap());
     }

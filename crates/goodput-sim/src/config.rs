@@ -5,109 +5,41 @@
 //! Precedence: built-in defaults, then the `--config` file, then flags.
 
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp, LogNormal, Normal};
-use serde::{Deserialize, Serialize};
+use rand::SeedableRng;
+use serde::Deserialize;
 
 use crate::engine::{Engine, EngineLimits};
 use crate::error::SimError;
-use crate::faults::{parse_duration, FaultConfig, FaultSpec};
+use crate::faults::{FaultConfig, FaultSpec};
 use crate::kv::BLOCK_SIZE;
 use crate::presets::{hardware_by_name, model_by_name, HardwareProfile, ModelProfile};
 use crate::priority::PriorityRequest;
 use crate::roofline::Roofline;
+use goodput_common::units::parse_duration;
+use goodput_common::LengthSpec;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// Distribution of output lengths when a request does not set `ignore_eos`
-/// (the drawn length is capped by `max_tokens` and raised to `min_tokens`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub enum OutputLenDist {
-    Fixed(usize),
-    Uniform(usize, usize),
-    Normal(f64, f64),
-    /// Median and sigma of the underlying normal.
-    LogNormal(f64, f64),
-    Exponential(f64),
-}
+/// (the drawn length is capped by `max_tokens` and raised to `min_tokens`):
+/// the shared length grammar ([`LengthSpec`]), sampled per request.
+pub type OutputLenDist = LengthSpec;
 
-impl Default for OutputLenDist {
-    fn default() -> Self {
-        OutputLenDist::LogNormal(200.0, 0.8)
-    }
-}
+/// The default output-length distribution: lognormal, median 200, sigma 0.8.
+pub const DEFAULT_OUTPUT_LEN: LengthSpec = LengthSpec::LogNormal {
+    median: 200.0,
+    sigma: 0.8,
+};
 
-impl FromStr for OutputLenDist {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || {
-            format!(
-                "'{s}' is not a valid length distribution: expected N, fixed:N, uniform:MIN,MAX, \
-                 normal:MEAN,STD, lognormal:MEDIAN,SIGMA or exponential:MEAN"
-            )
-        };
-        let (kind, args) = s.trim().split_once(':').unwrap_or(("fixed", s.trim()));
-        let nums: Vec<f64> = args
-            .split(',')
-            .map(|a| a.trim().parse::<f64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad())?;
-        if nums.iter().any(|v| !v.is_finite() || *v < 0.0) {
-            return Err(bad());
-        }
-        let d = match (kind, nums.as_slice()) {
-            ("fixed", [n]) if *n >= 1.0 => OutputLenDist::Fixed(*n as usize),
-            ("uniform", [a, b]) if *a >= 1.0 && a <= b => {
-                OutputLenDist::Uniform(*a as usize, *b as usize)
-            }
-            ("normal", [m, sd]) if *m >= 1.0 => OutputLenDist::Normal(*m, *sd),
-            ("lognormal", [m, sigma]) if *m >= 1.0 => OutputLenDist::LogNormal(*m, *sigma),
-            ("exponential", [m]) if *m >= 1.0 => OutputLenDist::Exponential(*m),
-            _ => return Err(bad()),
-        };
-        Ok(d)
-    }
-}
-
-impl TryFrom<String> for OutputLenDist {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
-        s.parse()
-    }
-}
-
-impl From<OutputLenDist> for String {
-    fn from(d: OutputLenDist) -> String {
-        match d {
-            OutputLenDist::Fixed(n) => format!("fixed:{n}"),
-            OutputLenDist::Uniform(a, b) => format!("uniform:{a},{b}"),
-            OutputLenDist::Normal(m, s) => format!("normal:{m},{s}"),
-            OutputLenDist::LogNormal(m, s) => format!("lognormal:{m},{s}"),
-            OutputLenDist::Exponential(m) => format!("exponential:{m}"),
-        }
-    }
-}
-
-impl OutputLenDist {
-    /// Draw a length (at least 1) for the request with 0-based `index`.
-    pub fn sample(&self, seed: u64, index: u64) -> usize {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(
-            seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index.wrapping_add(0x5151),
-        );
-        let v = match *self {
-            OutputLenDist::Fixed(n) => n as f64,
-            OutputLenDist::Uniform(a, b) => rng.random_range(a..=b) as f64,
-            OutputLenDist::Normal(m, s) => Normal::new(m, s).map_or(m, |d| d.sample(&mut rng)),
-            OutputLenDist::LogNormal(m, s) => {
-                LogNormal::new(m.ln(), s).map_or(m, |d| d.sample(&mut rng))
-            }
-            OutputLenDist::Exponential(m) => Exp::new(1.0 / m).map_or(m, |d| d.sample(&mut rng)),
-        };
-        (v.round() as usize).max(1)
-    }
+/// Draw the output length (at least 1) of the request with 0-based `index`:
+/// a generator of its own per request, so a request's length does not depend
+/// on how many came before it or in which order they arrived.
+pub fn sample_output_len(dist: &LengthSpec, seed: u64, index: u64) -> usize {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ index.wrapping_add(0x5151),
+    );
+    dist.sample(&mut rng) as usize
 }
 
 /// Everything that defines a simulator.
@@ -155,7 +87,7 @@ impl Default for SimConfig {
             num_gpu_blocks_override: None,
             enable_prefix_caching: true,
             seed: 0,
-            output_len: OutputLenDist::default(),
+            output_len: DEFAULT_OUTPUT_LEN,
             time_scale: 1.0,
             faults: FaultConfig::default(),
             server_threads: 1,

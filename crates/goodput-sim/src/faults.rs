@@ -93,24 +93,6 @@ impl FaultSpec {
     }
 }
 
-/// Parse a duration: `250ms`, `2s`, `1.5` (seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (t, 1.0)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * scale)),
-        _ => Err(format!(
-            "'{s}' is not a valid duration: expected e.g. 250ms, 2s or 1.5 (seconds)"
-        )),
-    }
-}
-
 /// Which faults to inject.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -242,9 +224,6 @@ mod tests {
         let err = "1.5".parse::<FaultSpec>().unwrap_err();
         assert!(err.contains("every:N"), "{err}");
         assert!("every:0".parse::<FaultSpec>().is_err());
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert!(parse_duration("soon").is_err());
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub struct MonoClock {
 /// `CLOCK_MONOTONIC` in ns: the engine sleeps to absolute deadlines on it.
 #[cfg(unix)]
 fn mono_ns() -> u64 {
-    goodput_core::clock::monotonic_ns().unwrap_or(0)
+    goodput_common::clock::monotonic_ns().unwrap_or(0)
 }
 
 #[cfg(not(unix))]

@@ -10,8 +10,8 @@
 
 use std::sync::OnceLock;
 
-use goodput_core::tokenizer::Tokenizer;
-use goodput_core::workload::words::words;
+use goodput_common::tokenizer::Tokenizer;
+use goodput_common::words::words;
 
 use crate::error::SimError;
 

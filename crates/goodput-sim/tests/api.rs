@@ -62,7 +62,7 @@ async fn routes_models_health_and_errors() {
 async fn chat_stream_has_vllm_shape_and_exact_counts() {
     let server = start(fast());
     let addr = server.local_addr();
-    let tok = goodput_core::tokenizer::Tokenizer::from_spec("tiktoken:o200k_base").unwrap();
+    let tok = goodput_common::tokenizer::Tokenizer::from_spec("tiktoken:o200k_base").unwrap();
     let (system, user) = ("You are terse.", prompt(300, 1));
     let body = json!({
         "model": server.model_name(),
@@ -123,7 +123,7 @@ async fn completions_count_prompts_like_the_client_and_draw_lengths() {
     };
     let server = start(config);
     let addr = server.local_addr();
-    let tok = goodput_core::tokenizer::Tokenizer::from_spec("tiktoken:o200k_base").unwrap();
+    let tok = goodput_common::tokenizer::Tokenizer::from_spec("tiktoken:o200k_base").unwrap();
     let text = "Hello world, this is a prompt with punctuation!";
     // Without ignore_eos the drawn length (7) ends it with "stop"...
     let r = send(

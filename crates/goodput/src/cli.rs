@@ -34,11 +34,11 @@ pub struct RunArgs {
     // ---- Target ----
     /// Base URL of the server, e.g. http://localhost:8000 or https://host/v1 (the endpoint path
     /// is appended; /v1 is not doubled). Without it, the built-in simulator is started and benchmarked.
-    #[arg(long, alias = "base-url", help_heading = "Target")]
+    #[arg(long, alias = "base-url", value_parser = url, help_heading = "Target")]
     pub url: Option<String>,
     /// API to call: chat (/v1/chat/completions) or completions (/v1/completions).
-    #[arg(long, default_value = "chat", value_parser = ["chat", "completions"], help_heading = "Target")]
-    pub endpoint: String,
+    #[arg(long, default_value = "chat", help_heading = "Target")]
+    pub endpoint: goodput_core::protocol::Endpoint,
     /// Model name to send [default: the first model /v1/models lists].
     #[arg(long, help_heading = "Target")]
     pub model: Option<String>,
@@ -46,16 +46,16 @@ pub struct RunArgs {
     #[arg(long, default_value = "OPENAI_API_KEY", help_heading = "Target")]
     pub api_key_env: String,
     /// Extra request header 'Name: value' (repeatable).
-    #[arg(long = "header", value_name = "'NAME: VALUE'", help_heading = "Target")]
+    #[arg(long = "header", value_name = "'NAME: VALUE'", value_parser = header, help_heading = "Target")]
     pub headers: Vec<String>,
     /// Total time allowed per request, e.g. 600s, 10m.
-    #[arg(long, default_value = "600s", value_parser = duration, help_heading = "Target")]
+    #[arg(long, default_value = "600s", value_parser = positive_duration, help_heading = "Target")]
     pub timeout: std::time::Duration,
     /// No bytes for this long ends a request as a timeout.
-    #[arg(long, default_value = "60s", value_parser = duration, help_heading = "Target")]
+    #[arg(long, default_value = "60s", value_parser = positive_duration, help_heading = "Target")]
     pub idle_timeout: std::time::Duration,
     /// Time allowed to open a connection (TCP and TLS).
-    #[arg(long, default_value = "10s", value_parser = duration, help_heading = "Target")]
+    #[arg(long, default_value = "10s", value_parser = positive_duration, help_heading = "Target")]
     pub connect_timeout: std::time::Duration,
     /// Accept any TLS certificate (explicit only; never the default).
     #[arg(long, help_heading = "Target")]
@@ -66,7 +66,7 @@ pub struct RunArgs {
 
     // ---- Load ----
     /// Closed loop: keep N requests in flight at all times [default: 8 when --request-rate is not given].
-    #[arg(long, conflicts_with = "request_rate", help_heading = "Load")]
+    #[arg(long, conflicts_with = "request_rate", value_parser = at_least_one, help_heading = "Load")]
     pub concurrency: Option<usize>,
     /// Open loop: arrivals per second ('inf' sends everything at once).
     #[arg(long, value_parser = rate, help_heading = "Load")]
@@ -75,20 +75,20 @@ pub struct RunArgs {
     #[arg(long, default_value = "poisson", value_parser = arrival, help_heading = "Load")]
     pub arrival: goodput_core::schedule::Arrival,
     /// vLLM's spelling of --arrival gamma:X (X < 1 burstier than Poisson, X > 1 smoother).
-    #[arg(long, conflicts_with = "arrival", help_heading = "Load")]
+    #[arg(long, conflicts_with = "arrival", value_parser = burstiness, help_heading = "Load")]
     pub burstiness: Option<f64>,
     /// Open loop: cap on requests in flight (the wait shows as schedule lag, not hidden).
-    #[arg(long, help_heading = "Load")]
+    #[arg(long, value_parser = at_least_one, help_heading = "Load")]
     pub max_concurrency: Option<usize>,
     /// Measured requests to send [default: 200, or unbounded when only --duration is given].
-    #[arg(long, help_heading = "Load")]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Load")]
     pub num_prompts: Option<u64>,
     /// Sending window of the measured phase, e.g. 60s (with --num-prompts, whichever ends first).
-    #[arg(long, value_parser = duration, help_heading = "Load")]
+    #[arg(long, value_parser = positive_duration, help_heading = "Load")]
     pub duration: Option<std::time::Duration>,
     /// Warm-up before the measured phase: a request count (e.g. 20) or a duration (e.g. 10s).
-    #[arg(long, default_value = "0", help_heading = "Load")]
-    pub warmup: String,
+    #[arg(long, default_value = "0", value_parser = warmup, help_heading = "Load")]
+    pub warmup: goodput_core::executor::Warmup,
     /// How long in-flight requests may finish after sending ends [default: --timeout].
     #[arg(long, value_parser = duration, help_heading = "Load")]
     pub drain_timeout: Option<std::time::Duration>,
@@ -107,8 +107,8 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Workload")]
     pub no_pin_output: bool,
     /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base or none.
-    #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, help_heading = "Workload")]
-    pub tokenizer: String,
+    #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]
+    pub tokenizer: goodput_core::tokenizer::Tokenizer,
 
     // ---- Output ----
     /// Write the results JSON (vLLM's keys plus config, ci, errors...) to this file.
@@ -123,8 +123,8 @@ pub struct RunArgs {
     /// Percentiles to report, comma-separated.
     #[arg(long, alias = "metric-percentiles", default_value = "50,90,95,99", value_parser = percentiles, help_heading = "Output")]
     pub percentiles: Percentiles,
-    /// Exit 1 when the error rate is above this share of finished requests.
-    #[arg(long, default_value_t = 0.01, help_heading = "Output")]
+    /// Exit 1 when the error rate is above this share of finished requests (0 to 1).
+    #[arg(long, default_value_t = 0.01, value_parser = share, help_heading = "Output")]
     pub max_error_rate: f64,
     /// No summary table and no progress display (files are still written).
     #[arg(long, short, help_heading = "Output")]
@@ -134,19 +134,95 @@ pub struct RunArgs {
 #[derive(Debug, Clone)]
 pub struct Percentiles(pub Vec<f64>);
 
+// Every flag is checked here, by its parser, before anything starts: a bad
+// value exits 2 with what would be valid, before the simulator, a connection
+// or a file is touched.
+
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_duration(s)
+}
+
+fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    goodput_core::units::parse_positive_duration(s)
 }
 
 fn rate(s: &str) -> Result<f64, String> {
     if s == "inf" {
         return Ok(f64::INFINITY);
     }
+    // Slower than one request per longest duration a flag accepts, a run could never send twice.
+    let min = 1.0 / goodput_core::units::MAX_DURATION.as_secs_f64();
     match s.parse::<f64>() {
-        Ok(r) if r > 0.0 => Ok(r),
+        Ok(r) if r.is_finite() && r >= min => Ok(r),
         _ => Err(format!(
-            "invalid rate '{s}': expected a number > 0 (requests/s) or 'inf'"
+            "invalid rate '{s}': expected requests/s as a number >= {min:.2e} (one a year), or 'inf'"
         )),
+    }
+}
+
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("invalid value '{s}': expected a whole number >= 1")),
+    }
+}
+
+fn burstiness(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(b) if b > 0.0 && b.is_finite() => Ok(b),
+        _ => Err(format!(
+            "invalid burstiness '{s}': expected a number > 0 (1 is Poisson)"
+        )),
+    }
+}
+
+fn share(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "invalid share '{s}': expected a number from 0 to 1, e.g. 0.01"
+        )),
+    }
+}
+
+fn warmup(s: &str) -> Result<goodput_core::executor::Warmup, String> {
+    use goodput_core::executor::Warmup;
+    let s = s.trim();
+    if let Ok(n) = s.parse::<u64>() {
+        return Ok(if n == 0 {
+            Warmup::None
+        } else {
+            Warmup::Requests(n)
+        });
+    }
+    goodput_core::units::parse_duration(s)
+        .map(Warmup::Duration)
+        .map_err(|_| {
+            format!("invalid warm-up '{s}': expected a request count (20) or a duration (10s)")
+        })
+}
+
+fn tokenizer(s: &str) -> Result<goodput_core::tokenizer::Tokenizer, String> {
+    goodput_core::tokenizer::Tokenizer::from_spec(s).map_err(|e| e.to_string())
+}
+
+fn url(s: &str) -> Result<String, String> {
+    goodput_core::client::BaseUrl::parse(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+fn header(s: &str) -> Result<String, String> {
+    let valid = s.split_once(':').is_some_and(|(name, value)| {
+        let name = name.trim();
+        !name.is_empty()
+            && name.bytes().all(|b| b.is_ascii_graphic())
+            && !value.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0)
+    });
+    if valid {
+        Ok(s.to_string())
+    } else {
+        Err(format!("invalid header '{s}': expected 'Name: value'"))
     }
 }
 

@@ -1,41 +1,34 @@
 //! `goodput run`: one benchmark at one load point.
 //!
-//! Builds the run options from the flags, starts the built-in simulator when
-//! no `--url` is given, handles Ctrl-C (first: stop sending and let in-flight
-//! requests finish; second: cancel them), and writes the summary, the
-//! results JSON and the records file.
+//! Every flag was validated by its parser before this runs. Signals are
+//! watched from the first instant (SIGINT and SIGTERM alike; the first stops
+//! sending — or whatever is being prepared — and lets in-flight requests
+//! finish, the second cancels them), then the built-in simulator starts when
+//! no `--url` is given, the target is prepared once, the plan runs, and the
+//! summary, the results JSON and the records file are written.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
-use goodput_core::client::{ClientOptions, Endpoint};
-use goodput_core::executor::{Progress, RunControl, RunPlan, Warmup};
-use goodput_core::report;
-use goodput_core::run::{self, RunOptions};
+use goodput_core::aggregate::RecordsSink;
+use goodput_core::client::ClientOptions;
+use goodput_core::executor::{Progress, RunControl, RunPlan};
+use goodput_core::report::{self, Exporter};
 use goodput_core::schedule::{Arrival, Load};
+use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
+use goodput_core::workload::SyntheticSpec;
 
 use crate::cli::RunArgs;
 use crate::Exit;
 
+/// Exit code of a run interrupted before any request was sent (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit code of an internal fault of goodput itself (never the server's).
+pub const EXIT_INTERNAL: i32 = 4;
+
 fn usage(e: impl Into<anyhow::Error>) -> Exit {
     Exit(2, e.into())
-}
-
-fn parse_warmup(s: &str) -> Result<Warmup, String> {
-    let s = s.trim();
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(if n == 0 {
-            Warmup::None
-        } else {
-            Warmup::Requests(n)
-        });
-    }
-    goodput_core::units::parse_duration(s)
-        .map(Warmup::Duration)
-        .map_err(|_| {
-            format!("invalid --warmup '{s}': expected a request count (20) or a duration (10s)")
-        })
 }
 
 /// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
@@ -47,38 +40,44 @@ fn num_prompts(args: &RunArgs) -> Option<u64> {
     }
 }
 
-fn build_options(args: &RunArgs, url: String, model: Option<String>) -> Result<RunOptions, Exit> {
+fn run_spec(args: &RunArgs) -> RunSpec {
     let load = match args.request_rate {
         Some(rate) => Load::Open {
             rate,
             arrival: args.burstiness.map(Arrival::Gamma).unwrap_or(args.arrival),
             max_concurrency: args.max_concurrency,
         },
-        None => {
-            let concurrency = args.concurrency.or(args.max_concurrency).unwrap_or(8);
-            if concurrency == 0 {
-                return Err(usage(anyhow!("--concurrency must be at least 1")));
-            }
-            Load::Closed { concurrency }
-        }
+        None => Load::Closed {
+            concurrency: args.concurrency.or(args.max_concurrency).unwrap_or(8),
+        },
     };
-    if args.burstiness.is_some_and(|b| b <= 0.0 || !b.is_finite()) {
-        return Err(usage(anyhow!("--burstiness must be a number > 0")));
+    RunSpec {
+        plan: RunPlan {
+            load,
+            num_prompts: num_prompts(args),
+            duration: args.duration,
+            warmup: args.warmup,
+            drain_timeout: args.drain_timeout.unwrap_or(args.timeout),
+            seed: args.seed,
+        },
+        workload: SyntheticSpec {
+            input_tokens: args.input_tokens,
+            output_tokens: args.output_tokens,
+            seed: args.seed,
+            sessions: None,
+        },
+        percentiles: args.percentiles.0.clone(),
     }
-    if args.num_prompts == Some(0) {
-        return Err(usage(anyhow!("--num-prompts must be at least 1")));
-    }
+}
+
+fn target_options(args: &RunArgs, url: String, model: Option<String>) -> TargetOptions {
     let api_key = std::env::var(&args.api_key_env)
         .ok()
         .filter(|k| !k.is_empty());
-    Ok(RunOptions {
+    TargetOptions {
         client: ClientOptions {
             url,
-            endpoint: if args.endpoint == "completions" {
-                Endpoint::Completions
-            } else {
-                Endpoint::Chat
-            },
+            endpoint: args.endpoint,
             headers: args.headers.clone(),
             api_key,
             timeout: args.timeout,
@@ -87,22 +86,11 @@ fn build_options(args: &RunArgs, url: String, model: Option<String>) -> Result<R
             insecure: args.insecure,
         },
         model,
-        input_tokens: args.input_tokens,
-        output_tokens: args.output_tokens,
         stream: !args.no_stream,
         pin_output: !args.no_pin_output,
+        temperature: None,
         tokenizer: args.tokenizer.clone(),
-        plan: RunPlan {
-            load,
-            num_prompts: num_prompts(args),
-            duration: args.duration,
-            warmup: parse_warmup(&args.warmup).map_err(|e| usage(anyhow!(e)))?,
-            drain_timeout: args.drain_timeout.unwrap_or(args.timeout),
-            seed: args.seed,
-        },
-        percentiles: args.percentiles.0.clone(),
-        records_itl: args.records_itl,
-    })
+    }
 }
 
 /// Raise the open-file limit to the hard limit: thousands of streams need thousands of sockets.
@@ -132,7 +120,73 @@ pub fn main(args: RunArgs) -> Result<i32, Exit> {
     rt.block_on(run_async(args))
 }
 
+/// Watch SIGINT and SIGTERM: the first stops sending (and any preparation),
+/// the second cancels requests in flight.
+pub fn watch_signals(control: RunControl) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        if next_signal(&mut term).await {
+            eprintln!("\ngoodput: stopping: no new requests; waiting for those in flight (signal again to cancel them)");
+            control.stop_sending();
+            if next_signal(&mut term).await {
+                eprintln!("goodput: cancelling requests in flight");
+                control.cancel_in_flight();
+            }
+        }
+    });
+}
+
+/// The next SIGINT or SIGTERM (false if signals cannot be watched).
+async fn next_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.is_ok(),
+        Some(()) = async {
+            match term.as_mut() {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        } => true,
+    }
+}
+
+fn run_error(e: RunError) -> Exit {
+    let code = match &e {
+        RunError::Interrupted => EXIT_INTERRUPTED,
+        RunError::Internal(_) => EXIT_INTERNAL,
+        e if e.is_unreachable() => 3,
+        _ => 2,
+    };
+    Exit(code, anyhow::Error::new(e))
+}
+
 async fn run_async(args: RunArgs) -> Result<i32, Exit> {
+    let control = RunControl::new();
+    watch_signals(control.clone());
+    let spec = run_spec(&args);
+
+    // Output files first: an unwritable path fails before anything is spent.
+    let records: Option<Box<dyn std::io::Write + Send>> = match &args.records {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening records file {}", path.display()))
+                .map_err(usage)?;
+            Some(Box::new(std::io::BufWriter::with_capacity(64 * 1024, f)))
+        }
+        None => None,
+    };
+    if let Some(out) = &args.out {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out)
+            .with_context(|| format!("opening results file {}", out.display()))
+            .map_err(usage)?;
+    }
+
     // Without --url: the built-in simulator, in this process, over real HTTP.
     let mut _sim = None;
     let (url, model) = match &args.url {
@@ -157,79 +211,46 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
             (url, model)
         }
     };
-    let opts = build_options(&args, url, model)?;
 
-    let records: Option<Box<dyn std::io::Write + Send>> = match &args.records {
-        Some(path) => {
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("opening records file {}", path.display()))
-                .map_err(usage)?;
-            Some(Box::new(std::io::BufWriter::with_capacity(64 * 1024, f)))
-        }
-        None => None,
-    };
-    // Fail on an unwritable --out before spending the run.
-    if let Some(out) = &args.out {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(out)
-            .with_context(|| format!("opening results file {}", out.display()))
-            .map_err(usage)?;
-    }
-
-    let control = RunControl::new();
-    {
-        let control = control.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ngoodput: stopping: no new requests; waiting for those in flight (Ctrl-C again to cancel them)");
-                control.stop_sending();
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("goodput: cancelling requests in flight");
-                    control.cancel_in_flight();
-                }
-            }
-        });
-    }
+    let target = PreparedTarget::prepare(target_options(&args, url, model), &control)
+        .await
+        .map_err(run_error)?;
     let progress = Arc::new(Progress::default());
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
     if !args.quiet && std::io::stderr().is_terminal() {
         crate::progress::spawn(progress.clone(), num_prompts(&args), done_rx);
     }
-    let result = run::run(opts, control, records, progress).await;
+    let mut sink = RecordsSink::new(records, args.records_itl);
+    let result = target.run(&spec, &mut sink, &control, progress).await;
     let _ = done_tx.send(true);
     tokio::task::yield_now().await;
-    let result = result.map_err(|e| {
-        let code = if e.is_unreachable() { 3 } else { 2 };
-        Exit(code, anyhow::Error::new(e))
-    })?;
+    let result = result.map_err(run_error)?;
+    let results = [result];
 
     if !args.quiet {
-        print!("{}", report::console::summary(&result));
+        print!(
+            "{}",
+            String::from_utf8_lossy(&report::Console.export(&results))
+        );
     } else {
-        for n in &result.notes {
+        for n in &results[0].notes {
             eprintln!("goodput: note: {n}");
         }
     }
     if let Some(out) = &args.out {
-        let doc = report::json::run_json(&result);
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| usage(anyhow!(e)))?;
-        std::fs::write(out, text + "\n")
+        std::fs::write(out, report::Json.export(&results))
             .with_context(|| format!("writing {}", out.display()))
             .map_err(usage)?;
     }
-    let m = &result.metrics;
+    let m = &results[0].metrics;
     if m.completed == 0 {
         return Err(Exit(
             3,
             anyhow!(
                 "no request completed ({} failed{})",
                 m.failed,
-                m.sample_errors
+                m.errors
+                    .examples
                     .iter()
                     .next()
                     .map(|(k, v)| format!("; e.g. {k}: {v}"))
@@ -237,10 +258,10 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
             ),
         ));
     }
-    if m.error_rate > args.max_error_rate {
+    if m.errors.error_rate > args.max_error_rate {
         eprintln!(
             "goodput: error rate {:.2}% is above --max-error-rate {:.2}%",
-            m.error_rate * 100.0,
+            m.errors.error_rate * 100.0,
             args.max_error_rate * 100.0
         );
         return Ok(1);

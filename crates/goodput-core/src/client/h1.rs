@@ -152,6 +152,32 @@ impl Conn {
         Ok(n)
     }
 
+    /// Whether the connection is still usable for a new request: not closed
+    /// by the server and carrying no unread bytes. A non-blocking peek at the
+    /// socket, before anything is written: end of stream (the server closed
+    /// an idle keep-alive connection), an error, or stray bytes (a TLS
+    /// close_notify, a late response) all mean it must not be reused.
+    pub fn is_open(&self) -> bool {
+        if !self.buffered().is_empty() {
+            return false;
+        }
+        let mut byte = 0u8;
+        // SAFETY: recv into a one-byte buffer we own, on a socket this
+        // connection owns; MSG_PEEK consumes nothing and MSG_DONTWAIT never blocks.
+        let n = unsafe {
+            libc::recv(
+                self.io.raw_fd(),
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n < 0 && {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            e == Some(libc::EAGAIN) || e == Some(libc::EWOULDBLOCK)
+        }
+    }
+
     /// Write a whole request.
     pub async fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.io.write_all(bytes).await

@@ -5,20 +5,22 @@
 //! writes and reads the socket: `t_send` is taken right before the request's
 //! `write`, `t_head` when the read completing the head returns, and each
 //! event's arrival right after the `read` that brought its bytes, before any
-//! parsing. goodput never retries a request the server may have seen; the
-//! only resend is of a request whose pooled connection turned out closed
-//! before any response byte (the server had dropped the idle connection).
-//! Every failure becomes an [`ErrorKind`] on the record; nothing here panics
-//! or aborts the run.
+//! parsing. goodput never resends a request: before a pooled connection is
+//! reused it is checked (a non-blocking peek) for having been closed by the
+//! server while idle, and a closed one is discarded unused — the one case in
+//! which the server provably saw nothing. A connection that breaks after the
+//! request was written fails that request, because the server may have read
+//! it. Every failure becomes an [`ErrorKind`] on the record; nothing here
+//! panics or aborts the run.
 
 pub mod h1;
-pub mod openai;
 pub mod sse;
 pub mod target;
 pub mod tls;
 pub mod watchdog;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,12 +28,13 @@ use bytes::Bytes;
 use tokio::net::TcpStream;
 
 use crate::clock::RunClock;
+use crate::protocol::chunk::Chunk;
+use crate::protocol::{Endpoint, PreparedRequest};
 use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
-use crate::workload::PreparedRequest;
+use crate::transport::Transport;
 use h1::{BodyDecoder, Conn, Head, Stream};
-use openai::Chunk;
 use sse::SseParser;
-pub use target::{BaseUrl, Endpoint};
+pub use target::BaseUrl;
 use watchdog::{Fired, Guard, Watchdog};
 
 /// Errors setting the client up (not request failures: those are records).
@@ -83,7 +86,10 @@ struct Inner {
     /// Header lines sent with every request, rendered once.
     header_lines: Vec<u8>,
     endpoint_path: String,
-    run_tag: String,
+    /// The current run's id, sent in each request's `x-request-id`.
+    run_id: AtomicU64,
+    /// Pooled connections found closed by the server before reuse, discarded unused.
+    stale_discarded: AtomicU64,
     clock: RunClock,
     opts: ClientOptions,
     watchdog: Arc<Watchdog>,
@@ -104,11 +110,7 @@ fn header_line(out: &mut Vec<u8>, name: &str, value: &str) -> Result<(), ClientE
 
 impl Client {
     /// Resolve the host once and prepare headers and TLS.
-    pub async fn new(
-        opts: ClientOptions,
-        clock: RunClock,
-        run_tag: String,
-    ) -> Result<Self, ClientError> {
+    pub async fn new(opts: ClientOptions, clock: RunClock) -> Result<Self, ClientError> {
         let base = BaseUrl::parse(&opts.url)?;
         let addrs: Vec<SocketAddr> = tokio::net::lookup_host((base.host.as_str(), base.port))
             .await
@@ -159,7 +161,8 @@ impl Client {
                 pool: Mutex::new(Vec::new()),
                 header_lines: lines,
                 endpoint_path,
-                run_tag,
+                run_id: AtomicU64::new(0),
+                stale_discarded: AtomicU64::new(0),
                 clock,
                 opts,
                 watchdog: Watchdog::start(clock),
@@ -171,17 +174,19 @@ impl Client {
         &self.inner.base
     }
 
-    /// Stop every in-flight request now (and any that starts later), recording
-    /// `kind` (cancelled, or incomplete at the drain timeout) on each.
-    pub fn stop_all(&self, kind: ErrorKind) {
-        self.inner.watchdog.fire_all(kind);
+    /// Pooled connections found closed by the server before reuse so far
+    /// (each discarded without sending anything on it).
+    pub fn stale_connections_discarded(&self) -> u64 {
+        self.inner.stale_discarded.load(Relaxed)
     }
 
     /// Open `n` connections ahead of the measured phase (closed loop may do
     /// so: connection setup is then not inside any request's latency).
+    /// Connections already pooled count toward `n`.
     pub async fn prewarm(&self, n: usize) {
-        let mut opened = Vec::with_capacity(n);
-        for _ in 0..n {
+        let have = self.inner.pool.lock().map(|p| p.len()).unwrap_or(0);
+        let mut opened = Vec::with_capacity(n.saturating_sub(have));
+        for _ in have..n {
             match tokio::time::timeout(self.inner.opts.connect_timeout, self.connect()).await {
                 Ok(Ok(c)) => opened.push(c),
                 _ => break,
@@ -194,7 +199,7 @@ impl Client {
 
     fn render(&self, method: &str, path: &str, body: &[u8], request_tag: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(256 + self.inner.header_lines.len() + body.len());
-        let id = format!("{}-{}", self.inner.run_tag, request_tag);
+        let id = format!("{:08x}-{}", self.inner.run_id.load(Relaxed), request_tag);
         h1::request_head(
             &mut out,
             method,
@@ -257,6 +262,13 @@ impl Client {
         for addr in &self.inner.addrs {
             let stream = match TcpStream::connect(addr).await {
                 Ok(s) => s,
+                // Out of file descriptors is the client's own limit, never the server's fault.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    return Err(err(
+                        ErrorKind::ClientLimit,
+                        format!("opening a socket to {addr}: {e} (raise the open-files limit: ulimit -n)"),
+                    ));
+                }
                 Err(e) => {
                     last = format!("{addr}: {e}");
                     continue;
@@ -280,33 +292,23 @@ impl Client {
         Err(err(ErrorKind::Connect, last))
     }
 
+    /// A pooled connection the server has not closed, if there is one.
+    /// Closed ones (the server dropped them while idle) are discarded here,
+    /// before anything is written on them.
     fn checkout_pooled(&self) -> Option<Conn> {
-        self.inner.pool.lock().ok()?.pop()
+        loop {
+            let conn = self.inner.pool.lock().ok()?.pop()?;
+            if conn.is_open() {
+                return Some(conn);
+            }
+            self.inner.stale_discarded.fetch_add(1, Relaxed);
+        }
     }
 
     fn checkin(&self, conn: Conn) {
         if let Ok(mut pool) = self.inner.pool.lock() {
             pool.push(conn);
         }
-    }
-
-    /// Send one request and record everything that happened. Never fails:
-    /// failures are recorded on the returned record.
-    pub async fn execute(&self, req: &PreparedRequest, t_sched: u64) -> RequestRecord {
-        let mut rec = RequestRecord {
-            request_id: req.id,
-            warmup: req.warmup,
-            t_sched,
-            prompt_tokens_client: req.prompt_tokens,
-            max_tokens: req.max_tokens,
-            streamed: req.stream,
-            ..Default::default()
-        };
-        if let Err(e) = self.exchange(req, &mut rec).await {
-            rec.error = Some(e);
-            rec.t_done = self.inner.clock.now_ns();
-        }
-        rec
     }
 
     async fn exchange(
@@ -322,60 +324,37 @@ impl Client {
             &req.body,
             &req.id.to_string(),
         );
-        let mut pooled = self.checkout_pooled();
-        let mut resent = false;
-        let (mut conn, head, mut timer) = loop {
-            let mut conn = match pooled.take() {
-                Some(c) => c,
-                None => {
-                    rec.t_connect = Some(clock.now_ns());
-                    match tokio::time::timeout(opts.connect_timeout, self.connect()).await {
-                        Ok(r) => r?,
-                        Err(_) => {
-                            return Err(err(
-                                ErrorKind::Connect,
-                                format!("connect timed out after {:?}", opts.connect_timeout),
-                            ))
-                        }
+        let mut conn = match self.checkout_pooled() {
+            Some(c) => c,
+            None => {
+                rec.t_connect = Some(clock.now_ns());
+                match tokio::time::timeout(opts.connect_timeout, self.connect()).await {
+                    Ok(r) => r?,
+                    Err(_) => {
+                        return Err(err(
+                            ErrorKind::Connect,
+                            format!("connect timed out after {:?}", opts.connect_timeout),
+                        ))
                     }
                 }
-            };
-            let reused = conn.uses > 0;
-            // Register first: the bookkeeping (a short lock) must not sit
-            // between t_send and the write.
-            let guard = self.inner.watchdog.register(
-                conn.io.raw_fd(),
-                clock.now_ns(),
-                opts.timeout,
-                opts.idle_timeout,
-            );
-            let mut timer = Reader::new(clock, Some(guard));
-            rec.t_send = clock.now_ns();
-            let sent = conn.send(&bytes).await;
-            let head = match sent {
-                Ok(()) => read_head(&mut conn, &mut timer).await,
-                Err(e) => Err(timer.failure(format!("writing the request: {e}"))),
-            };
-            match head {
-                Ok((head, at)) => {
-                    rec.t_head = Some(at);
-                    break (conn, head, timer);
-                }
-                // A pooled connection the server had closed while idle: no
-                // response byte came back, so the server never took the request.
-                Err(e)
-                    if reused
-                        && !resent
-                        && e.kind == ErrorKind::StreamCut
-                        && conn.buffered().is_empty()
-                        && timer.bytes == 0 =>
-                {
-                    resent = true;
-                    pooled = self.checkout_pooled();
-                }
-                Err(e) => return Err(e),
             }
         };
+        // Register first: the bookkeeping (a short lock) must not sit
+        // between t_send and the write.
+        let guard = self.inner.watchdog.register(
+            conn.io.raw_fd(),
+            clock.now_ns(),
+            opts.timeout,
+            opts.idle_timeout,
+        );
+        let mut timer = Reader::new(clock, Some(guard));
+        rec.t_send = Some(clock.now_ns());
+        let head = match conn.send(&bytes).await {
+            Ok(()) => read_head(&mut conn, &mut timer).await,
+            Err(e) => Err(timer.failure(format!("writing the request: {e}"))),
+        };
+        let (head, at) = head?;
+        rec.t_head = Some(at);
         conn.uses += 1;
         rec.http_status = Some(head.status);
         if !(200..300).contains(&head.status) {
@@ -402,6 +381,37 @@ impl Client {
             self.checkin(conn);
         }
         Ok(())
+    }
+}
+
+impl Transport for Client {
+    fn begin_run(&self, run_id: u64) {
+        self.inner.run_id.store(run_id, Relaxed);
+        self.inner.watchdog.reset();
+    }
+
+    /// Send one request and record everything that happened. Never fails:
+    /// failures are recorded on the returned record.
+    async fn execute(&self, req: &PreparedRequest, t_sched: u64) -> RequestRecord {
+        let mut rec = RequestRecord {
+            request_id: req.id,
+            warmup: req.warmup,
+            session: req.session.as_ref().map(|s| (s.session_id, s.turn)),
+            t_sched,
+            prompt_tokens_client: req.prompt_tokens,
+            max_tokens: req.max_tokens,
+            streamed: req.stream,
+            ..Default::default()
+        };
+        if let Err(e) = self.exchange(req, &mut rec).await {
+            rec.error = Some(e);
+            rec.t_done = self.inner.clock.now_ns();
+        }
+        rec
+    }
+
+    fn stop_all(&self, kind: ErrorKind) {
+        self.inner.watchdog.fire_all(kind);
     }
 }
 
@@ -545,7 +555,7 @@ async fn read_stream(
     let mut state = StreamState::default();
     rec.events
         .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
-    let mut at = rec.t_head.unwrap_or(rec.t_send);
+    let mut at = rec.t_head.or(rec.t_send).unwrap_or_default();
     loop {
         let n = decoder
             .decode(conn.buffered(), |data| {

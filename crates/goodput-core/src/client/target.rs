@@ -4,28 +4,7 @@
 //! URL; a base that already ends in `/v1` does not get a second one; any path
 //! the user gave is kept (`https://host/proxy` → `https://host/proxy/v1/chat/completions`).
 
-use serde::{Deserialize, Serialize};
-
 use super::ClientError;
-
-/// Which OpenAI-compatible API to call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Endpoint {
-    /// `/v1/chat/completions`
-    Chat,
-    /// `/v1/completions`
-    Completions,
-}
-
-impl Endpoint {
-    pub fn path(self) -> &'static str {
-        match self {
-            Endpoint::Chat => "/chat/completions",
-            Endpoint::Completions => "/completions",
-        }
-    }
-}
 
 /// A parsed base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +77,7 @@ impl BaseUrl {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::Endpoint;
 
     #[test]
     fn v1_is_appended_once_and_user_paths_are_kept() {

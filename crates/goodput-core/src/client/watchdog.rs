@@ -198,6 +198,15 @@ impl Watchdog {
         }
     }
 
+    /// A new run: requests registering from now on are no longer cancelled
+    /// by an earlier run's stop (the drain timeout of one sweep point must not
+    /// fail the next point's requests).
+    pub fn reset(&self) {
+        if let Ok(mut r) = self.registry.lock() {
+            r.cancelled = NONE;
+        }
+    }
+
     /// Stop every watched request now, and any registering later.
     pub fn fire_all(&self, kind: ErrorKind) {
         let reason = if kind == ErrorKind::Incomplete {

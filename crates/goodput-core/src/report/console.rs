@@ -3,8 +3,10 @@
 
 use std::fmt::Write;
 
-use crate::run::RunResult;
-use crate::stats::{Distribution, Estimate};
+use crate::metrics::registry::Shown;
+use crate::metrics::Metric;
+use crate::result::RunResult;
+use crate::stats::{pct_label, Distribution, Estimate};
 
 const WIDTH: usize = 50;
 
@@ -41,17 +43,14 @@ pub fn estimate(e: &Estimate) -> String {
     format!("{} [{}, {}]", num(e.value), side(e.lo), side(e.hi))
 }
 
-fn section(out: &mut String, title: &str, short: &str, d: &Option<Distribution>, note: &str) {
-    let Some(d) = d else {
-        return;
-    };
+fn section(out: &mut String, title: &str, short: &str, d: &Distribution, note: &str) {
     rule(out, title, '-');
     line(out, &format!("Mean {short} (ms):"), estimate(&d.mean));
     for (p, e) in &d.percentiles {
         let label = if *p == 50.0 {
             format!("Median {short} (ms):")
         } else {
-            format!("P{} {short} (ms):", crate::report::json::pct_label(*p))
+            format!("P{} {short} (ms):", pct_label(*p))
         };
         line(out, &label, estimate(e));
     }
@@ -102,17 +101,17 @@ pub fn summary(r: &RunResult) -> String {
     line(
         &mut out,
         "Request throughput (req/s):",
-        estimate(&m.request_throughput),
+        estimate(&m.throughput.request),
     );
     line(
         &mut out,
         "Output token throughput (tok/s):",
-        estimate(&m.output_throughput),
+        estimate(&m.throughput.output),
     );
     line(
         &mut out,
         "Total Token throughput (tok/s):",
-        num(m.total_token_throughput),
+        num(m.throughput.total_token),
     );
     if let Some(s) = &m.steady_state {
         line(
@@ -126,42 +125,24 @@ pub fn summary(r: &RunResult) -> String {
             ),
         );
     }
-    section(&mut out, "Time to First Token", "TTFT", &m.ttft, "");
-    if r.load.is_open() {
-        section(
-            &mut out,
-            "TTFT from scheduled arrival",
-            "TTFT",
-            &m.ttft_sched,
-            "latency a user arriving on schedule saw (corrects coordinated omission)",
-        );
+    let itl_count = m.get(Metric::Itl).map(|d| d.count);
+    for metric in Metric::ALL {
+        let Some(d) = m.get(metric) else {
+            continue;
+        };
+        let info = metric.info();
+        let shown = match info.shown {
+            Shown::Always => true,
+            Shown::OpenLoop => r.load.is_open(),
+            Shown::UnlessSameAsItl => Some(d.count) != itl_count,
+            Shown::Never => false,
+        };
+        if shown {
+            section(&mut out, info.title, info.short, d, info.note);
+        }
     }
-    section(
-        &mut out,
-        "Time per Output Token (excl. 1st token)",
-        "TPOT",
-        &m.tpot,
-        "",
-    );
-    section(
-        &mut out,
-        "Inter-token Latency",
-        "ITL",
-        &m.itl,
-        "per token; a chunk of k tokens counts k gaps of gap/k",
-    );
-    if m.icl.as_ref().map(|d| d.count) != m.itl.as_ref().map(|d| d.count) {
-        section(
-            &mut out,
-            "Inter-chunk Latency",
-            "ICL",
-            &m.icl,
-            "per chunk (what vLLM calls ITL)",
-        );
-    }
-    section(&mut out, "End-to-end Latency", "E2EL", &m.e2el, "");
     rule(&mut out, "Client", '-');
-    if let Some(d) = &m.schedule_lag {
+    if let Some(d) = m.get(Metric::ScheduleLag) {
         let p99 = d
             .percentiles
             .iter()
@@ -178,12 +159,13 @@ pub fn summary(r: &RunResult) -> String {
         num(m.mean_in_flight),
     );
     let sources: Vec<String> = m
+        .tokens
         .output_sources
         .iter()
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
     line(&mut out, "Output token counts from:", sources.join(", "));
-    if let Some(s) = m.count_discrepancy_share {
+    if let Some(s) = m.tokens.count_discrepancy_share {
         line(
             &mut out,
             "Server/client count differ >5%:",
@@ -195,12 +177,12 @@ pub fn summary(r: &RunResult) -> String {
         line(
             &mut out,
             "Error rate:",
-            format!("{:.2}%", m.error_rate * 100.0),
+            format!("{:.2}%", m.errors.error_rate * 100.0),
         );
-        for (kind, n) in &m.errors {
+        for (kind, n) in &m.errors.by_kind {
             line(&mut out, &format!("  {kind}:"), n);
         }
-        for (kind, msg) in &m.sample_errors {
+        for (kind, msg) in &m.errors.examples {
             let mut msg = msg.clone();
             if msg.len() > 120 {
                 let cut = (0..=120)
@@ -221,12 +203,11 @@ pub fn summary(r: &RunResult) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::executor::ExecSummary;
     use crate::metrics::{Collector, RequestMetrics};
     use crate::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
-    use crate::run::RunResult;
     use crate::schedule::Load;
     use crate::tokenizer::Tokenizer;
 
@@ -241,7 +222,7 @@ mod tests {
             let mut r = RequestRecord {
                 request_id: i,
                 t_sched: send,
-                t_send: send,
+                t_send: Some(send),
                 max_tokens: Some(5),
                 prompt_tokens_client: Some(32),
                 ..Default::default()
@@ -275,16 +256,18 @@ mod tests {
             c.add(&r, &m);
         }
         let percentiles = vec![50.0, 90.0, 95.0, 99.0];
+        let load = Load::Closed { concurrency: 4 };
         RunResult {
-            config: serde_json::json!({}),
+            run_id: "00000000000000aa".into(),
+            config: serde_json::json!({"load": load, "percentiles": percentiles}),
             model: "m".into(),
             tokenizer: "none".into(),
-            load: Load::Closed { concurrency: 4 },
+            load,
             metrics: c.summarize(&percentiles, None, 0),
             exec: ExecSummary::default(),
+            stale_connections_discarded: 0,
             notes: vec!["an example note".into()],
             percentiles,
-            warmup_requests: 0,
             started_at: "2026-01-01T00:00:00Z".into(),
             clock_origin_monotonic_ns: None,
         }

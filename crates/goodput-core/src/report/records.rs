@@ -1,8 +1,14 @@
 //! The per-request records file: one JSON object per line, appended as each
 //! request finishes. Pure: a record in, bytes out.
+//!
+//! Times (`sched_s`, `send_s`, `done_s`) are seconds since the run started
+//! (`run.clock_origin_monotonic_ns` in the results); `send_s` is null for a
+//! request that never got a connection, and `done_s` is set for every
+//! request, failures included, so when each ended can be reconstructed.
 
 use serde_json::{json, Value};
 
+use crate::aggregate::LineContext;
 use crate::metrics::RequestMetrics;
 use crate::record::RequestRecord;
 
@@ -11,10 +17,18 @@ fn round3(x: f64) -> f64 {
 }
 
 /// Append the JSON line for one request to `out` (with a trailing newline).
-pub fn record_line(out: &mut Vec<u8>, rec: &RequestRecord, m: &RequestMetrics, itl: bool) {
+pub fn record_line(
+    out: &mut Vec<u8>,
+    rec: &RequestRecord,
+    m: &RequestMetrics,
+    itl: bool,
+    ctx: &LineContext,
+) {
     let opt = |x: Option<f64>| x.map(round3);
+    let secs = |t: u64| t.saturating_sub(ctx.origin_ns) as f64 / 1e9;
     let usage = rec.usage.unwrap_or_default();
     let mut v = json!({
+        "run_id": ctx.run_id,
         "request_id": rec.request_id,
         "ok": rec.ok(),
         "error_kind": rec.error.as_ref().map(|e| e.kind.as_str()),
@@ -22,14 +36,15 @@ pub fn record_line(out: &mut Vec<u8>, rec: &RequestRecord, m: &RequestMetrics, i
         "retry_after": rec.error.as_ref().and_then(|e| e.retry_after.as_deref()),
         "http_status": rec.http_status,
         "phase": rec.phase(),
-        "sched_s": rec.t_sched as f64 / 1e9,
-        "send_s": rec.t_send as f64 / 1e9,
+        "sched_s": secs(rec.t_sched),
+        "send_s": rec.t_send.map(secs),
+        "done_s": secs(rec.t_done),
         "connect_ms": opt(m.connect_ms),
         "ttft_ms": opt(m.ttft_ms),
         "ttft_sched_ms": opt(m.ttft_sched_ms),
         "tpot_ms": opt(m.tpot_ms),
         "e2el_ms": opt(m.e2el_ms),
-        "schedule_lag_ms": round3(m.schedule_lag_ms),
+        "schedule_lag_ms": opt(m.schedule_lag_ms),
         "input_tokens": m.input_tokens,
         "output_tokens": m.output_tokens,
         "token_source": m.output_source,
@@ -41,11 +56,16 @@ pub fn record_line(out: &mut Vec<u8>, rec: &RequestRecord, m: &RequestMetrics, i
         "events": rec.events.len(),
         "finish_reason": rec.finish_reason,
     });
+    if let Some((session, turn)) = rec.session {
+        v["session_id"] = json!(session);
+        v["turn"] = json!(turn);
+    }
     if itl {
+        let send = rec.t_send.unwrap_or(rec.t_sched);
         let times: Vec<Value> = rec
             .events
             .iter()
-            .map(|e| json!(round3((e.at_ns as f64 - rec.t_send as f64) / 1e6)))
+            .map(|e| json!(round3((e.at_ns as f64 - send as f64) / 1e6)))
             .collect();
         v["event_times_ms"] = Value::Array(times);
         v["event_tokens"] = json!(m.event_tokens);

@@ -179,14 +179,15 @@ fn a_shared_prefix_is_served_from_the_cache() {
 #[test]
 fn same_requests_give_the_same_token_timeline() {
     let config = SimConfig {
-        output_len: OutputLenDist::Uniform(10, 300),
+        output_len: OutputLenDist::Uniform { min: 10, max: 300 },
         max_num_seqs: 16,
         num_gpu_blocks_override: Some(300),
         ..SimConfig::default()
     };
     let reqs: Vec<_> = (0..80u32)
         .map(|i| {
-            let out = config.output_len.sample(config.seed, u64::from(i));
+            let out =
+                crate::config::sample_output_len(&config.output_len, config.seed, u64::from(i));
             VirtualRequest::unique(
                 f64::from(i) * 0.013,
                 50 + (i as usize * 37) % 400,
@@ -208,7 +209,11 @@ fn same_requests_give_the_same_token_timeline() {
         .iter()
         .enumerate()
         .map(|(i, r)| VirtualRequest {
-            output_tokens: other.output_len.sample(other.seed, i as u64),
+            output_tokens: crate::config::sample_output_len(
+                &other.output_len,
+                other.seed,
+                i as u64,
+            ),
             ..r.clone()
         })
         .collect();

@@ -168,7 +168,7 @@ fn output_length(
     if req.ignore_eos == Some(true) {
         return Ok((limit, FinishReason::Length));
     }
-    let drawn = state.output_len.sample(state.seed, index).max(min);
+    let drawn = crate::config::sample_output_len(&state.output_len, state.seed, index).max(min);
     Ok(if drawn >= limit {
         (limit, FinishReason::Length)
     } else {

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use goodput_core::tokenizer::Tokenizer;
+use goodput_common::tokenizer::Tokenizer;
 use hyper_util::rt::TokioIo;
 
 use crate::config::{OutputLenDist, SimConfig};

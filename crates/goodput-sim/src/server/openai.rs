@@ -12,12 +12,7 @@ use serde_json::json;
 use crate::engine::FinishedRequest;
 use crate::realtime::FinishReason;
 
-/// `/v1/chat/completions` or `/v1/completions`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    Chat,
-    Completions,
-}
+pub use goodput_common::Endpoint;
 
 /// The fields of a completion request the simulator honours; others are ignored.
 #[derive(Debug, Default, Deserialize)]

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use goodput_core::workload::words::words;
+use goodput_common::words::words;
 use goodput_sim::{SimConfig, SimServer};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;

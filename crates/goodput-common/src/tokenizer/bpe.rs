@@ -50,13 +50,28 @@ fn hash(bytes: &[u8]) -> u64 {
 impl Bpe {
     /// Build from a `.tiktoken` rank file and the encoding's split pattern.
     pub fn new(ranks_file: &str, pattern: &str) -> Result<Bpe, String> {
+        Self::with_backtrack_limit(ranks_file, pattern, None)
+    }
+
+    /// As [`Bpe::new`], with fancy-regex's backtracking limit set (tests use
+    /// a tiny one to exercise the fallback).
+    pub fn with_backtrack_limit(
+        ranks_file: &str,
+        pattern: &str,
+        limit: Option<usize>,
+    ) -> Result<Bpe, String> {
+        let mut builder = fancy_regex::RegexBuilder::new(pattern);
+        if let Some(l) = limit {
+            builder.backtrack_limit(l);
+        }
+        let pattern = builder.build().map_err(|e| e.to_string())?;
         let lines = ranks_file.lines().filter(|l| !l.is_empty()).count();
         let cap = (lines * 2).next_power_of_two().max(16);
         let mut bpe = Bpe {
             arena: Vec::with_capacity(lines * 8),
             slots: vec![Slot::default(); cap],
             mask: cap - 1,
-            pattern: fancy_regex::Regex::new(pattern).map_err(|e| e.to_string())?,
+            pattern,
         };
         let engine = base64::engine::general_purpose::STANDARD;
         let mut buf = Vec::with_capacity(64);
@@ -111,14 +126,29 @@ impl Bpe {
         }
     }
 
-    /// Call `f` with each piece the split pattern cuts `text` into.
+    /// Call `f` with each piece the split pattern cuts `text` into. Every
+    /// byte of `text` is in exactly one piece: where the pattern gives up
+    /// (fancy-regex's backtracking limit, on pathological input), the rest
+    /// of the text from the end of the last match becomes one piece, which
+    /// the byte-pair merge still encodes, so no text goes uncounted.
     fn pieces(&self, text: &str, mut f: impl FnMut(&[u8])) {
+        let mut end = 0;
         for m in self.pattern.find_iter(text) {
             match m {
-                Ok(m) => f(m.as_str().as_bytes()),
-                // The pattern's backtracking limit: fall back to the rest as one piece.
+                Ok(m) => {
+                    // The patterns match every character, so matches are contiguous;
+                    // anything between two matches would still be a piece of its own.
+                    if m.start() > end {
+                        f(&text.as_bytes()[end..m.start()]);
+                    }
+                    f(m.as_str().as_bytes());
+                    end = m.end();
+                }
                 Err(_) => break,
             }
+        }
+        if end < text.len() {
+            f(&text.as_bytes()[end..]);
         }
     }
 
@@ -179,6 +209,18 @@ impl Bpe {
         total
     }
 
+    /// The bytes of token `rank` (a linear scan: for tests only).
+    #[cfg(test)]
+    fn token_bytes(&self, rank: u32) -> Option<&[u8]> {
+        self.slots
+            .iter()
+            .find(|s| s.len != 0 && s.rank == rank)
+            .map(|s| {
+                let start = s.offset as usize;
+                &self.arena[start..start + s.len as usize]
+            })
+    }
+
     /// Token ids of `text` (no special tokens).
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();
@@ -194,5 +236,40 @@ impl Bpe {
             }
         });
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the split pattern gives up (a tiny backtracking limit forces it
+    /// to on the lookahead of `\s+(?!\S)`), the rest of the text is still
+    /// encoded: the tokens decode back to every byte of the input.
+    #[test]
+    fn the_fallback_encodes_the_rest_of_the_text() {
+        let ranks = include_str!("../../assets/cl100k_base.tiktoken");
+        let pattern = super::super::CL100K_PATTERN;
+        let text = format!(
+            "{}x and then some more words after the spaces",
+            " ".repeat(400)
+        );
+        let full = Bpe::new(ranks, pattern).unwrap();
+        let limited = Bpe::with_backtrack_limit(ranks, pattern, Some(2)).unwrap();
+        // The limit really bites: the regex reports an error part-way.
+        assert!(limited.pattern.find_iter(&text).any(|m| m.is_err()));
+        for bpe in [&full, &limited] {
+            let ids = bpe.encode(&text);
+            let bytes: Vec<u8> = ids
+                .iter()
+                .flat_map(|&r| bpe.token_bytes(r).unwrap().to_vec())
+                .collect();
+            assert_eq!(bytes, text.as_bytes());
+            assert_eq!(bpe.count(&text), ids.len());
+        }
+        assert!(
+            limited.count(&text) > 10,
+            "the words after the cut are counted"
+        );
     }
 }

@@ -1,15 +1,20 @@
 //! Length specs: how many tokens a prompt or an output should have.
 //!
-//! `512`, `uniform:256,1024`, `normal:512,128`, `lognormal:512,0.5`
-//! (median 512, sigma 0.5 of the underlying normal). Samples are rounded and
-//! clamped to at least 1.
+//! `512` (or `fixed:512`), `uniform:256,1024`, `normal:512,128`,
+//! `lognormal:512,0.5` (median 512, sigma 0.5 of the underlying normal),
+//! `exponential:200` (mean 200). Samples are rounded and clamped to
+//! `1..=`[`MAX_LENGTH`]. One grammar for the client's `--input-tokens` /
+//! `--output-tokens` and the simulator's `--output-len`.
 
 use std::fmt;
 use std::str::FromStr;
 
 use rand::Rng;
-use rand_distr::{Distribution, LogNormal, Normal};
+use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use serde::{Deserialize, Serialize};
+
+/// The largest length a spec may ask for or draw (tokens).
+pub const MAX_LENGTH: u32 = 10_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
@@ -18,6 +23,7 @@ pub enum LengthSpec {
     Uniform { min: u32, max: u32 },
     Normal { mean: f64, std: f64 },
     LogNormal { median: f64, sigma: f64 },
+    Exponential { mean: f64 },
 }
 
 impl LengthSpec {
@@ -31,8 +37,11 @@ impl LengthSpec {
             LengthSpec::LogNormal { median, sigma } => LogNormal::new(median.ln(), sigma)
                 .map(|d| d.sample(rng))
                 .unwrap_or(median),
+            LengthSpec::Exponential { mean } => {
+                Exp::new(1.0 / mean).map(|d| d.sample(rng)).unwrap_or(mean)
+            }
         };
-        x.round().clamp(1.0, u32::MAX as f64) as u32
+        x.round().clamp(1.0, MAX_LENGTH as f64) as u32
     }
 }
 
@@ -43,6 +52,7 @@ impl fmt::Display for LengthSpec {
             LengthSpec::Uniform { min, max } => write!(f, "uniform:{min},{max}"),
             LengthSpec::Normal { mean, std } => write!(f, "normal:{mean},{std}"),
             LengthSpec::LogNormal { median, sigma } => write!(f, "lognormal:{median},{sigma}"),
+            LengthSpec::Exponential { mean } => write!(f, "exponential:{mean}"),
         }
     }
 }
@@ -60,26 +70,47 @@ impl TryFrom<String> for LengthSpec {
     }
 }
 
-const VALID: &str = "valid: 512, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA";
+const VALID: &str =
+    "valid: 512, fixed:512, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA, exponential:MEAN";
 
 impl FromStr for LengthSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim();
         let bad = |why: &str| format!("invalid length '{s}': {why} ({VALID})");
-        let Some((kind, args)) = s.split_once(':') else {
-            return match s.parse::<u32>() {
-                Ok(n) if n >= 1 => Ok(LengthSpec::Fixed(n)),
-                _ => Err(bad("expected a whole number >= 1")),
-            };
+        let fixed = |n: &str| match n.trim().parse::<u32>() {
+            Ok(n) if (1..=MAX_LENGTH).contains(&n) => Ok(LengthSpec::Fixed(n)),
+            _ => Err(bad(&format!(
+                "expected a whole number from 1 to {MAX_LENGTH}"
+            ))),
         };
+        let Some((kind, args)) = s.split_once(':') else {
+            return fixed(s);
+        };
+        if kind == "fixed" {
+            return fixed(args);
+        }
         let nums: Vec<f64> = args
             .split(',')
             .map(|x| x.trim().parse::<f64>())
             .collect::<Result<_, _>>()
             .map_err(|_| bad("parameters must be numbers"))?;
-        if nums.len() != 2 || nums.iter().any(|x| !x.is_finite() || *x < 0.0) {
-            return Err(bad("expected two non-negative numbers"));
+        if nums
+            .iter()
+            .any(|x| !x.is_finite() || *x < 0.0 || *x > MAX_LENGTH as f64)
+        {
+            return Err(bad(&format!(
+                "parameters must be numbers from 0 to {MAX_LENGTH}"
+            )));
+        }
+        if kind == "exponential" {
+            return match nums.as_slice() {
+                [m] if *m >= 1.0 => Ok(LengthSpec::Exponential { mean: *m }),
+                _ => Err(bad("expected one MEAN >= 1")),
+            };
+        }
+        if nums.len() != 2 {
+            return Err(bad("expected two numbers"));
         }
         let (a, b) = (nums[0], nums[1]);
         match kind {
@@ -108,6 +139,7 @@ mod tests {
     fn parses_and_round_trips() {
         for s in [
             "512",
+            "exponential:200",
             "uniform:256,1024",
             "normal:512,128",
             "lognormal:512,0.5",
@@ -121,6 +153,15 @@ mod tests {
             .unwrap_err()
             .contains("valid"));
         assert!("zipf:1,2".parse::<LengthSpec>().is_err());
+        assert_eq!(
+            "fixed:7".parse::<LengthSpec>().unwrap(),
+            LengthSpec::Fixed(7)
+        );
+        assert!("99999999999"
+            .parse::<LengthSpec>()
+            .unwrap_err()
+            .contains("valid"));
+        assert!("normal:1e300,1".parse::<LengthSpec>().is_err());
     }
 
     #[test]

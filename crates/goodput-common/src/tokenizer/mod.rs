@@ -150,7 +150,7 @@ mod tests {
                     .collect(),
             );
         }
-        let words = crate::workload::words::words();
+        let words = crate::words::words();
         texts.push(words.join(" "));
         for (spec, reference) in [
             ("o200k_base", tiktoken_rs::o200k_base().unwrap()),

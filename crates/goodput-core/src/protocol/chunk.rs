@@ -1,4 +1,5 @@
-//! Reading OpenAI-compatible completion chunks and responses.
+//! Reading OpenAI-compatible completion chunks and responses (the stream
+//! events' payloads; the SSE framing around them is the client's).
 //!
 //! One type parses both a streamed chunk (`choices[].delta` for chat,
 //! `choices[].text` for completions) and a whole non-streamed response

@@ -1,0 +1,123 @@
+//! The aggregator: one thread behind a channel, off the request path.
+//!
+//! Request tasks send finished records; the aggregator derives each
+//! request's metrics ([`crate::metrics`]), appends its line to the records
+//! file (flushed once per batch, so a crash or a signal loses nothing already
+//! finished), and accumulates the measured phase. Nothing is locked and
+//! nothing on the request path waits for it.
+
+use std::io::Write;
+
+use tokio::sync::mpsc;
+
+use crate::executor::Msg;
+use crate::metrics::{Collector, RequestMetrics};
+use crate::report::records::record_line;
+use crate::tokenizer::Tokenizer;
+
+/// Where record lines go, kept across the runs of a sweep.
+#[derive(Default)]
+pub struct RecordsSink {
+    writer: Option<Box<dyn Write + Send>>,
+    /// Per-event arrival offsets in each line (`--records-itl`).
+    itl: bool,
+    /// The first write error; writing stops there.
+    error: Option<String>,
+}
+
+impl RecordsSink {
+    pub fn new(writer: Option<Box<dyn Write + Send>>, itl: bool) -> Self {
+        RecordsSink {
+            writer,
+            itl,
+            error: None,
+        }
+    }
+
+    /// The write error that stopped the records file, if any.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    fn write(&mut self, line: &[u8]) {
+        if let Some(w) = self.writer.as_mut() {
+            if let Err(e) = w.write_all(line) {
+                self.error = Some(e.to_string());
+                self.writer = None;
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(w) = self.writer.as_mut() {
+            if let Err(e) = w.flush() {
+                self.error = Some(e.to_string());
+                self.writer = None;
+            }
+        }
+    }
+}
+
+/// What identifies a run's lines.
+#[derive(Debug, Clone)]
+pub struct LineContext {
+    pub run_id: String,
+    /// Record times are written as seconds after this (ns on the run clock).
+    pub origin_ns: u64,
+}
+
+/// Start the aggregator thread; it ends when every sender is dropped and
+/// returns what it collected and the sink.
+pub fn spawn(
+    rx: mpsc::UnboundedReceiver<Msg>,
+    sink: RecordsSink,
+    tokenizer: Tokenizer,
+    ctx: LineContext,
+) -> std::io::Result<std::thread::JoinHandle<(Collector, RecordsSink)>> {
+    std::thread::Builder::new()
+        .name("goodput-aggregator".into())
+        .spawn(move || aggregate(rx, sink, tokenizer, ctx))
+}
+
+fn aggregate(
+    mut rx: mpsc::UnboundedReceiver<Msg>,
+    mut sink: RecordsSink,
+    tokenizer: Tokenizer,
+    ctx: LineContext,
+) -> (Collector, RecordsSink) {
+    lower_thread_priority();
+    let mut collector = Collector::default();
+    let mut line = Vec::with_capacity(1024);
+    while let Some(first) = rx.blocking_recv() {
+        let mut next = Some(first);
+        while let Some(msg) = next.take() {
+            match msg {
+                Msg::MeasureStart(t) => collector.measure_start(t),
+                Msg::Record(rec) => {
+                    let m = RequestMetrics::derive(&rec, &tokenizer);
+                    collector.add(&rec, &m);
+                    line.clear();
+                    record_line(&mut line, &rec, &m, sink.itl, &ctx);
+                    sink.write(&line);
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        sink.flush();
+    }
+    (collector, sink)
+}
+
+/// Ask the kernel to prefer the request path over this thread: aggregation
+/// comes in bursts as responses end, exactly when new requests are written
+/// and first events arrive, and it can wait. Lowering one's own priority
+/// needs no privilege.
+fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no arguments; setpriority on our own thread id only
+    // changes this thread's nice value.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}

@@ -1,0 +1,503 @@
+//! The measured phase, accumulated one finished request at a time, and
+//! summarized into the run's figures.
+//!
+//! Definitions (`spec/metrics.md`): `duration` runs from the first real
+//! `t_send` of the measured phase to the last `t_done`; a request that never
+//! got a connection has no send time and is in no latency, lag or duration
+//! figure (it is a failure of its kind). The time series starts at the
+//! measured phase's first scheduled send (announced by the executor before
+//! any measured request goes out), so every send and completion falls in the
+//! bucket of its own time. Mean in flight (Little's law) is Σ(`t_done` −
+//! `t_send`) over every sent request, failures included, / duration: the
+//! average of the in-flight series.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::registry::Metric;
+use super::{RequestMetrics, TokenSource};
+use crate::record::{ErrorKind, RequestRecord};
+use crate::stats::{self, Distribution, Estimate};
+
+/// Width of the time-series buckets.
+pub const BUCKET_S: f64 = 0.1;
+
+/// Accumulates the measured phase, one finished request at a time.
+#[derive(Debug, Default)]
+pub struct Collector {
+    /// Per-request values of each non-pooled metric (ms).
+    values: BTreeMap<Metric, Vec<f64>>,
+    itl: Vec<f32>,
+    itl_groups: Vec<u32>,
+    icl: Vec<f32>,
+    icl_groups: Vec<u32>,
+    completed: u64,
+    failed: u64,
+    incomplete: u64,
+    errors: BTreeMap<String, u64>,
+    sample_errors: BTreeMap<String, String>,
+    total_input_tokens: u64,
+    total_output_tokens: u64,
+    input_sources: BTreeMap<TokenSource, u64>,
+    output_sources: BTreeMap<TokenSource, u64>,
+    count_discrepancies: u64,
+    count_compared: u64,
+    length_mismatches: u64,
+    first_send_ns: Option<u64>,
+    last_send_ns: u64,
+    last_done_ns: u64,
+    sends: u64,
+    /// Σ (t_done − t_send) over sent requests, ns.
+    busy_ns: u128,
+    /// The measured phase's first scheduled send: bucket 0 starts here.
+    origin_ns: Option<u64>,
+    bucket_completions: Vec<f64>,
+    bucket_tokens: Vec<f64>,
+    bucket_sends: Vec<f64>,
+    bucket_done: Vec<f64>,
+    bucket_failures: BTreeMap<String, Vec<f64>>,
+}
+
+fn bump(v: &mut Vec<f64>, i: usize, x: f64) {
+    if v.len() <= i {
+        v.resize(i + 1, 0.0);
+    }
+    v[i] += x;
+}
+
+fn error_key(rec: &RequestRecord) -> Option<String> {
+    let e = rec.error.as_ref()?;
+    Some(match (e.kind, rec.http_status) {
+        (ErrorKind::HttpStatus, Some(code)) => format!("http_{code}"),
+        (kind, _) => kind.as_str().to_string(),
+    })
+}
+
+impl Collector {
+    /// The measured phase starts at `t_sched_ns`: the time series' origin.
+    pub fn measure_start(&mut self, t_sched_ns: u64) {
+        self.origin_ns.get_or_insert(t_sched_ns);
+    }
+
+    fn bucket(&mut self, t_ns: u64) -> usize {
+        // Records arrive only after the executor announced the phase; the
+        // fallback keeps a hand-fed collector (tests) working.
+        let origin = *self.origin_ns.get_or_insert(t_ns);
+        (t_ns.saturating_sub(origin) as f64 / 1e9 / BUCKET_S) as usize
+    }
+
+    /// Add one request (warm-up requests are ignored).
+    pub fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics) {
+        if rec.warmup {
+            return;
+        }
+        if rec.incomplete() {
+            self.incomplete += 1;
+            return;
+        }
+        if let Some(t_send) = rec.t_send {
+            self.sends += 1;
+            self.first_send_ns = Some(self.first_send_ns.map_or(t_send, |f| f.min(t_send)));
+            self.last_send_ns = self.last_send_ns.max(t_send);
+            self.last_done_ns = self.last_done_ns.max(rec.t_done);
+            self.busy_ns += u128::from(rec.t_done.saturating_sub(t_send));
+            let b = self.bucket(t_send);
+            bump(&mut self.bucket_sends, b, 1.0);
+            let b = self.bucket(rec.t_done);
+            bump(&mut self.bucket_done, b, 1.0);
+        }
+        let done_bucket = self.bucket(rec.t_done);
+        if let Some(key) = error_key(rec) {
+            self.failed += 1;
+            *self.errors.entry(key.clone()).or_default() += 1;
+            bump(
+                self.bucket_failures.entry(key.clone()).or_default(),
+                done_bucket,
+                1.0,
+            );
+            if let Some(e) = &rec.error {
+                self.sample_errors
+                    .entry(key)
+                    .or_insert_with(|| e.message.clone());
+            }
+            return;
+        }
+        self.completed += 1;
+        bump(&mut self.bucket_completions, done_bucket, 1.0);
+        for (e, &k) in rec.events.iter().zip(&m.event_tokens) {
+            let b = self.bucket(e.at_ns);
+            bump(&mut self.bucket_tokens, b, k as f64);
+        }
+        if m.event_tokens.is_empty() && m.output_tokens > 0 {
+            bump(&mut self.bucket_tokens, done_bucket, m.output_tokens as f64);
+        }
+        for metric in Metric::ALL {
+            if metric.info().pooled {
+                continue;
+            }
+            if let Some(x) = metric.value(m) {
+                self.values.entry(metric).or_default().push(x);
+            }
+        }
+        if !m.itl_ms.is_empty() {
+            self.itl.extend_from_slice(&m.itl_ms);
+            self.itl_groups.push(self.itl.len() as u32);
+        }
+        if !m.icl_ms.is_empty() {
+            self.icl.extend_from_slice(&m.icl_ms);
+            self.icl_groups.push(self.icl.len() as u32);
+        }
+        self.total_input_tokens += m.input_tokens.unwrap_or(0) as u64;
+        self.total_output_tokens += m.output_tokens as u64;
+        if let Some(s) = m.input_source {
+            *self.input_sources.entry(s).or_default() += 1;
+        }
+        *self.output_sources.entry(m.output_source).or_default() += 1;
+        if let (Some(server), Some(client)) = (
+            rec.usage.and_then(|u| u.completion_tokens),
+            m.client_output_tokens,
+        ) {
+            self.count_compared += 1;
+            let diff = (server as f64 - client as f64).abs();
+            if diff > 0.05 * (server.max(client).max(1)) as f64 {
+                self.count_discrepancies += 1;
+            }
+        }
+        if rec.max_tokens.is_some_and(|mt| mt != m.output_tokens) {
+            self.length_mismatches += 1;
+        }
+    }
+}
+
+/// Throughputs over the run's duration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Completed requests/s, with a block-bootstrap interval.
+    pub request: Estimate,
+    /// Output tokens/s, with a block-bootstrap interval.
+    pub output: Estimate,
+    /// Input tokens/s.
+    pub input: f64,
+    /// Input + output tokens/s.
+    pub total_token: f64,
+}
+
+/// Failures by kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorSummary {
+    /// failed / (completed + failed).
+    pub error_rate: f64,
+    pub by_kind: BTreeMap<String, u64>,
+    /// One message per kind.
+    pub examples: BTreeMap<String, String>,
+}
+
+/// Where token counts came from, and how far the sources agree.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenSummary {
+    pub input_sources: BTreeMap<TokenSource, u64>,
+    pub output_sources: BTreeMap<TokenSource, u64>,
+    /// Share of requests whose server and client output counts differ by more than 5 %.
+    pub count_discrepancy_share: Option<f64>,
+    /// Share of completed requests whose output length differs from the `max_tokens` sent.
+    pub output_length_mismatch_share: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SteadyState {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub request_throughput: f64,
+    pub output_throughput: f64,
+}
+
+/// Per-bucket series from the start of the measured phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimeSeries {
+    pub bucket_s: f64,
+    pub sends: Vec<f64>,
+    pub completions: Vec<f64>,
+    pub output_tokens: Vec<f64>,
+    pub in_flight: Vec<f64>,
+    /// Failures by kind, per bucket of their end.
+    #[serde(default)]
+    pub failures: BTreeMap<String, Vec<f64>>,
+}
+
+/// Every distribution of a run, by metric.
+pub type Distributions = BTreeMap<Metric, Distribution>;
+
+/// Run-level figures of the measured phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMetrics {
+    pub completed: u64,
+    pub failed: u64,
+    pub incomplete: u64,
+    /// Requests that reached the server (had a `t_send`).
+    pub sent: u64,
+    pub duration_s: f64,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub throughput: Throughput,
+    pub steady_state: Option<SteadyState>,
+    pub achieved_request_rate: Option<f64>,
+    pub mean_in_flight: f64,
+    pub distributions: Distributions,
+    pub errors: ErrorSummary,
+    pub tokens: TokenSummary,
+    pub timeseries: TimeSeries,
+}
+
+impl RunMetrics {
+    pub fn get(&self, m: Metric) -> Option<&Distribution> {
+        self.distributions.get(&m)
+    }
+}
+
+impl Collector {
+    /// Compute the run's figures. `ramp_end_ns`: when the target load was
+    /// first reached (for the steady-state window).
+    pub fn summarize(
+        &self,
+        percentiles: &[f64],
+        ramp_end_ns: Option<u64>,
+        seed: u64,
+    ) -> RunMetrics {
+        let first = self.first_send_ns.unwrap_or(0);
+        let duration_s = match self.first_send_ns {
+            Some(f) => self.last_done_ns.saturating_sub(f) as f64 / 1e9,
+            None => 0.0,
+        };
+        let done = self.completed + self.failed;
+        let blocks = |v: &[f64]| -> Vec<f64> {
+            let per = (1.0 / BUCKET_S).round() as usize;
+            let full = (duration_s.floor() as usize).min(v.len().div_ceil(per));
+            (0..full)
+                .map(|i| v.iter().skip(i * per).take(per).sum())
+                .collect()
+        };
+        let per_s = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        let throughput = Throughput {
+            request: stats::rate_with_ci(
+                self.completed as f64,
+                duration_s,
+                &blocks(&self.bucket_completions),
+                1.0,
+                seed,
+            ),
+            output: stats::rate_with_ci(
+                self.total_output_tokens as f64,
+                duration_s,
+                &blocks(&self.bucket_tokens),
+                1.0,
+                seed + 1,
+            ),
+            input: per_s(self.total_input_tokens),
+            total_token: per_s(self.total_input_tokens + self.total_output_tokens),
+        };
+        let window = self.last_send_ns.saturating_sub(first) as f64 / 1e9;
+        let achieved_request_rate =
+            (self.sends >= 2 && window > 0.0).then(|| (self.sends - 1) as f64 / window);
+        let mut in_flight = Vec::with_capacity(self.bucket_sends.len());
+        let mut acc = 0.0;
+        for i in 0..self.bucket_sends.len().max(self.bucket_done.len()) {
+            acc += self.bucket_sends.get(i).copied().unwrap_or(0.0)
+                - self.bucket_done.get(i).copied().unwrap_or(0.0);
+            in_flight.push(acc.max(0.0));
+        }
+        let mut distributions = Distributions::new();
+        for (m, v) in &self.values {
+            if let Some(d) = stats::describe(v.clone(), percentiles) {
+                distributions.insert(*m, d);
+            }
+        }
+        let itl = stats::describe_pooled(&self.itl, &self.itl_groups, percentiles, seed + 2);
+        // With one token per event ICL equals ITL: do not compute it twice.
+        let icl = if self.icl == self.itl && self.icl_groups == self.itl_groups {
+            itl.clone()
+        } else {
+            stats::describe_pooled(&self.icl, &self.icl_groups, percentiles, seed + 3)
+        };
+        for (m, d) in [(Metric::Itl, itl), (Metric::Icl, icl)] {
+            if let Some(d) = d {
+                distributions.insert(m, d);
+            }
+        }
+        RunMetrics {
+            completed: self.completed,
+            failed: self.failed,
+            incomplete: self.incomplete,
+            sent: self.sends,
+            duration_s,
+            total_input_tokens: self.total_input_tokens,
+            total_output_tokens: self.total_output_tokens,
+            throughput,
+            steady_state: self.steady_state(ramp_end_ns),
+            achieved_request_rate,
+            mean_in_flight: if duration_s > 0.0 {
+                self.busy_ns as f64 / 1e9 / duration_s
+            } else {
+                0.0
+            },
+            distributions,
+            errors: ErrorSummary {
+                error_rate: if done > 0 {
+                    self.failed as f64 / done as f64
+                } else {
+                    0.0
+                },
+                by_kind: self.errors.clone(),
+                examples: self.sample_errors.clone(),
+            },
+            tokens: TokenSummary {
+                input_sources: self.input_sources.clone(),
+                output_sources: self.output_sources.clone(),
+                count_discrepancy_share: (self.count_compared > 0)
+                    .then(|| self.count_discrepancies as f64 / self.count_compared as f64),
+                output_length_mismatch_share: (self.completed > 0)
+                    .then(|| self.length_mismatches as f64 / self.completed as f64),
+            },
+            timeseries: TimeSeries {
+                bucket_s: BUCKET_S,
+                sends: self.bucket_sends.clone(),
+                completions: self.bucket_completions.clone(),
+                output_tokens: self.bucket_tokens.clone(),
+                in_flight,
+                failures: self.bucket_failures.clone(),
+            },
+        }
+    }
+
+    /// Throughput between the end of ramp-up and the last send, over whole buckets.
+    fn steady_state(&self, ramp_end_ns: Option<u64>) -> Option<SteadyState> {
+        let origin = self.origin_ns?;
+        let start = ramp_end_ns.unwrap_or(self.first_send_ns?).max(origin);
+        let sb = ((start - origin) as f64 / 1e9 / BUCKET_S).ceil() as usize;
+        let eb =
+            ((self.last_send_ns.saturating_sub(origin)) as f64 / 1e9 / BUCKET_S).floor() as usize;
+        if eb <= sb + 5 {
+            return None;
+        }
+        let span = (eb - sb) as f64 * BUCKET_S;
+        let sum = |v: &[f64]| v.iter().skip(sb).take(eb - sb).sum::<f64>();
+        Some(SteadyState {
+            start_s: sb as f64 * BUCKET_S,
+            end_s: eb as f64 * BUCKET_S,
+            request_throughput: sum(&self.bucket_completions) / span,
+            output_throughput: sum(&self.bucket_tokens) / span,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Event, RequestError};
+    use goodput_common::tokenizer::Tokenizer;
+
+    const MS: u64 = 1_000_000;
+
+    fn ok(send: u64, done: u64) -> RequestRecord {
+        RequestRecord {
+            t_sched: send,
+            t_send: Some(send),
+            t_done: done,
+            output_text: " the".into(),
+            events: vec![Event {
+                at_ns: done,
+                text_end: 4,
+                usage_completion_tokens: None,
+                reasoning: false,
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn never_sent(sched: u64, done: u64) -> RequestRecord {
+        RequestRecord {
+            t_sched: sched,
+            t_send: None,
+            t_done: done,
+            error: Some(RequestError {
+                kind: ErrorKind::Connect,
+                message: "refused".into(),
+                retry_after: None,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn collect(origin: u64, recs: &[RequestRecord]) -> RunMetrics {
+        let tok = Tokenizer::from_spec("none").unwrap();
+        let mut c = Collector::default();
+        c.measure_start(origin);
+        for r in recs {
+            c.add(r, &RequestMetrics::derive(r, &tok));
+        }
+        c.summarize(&[50.0, 99.0], None, 0)
+    }
+
+    /// A request that never got a connection has no send time: it is a
+    /// failure of its kind, in no lag statistic, and the duration starts at
+    /// the first real send (not at 0).
+    #[test]
+    fn never_sent_requests_are_failures_outside_lag_and_duration() {
+        let m = collect(
+            1000 * MS,
+            &[
+                never_sent(1000 * MS, 1001 * MS),
+                ok(1500 * MS, 2500 * MS),
+                ok(1600 * MS, 2600 * MS),
+            ],
+        );
+        assert_eq!((m.completed, m.failed, m.sent), (2, 1, 2));
+        assert_eq!(m.errors.by_kind.get("connect"), Some(&1));
+        assert!((m.duration_s - 1.1).abs() < 1e-9, "{}", m.duration_s);
+        let lag = m.get(Metric::ScheduleLag).unwrap();
+        assert_eq!(lag.count, 2);
+        assert_eq!(lag.min, 0.0);
+    }
+
+    /// The series starts at the measured phase's first scheduled send, not at
+    /// the first request to finish: a slow first request does not shift it.
+    #[test]
+    fn the_time_series_starts_at_the_first_send() {
+        // Request 0 sent at 0 finishes last; request 1 sent at 100 ms finishes first.
+        let recs = [ok(150 * MS, 200 * MS), ok(0, 900 * MS)];
+        let m = collect(0, &recs);
+        assert_eq!(&m.timeseries.sends[..2], &[1.0, 1.0]);
+        assert_eq!(m.timeseries.completions[2], 1.0);
+        assert_eq!(m.timeseries.completions[9], 1.0);
+    }
+
+    /// Little's law counts failed requests too: the in-flight time of every
+    /// sent request over the duration equals the in-flight series' mean.
+    #[test]
+    fn mean_in_flight_counts_failures() {
+        let mut failed = ok(0, 1000 * MS);
+        failed.events.clear();
+        failed.error = Some(RequestError {
+            kind: ErrorKind::HttpStatus,
+            message: "500".into(),
+            retry_after: None,
+        });
+        failed.http_status = Some(500);
+        let m = collect(0, &[ok(0, 1000 * MS), failed]);
+        assert!(
+            (m.mean_in_flight - 2.0).abs() < 1e-9,
+            "{}",
+            m.mean_in_flight
+        );
+        let series_mean =
+            m.timeseries.in_flight.iter().sum::<f64>() / m.timeseries.in_flight.len() as f64;
+        assert!((series_mean - 2.0).abs() < 0.25, "{series_mean}");
+        assert_eq!(m.timeseries.failures["http_500"][10], 1.0);
+    }
+}

@@ -1,0 +1,292 @@
+//! Metrics: every derived figure, computed in one place from raw records.
+//!
+//! [`RequestMetrics::derive`] turns one [`RequestRecord`] into TTFT, TPOT,
+//! ITL, ICL, E2EL and token counts exactly as `spec/metrics.md` defines them;
+//! [`Collector`] accumulates the measured phase and
+//! [`Collector::summarize`] produces the run's [`RunMetrics`];
+//! [`registry`] names each metric once. Time units: ms for latencies,
+//! seconds for durations, per second for throughputs.
+
+mod collector;
+pub mod registry;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::RequestRecord;
+use crate::tokenizer::Tokenizer;
+pub use collector::{
+    Collector, Distributions, ErrorSummary, RunMetrics, SteadyState, Throughput, TimeSeries,
+    TokenSummary, BUCKET_S,
+};
+pub use registry::Metric;
+
+/// Where a token count came from.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    Server,
+    #[default]
+    Tokenizer,
+    Events,
+}
+
+impl TokenSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenSource::Server => "server",
+            TokenSource::Tokenizer => "tokenizer",
+            TokenSource::Events => "events",
+        }
+    }
+}
+
+const NS_PER_MS: f64 = 1e6;
+
+fn ms(a: u64, b: u64) -> f64 {
+    (b as f64 - a as f64) / NS_PER_MS
+}
+
+/// Per-request figures (ms unless named otherwise).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestMetrics {
+    pub ttft_ms: Option<f64>,
+    pub ttft_sched_ms: Option<f64>,
+    /// Time to the first non-reasoning token; only when reasoning deltas occurred.
+    pub ttfot_ms: Option<f64>,
+    /// `t_send − t_sched`; `None` for a request that was never sent.
+    pub schedule_lag_ms: Option<f64>,
+    pub connect_ms: Option<f64>,
+    pub e2el_ms: Option<f64>,
+    pub e2el_sched_ms: Option<f64>,
+    pub generation_ms: Option<f64>,
+    pub tpot_ms: Option<f64>,
+    /// Largest per-token gap (the request's worst ITL), for SLO `itl` terms.
+    pub max_itl_ms: Option<f64>,
+    /// Per-token inter-token latencies (`n_i` values of `gap / n_i`).
+    pub itl_ms: Vec<f32>,
+    /// Inter-chunk gaps, one per gap.
+    pub icl_ms: Vec<f32>,
+    pub input_tokens: Option<u32>,
+    pub input_source: Option<TokenSource>,
+    pub output_tokens: u32,
+    pub output_source: TokenSource,
+    pub client_output_tokens: Option<u32>,
+    /// Output tokens of each content-bearing event (integers summing to `output_tokens`).
+    pub event_tokens: Vec<u32>,
+}
+
+impl RequestMetrics {
+    /// Derive every per-request figure from the raw record.
+    pub fn derive(rec: &RequestRecord, tokenizer: &Tokenizer) -> RequestMetrics {
+        let mut m = RequestMetrics {
+            schedule_lag_ms: rec.t_send.map(|s| ms(rec.t_sched, s)),
+            connect_ms: rec.t_connect.zip(rec.t_send).map(|(c, s)| ms(c, s)),
+            ..Default::default()
+        };
+        let usage = rec.usage.unwrap_or_default();
+        m.client_output_tokens = tokenizer.count(&rec.output_text).map(|c| c as u32);
+        (m.output_tokens, m.output_source) = match (usage.completion_tokens, m.client_output_tokens)
+        {
+            (Some(n), _) => (n, TokenSource::Server),
+            (None, Some(n)) => (n, TokenSource::Tokenizer),
+            (None, None) => (rec.events.len() as u32, TokenSource::Events),
+        };
+        (m.input_tokens, m.input_source) = match (usage.prompt_tokens, rec.prompt_tokens_client) {
+            (Some(n), _) => (Some(n), Some(TokenSource::Server)),
+            (None, Some(n)) => (Some(n), Some(TokenSource::Tokenizer)),
+            (None, None) => (None, None),
+        };
+        let (Some(t_send), Some(first), Some(last)) =
+            (rec.t_send, rec.events.first(), rec.events.last())
+        else {
+            return m;
+        };
+        m.ttft_ms = Some(ms(t_send, first.at_ns));
+        m.ttft_sched_ms = Some(ms(rec.t_sched, first.at_ns));
+        if rec.events.iter().any(|e| e.reasoning) {
+            m.ttfot_ms = rec
+                .events
+                .iter()
+                .find(|e| !e.reasoning)
+                .map(|e| ms(t_send, e.at_ns));
+        }
+        m.e2el_ms = Some(ms(t_send, last.at_ns));
+        m.e2el_sched_ms = Some(ms(rec.t_sched, last.at_ns));
+        m.generation_ms = Some(ms(first.at_ns, last.at_ns));
+        if m.output_tokens >= 2 {
+            m.tpot_ms = Some(ms(first.at_ns, last.at_ns) / (m.output_tokens - 1) as f64);
+        }
+        m.event_tokens = event_tokens(rec, tokenizer, m.output_tokens);
+        let mut carried = 0u64;
+        let mut max_itl = None::<f64>;
+        for (i, pair) in rec.events.windows(2).enumerate() {
+            let gap = pair[1].at_ns - pair[0].at_ns;
+            m.icl_ms.push((gap as f64 / NS_PER_MS) as f32);
+            let k = m.event_tokens[i + 1];
+            if k == 0 {
+                // An event that carried no token: its wait belongs to the next token.
+                carried += gap;
+                continue;
+            }
+            let per = (gap + carried) as f64 / NS_PER_MS / k as f64;
+            carried = 0;
+            max_itl = Some(max_itl.map_or(per, |x: f64| x.max(per)));
+            for _ in 0..k {
+                m.itl_ms.push(per as f32);
+            }
+        }
+        m.max_itl_ms = max_itl;
+        m
+    }
+}
+
+/// Tokens per event: per-chunk usage, else the tokenizer on each event's
+/// text, else one each; then scaled to sum to `total` (largest remainder).
+fn event_tokens(rec: &RequestRecord, tokenizer: &Tokenizer, total: u32) -> Vec<u32> {
+    let n = rec.events.len();
+    if n as u32 == total
+        && rec
+            .events
+            .iter()
+            .all(|e| e.usage_completion_tokens.is_none())
+    {
+        return vec![1; n];
+    }
+    let raw: Vec<f64> = if rec
+        .events
+        .iter()
+        .all(|e| e.usage_completion_tokens.is_some())
+    {
+        let mut prev = 0u32;
+        rec.events
+            .iter()
+            .map(|e| {
+                let c = e.usage_completion_tokens.unwrap_or(prev);
+                let d = c.saturating_sub(prev);
+                prev = c.max(prev);
+                d as f64
+            })
+            .collect()
+    } else if tokenizer.is_enabled() {
+        let mut start = 0usize;
+        rec.events
+            .iter()
+            .map(|e| {
+                let end = (e.text_end as usize).min(rec.output_text.len());
+                let text = rec.output_text.get(start..end).unwrap_or("");
+                start = end;
+                tokenizer.count(text).unwrap_or(1) as f64
+            })
+            .collect()
+    } else {
+        vec![1.0; n]
+    };
+    let sum: f64 = raw.iter().sum();
+    let scaled: Vec<f64> = if sum > 0.0 {
+        raw.iter().map(|x| x * total as f64 / sum).collect()
+    } else {
+        vec![total as f64 / n as f64; n]
+    };
+    let mut out: Vec<u32> = scaled.iter().map(|x| x.floor() as u32).collect();
+    let mut left = total.saturating_sub(out.iter().sum::<u32>());
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| {
+        (scaled[b] - scaled[b].floor()).total_cmp(&(scaled[a] - scaled[a].floor()))
+    });
+    for &i in order.iter().cycle().take(n * 2) {
+        if left == 0 {
+            break;
+        }
+        out[i] += 1;
+        left -= 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Event, ServerUsage};
+
+    fn rec(send: u64, events: &[(u64, &str)], usage: Option<u32>) -> RequestRecord {
+        let mut r = RequestRecord {
+            t_sched: send,
+            t_send: Some(send),
+            ..Default::default()
+        };
+        for (t, text) in events {
+            r.output_text.push_str(text);
+            r.events.push(Event {
+                at_ns: *t,
+                text_end: r.output_text.len() as u32,
+                usage_completion_tokens: None,
+                reasoning: false,
+            });
+        }
+        r.t_done = events.last().map_or(send, |e| e.0);
+        r.usage = usage.map(|c| ServerUsage {
+            completion_tokens: Some(c),
+            ..Default::default()
+        });
+        r
+    }
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn one_token_per_event() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        let r = rec(
+            0,
+            &[(100 * MS, " the"), (110 * MS, " cat"), (130 * MS, " sat")],
+            Some(3),
+        );
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!(m.ttft_ms, Some(100.0));
+        assert_eq!(m.e2el_ms, Some(130.0));
+        assert_eq!(m.tpot_ms, Some(15.0));
+        assert_eq!(m.itl_ms, vec![10.0, 20.0]);
+        assert_eq!(m.icl_ms, vec![10.0, 20.0]);
+        assert_eq!((m.output_tokens, m.output_source), (3, TokenSource::Server));
+        assert_eq!(m.client_output_tokens, Some(3));
+        // E2EL = TTFT + generation time, exactly.
+        assert_eq!(
+            m.e2el_ms.unwrap(),
+            m.ttft_ms.unwrap() + m.generation_ms.unwrap()
+        );
+    }
+
+    #[test]
+    fn several_tokens_per_event_split_the_gap() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        let r = rec(0, &[(50 * MS, " the cat"), (80 * MS, " sat on the")], None);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!(
+            (m.output_tokens, m.output_source),
+            (5, TokenSource::Tokenizer)
+        );
+        assert_eq!(m.event_tokens, vec![2, 3]);
+        assert_eq!(m.itl_ms, vec![10.0, 10.0, 10.0]);
+        assert_eq!(m.icl_ms, vec![30.0]);
+        assert_eq!(m.tpot_ms, Some(7.5));
+    }
+
+    #[test]
+    fn tpot_undefined_below_two_tokens_and_no_tokenizer_falls_back_to_events() {
+        let none = Tokenizer::from_spec("none").unwrap();
+        let m = RequestMetrics::derive(&rec(0, &[(5 * MS, "x")], None), &none);
+        assert_eq!(m.tpot_ms, None);
+        assert_eq!((m.output_tokens, m.output_source), (1, TokenSource::Events));
+    }
+
+    #[test]
+    fn server_count_rescales_event_tokens() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        // Server says 4 tokens over 2 events of one word each: 2 per event.
+        let m = RequestMetrics::derive(&rec(0, &[(10 * MS, " a"), (30 * MS, " b")], Some(4)), &tok);
+        assert_eq!(m.event_tokens, vec![2, 2]);
+        assert_eq!(m.itl_ms, vec![10.0, 10.0]);
+    }
+}

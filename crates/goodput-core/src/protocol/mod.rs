@@ -1,0 +1,193 @@
+//! The OpenAI-compatible protocol, in one leaf module: which endpoint, what a
+//! request body holds, and how a response's events read ([`chunk`]).
+//!
+//! The workload produces [`PreparedRequest`]s here and the client sends
+//! them; neither imports the other. Nothing here does I/O.
+
+pub mod chunk;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+pub use goodput_common::Endpoint;
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl Message {
+    pub fn user(content: impl Into<String>) -> Self {
+        Message {
+            role: "user".into(),
+            content: content.into(),
+        }
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Message {
+            role: "assistant".into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// What a request asks the model to continue.
+#[derive(Debug, Clone, Copy)]
+pub enum Prompt<'a> {
+    /// One user message (chat) or the prompt text (completions).
+    Text(&'a str),
+    /// A conversation (chat); for completions the contents are joined with newlines.
+    Messages(&'a [Message]),
+}
+
+/// What every request body of a run shares.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestParams {
+    pub endpoint: Endpoint,
+    pub model: String,
+    pub stream: bool,
+    /// Send `min_tokens` = `max_tokens` (pins the output length on vLLM/SGLang).
+    pub min_tokens: bool,
+    /// Send `ignore_eos: true`.
+    pub ignore_eos: bool,
+    /// Sent only when given.
+    pub temperature: Option<f64>,
+}
+
+/// The JSON body of a completion request.
+pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32) -> Bytes {
+    let mut body = serde_json::Map::new();
+    body.insert("model".into(), params.model.clone().into());
+    match (params.endpoint, prompt) {
+        (Endpoint::Chat, Prompt::Text(text)) => {
+            body.insert(
+                "messages".into(),
+                serde_json::json!([{"role": "user", "content": text}]),
+            );
+        }
+        (Endpoint::Chat, Prompt::Messages(messages)) => {
+            body.insert(
+                "messages".into(),
+                serde_json::to_value(messages).unwrap_or_default(),
+            );
+        }
+        (Endpoint::Completions, Prompt::Text(text)) => {
+            body.insert("prompt".into(), text.into());
+        }
+        (Endpoint::Completions, Prompt::Messages(messages)) => {
+            let joined: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+            body.insert("prompt".into(), joined.join("\n").into());
+        }
+    }
+    body.insert("max_tokens".into(), max_tokens.into());
+    if params.min_tokens {
+        body.insert("min_tokens".into(), max_tokens.into());
+    }
+    if params.ignore_eos {
+        body.insert("ignore_eos".into(), true.into());
+    }
+    if let Some(t) = params.temperature {
+        body.insert("temperature".into(), t.into());
+    }
+    body.insert("stream".into(), params.stream.into());
+    if params.stream {
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
+    }
+    // A map of strings, numbers and booleans always serializes.
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
+/// Where a request stands in a multi-turn session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionTurn {
+    pub session_id: u64,
+    /// 0-based turn index.
+    pub turn: u32,
+    /// The conversation sent with this turn (the next turn appends the
+    /// response and a new user message to it).
+    pub history: Vec<Message>,
+}
+
+/// One request, ready to send.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    /// Unique within the run, in the order requests were made.
+    pub id: u64,
+    pub warmup: bool,
+    pub body: Bytes,
+    /// Prompt tokens by the client tokenizer (None with `--tokenizer none`).
+    pub prompt_tokens: Option<u32>,
+    pub max_tokens: Option<u32>,
+    pub stream: bool,
+    /// Set for a turn of a multi-turn session.
+    pub session: Option<Box<SessionTurn>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(endpoint: Endpoint) -> RequestParams {
+        RequestParams {
+            endpoint,
+            model: "m".into(),
+            stream: true,
+            min_tokens: true,
+            ignore_eos: true,
+            temperature: None,
+        }
+    }
+
+    #[test]
+    fn body_pins_output_length() {
+        let body = request_body(&params(Endpoint::Chat), Prompt::Text("hi"), 7);
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["messages"][0]["content"], "hi");
+        assert_eq!(
+            (v["max_tokens"].as_u64(), v["min_tokens"].as_u64()),
+            (Some(7), Some(7))
+        );
+        assert_eq!(v["ignore_eos"], true);
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert!(v.get("temperature").is_none());
+        let mut p = params(Endpoint::Completions);
+        p.min_tokens = false;
+        p.ignore_eos = false;
+        p.temperature = Some(0.0);
+        let v: serde_json::Value =
+            serde_json::from_slice(&request_body(&p, Prompt::Text("hi"), 7)).unwrap();
+        assert!(v.get("min_tokens").is_none() && v.get("ignore_eos").is_none());
+        assert_eq!(v["prompt"], "hi");
+        assert_eq!(v["temperature"], 0.0);
+    }
+
+    #[test]
+    fn conversations_are_sent_whole() {
+        let history = [
+            Message::user("a"),
+            Message::assistant("b"),
+            Message::user("c"),
+        ];
+        let v: serde_json::Value = serde_json::from_slice(&request_body(
+            &params(Endpoint::Chat),
+            Prompt::Messages(&history),
+            3,
+        ))
+        .unwrap();
+        assert_eq!(v["messages"].as_array().unwrap().len(), 3);
+        assert_eq!(v["messages"][1]["role"], "assistant");
+        let v: serde_json::Value = serde_json::from_slice(&request_body(
+            &params(Endpoint::Completions),
+            Prompt::Messages(&history),
+            3,
+        ))
+        .unwrap();
+        assert_eq!(v["prompt"], "a\nb\nc");
+    }
+}

@@ -1,0 +1,285 @@
+//! What one run produced, and its results document.
+//!
+//! A [`RunResult`] serializes to the results JSON users and scripts read:
+//! `vllm bench serve`'s flat keys (`completed`, `request_throughput`,
+//! `p99_ttft_ms`, ...) are a *view* written beside goodput's own structure
+//! (one distribution object per registry metric, `errors`, `tokens`,
+//! `timeseries`, `run`, `config`), and it deserializes from that same
+//! document, ignoring the view, so `report` and `compare` can read saved
+//! results back. A test round-trips a result.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{json, Map, Value};
+
+use crate::executor::ExecSummary;
+use crate::metrics::{Distributions, Metric, RunMetrics};
+use crate::schedule::Load;
+use crate::stats::{pct_label, Estimate};
+
+/// Version of the results document's layout.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// Unique per run; every record line and `x-request-id` carries it.
+    pub run_id: String,
+    /// Everything needed to rerun, minus secrets (`load` and `percentiles` among it).
+    pub config: Value,
+    pub model: String,
+    /// The client tokenizer's spec.
+    pub tokenizer: String,
+    pub load: Load,
+    pub percentiles: Vec<f64>,
+    pub metrics: RunMetrics,
+    pub exec: ExecSummary,
+    /// Pooled connections found closed by the server and discarded unused
+    /// (goodput never resends a request).
+    pub stale_connections_discarded: u64,
+    /// Things the user should know (dropped fields, flags, warnings).
+    pub notes: Vec<String>,
+    /// Wall-clock start of the run (RFC 3339, UTC).
+    pub started_at: String,
+    /// The run's origin on `CLOCK_MONOTONIC` (ns): `sched_s`/`send_s` in the
+    /// records are seconds after it.
+    pub clock_origin_monotonic_ns: Option<u64>,
+}
+
+fn interval(e: &Estimate) -> Value {
+    json!([e.lo, e.hi])
+}
+
+fn rate_value(load: &Load) -> Value {
+    match load.offered_rate() {
+        Some(x) if x.is_finite() => json!(x),
+        Some(_) => json!("inf"),
+        None => Value::Null,
+    }
+}
+
+impl RunResult {
+    /// The results document.
+    pub fn to_document(&self) -> Value {
+        let m = &self.metrics;
+        let mut o = Map::new();
+        o.insert("schema_version".into(), json!(SCHEMA_VERSION));
+        o.insert("completed".into(), json!(m.completed));
+        o.insert("failed".into(), json!(m.failed));
+        o.insert("incomplete".into(), json!(m.incomplete));
+        o.insert("duration".into(), json!(m.duration_s));
+        o.insert("total_input_tokens".into(), json!(m.total_input_tokens));
+        o.insert("total_output_tokens".into(), json!(m.total_output_tokens));
+        o.insert(
+            "request_throughput".into(),
+            json!(m.throughput.request.value),
+        );
+        o.insert("output_throughput".into(), json!(m.throughput.output.value));
+        o.insert(
+            "total_token_throughput".into(),
+            json!(m.throughput.total_token),
+        );
+        o.insert("input_throughput".into(), json!(m.throughput.input));
+        o.insert("request_goodput".into(), Value::Null);
+        o.insert("max_concurrency".into(), json!(self.load.concurrency_cap()));
+        o.insert("request_rate".into(), rate_value(&self.load));
+        let mut ci = Map::new();
+        ci.insert("request_throughput".into(), interval(&m.throughput.request));
+        ci.insert("output_throughput".into(), interval(&m.throughput.output));
+        for metric in Metric::ALL {
+            let key = metric.key();
+            let Some(d) = m.get(metric) else {
+                o.insert(key.into(), Value::Null);
+                continue;
+            };
+            o.insert(key.into(), json!(d));
+            if !metric.info().vllm_keys {
+                continue;
+            }
+            // vLLM's flat keys, a view over the distribution.
+            o.insert(format!("mean_{key}_ms"), json!(d.mean.value));
+            o.insert(format!("std_{key}_ms"), json!(d.std));
+            let mut c = Map::new();
+            c.insert("mean".into(), interval(&d.mean));
+            for (p, e) in &d.percentiles {
+                if *p == 50.0 {
+                    o.insert(format!("median_{key}_ms"), json!(e.value));
+                }
+                o.insert(format!("p{}_{key}_ms", pct_label(*p)), json!(e.value));
+                c.insert(format!("p{}", pct_label(*p)), interval(e));
+            }
+            c.insert("method".into(), json!(d.ci_method));
+            ci.insert(key.into(), Value::Object(c));
+        }
+        o.insert("ci".into(), Value::Object(ci));
+        o.insert(
+            "achieved_request_rate".into(),
+            json!(m.achieved_request_rate),
+        );
+        o.insert("steady_state".into(), json!(m.steady_state));
+        o.insert("mean_in_flight".into(), json!(m.mean_in_flight));
+        o.insert("errors".into(), json!(m.errors));
+        let mut tokens = json!(m.tokens);
+        tokens["tokenizer"] = json!(self.tokenizer);
+        o.insert("tokens".into(), tokens);
+        o.insert("slo".into(), Value::Null);
+        o.insert("cost".into(), Value::Null);
+        o.insert("quality".into(), Value::Null);
+        o.insert("timeseries".into(), json!(m.timeseries));
+        o.insert(
+            "run".into(),
+            json!({
+                "run_id": self.run_id,
+                "started_at": self.started_at,
+                "clock_origin_monotonic_ns": self.clock_origin_monotonic_ns,
+                "warmup_requests": self.exec.sent_warmup,
+                "sent_measured": self.exec.sent_measured,
+                "sent": m.sent,
+                "interrupted": self.exec.interrupted,
+                "drain_timed_out": self.exec.drain_timed_out,
+                "source_exhausted": self.exec.source_exhausted,
+                "ramp_end_ns": self.exec.ramp_end_ns,
+                "records_lost": self.exec.records_lost,
+                "stale_connections_discarded": self.stale_connections_discarded,
+                "notes": self.notes,
+            }),
+        );
+        o.insert("model_id".into(), json!(self.model));
+        o.insert("config".into(), self.config.clone());
+        o.insert(
+            "tool".into(),
+            json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        Value::Object(o)
+    }
+
+    /// Read a results document back.
+    pub fn from_document(doc: &Value) -> Result<RunResult, String> {
+        fn field<T: serde::de::DeserializeOwned>(v: &Value, path: &str) -> Result<T, String> {
+            let mut x = v;
+            for k in path.split('.') {
+                x = x.get(k).unwrap_or(&Value::Null);
+            }
+            serde_json::from_value(x.clone()).map_err(|e| format!("'{path}': {e}"))
+        }
+        let mut distributions = Distributions::new();
+        for metric in Metric::ALL {
+            if let Some(v) = doc.get(metric.key()).filter(|v| !v.is_null()) {
+                let d = serde_json::from_value(v.clone())
+                    .map_err(|e| format!("'{}': {e}", metric.key()))?;
+                distributions.insert(metric, d);
+            }
+        }
+        let run = &doc["run"];
+        let ci = &doc["ci"];
+        let estimate = |key: &str| -> Result<Estimate, String> {
+            Ok(Estimate {
+                value: field(doc, key)?,
+                lo: ci[key][0].as_f64(),
+                hi: ci[key][1].as_f64(),
+            })
+        };
+        let metrics = RunMetrics {
+            completed: field(doc, "completed")?,
+            failed: field(doc, "failed")?,
+            incomplete: field(doc, "incomplete")?,
+            sent: field(doc, "run.sent")?,
+            duration_s: field(doc, "duration")?,
+            total_input_tokens: field(doc, "total_input_tokens")?,
+            total_output_tokens: field(doc, "total_output_tokens")?,
+            throughput: crate::metrics::Throughput {
+                request: estimate("request_throughput")?,
+                output: estimate("output_throughput")?,
+                input: field(doc, "input_throughput")?,
+                total_token: field(doc, "total_token_throughput")?,
+            },
+            steady_state: field(doc, "steady_state")?,
+            achieved_request_rate: field(doc, "achieved_request_rate")?,
+            mean_in_flight: field(doc, "mean_in_flight")?,
+            distributions,
+            errors: field(doc, "errors")?,
+            tokens: field(doc, "tokens")?,
+            timeseries: field(doc, "timeseries")?,
+        };
+        Ok(RunResult {
+            run_id: field(run, "run_id")?,
+            config: doc["config"].clone(),
+            model: field(doc, "model_id")?,
+            tokenizer: field(doc, "tokens.tokenizer")?,
+            load: field(doc, "config.load")?,
+            percentiles: field(doc, "config.percentiles")?,
+            metrics,
+            exec: ExecSummary {
+                sent_warmup: field(run, "warmup_requests")?,
+                sent_measured: field(run, "sent_measured")?,
+                interrupted: field(run, "interrupted")?,
+                drain_timed_out: field(run, "drain_timed_out")?,
+                source_exhausted: field(run, "source_exhausted")?,
+                ramp_end_ns: field(run, "ramp_end_ns")?,
+                records_lost: field(run, "records_lost")?,
+            },
+            stale_connections_discarded: field(run, "stale_connections_discarded")?,
+            notes: field(run, "notes")?,
+            started_at: field(run, "started_at")?,
+            clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,
+        })
+    }
+}
+
+impl Serialize for RunResult {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_document().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunResult {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        RunResult::from_document(&v).map_err(D::Error::custom)
+    }
+}
+
+/// Current UTC time as RFC 3339, without a date crate.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result written as JSON reads back equal, vLLM view and all.
+    #[test]
+    fn results_round_trip_through_json() {
+        let r = crate::report::console::tests::sample_result();
+        let text = serde_json::to_string(&r).unwrap();
+        let back: RunResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, r);
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(doc["p99_ttft_ms"], doc["ttft"]["p99_ms"]);
+        assert_eq!(
+            doc["request_throughput"],
+            json!(r.metrics.throughput.request.value)
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! The target: prepared once, run many times.
+//!
+//! [`PreparedTarget::prepare`] builds the client and its connection pool,
+//! discovers the model, and probes once whether the server accepts
+//! `min_tokens`/`ignore_eos`; every stage ends at once when the user stops
+//! (a signal). [`PreparedTarget::run`] then runs one plan — a run, or one
+//! point of a sweep — with no repeated discovery, probe or tokenizer build:
+//! it starts the aggregator, drives the [`executor`](crate::executor), and
+//! returns a [`RunResult`]. Each run has its own id (in every record and
+//! `x-request-id`) and its own salt nonce, so no run's prompts share a prefix
+//! with an earlier run's.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::aggregate::{self, LineContext, RecordsSink};
+use crate::client::{snippet, Client, ClientError, ClientOptions};
+use crate::clock::RunClock;
+use crate::executor::{self, Progress, RunControl, RunPlan};
+use crate::protocol::{request_body, Prompt, RequestParams};
+use crate::result::{now_rfc3339, RunResult};
+use crate::schedule::Load;
+use crate::timer::PreciseTimer;
+use crate::tokenizer::Tokenizer;
+use crate::transport::Transport;
+use crate::workload::{SyntheticSource, SyntheticSpec};
+
+/// What it takes to reach a target.
+#[derive(Debug, Clone)]
+pub struct TargetOptions {
+    pub client: ClientOptions,
+    /// None: the first model `/v1/models` lists.
+    pub model: Option<String>,
+    pub stream: bool,
+    /// Ask for pinned output lengths (`min_tokens`, `ignore_eos`); the probe may drop them.
+    pub pin_output: bool,
+    pub temperature: Option<f64>,
+    pub tokenizer: Tokenizer,
+}
+
+/// One run's plan, workload and reporting.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub plan: RunPlan,
+    pub workload: SyntheticSpec,
+    pub percentiles: Vec<f64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("could not list models at {url}: {why} (pass --model NAME to skip the lookup)")]
+    Models { url: String, why: String },
+    #[error("interrupted before any request was sent")]
+    Interrupted,
+    /// A fault of goodput itself, never the server's: lost records, a panicked thread.
+    #[error("internal error (a bug in goodput, please report it): {0}")]
+    Internal(String),
+}
+
+impl RunError {
+    /// The target could not be reached at all (exit code 3 territory).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(
+            self,
+            RunError::Models { .. } | RunError::Client(ClientError::Resolve { .. })
+        )
+    }
+}
+
+/// A target ready to run plans against.
+pub struct PreparedTarget {
+    client: Arc<Client>,
+    clock: RunClock,
+    model: String,
+    params: RequestParams,
+    tokenizer: Tokenizer,
+    /// What preparing found that every run should say (dropped fields...).
+    notes: Vec<String>,
+    options: TargetOptions,
+}
+
+impl PreparedTarget {
+    /// Connect, discover the model and probe; stops when `control` does.
+    pub async fn prepare(opts: TargetOptions, control: &RunControl) -> Result<Self, RunError> {
+        tokio::select! {
+            biased;
+            _ = control.stopped() => Err(RunError::Interrupted),
+            r = Self::prepare_inner(opts) => r,
+        }
+    }
+
+    async fn prepare_inner(opts: TargetOptions) -> Result<Self, RunError> {
+        let clock = RunClock::start();
+        let client = Client::new(opts.client.clone(), clock).await?;
+        let model = match &opts.model {
+            Some(m) => m.clone(),
+            None => discover_model(&client).await?,
+        };
+        let mut params = RequestParams {
+            endpoint: opts.client.endpoint,
+            model: model.clone(),
+            stream: opts.stream,
+            min_tokens: opts.pin_output,
+            ignore_eos: opts.pin_output,
+            temperature: opts.temperature,
+        };
+        let mut notes = Vec::new();
+        if opts.pin_output {
+            probe_pinning(&client, &mut params, &mut notes).await;
+        }
+        Ok(PreparedTarget {
+            client: Arc::new(client),
+            clock,
+            model,
+            params,
+            tokenizer: opts.tokenizer.clone(),
+            notes,
+            options: opts,
+        })
+    }
+
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// What every request body sends (after the probe).
+    pub fn params(&self) -> &RequestParams {
+        &self.params
+    }
+
+    /// Run one plan. Records (warm-up included, marked) are appended to
+    /// `sink` as they finish.
+    pub async fn run(
+        &self,
+        spec: &RunSpec,
+        sink: &mut RecordsSink,
+        control: &RunControl,
+        progress: Arc<Progress>,
+    ) -> Result<RunResult, RunError> {
+        if control.is_stopping() {
+            return Err(RunError::Interrupted);
+        }
+        let started_at = now_rfc3339();
+        let run_origin_ns = self.clock.now_ns();
+        let nonce = rand::random::<u64>();
+        let run_id = format!("{nonce:016x}");
+        self.client.begin_run(nonce);
+        if let Load::Closed { concurrency } = spec.plan.load {
+            tokio::select! {
+                biased;
+                _ = control.stopped() => return Err(RunError::Interrupted),
+                _ = self.client.prewarm(concurrency) => {}
+            }
+        }
+        let mut source = SyntheticSource::new(
+            spec.workload.clone(),
+            self.params.clone(),
+            self.tokenizer.clone(),
+            nonce,
+        );
+        let (tx, rx) = mpsc::unbounded_channel();
+        let line_ctx = LineContext {
+            run_id: run_id.clone(),
+            origin_ns: run_origin_ns,
+        };
+        let aggregator =
+            aggregate::spawn(rx, std::mem::take(sink), self.tokenizer.clone(), line_ctx)
+                .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
+        let stale_before = self.client.stale_connections_discarded();
+        let timer = PreciseTimer::new();
+        let exec = executor::execute(
+            &spec.plan,
+            self.client.clone(),
+            &mut source,
+            self.clock,
+            &timer,
+            control,
+            tx,
+            progress,
+        )
+        .await;
+        let joined = tokio::task::spawn_blocking(move || aggregator.join()).await;
+        let (collector, returned_sink) = match joined {
+            Ok(Ok(x)) => x,
+            Ok(Err(panic)) => {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                return Err(RunError::Internal(format!(
+                    "the aggregator thread panicked ({why}); {} records could not be counted",
+                    exec.sent_warmup + exec.sent_measured
+                )));
+            }
+            Err(e) => return Err(RunError::Internal(format!("joining the aggregator: {e}"))),
+        };
+        *sink = returned_sink;
+        if exec.records_lost > 0 {
+            return Err(RunError::Internal(format!(
+                "{} request records were lost before they were counted",
+                exec.records_lost
+            )));
+        }
+        let metrics = collector.summarize(&spec.percentiles, exec.ramp_end_ns, spec.plan.seed);
+        let mut notes = self.notes.clone();
+        if let Some(e) = sink.error() {
+            notes.push(format!("records file: {e}"));
+        }
+        if let (Some(offered), Some(achieved)) =
+            (spec.plan.load.offered_rate(), metrics.achieved_request_rate)
+        {
+            if offered.is_finite() && achieved < 0.95 * offered {
+                notes.push(format!(
+                    "achieved request rate {achieved:.2}/s is below 95% of the offered {offered:.2}/s: the client or the connection limit could not keep up (see schedule lag)"
+                ));
+            }
+        }
+        if let Some(share) = metrics.tokens.output_length_mismatch_share {
+            if share > 0.0 && self.params.min_tokens {
+                notes.push(format!(
+                    "{:.1}% of completed requests returned a different number of output tokens than requested",
+                    share * 100.0
+                ));
+            }
+        }
+        Ok(RunResult {
+            run_id,
+            config: self.config(spec),
+            model: self.model.clone(),
+            tokenizer: self.tokenizer.spec().to_string(),
+            load: spec.plan.load,
+            percentiles: spec.percentiles.clone(),
+            metrics,
+            exec,
+            stale_connections_discarded: self.client.stale_connections_discarded() - stale_before,
+            notes,
+            started_at,
+            clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
+        })
+    }
+
+    /// Everything needed to rerun, minus secrets.
+    fn config(&self, spec: &RunSpec) -> serde_json::Value {
+        let c = &self.options.client;
+        let plan = &spec.plan;
+        json!({
+            "url": c.url,
+            "endpoint": c.endpoint,
+            "model": self.model,
+            "headers": c.headers.iter().map(|h| redact_header(h)).collect::<Vec<_>>(),
+            "timeout_s": c.timeout.as_secs_f64(),
+            "idle_timeout_s": c.idle_timeout.as_secs_f64(),
+            "load": plan.load,
+            "num_prompts": plan.num_prompts,
+            "duration_s": plan.duration.map(|d| d.as_secs_f64()),
+            "warmup": plan.warmup,
+            "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
+            "seed": plan.seed,
+            "input_tokens": spec.workload.input_tokens,
+            "output_tokens": spec.workload.output_tokens,
+            "sessions": spec.workload.sessions,
+            "stream": self.params.stream,
+            "temperature": self.params.temperature,
+            "min_tokens_sent": self.params.min_tokens,
+            "ignore_eos_sent": self.params.ignore_eos,
+            "tokenizer": self.tokenizer.spec(),
+            "percentiles": spec.percentiles,
+            "cache_bust": true,
+        })
+    }
+}
+
+fn redact_header(h: &str) -> String {
+    match h.split_once(':') {
+        Some((name, _)) if is_secret_header(name.trim()) => format!("{}: <redacted>", name.trim()),
+        _ => h.to_string(),
+    }
+}
+
+fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "authorization"
+        || n.contains("key")
+        || n.contains("token")
+        || n.contains("secret")
+        || n == "cookie"
+}
+
+async fn discover_model(client: &Client) -> Result<String, RunError> {
+    let url = format!(
+        "{}{}",
+        client.base().authority(),
+        client.base().path("/models")
+    );
+    let fail = |why: String| RunError::Models {
+        url: url.clone(),
+        why,
+    };
+    let (status, body) = client
+        .simple("GET", "/models", None, "models")
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    if !(200..300).contains(&status) {
+        return Err(fail(format!("HTTP {status}: {}", snippet(&body))));
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| fail(format!("not JSON: {e}")))?;
+    v["data"][0]["id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| fail("the list is empty".into()))
+}
+
+/// One request with `min_tokens` and `ignore_eos`: a 400/422 answer means the
+/// server rejects them, so they are dropped for every run (and said so).
+async fn probe_pinning(client: &Client, params: &mut RequestParams, notes: &mut Vec<String>) {
+    let body = request_body(params, Prompt::Text("Say hello."), 1);
+    match client
+        .simple("POST", params.endpoint.path(), Some(body), "probe")
+        .await
+    {
+        Ok((s, _)) if (200..300).contains(&s) => {}
+        Ok((s @ (400 | 422), body)) => {
+            params.min_tokens = false;
+            params.ignore_eos = false;
+            notes.push(format!(
+                "the server rejected min_tokens/ignore_eos (HTTP {s}: {}); they are not sent in this run, so output lengths may fall short of --output-tokens",
+                snippet(&body)
+            ));
+        }
+        Ok((s, body)) => notes.push(format!(
+            "the probe request answered HTTP {s} ({}); min_tokens/ignore_eos are kept",
+            snippet(&body)
+        )),
+        Err(e) => notes.push(format!(
+            "the probe request failed ({e}); min_tokens/ignore_eos are kept"
+        )),
+    }
+}
