@@ -24,6 +24,7 @@ pub mod metrics;
 pub mod presets;
 pub mod priority;
 pub mod realtime;
+pub mod reference;
 pub mod roofline;
 mod server;
 pub mod stats;
@@ -34,6 +35,9 @@ pub use config::{OutputLenDist, SimArgs, SimConfig};
 pub use error::SimError;
 pub use faults::{FaultConfig, FaultSpec};
 pub use priority::{EnginePriority, PriorityRequest};
+pub use reference::{
+    evaluate_rate, reference_goodput, RefAnswer, RefMetric, RefPlan, RefPoint, RefTerm, RefWorkload,
+};
 pub use server::SimServer;
 pub use stats::SimStats;
 pub use virtual_time::{simulate, VirtualReport, VirtualRequest};
