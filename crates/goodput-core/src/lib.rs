@@ -14,6 +14,7 @@ pub mod aggregate;
 pub mod client;
 pub mod clock;
 pub mod executor;
+pub mod knee;
 pub mod metrics;
 pub mod protocol;
 pub mod record;
@@ -24,6 +25,7 @@ pub mod stats;
 pub mod target;
 pub mod timer;
 pub mod transport;
+pub mod verdict;
 pub mod workload;
 
 pub use goodput_common::{tokenizer, units, words};
