@@ -150,6 +150,15 @@ async fn next_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
     }
 }
 
+/// Replace the file's contents.
+fn write_results(file: &mut std::fs::File, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::{Seek, Write};
+    file.set_len(0)?;
+    file.rewind()?;
+    file.write_all(bytes)?;
+    file.flush()
+}
+
 fn run_error(e: RunError) -> Exit {
     let code = match &e {
         RunError::Interrupted => EXIT_INTERRUPTED,
@@ -178,14 +187,20 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         }
         None => None,
     };
-    if let Some(out) = &args.out {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(out)
-            .with_context(|| format!("opening results file {}", out.display()))
-            .map_err(usage)?;
-    }
+    // Kept open from the start: writing it at the end then needs no new file
+    // descriptor, even when the run used every one the process may have.
+    let mut out_file = match &args.out {
+        Some(out) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(out)
+                .with_context(|| format!("opening results file {}", out.display()))
+                .map_err(usage)?,
+        ),
+        None => None,
+    };
 
     // Without --url: the built-in simulator, in this process, over real HTTP.
     let mut _sim = None;
@@ -237,9 +252,9 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
             eprintln!("goodput: note: {n}");
         }
     }
-    if let Some(out) = &args.out {
-        std::fs::write(out, report::Json.export(&results))
-            .with_context(|| format!("writing {}", out.display()))
+    if let (Some(file), Some(path)) = (out_file.as_mut(), &args.out) {
+        write_results(file, &report::Json.export(&results))
+            .with_context(|| format!("writing {}", path.display()))
             .map_err(usage)?;
     }
     let m = &results[0].metrics;

@@ -1,0 +1,609 @@
+//! One test per defect the core reshape fixed, against the real binary or
+//! library and a real HTTP server where the defect involves one.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// A raw HTTP/1.1 server: full control over connections (keep-alive, closing
+// idle connections, closing after reading a request).
+
+/// What the raw server does with the n-th request (0-based) on a connection.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Action {
+    Respond,
+    /// Read the request, then close the connection without a byte of answer.
+    CloseAfterRead,
+}
+
+struct RawServer {
+    addr: std::net::SocketAddr,
+    /// Request ids (the x-request-id suffix) in the order they were read.
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(String, String)> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let mut tmp = [0u8; 4096];
+                let n = sock.read(&mut tmp).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            buf.drain(..end + 4 + len);
+            let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+            let id = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("x-request-id:")
+                        .map(|v| v.trim().to_string())
+                })
+                .unwrap_or_default();
+            return Some((path, id));
+        }
+        let mut tmp = [0u8; 4096];
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+const SSE: &str = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" the\"},\"finish_reason\":null}]}\n\n\
+data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\" cat\"},\"finish_reason\":\"length\"}]}\n\n\
+data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n\
+data: [DONE]\n\n";
+
+/// `policy(request index on the connection)`; `idle_close`: close a
+/// keep-alive connection after this long without a request.
+async fn raw_server(policy: fn(usize) -> Action, idle_close: Option<Duration>) -> RawServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                for n in 0.. {
+                    let req = match idle_close {
+                        Some(d) => {
+                            match tokio::time::timeout(d, read_request(&mut sock, &mut buf)).await {
+                                Ok(r) => r,
+                                Err(_) => return, // idle: close the keep-alive connection
+                            }
+                        }
+                        None => read_request(&mut sock, &mut buf).await,
+                    };
+                    let Some((path, id)) = req else { return };
+                    if path.ends_with("/models") {
+                        let body = r#"{"data":[{"id":"raw"}]}"#;
+                        let _ = sock.write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
+                        continue;
+                    }
+                    seen.lock()
+                        .unwrap()
+                        .push(id.rsplit('-').next().unwrap_or("").to_string());
+                    if policy(n) == Action::CloseAfterRead {
+                        return;
+                    }
+                    let _ = sock
+                        .write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{SSE}", SSE.len()).as_bytes())
+                        .await;
+                }
+            });
+        }
+    });
+    RawServer { addr, seen }
+}
+
+fn counts(seen: &[String]) -> HashMap<String, usize> {
+    let mut m = HashMap::new();
+    for id in seen {
+        *m.entry(id.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+// ---------------------------------------------------------------------------
+
+/// Defect 1: the same seed twice against one simulator must not hit the
+/// prefix cache beyond the workload's own (here: none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_twice_gets_no_cache_hits_from_the_first_run() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig {
+            time_scale: 0.05,
+            ..Default::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let records = tmp("records.jsonl");
+        let (code, out, err) = goodput_async(s(&[
+            "run",
+            "--url",
+            &url,
+            "--seed",
+            "7",
+            "--num-prompts",
+            "20",
+            "--concurrency",
+            "4",
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "8",
+            "--records",
+            records.to_str().unwrap(),
+            "--quiet",
+        ]))
+        .await;
+        assert_eq!(code, 0, "{out}\n{err}");
+        runs.push(read_records(&records));
+    }
+    for (i, recs) in runs.iter().enumerate() {
+        assert_eq!(recs.len(), 20);
+        let cached: u64 = recs
+            .iter()
+            .map(|r| r["cached_tokens"].as_u64().unwrap_or(0))
+            .sum();
+        let prompt: u64 = recs
+            .iter()
+            .map(|r| r["server_prompt_tokens"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            cached, 0,
+            "run {i}: {cached} of {prompt} prompt tokens came from the cache"
+        );
+    }
+    assert_ne!(runs[0][0]["run_id"], runs[1][0]["run_id"]);
+    sim.shutdown();
+}
+
+/// Defect 2: a request that never got a connection has no send time, no
+/// schedule lag and no connect time, and is a client-side failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_never_got_a_connection_have_no_send_time() {
+    let server = start(Script::quick()).await;
+    let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let url = server.url();
+    let (records_arg, out_arg) = (
+        records.to_str().unwrap().to_string(),
+        out.to_str().unwrap().to_string(),
+    );
+    let output = tokio::task::spawn_blocking(move || {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"));
+        cmd.args([
+            "run",
+            "--url",
+            &url,
+            "--concurrency",
+            "120",
+            "--num-prompts",
+            "300",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "4",
+            "--records",
+            &records_arg,
+            "--out",
+            &out_arg,
+            "--quiet",
+        ]);
+        // SAFETY: setrlimit in the child before exec; a hard limit of 64
+        // descriptors cannot be raised, so some connects fail with EMFILE.
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 64,
+                    rlim_max: 64,
+                };
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+                Ok(())
+            });
+        }
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let recs = read_records(&records);
+    assert_eq!(recs.len(), 300, "{stderr}");
+    let never_sent: Vec<&serde_json::Value> =
+        recs.iter().filter(|r| r["send_s"].is_null()).collect();
+    assert!(
+        !never_sent.is_empty(),
+        "the descriptor limit must bite for this test to mean anything: {stderr}"
+    );
+    for r in &never_sent {
+        assert_eq!(r["error_kind"], "client_limit", "{r}");
+        assert!(
+            r["schedule_lag_ms"].is_null() && r["connect_ms"].is_null() && r["ttft_ms"].is_null(),
+            "{r}"
+        );
+        assert!(r["done_s"].as_f64().unwrap() >= r["sched_s"].as_f64().unwrap());
+    }
+    assert!(recs.iter().filter(|r| r["ok"] == true).count() > 0);
+    let v = read_json(&out);
+    assert!(
+        v["schedule_lag"]["min_ms"].as_f64().unwrap() >= 0.0,
+        "{}",
+        v["schedule_lag"]
+    );
+    assert_eq!(
+        v["schedule_lag"]["count"].as_u64().unwrap(),
+        300 - never_sent.len() as u64
+    );
+    assert_eq!(
+        v["errors"]["by_kind"]["client_limit"].as_u64().unwrap(),
+        never_sent.len() as u64
+    );
+    assert!(
+        v["errors"]["by_kind"].get("connect").is_none(),
+        "the client's own limit is never a connect error"
+    );
+    // The duration starts at the first real send, not at the run clock's origin.
+    let first_send = recs
+        .iter()
+        .filter_map(|r| r["send_s"].as_f64())
+        .fold(f64::MAX, f64::min);
+    let last_done = recs
+        .iter()
+        .filter(|r| !r["send_s"].is_null())
+        .map(|r| r["done_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!((v["duration"].as_f64().unwrap() - (last_done - first_send)).abs() < 0.01);
+}
+
+/// A server that accepts connections and never answers.
+async fn silent_server() -> (std::net::SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let a = accepted.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((sock, _)) = listener.accept().await {
+            a.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(sock);
+        }
+    });
+    (addr, accepted)
+}
+
+/// Defect 3: a signal ends the process promptly during model discovery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_during_model_discovery_ends_the_run_within_two_seconds() {
+    let (addr, accepted) = silent_server().await;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let url = format!("http://{addr}");
+        let child = spawn_goodput(&["run", "--url", &url, "--timeout", "600s"]);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(
+            accepted.load(std::sync::atomic::Ordering::SeqCst) > 0,
+            "discovery has started"
+        );
+        let sent = Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        let took = sent.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "signal {signal}: took {took:?}"
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .contains("interrupted before any request was sent"));
+    }
+}
+
+/// Defect 4: every bad input exits 2 with what would be valid, before any
+/// work: no connection is made and no simulator is started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_exits_2_before_any_work() {
+    let (addr, accepted) = silent_server().await;
+    let url = format!("http://{addr}");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--timeout", "99999999999999999999s"], "at most"),
+        (&["--duration", "10000000000000000000s"], "at most"),
+        (&["--timeout", "0s"], "greater than 0"),
+        (&["--request-rate", "1e-20"], "one a year"),
+        (&["--request-rate", "10", "--max-concurrency", "0"], ">= 1"),
+        (&["--concurrency", "0"], ">= 1"),
+        (&["--warmup", "abc"], "request count"),
+        (&["--tokenizer", "bogus"], "o200k_base"),
+        (&["--header", "no colon"], "Name: value"),
+        (&["--num-prompts", "0"], "0"),
+        (&["--input-tokens", "0"], "valid"),
+        (&["--max-error-rate", "2"], "from 0 to 1"),
+        (&["--percentiles", "150"], "0..=100"),
+    ];
+    for with_url in [true, false] {
+        for (flags, hint) in cases {
+            let mut args = vec!["run"];
+            if with_url {
+                args.extend(["--url", url.as_str()]);
+            }
+            args.extend_from_slice(flags);
+            let started = Instant::now();
+            let (code, _, err) = goodput_async(args.iter().map(|a| a.to_string()).collect()).await;
+            assert_eq!(code, 2, "{flags:?}: {err}");
+            assert!(err.contains(hint), "{flags:?}: expected '{hint}' in: {err}");
+            assert!(
+                !err.contains("built-in simulator"),
+                "{flags:?}: the simulator started: {err}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(5), "{flags:?}");
+        }
+    }
+    let (code, _, err) = goodput_async(s(&["run", "--url", "ftp://x"])).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("scheme"), "{err}");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a bad flag must stop goodput before it connects"
+    );
+}
+
+/// Defect 5: lost records are an internal fault with its own message, never
+/// "no request completed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
+    use goodput_core::aggregate::RecordsSink;
+    use goodput_core::executor::{Progress, RunControl, RunPlan, Warmup};
+    use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
+
+    struct Panics;
+    impl Write for Panics {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            panic!("disk on fire");
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let server = start(Script::quick()).await;
+    let control = RunControl::new();
+    let target = PreparedTarget::prepare(
+        TargetOptions {
+            client: goodput_core::client::ClientOptions {
+                url: server.url(),
+                endpoint: goodput_core::protocol::Endpoint::Chat,
+                headers: vec![],
+                api_key: None,
+                timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(10),
+                connect_timeout: Duration::from_secs(5),
+                insecure: false,
+            },
+            model: None,
+            stream: true,
+            pin_output: true,
+            temperature: None,
+            tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
+        },
+        &control,
+    )
+    .await
+    .unwrap();
+    let spec = RunSpec {
+        plan: RunPlan {
+            load: goodput_core::schedule::Load::Closed { concurrency: 2 },
+            num_prompts: Some(6),
+            duration: None,
+            warmup: Warmup::None,
+            drain_timeout: Duration::from_secs(10),
+            seed: 0,
+        },
+        workload: goodput_core::workload::SyntheticSpec {
+            input_tokens: "8".parse().unwrap(),
+            output_tokens: "4".parse().unwrap(),
+            seed: 0,
+            sessions: None,
+        },
+        percentiles: vec![50.0, 99.0],
+    };
+    let mut sink = RecordsSink::new(Some(Box::new(Panics)), false);
+    let err = target
+        .run(&spec, &mut sink, &control, Arc::new(Progress::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::Internal(_)), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("internal error") && msg.contains("disk on fire"),
+        "{msg}"
+    );
+    // The same target still runs a healthy plan afterwards.
+    let mut sink = RecordsSink::default();
+    let ok = target
+        .run(&spec, &mut sink, &control, Arc::new(Progress::default()))
+        .await
+        .unwrap();
+    assert_eq!(ok.metrics.completed, 6);
+}
+
+/// Defect 7, first half: a pooled connection the server closed while idle is
+/// found closed before anything is written on it, discarded and counted;
+/// every request reaches the server exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_closed_while_idle_are_discarded_before_reuse() {
+    let server = raw_server(|_| Action::Respond, Some(Duration::from_millis(60))).await;
+    let out = tmp("results.json");
+    let (code, stdout, err) = goodput_async(s(&[
+        "run",
+        "--url",
+        &format!("http://{}", server.addr),
+        "--request-rate",
+        "4",
+        "--arrival",
+        "constant",
+        "--num-prompts",
+        "5",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "2",
+        "--no-pin-output",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let v = read_json(&out);
+    assert_eq!(v["completed"], 5);
+    assert!(
+        v["run"]["stale_connections_discarded"].as_u64().unwrap() >= 3,
+        "{}",
+        v["run"]
+    );
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(
+        counts(&seen).values().all(|&n| n == 1),
+        "a request was sent twice: {seen:?}"
+    );
+}
+
+/// Defect 7, second half: a server that read the request and then died is
+/// not sent the request again; the request fails as a cut stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_the_server_may_have_seen_is_never_resent() {
+    // Every connection answers its first request, then reads the second and closes.
+    let server = raw_server(
+        |n| {
+            if n == 0 {
+                Action::Respond
+            } else {
+                Action::CloseAfterRead
+            }
+        },
+        None,
+    )
+    .await;
+    let records = tmp("records.jsonl");
+    let (_, stdout, err) = goodput_async(s(&[
+        "run",
+        "--url",
+        &format!("http://{}", server.addr),
+        "--concurrency",
+        "1",
+        "--num-prompts",
+        "3",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "2",
+        "--no-pin-output",
+        "--records",
+        records.to_str().unwrap(),
+        "--quiet",
+    ]))
+    .await;
+    let recs = read_records(&records);
+    assert_eq!(recs.len(), 3, "{stdout}\n{err}");
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(
+        counts(&seen).values().all(|&n| n == 1),
+        "a request was sent twice: {seen:?}"
+    );
+    assert_eq!(recs[0]["ok"], true);
+    assert_eq!(recs[1]["error_kind"], "stream_cut", "{}", recs[1]);
+    assert_eq!(
+        recs[2]["ok"], true,
+        "the next request opens a new connection"
+    );
+}
+
+/// Defect 10: every record says when its response ended or failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_record_carries_its_end_time() {
+    use common::Behavior;
+    let server = start(Script {
+        behavior: Arc::new(|id| match id % 3 {
+            1 => Behavior::Status(500),
+            2 => Behavior::CutAfter(2),
+            _ => Behavior::Ok,
+        }),
+        ..Script::quick()
+    })
+    .await;
+    let records = tmp("records.jsonl");
+    let _ = goodput_async(s(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "9",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--records",
+        records.to_str().unwrap(),
+        "--quiet",
+    ]))
+    .await;
+    let recs = read_records(&records);
+    assert_eq!(recs.len(), 9);
+    for r in &recs {
+        let done = r["done_s"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no done_s: {r}"));
+        assert!(done >= r["send_s"].as_f64().unwrap(), "{r}");
+        if r["error_kind"] == "stream_cut" {
+            // The cut came after the last token.
+            assert!(
+                done * 1e3
+                    >= r["send_s"].as_f64().unwrap() * 1e3 + r["e2el_ms"].as_f64().unwrap() - 0.01,
+                "{r}"
+            );
+        }
+    }
+    assert!(recs.iter().any(|r| r["error_kind"] == "http_status"));
+}
