@@ -10,7 +10,7 @@ use std::io::Write;
 
 use tokio::sync::mpsc;
 
-use crate::executor::Msg;
+use crate::executor::{Msg, Progress, RunControl};
 use crate::metrics::{Collector, RequestMetrics};
 use crate::report::records::record_line;
 use crate::tokenizer::Tokenizer;
@@ -73,10 +73,19 @@ pub fn spawn(
     sink: RecordsSink,
     tokenizer: Tokenizer,
     ctx: LineContext,
+    collector: Collector,
+    early: Option<EarlyHook>,
 ) -> std::io::Result<std::thread::JoinHandle<(Collector, RecordsSink)>> {
     std::thread::Builder::new()
         .name("goodput-aggregator".into())
-        .spawn(move || aggregate(rx, sink, tokenizer, ctx))
+        .spawn(move || aggregate(rx, sink, tokenizer, ctx, collector, early))
+}
+
+/// What the aggregator needs to end a run early: the run's own control and
+/// its send counter (for the requests still in flight at a look).
+pub struct EarlyHook {
+    pub control: RunControl,
+    pub progress: std::sync::Arc<Progress>,
 }
 
 fn aggregate(
@@ -84,9 +93,11 @@ fn aggregate(
     mut sink: RecordsSink,
     tokenizer: Tokenizer,
     ctx: LineContext,
+    mut collector: Collector,
+    early: Option<EarlyHook>,
 ) -> (Collector, RecordsSink) {
+    let mut measured_done = 0u64;
     lower_thread_priority();
-    let mut collector = Collector::default();
     let mut line = Vec::with_capacity(1024);
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
@@ -94,6 +105,9 @@ fn aggregate(
             match msg {
                 Msg::MeasureStart(t) => collector.measure_start(t),
                 Msg::Record(rec) => {
+                    if !rec.warmup && !rec.incomplete() {
+                        measured_done += 1;
+                    }
                     let m = RequestMetrics::derive(&rec, &tokenizer);
                     collector.add(&rec, &m);
                     line.clear();
@@ -104,6 +118,18 @@ fn aggregate(
             next = rx.try_recv().ok();
         }
         sink.flush();
+        if let Some(hook) = &early {
+            let sent = hook
+                .progress
+                .sent_measured
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if collector
+                .check_early(sent.saturating_sub(measured_done))
+                .is_some()
+            {
+                hook.control.end_early();
+            }
+        }
     }
     (collector, sink)
 }

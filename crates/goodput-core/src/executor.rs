@@ -54,6 +54,32 @@ pub enum Warmup {
     Duration(Duration),
 }
 
+/// How the warm-up is chosen: explicitly, or from the load (`auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmupPolicy {
+    /// One request per slot in closed loop (at least 8); 2 s of arrivals in
+    /// open loop (8 to 500 requests): enough that a cold server (first
+    /// kernels compiled, caches empty) does not distort the measured phase.
+    Auto,
+    Fixed(Warmup),
+}
+
+impl WarmupPolicy {
+    pub fn resolve(self, load: &Load) -> Warmup {
+        match self {
+            WarmupPolicy::Fixed(w) => w,
+            WarmupPolicy::Auto => Warmup::Requests(match *load {
+                Load::Closed { concurrency } => (concurrency as u64).max(8),
+                Load::Open { rate, .. } if rate.is_finite() => {
+                    ((rate * 2.0).ceil() as u64).clamp(8, 500)
+                }
+                Load::Open { .. } => 8,
+            }),
+        }
+    }
+}
+
 /// What to run: the load, its bounds, and how to end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunPlan {
@@ -102,6 +128,42 @@ impl RunControl {
         self.cancel_tx.send_replace(Some(ErrorKind::Cancelled));
     }
 
+    /// End the run now because its outcome is settled (a sweep point whose
+    /// SLO verdict is known): no more sends, and requests in flight are
+    /// stopped as `incomplete` (neither completed nor failed).
+    pub fn end_early(&self) {
+        self.stop_tx.send_replace(true);
+        self.cancel_tx.send_replace(Some(ErrorKind::Incomplete));
+    }
+
+    /// A control for one part of a run (a sweep point) that stops and
+    /// cancels when this one does, and can also be ended on its own.
+    pub fn child(&self) -> RunControl {
+        let child = RunControl::new();
+        let parent = self.clone();
+        let weak_stop = Arc::downgrade(&child.stop_tx);
+        let weak_cancel = Arc::downgrade(&child.cancel_tx);
+        tokio::spawn(async move {
+            let mut stop = parent.stop_tx.subscribe();
+            let mut cancel = parent.cancel_tx.subscribe();
+            if stop.wait_for(|s| *s).await.is_err() {
+                return;
+            }
+            match weak_stop.upgrade() {
+                Some(s) => s.send_replace(true),
+                None => return,
+            };
+            let kind = match cancel.wait_for(|c| c.is_some()).await {
+                Ok(kind) => *kind,
+                Err(_) => return,
+            };
+            if let Some(c) = weak_cancel.upgrade() {
+                c.send_replace(kind);
+            }
+        });
+        child
+    }
+
     /// Whether a stop was asked for.
     pub fn is_stopping(&self) -> bool {
         *self.stop_tx.borrow()
@@ -146,6 +208,8 @@ pub enum Msg {
 #[derive(Debug, Default)]
 pub struct Progress {
     pub sent: AtomicU64,
+    /// Measured (not warm-up) requests sent.
+    pub sent_measured: AtomicU64,
     pub finished: AtomicU64,
     pub failed: AtomicU64,
 }
@@ -371,8 +435,8 @@ pub async fn execute<T: Transport, Tm: Timer>(
                 clock,
                 cap,
                 plan,
+                &progress,
             );
-            progress.sent.fetch_add(1, Relaxed);
             spawn_request(&ctx, f.request, t_sched, f.permit);
             continue;
         }
@@ -437,8 +501,8 @@ pub async fn execute<T: Transport, Tm: Timer>(
             clock,
             cap,
             plan,
+            &progress,
         );
-        progress.sent.fetch_add(1, Relaxed);
         spawn_request(&ctx, req, t_sched, permit);
     }
 
@@ -497,7 +561,9 @@ fn count_send(
     clock: RunClock,
     cap: usize,
     plan: &RunPlan,
+    progress: &Progress,
 ) {
+    progress.sent.fetch_add(1, Relaxed);
     let sched_instant = clock.instant(t_sched);
     if req.warmup {
         summary.sent_warmup += 1;
@@ -505,6 +571,7 @@ fn count_send(
         return;
     }
     summary.sent_measured += 1;
+    progress.sent_measured.fetch_add(1, Relaxed);
     if measure_start.is_none() {
         *measure_start = Some(sched_instant);
         let _ = records.send(Msg::MeasureStart(t_sched));

@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod client;
 pub mod clock;
+pub mod cost;
 pub mod executor;
 pub mod knee;
 pub mod metrics;
@@ -21,7 +22,9 @@ pub mod record;
 pub mod report;
 pub mod result;
 pub mod schedule;
+pub mod slo;
 pub mod stats;
+pub mod sweep;
 pub mod target;
 pub mod timer;
 pub mod transport;

@@ -37,6 +37,9 @@ pub struct RunResult {
     /// Pooled connections found closed by the server and discarded unused
     /// (goodput never resends a request).
     pub stale_connections_discarded: u64,
+    /// The SLO verdict that ended the run before its planned end (a sweep's search).
+    pub early_stop: Option<crate::verdict::Verdict>,
+    pub cost: Option<crate::cost::Cost>,
     /// Things the user should know (dropped fields, flags, warnings).
     pub notes: Vec<String>,
     /// Wall-clock start of the run (RFC 3339, UTC).
@@ -80,7 +83,10 @@ impl RunResult {
             json!(m.throughput.total_token),
         );
         o.insert("input_throughput".into(), json!(m.throughput.input));
-        o.insert("request_goodput".into(), Value::Null);
+        o.insert(
+            "request_goodput".into(),
+            json!(m.slo.as_ref().map(|s| s.request_goodput)),
+        );
         o.insert("max_concurrency".into(), json!(self.load.concurrency_cap()));
         o.insert("request_rate".into(), rate_value(&self.load));
         let mut ci = Map::new();
@@ -122,8 +128,9 @@ impl RunResult {
         let mut tokens = json!(m.tokens);
         tokens["tokenizer"] = json!(self.tokenizer);
         o.insert("tokens".into(), tokens);
-        o.insert("slo".into(), Value::Null);
-        o.insert("cost".into(), Value::Null);
+        o.insert("slo".into(), json!(m.slo));
+        o.insert("saturation".into(), json!(m.saturation));
+        o.insert("cost".into(), json!(self.cost));
         o.insert("quality".into(), Value::Null);
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert(
@@ -141,6 +148,7 @@ impl RunResult {
                 "ramp_end_ns": self.exec.ramp_end_ns,
                 "records_lost": self.exec.records_lost,
                 "stale_connections_discarded": self.stale_connections_discarded,
+                "early_stop": self.early_stop,
                 "notes": self.notes,
             }),
         );
@@ -200,6 +208,8 @@ impl RunResult {
             errors: field(doc, "errors")?,
             tokens: field(doc, "tokens")?,
             timeseries: field(doc, "timeseries")?,
+            saturation: field(doc, "saturation")?,
+            slo: field(doc, "slo")?,
         };
         Ok(RunResult {
             run_id: field(run, "run_id")?,
@@ -219,6 +229,8 @@ impl RunResult {
                 records_lost: field(run, "records_lost")?,
             },
             stale_connections_discarded: field(run, "stale_connections_discarded")?,
+            early_stop: field(run, "early_stop")?,
+            cost: field(doc, "cost")?,
             notes: field(run, "notes")?,
             started_at: field(run, "started_at")?,
             clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,

@@ -18,10 +18,13 @@ use tokio::sync::mpsc;
 use crate::aggregate::{self, LineContext, RecordsSink};
 use crate::client::{snippet, Client, ClientError, ClientOptions};
 use crate::clock::RunClock;
+use crate::cost::{Cost, CostSpec};
 use crate::executor::{self, Progress, RunControl, RunPlan};
+use crate::metrics::{Collector, EarlyStop};
 use crate::protocol::{request_body, Prompt, RequestParams};
 use crate::result::{now_rfc3339, RunResult};
 use crate::schedule::Load;
+use crate::slo::Slo;
 use crate::timer::PreciseTimer;
 use crate::tokenizer::Tokenizer;
 use crate::transport::Transport;
@@ -46,6 +49,25 @@ pub struct RunSpec {
     pub plan: RunPlan,
     pub workload: SyntheticSpec,
     pub percentiles: Vec<f64>,
+    /// What the run is held to (`--slo`, `--goodput`), if anything.
+    pub slo: Option<Slo>,
+    /// End the run as soon as its SLO verdict is settled (a sweep's search).
+    pub early_stop: bool,
+    pub cost: Option<CostSpec>,
+}
+
+impl RunSpec {
+    /// The percentiles to report: the requested ones and every SLO term's.
+    pub fn reported_percentiles(&self) -> Vec<f64> {
+        let mut p = self.percentiles.clone();
+        for t in self.slo.iter().flat_map(|s| &s.terms) {
+            if !p.contains(&t.percentile) {
+                p.push(t.percentile);
+            }
+        }
+        p.sort_by(f64::total_cmp);
+        p
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -167,9 +189,32 @@ impl PreparedTarget {
             run_id: run_id.clone(),
             origin_ns: run_origin_ns,
         };
-        let aggregator =
-            aggregate::spawn(rx, std::mem::take(sink), self.tokenizer.clone(), line_ctx)
-                .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
+        let early = spec
+            .slo
+            .as_ref()
+            .filter(|_| spec.early_stop)
+            .and_then(|s| EarlyStop::new(s.terms.clone(), planned_requests(&spec.plan), 0.05));
+        let hook = early.as_ref().map(|_| aggregate::EarlyHook {
+            control: control.clone(),
+            progress: progress.clone(),
+        });
+        let collector = Collector::new(
+            spec.slo
+                .as_ref()
+                .map(Slo::request_thresholds)
+                .unwrap_or_default(),
+            spec.plan.load.is_open(),
+        )
+        .with_early_stop(early);
+        let aggregator = aggregate::spawn(
+            rx,
+            std::mem::take(sink),
+            self.tokenizer.clone(),
+            line_ctx,
+            collector,
+            hook,
+        )
+        .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
         let stale_before = self.client.stale_connections_discarded();
         let timer = PreciseTimer::new();
         let exec = executor::execute(
@@ -206,19 +251,18 @@ impl PreparedTarget {
                 exec.records_lost
             )));
         }
-        let metrics = collector.summarize(&spec.percentiles, exec.ramp_end_ns, spec.plan.seed);
+        let percentiles = spec.reported_percentiles();
+        let metrics = collector.summarize(
+            &percentiles,
+            exec.ramp_end_ns,
+            spec.plan.seed,
+            spec.slo.as_ref(),
+        );
+        let early_stop = collector.early_verdict();
+        let cost = spec.cost.map(|c| Cost::of(c, &metrics, None));
         let mut notes = self.notes.clone();
         if let Some(e) = sink.error() {
             notes.push(format!("records file: {e}"));
-        }
-        if let (Some(offered), Some(achieved)) =
-            (spec.plan.load.offered_rate(), metrics.achieved_request_rate)
-        {
-            if offered.is_finite() && achieved < 0.95 * offered {
-                notes.push(format!(
-                    "achieved request rate {achieved:.2}/s is below 95% of the offered {offered:.2}/s: the client or the connection limit could not keep up (see schedule lag)"
-                ));
-            }
         }
         if let Some(share) = metrics.tokens.output_length_mismatch_share {
             if share > 0.0 && self.params.min_tokens {
@@ -234,10 +278,12 @@ impl PreparedTarget {
             model: self.model.clone(),
             tokenizer: self.tokenizer.spec().to_string(),
             load: spec.plan.load,
-            percentiles: spec.percentiles.clone(),
+            percentiles,
             metrics,
             exec,
             stale_connections_discarded: self.client.stale_connections_discarded() - stale_before,
+            early_stop,
+            cost,
             notes,
             started_at,
             clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
@@ -269,9 +315,27 @@ impl PreparedTarget {
             "min_tokens_sent": self.params.min_tokens,
             "ignore_eos_sent": self.params.ignore_eos,
             "tokenizer": self.tokenizer.spec(),
-            "percentiles": spec.percentiles,
+            "percentiles": spec.reported_percentiles(),
+            "slo": spec.slo,
             "cache_bust": true,
         })
+    }
+}
+
+/// How many measured requests a plan will send, for planning early looks.
+fn planned_requests(plan: &RunPlan) -> u64 {
+    let by_time = match (plan.duration, plan.load) {
+        (Some(d), Load::Open { rate, .. }) if rate.is_finite() => {
+            Some((rate * d.as_secs_f64()).ceil() as u64)
+        }
+        (Some(_), _) => None,
+        (None, _) => None,
+    };
+    match (plan.num_prompts, by_time) {
+        (Some(n), Some(t)) => n.min(t),
+        (Some(n), None) => n,
+        (None, Some(t)) => t,
+        (None, None) => 10_000,
     }
 }
 

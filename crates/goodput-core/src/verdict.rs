@@ -46,7 +46,7 @@
 //! boundary can wiggle by a few requests because ranks are integers. It is a
 //! planning estimate, not a promise: `p̂` itself is uncertain.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::{binomial_ci_ranks, percentile_sorted, Estimate};
 
@@ -59,7 +59,7 @@ pub const DEFAULT_ALPHA: f64 = 0.05;
 pub const SETTLE_CAP: u64 = 10_000_000;
 
 /// Whether the data settle an SLO term.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The whole confidence interval of the percentile is within the threshold.

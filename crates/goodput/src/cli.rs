@@ -25,13 +25,34 @@ pub struct Cli {
 pub enum Command {
     /// One benchmark at one load point.
     Run(Box<RunArgs>),
+    /// Many load points: the latency-throughput curve, its knees, and goodput under an SLO.
+    Sweep(Box<crate::sweep_cmd::SweepArgs>),
     /// Serve the built-in simulated LLM engine over an OpenAI-compatible HTTP API.
     Sim(Box<goodput_sim::SimArgs>),
 }
 
+/// `goodput run`: every group of flags.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    // ---- Target ----
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub load: LoadArgs,
+    #[command(flatten)]
+    pub bounds: BoundsArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub slo: SloArgs,
+    #[command(flatten)]
+    pub cost: CostArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Where requests go.
+#[derive(Args, Debug, Clone)]
+pub struct TargetArgs {
     /// Base URL of the server, e.g. http://localhost:8000 or https://host/v1 (the endpoint path
     /// is appended; /v1 is not doubled). Without it, the built-in simulator is started and benchmarked.
     #[arg(long, alias = "base-url", value_parser = url, help_heading = "Target")]
@@ -63,7 +84,17 @@ pub struct RunArgs {
     /// Send non-streaming requests (TTFT then equals E2EL and is labelled so).
     #[arg(long, help_heading = "Target")]
     pub no_stream: bool,
+    /// The built-in simulator to benchmark when no --url is given: a model, a hardware
+    /// preset and options, comma-separated, e.g. llama-3.1-70b,h100-sxm,tp=4
+    /// (also time-scale=X, max-num-seqs=N, max-num-batched-tokens=N, seed=S)
+    /// [default: llama-3.1-8b,h100-sxm,tp=1].
+    #[arg(long, value_name = "PRESET", value_parser = sim_preset, conflicts_with = "url", help_heading = "Target")]
+    pub sim: Option<SimPreset>,
+}
 
+/// The offered load of one run.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
     // ---- Load ----
     /// Closed loop: keep N requests in flight at all times [default: 8 when --request-rate is not given].
     #[arg(long, conflicts_with = "request_rate", value_parser = at_least_one, help_heading = "Load")]
@@ -80,23 +111,33 @@ pub struct RunArgs {
     /// Open loop: cap on requests in flight (the wait shows as schedule lag, not hidden).
     #[arg(long, value_parser = at_least_one, help_heading = "Load")]
     pub max_concurrency: Option<usize>,
+}
+
+/// How long a run (or each sweep point) lasts, and its warm-up.
+#[derive(Args, Debug, Clone)]
+pub struct BoundsArgs {
     /// Measured requests to send [default: 200, or unbounded when only --duration is given].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Load")]
     pub num_prompts: Option<u64>,
     /// Sending window of the measured phase, e.g. 60s (with --num-prompts, whichever ends first).
     #[arg(long, value_parser = positive_duration, help_heading = "Load")]
     pub duration: Option<std::time::Duration>,
-    /// Warm-up before the measured phase: a request count (e.g. 20) or a duration (e.g. 10s).
-    #[arg(long, default_value = "0", value_parser = warmup, help_heading = "Load")]
-    pub warmup: goodput_core::executor::Warmup,
+    /// Warm-up before the measured phase, excluded from every figure: a request count (20),
+    /// a duration (10s), 0 for none, or auto: one request per slot in closed loop (at least 8),
+    /// 2 s of arrivals in open loop (8 to 500 requests), so a cold server cannot distort the run.
+    #[arg(long, default_value = "auto", value_parser = warmup, help_heading = "Load")]
+    pub warmup: goodput_core::executor::WarmupPolicy,
     /// How long in-flight requests may finish after sending ends [default: --timeout].
     #[arg(long, value_parser = duration, help_heading = "Load")]
     pub drain_timeout: Option<std::time::Duration>,
     /// Seed of the workload and the schedule (same seed, same prompts and arrival times).
     #[arg(long, default_value_t = 0, help_heading = "Load")]
     pub seed: u64,
+}
 
-    // ---- Workload ----
+/// What each request asks for.
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
     /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
     #[arg(long, default_value = "1024", help_heading = "Workload")]
     pub input_tokens: goodput_core::workload::LengthSpec,
@@ -109,8 +150,45 @@ pub struct RunArgs {
     /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base or none.
     #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]
     pub tokenizer: goodput_core::tokenizer::Tokenizer,
+}
 
-    // ---- Output ----
+/// What a run is held to.
+#[derive(Args, Debug, Clone)]
+pub struct SloArgs {
+    /// An SLO term METRIC:pQ<=THRESHOLD (repeatable, or comma-separated), e.g.
+    /// 'ttft:p99<=200ms' 'tpot:p99<=50ms'; metrics ttft, tpot, itl, e2el. A run that misses it exits 1.
+    #[arg(long, value_name = "TERM", value_parser = slo_terms, help_heading = "SLO")]
+    pub slo: Vec<Vec<goodput_core::slo::SloTerm>>,
+    /// vLLM's per-request thresholds in ms for request goodput, e.g. --goodput ttft:200 tpot:50
+    /// (decides the exit code only together with --slo or --slo-attainment).
+    #[arg(long, value_name = "METRIC:MS", num_args = 1.., value_parser = threshold, help_heading = "SLO")]
+    pub goodput: Vec<goodput_core::slo::Threshold>,
+    /// DistServe's joint form: at least this share (0 to 1) of requests must meet every
+    /// per-request threshold at once.
+    #[arg(long, value_name = "SHARE", value_parser = share, help_heading = "SLO")]
+    pub slo_attainment: Option<f64>,
+    /// Exit 1 when the error rate is above this share of finished requests (0 to 1).
+    #[arg(long, default_value_t = 0.01, value_parser = share, help_heading = "SLO")]
+    pub max_error_rate: f64,
+}
+
+/// What the deployment costs.
+#[derive(Args, Debug, Clone)]
+pub struct CostArgs {
+    /// Cost of the deployment under test per hour (any currency), for cost per request and per 1M tokens.
+    #[arg(long, value_name = "C", value_parser = positive, help_heading = "Cost")]
+    pub cost_per_hour: Option<f64>,
+    /// Power drawn by the deployment in watts, for output tokens per joule.
+    #[arg(long, value_name = "W", value_parser = positive, help_heading = "Cost")]
+    pub power_watts: Option<f64>,
+    /// GPUs in the deployment (normalises per-GPU figures).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Cost")]
+    pub gpus: u32,
+}
+
+/// Files and the terminal.
+#[derive(Args, Debug, Clone)]
+pub struct OutputArgs {
     /// Write the results JSON (vLLM's keys plus config, ci, errors...) to this file.
     #[arg(long, help_heading = "Output")]
     pub out: Option<PathBuf>,
@@ -123,9 +201,6 @@ pub struct RunArgs {
     /// Percentiles to report, comma-separated.
     #[arg(long, alias = "metric-percentiles", default_value = "50,90,95,99", value_parser = percentiles, help_heading = "Output")]
     pub percentiles: Percentiles,
-    /// Exit 1 when the error rate is above this share of finished requests (0 to 1).
-    #[arg(long, default_value_t = 0.01, value_parser = share, help_heading = "Output")]
-    pub max_error_rate: f64,
     /// No summary table and no progress display (files are still written).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
@@ -185,21 +260,94 @@ fn share(s: &str) -> Result<f64, String> {
     }
 }
 
-fn warmup(s: &str) -> Result<goodput_core::executor::Warmup, String> {
+fn warmup(s: &str) -> Result<goodput_core::executor::WarmupPolicy, String> {
     use goodput_core::executor::Warmup;
     let s = s.trim();
+    if s == "auto" {
+        return Ok(goodput_core::executor::WarmupPolicy::Auto);
+    }
     if let Ok(n) = s.parse::<u64>() {
-        return Ok(if n == 0 {
+        return Ok(goodput_core::executor::WarmupPolicy::Fixed(if n == 0 {
             Warmup::None
         } else {
             Warmup::Requests(n)
-        });
+        }));
     }
     goodput_core::units::parse_duration(s)
-        .map(Warmup::Duration)
+        .map(|d| goodput_core::executor::WarmupPolicy::Fixed(Warmup::Duration(d)))
         .map_err(|_| {
-            format!("invalid warm-up '{s}': expected a request count (20) or a duration (10s)")
+            format!(
+                "invalid warm-up '{s}': expected auto, a request count (20) or a duration (10s)"
+            )
         })
+}
+
+fn slo_terms(s: &str) -> Result<Vec<goodput_core::slo::SloTerm>, String> {
+    goodput_core::slo::parse_terms(&[s.to_string()])
+}
+
+fn threshold(s: &str) -> Result<goodput_core::slo::Threshold, String> {
+    s.parse()
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("invalid value '{s}': expected a number > 0")),
+    }
+}
+
+/// A simulator preset (`--sim`), validated into a configuration at parse time.
+#[derive(Debug, Clone)]
+pub struct SimPreset {
+    pub spec: String,
+    pub config: goodput_sim::SimConfig,
+}
+
+pub fn sim_preset(s: &str) -> Result<SimPreset, String> {
+    let mut args = goodput_sim::SimArgs::default();
+    let num = |k: &str, v: &str| -> Result<f64, String> {
+        v.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .ok_or_else(|| format!("invalid --sim '{s}': {k} takes a number > 0"))
+    };
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('=') {
+            Some(("tp", v)) => args.tensor_parallel = Some(num("tp", v)? as u32),
+            Some(("time-scale", v)) => args.time_scale = Some(num("time-scale", v)?),
+            Some(("max-num-seqs", v)) => args.max_num_seqs = Some(num("max-num-seqs", v)? as usize),
+            Some(("max-num-batched-tokens", v)) => {
+                args.max_num_batched_tokens = Some(num("max-num-batched-tokens", v)? as usize)
+            }
+            Some(("seed", v)) => args.seed = Some(num("seed", v)? as u64),
+            Some((k, _)) => {
+                return Err(format!(
+                    "invalid --sim '{s}': unknown option '{k}' (tp, time-scale, max-num-seqs, max-num-batched-tokens, seed)"
+                ))
+            }
+            None if goodput_sim::presets::model_by_name(part).is_ok() => {
+                args.model_profile = Some(part.to_string())
+            }
+            None if goodput_sim::presets::hardware_by_name(part).is_ok() => {
+                args.hardware = Some(part.to_string())
+            }
+            None => {
+                let models = goodput_sim::presets::model_by_name("").err().map(|e| e.to_string()).unwrap_or_default();
+                let hw = goodput_sim::presets::hardware_by_name("").err().map(|e| e.to_string()).unwrap_or_default();
+                return Err(format!(
+                    "invalid --sim '{s}': '{part}' is neither a model nor a hardware preset ({models}; {hw})"
+                ));
+            }
+        }
+    }
+    let config = args
+        .to_config()
+        .map_err(|e| format!("invalid --sim '{s}': {e}"))?;
+    Ok(SimPreset {
+        spec: s.to_string(),
+        config,
+    })
 }
 
 fn tokenizer(s: &str) -> Result<goodput_core::tokenizer::Tokenizer, String> {

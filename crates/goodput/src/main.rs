@@ -2,12 +2,15 @@
 //!
 //! `main` parses the command line, runs the command, prints any error with
 //! its whole chain, and exits with the documented code: 0 ok, 1 a gate
-//! failed, 2 usage or input error, 3 no request completed.
+//! failed, 2 usage or input error, 3 no request completed, 4 an internal
+//! fault of goodput, 130 interrupted before any request was sent.
 
 mod cli;
 mod progress;
 mod run_cmd;
+mod setup;
 mod sim_cmd;
+mod sweep_cmd;
 
 use clap::Parser;
 
@@ -25,6 +28,7 @@ fn main() {
     let cli = cli::Cli::parse();
     let code = match cli.command {
         cli::Command::Run(args) => run_cmd::main(*args),
+        cli::Command::Sweep(args) => sweep_cmd::main(*args),
         cli::Command::Sim(args) => sim_cmd::main(*args),
     };
     match code {

@@ -223,6 +223,8 @@ async fn requests_that_never_got_a_connection_have_no_send_time() {
             "--out",
             &out_arg,
             "--quiet",
+            "--warmup",
+            "0",
         ]);
         // SAFETY: setrlimit in the child before exec; a hard limit of 64
         // descriptors cannot be raised, so some connects fail with EMFILE.
@@ -445,6 +447,9 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             sessions: None,
         },
         percentiles: vec![50.0, 99.0],
+        slo: None,
+        early_stop: false,
+        cost: None,
     };
     let mut sink = RecordsSink::new(Some(Box::new(Panics)), false);
     let err = target

@@ -16,9 +16,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::registry::Metric;
+use super::saturation::{self, Saturation};
 use super::{RequestMetrics, TokenSource};
 use crate::record::{ErrorKind, RequestRecord};
+use crate::slo::{self, Slo, SloOutcome, TermOutcome, Threshold};
 use crate::stats::{self, Distribution, Estimate};
+use crate::verdict::{self, Verdict};
 
 /// Width of the time-series buckets.
 pub const BUCKET_S: f64 = 0.1;
@@ -57,6 +60,70 @@ pub struct Collector {
     bucket_sends: Vec<f64>,
     bucket_done: Vec<f64>,
     bucket_failures: BTreeMap<String, Vec<f64>>,
+    /// Per-request thresholds of a good request, and whether latencies are
+    /// judged from the schedule (open loop).
+    thresholds: Vec<Threshold>,
+    open_loop: bool,
+    good: u64,
+    good_output_tokens: u64,
+    /// (send time since the origin in s, the TTFT a user saw in ms).
+    ttft_points: Vec<(f32, f32)>,
+    /// The measured phase's scheduled times: first, last, count.
+    sched_first_ns: Option<u64>,
+    sched_last_ns: u64,
+    sched_count: u64,
+    early: Option<EarlyStop>,
+}
+
+/// Ends a sweep point as soon as its SLO verdict is settled.
+///
+/// Looks are planned up front at 32, 64, 128, ... finished measured requests
+/// (up to the point's planned size), and each uses a binomial
+/// order-statistic interval at confidence 1 − α/K for K looks (Bonferroni),
+/// so the chance that any look settles a term wrongly stays below α whatever
+/// happens between looks (see [`crate::verdict`]). Responses finish out of
+/// order — slow ones last — so a look counts the requests still in flight
+/// against a pass (as if they were infinitely slow) and in favour of a fail
+/// (as if they were instant), and failed requests against a pass: an early
+/// verdict is the one the rest of the run could not overturn. Pooled ITL
+/// terms are never settled early (their per-token values are not
+/// independent draws). The binomial argument assumes independent requests;
+/// queueing makes neighbours' latencies correlated, which is why a settled
+/// verdict is only used to end a sweep point, and is reported as such.
+#[derive(Debug, Clone)]
+pub struct EarlyStop {
+    terms: Vec<slo::SloTerm>,
+    looks: Vec<u64>,
+    next: usize,
+    confidence: f64,
+    settled: Option<Verdict>,
+}
+
+impl EarlyStop {
+    /// Looks up to `planned` finished requests; `alpha` is the overall error.
+    pub fn new(terms: Vec<slo::SloTerm>, planned: u64, alpha: f64) -> Option<EarlyStop> {
+        let mut looks = Vec::new();
+        let mut n = 32u64;
+        while n < planned {
+            looks.push(n);
+            n *= 2;
+        }
+        if terms.is_empty() || looks.is_empty() {
+            return None;
+        }
+        let k = looks.len() as f64;
+        Some(EarlyStop {
+            terms,
+            looks,
+            next: 0,
+            confidence: 1.0 - alpha / k,
+            settled: None,
+        })
+    }
+
+    pub fn settled(&self) -> Option<Verdict> {
+        self.settled
+    }
 }
 
 fn bump(v: &mut Vec<f64>, i: usize, x: f64) {
@@ -75,6 +142,78 @@ fn error_key(rec: &RequestRecord) -> Option<String> {
 }
 
 impl Collector {
+    /// A collector that counts good requests against `thresholds`, judging
+    /// latencies from the schedule in open loop.
+    pub fn new(thresholds: Vec<Threshold>, open_loop: bool) -> Self {
+        Collector {
+            thresholds,
+            open_loop,
+            ..Default::default()
+        }
+    }
+
+    /// End the run early once its SLO verdict is settled ([`EarlyStop`]).
+    pub fn with_early_stop(mut self, early: Option<EarlyStop>) -> Self {
+        self.early = early;
+        self
+    }
+
+    /// The early verdict, if the run was settled before its end.
+    pub fn early_verdict(&self) -> Option<Verdict> {
+        self.early.as_ref().and_then(EarlyStop::settled)
+    }
+
+    /// At a planned look, whether the SLO verdict is settled; `pending`:
+    /// measured requests sent but not finished. Returns the verdict once, when
+    /// it settles.
+    pub fn check_early(&mut self, pending: u64) -> Option<Verdict> {
+        let early = self.early.as_ref()?;
+        if early.settled.is_some() {
+            return None;
+        }
+        let done = self.completed + self.failed;
+        let next = *early.looks.get(early.next)?;
+        if done < next {
+            return None;
+        }
+        let conf = early.confidence;
+        let mut all_pass = true;
+        let mut any_fail = false;
+        for term in &early.terms {
+            let judged = slo::judged_metric(term.metric, self.open_loop);
+            if judged.info().pooled {
+                all_pass = false;
+                continue;
+            }
+            let mut v = self.values.get(&judged).cloned().unwrap_or_default();
+            v.sort_by(f64::total_cmp);
+            let q = term.percentile / 100.0;
+            // Pass: failed and in-flight requests as if infinitely slow (after v).
+            let n_pass = v.len() + (self.failed + pending) as usize;
+            let (_, u) = verdict::binomial_ci_ranks_at(n_pass, q, conf);
+            let passes = u >= 1 && u <= v.len() && v[u - 1] <= term.threshold_ms;
+            // Fail: in-flight requests as if instant (before v).
+            let n_fail = v.len() + pending as usize;
+            let (l, _) = verdict::binomial_ci_ranks_at(n_fail, q, conf);
+            let fails = l > pending as usize
+                && l <= n_fail
+                && v[l - 1 - pending as usize] > term.threshold_ms;
+            all_pass &= passes;
+            any_fail |= fails;
+        }
+        let early = self.early.as_mut()?;
+        early.next += 1;
+        let settled = if any_fail {
+            Some(Verdict::Fail)
+        } else if all_pass {
+            Some(Verdict::Pass)
+        } else {
+            None
+        };
+        early.settled = settled;
+        settled
+    }
+
     /// The measured phase starts at `t_sched_ns`: the time series' origin.
     pub fn measure_start(&mut self, t_sched_ns: u64) {
         self.origin_ns.get_or_insert(t_sched_ns);
@@ -96,6 +235,12 @@ impl Collector {
             self.incomplete += 1;
             return;
         }
+        self.sched_first_ns = Some(
+            self.sched_first_ns
+                .map_or(rec.t_sched, |f| f.min(rec.t_sched)),
+        );
+        self.sched_last_ns = self.sched_last_ns.max(rec.t_sched);
+        self.sched_count += 1;
         if let Some(t_send) = rec.t_send {
             self.sends += 1;
             self.first_send_ns = Some(self.first_send_ns.map_or(t_send, |f| f.min(t_send)));
@@ -125,6 +270,18 @@ impl Collector {
         }
         self.completed += 1;
         bump(&mut self.bucket_completions, done_bucket, 1.0);
+        if slo::is_good(m, &self.thresholds, self.open_loop) {
+            self.good += 1;
+            self.good_output_tokens += u64::from(m.output_tokens);
+        }
+        if let (Some(t_send), Some(origin), Some(ttft)) = (
+            rec.t_send,
+            self.origin_ns,
+            slo::judged_metric(Metric::Ttft, self.open_loop).value(m),
+        ) {
+            let at = t_send.saturating_sub(origin) as f64 / 1e9;
+            self.ttft_points.push((at as f32, ttft as f32));
+        }
         for (e, &k) in rec.events.iter().zip(&m.event_tokens) {
             let b = self.bucket(e.at_ns);
             bump(&mut self.bucket_tokens, b, k as f64);
@@ -247,6 +404,9 @@ pub struct RunMetrics {
     pub errors: ErrorSummary,
     pub tokens: TokenSummary,
     pub timeseries: TimeSeries,
+    pub saturation: Saturation,
+    /// Against the SLO, when one was given (`--slo`, `--goodput`).
+    pub slo: Option<SloOutcome>,
 }
 
 impl RunMetrics {
@@ -263,6 +423,7 @@ impl Collector {
         percentiles: &[f64],
         ramp_end_ns: Option<u64>,
         seed: u64,
+        slo: Option<&Slo>,
     ) -> RunMetrics {
         let first = self.first_send_ns.unwrap_or(0);
         let duration_s = match self.first_send_ns {
@@ -330,6 +491,8 @@ impl Collector {
                 distributions.insert(m, d);
             }
         }
+        let saturation = self.saturation(&distributions, achieved_request_rate, &in_flight);
+        let slo = slo.map(|slo| self.judge(slo, &distributions, duration_s));
         RunMetrics {
             completed: self.completed,
             failed: self.failed,
@@ -372,7 +535,156 @@ impl Collector {
                 in_flight,
                 failures: self.bucket_failures.clone(),
             },
+            saturation,
+            slo,
         }
+    }
+
+    /// The saturation checks ([`saturation`]): the schedule's own rate, and
+    /// trends of in-flight requests and TTFT after the pipeline filled.
+    fn saturation(
+        &self,
+        d: &Distributions,
+        achieved: Option<f64>,
+        in_flight: &[f64],
+    ) -> Saturation {
+        let intended = match (self.open_loop, self.sched_first_ns) {
+            (true, Some(first)) if self.sched_count >= 2 && self.sched_last_ns > first => {
+                Some((self.sched_count - 1) as f64 / ((self.sched_last_ns - first) as f64 / 1e9))
+            }
+            _ => None,
+        };
+        let (Some(origin), Some(first)) = (self.origin_ns, self.first_send_ns) else {
+            return saturation::assess(intended, achieved, &[], &[], (0.0, 0.0));
+        };
+        let fill_s = d
+            .get(&Metric::E2el)
+            .and_then(|e| e.percentiles.iter().find(|p| p.0 == 50.0))
+            .map_or(0.0, |p| p.1.value / 1e3);
+        let start = first.saturating_sub(origin) as f64 / 1e9 + fill_s;
+        let end = self.last_send_ns.saturating_sub(origin) as f64 / 1e9;
+        let series: Vec<(f64, f64)> = in_flight
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| ((i as f64 + 0.5) * BUCKET_S, x))
+            .collect();
+        let ttft: Vec<(f64, f64)> = self
+            .ttft_points
+            .iter()
+            .map(|&(t, v)| (t as f64, v as f64))
+            .collect();
+        saturation::assess(intended, achieved, &series, &ttft, (start, end))
+    }
+
+    /// How the run did against `slo`.
+    fn judge(&self, slo: &Slo, d: &Distributions, duration_s: f64) -> SloOutcome {
+        let mut reasons = Vec::new();
+        let terms: Vec<TermOutcome> = slo
+            .terms
+            .iter()
+            .map(|&term| {
+                let outcome = self.judge_term(term, d);
+                if !outcome.passes {
+                    reasons.push(match outcome.estimate {
+                        Some(e) => format!(
+                            "p{} {} {} > {}",
+                            stats::pct_label(term.percentile),
+                            term.metric.info().short,
+                            slo::format_ms(e.value),
+                            slo::format_ms(term.threshold_ms)
+                        ),
+                        None => format!("no {} values to judge {term}", term.metric.info().short),
+                    });
+                }
+                outcome
+            })
+            .collect();
+        let done = self.completed + self.failed;
+        let error_rate = if done > 0 {
+            self.failed as f64 / done as f64
+        } else {
+            0.0
+        };
+        let error_rate_ok = done > 0 && error_rate <= slo.max_error_rate;
+        if !error_rate_ok {
+            reasons.push(format!(
+                "error rate {:.2}% > {:.2}%",
+                error_rate * 100.0,
+                slo.max_error_rate * 100.0
+            ));
+        }
+        let attainment = if done > 0 {
+            self.good as f64 / done as f64
+        } else {
+            0.0
+        };
+        if let Some(a) = slo.attainment.filter(|&a| attainment < a) {
+            reasons.push(format!(
+                "SLO attainment {:.1}% < {:.1}%",
+                attainment * 100.0,
+                a * 100.0
+            ));
+        }
+        let per_s = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        SloOutcome {
+            slo: slo.clone(),
+            inconclusive: terms.iter().any(|t| t.verdict == Verdict::Inconclusive),
+            meets: reasons.is_empty(),
+            terms,
+            request_goodput: per_s(self.good),
+            token_goodput: per_s(self.good_output_tokens),
+            attainment,
+            good_requests: self.good,
+            error_rate_ok,
+            reasons,
+        }
+    }
+
+    /// One term on the latency a user saw: per-request values by binomial
+    /// order statistics, pooled ITL by its bootstrap interval.
+    fn judge_term(&self, term: slo::SloTerm, d: &Distributions) -> TermOutcome {
+        let judged = slo::judged_metric(term.metric, self.open_loop);
+        let mut out = TermOutcome {
+            term,
+            judged,
+            estimate: None,
+            passes: false,
+            verdict: Verdict::Inconclusive,
+            more_requests_to_settle: None,
+        };
+        if judged.info().pooled {
+            let e = d
+                .get(&judged)
+                .and_then(|d| d.percentiles.iter().find(|p| p.0 == term.percentile))
+                .map(|p| p.1);
+            out.estimate = e;
+            out.passes = e.is_some_and(|e| e.value <= term.threshold_ms);
+            out.verdict = match e {
+                Some(e) if e.hi.is_some_and(|h| h <= term.threshold_ms) => Verdict::Pass,
+                Some(e) if e.lo.is_some_and(|l| l > term.threshold_ms) => Verdict::Fail,
+                _ => Verdict::Inconclusive,
+            };
+            return out;
+        }
+        let mut v = self.values.get(&judged).cloned().unwrap_or_default();
+        if v.is_empty() {
+            return out;
+        }
+        v.sort_by(f64::total_cmp);
+        let j = verdict::judge(&v, term.percentile / 100.0, term.threshold_ms);
+        out.estimate = Some(j.estimate);
+        out.passes = j.point_passes;
+        out.verdict = j.verdict;
+        out.more_requests_to_settle = j
+            .more_requests_to_settle
+            .filter(|_| j.verdict == Verdict::Inconclusive);
+        out
     }
 
     /// Throughput between the end of ramp-up and the last send, over whole buckets.
@@ -441,7 +753,7 @@ mod tests {
         for r in recs {
             c.add(r, &RequestMetrics::derive(r, &tok));
         }
-        c.summarize(&[50.0, 99.0], None, 0)
+        c.summarize(&[50.0, 99.0], None, 0, None)
     }
 
     /// A request that never got a connection has no send time: it is a

@@ -9,14 +9,15 @@
 
 mod collector;
 pub mod registry;
+pub mod saturation;
 
 use serde::{Deserialize, Serialize};
 
 use crate::record::RequestRecord;
 use crate::tokenizer::Tokenizer;
 pub use collector::{
-    Collector, Distributions, ErrorSummary, RunMetrics, SteadyState, Throughput, TimeSeries,
-    TokenSummary, BUCKET_S,
+    Collector, Distributions, EarlyStop, ErrorSummary, RunMetrics, SteadyState, Throughput,
+    TimeSeries, TokenSummary, BUCKET_S,
 };
 pub use registry::Metric;
 

@@ -6,7 +6,11 @@ use std::fmt::Write;
 use crate::metrics::registry::Shown;
 use crate::metrics::Metric;
 use crate::result::RunResult;
+use crate::schedule::Load;
+use crate::slo::{format_ms, SloOutcome};
 use crate::stats::{pct_label, Distribution, Estimate};
+use crate::sweep::SweepResult;
+use crate::verdict::Verdict;
 
 const WIDTH: usize = 50;
 
@@ -74,10 +78,8 @@ pub fn summary(r: &RunResult) -> String {
         );
     }
     match r.load {
-        crate::schedule::Load::Closed { concurrency } => {
-            line(&mut out, "Maximum request concurrency:", concurrency)
-        }
-        crate::schedule::Load::Open {
+        Load::Closed { concurrency } => line(&mut out, "Maximum request concurrency:", concurrency),
+        Load::Open {
             rate,
             arrival,
             max_concurrency,
@@ -113,6 +115,14 @@ pub fn summary(r: &RunResult) -> String {
         "Total Token throughput (tok/s):",
         num(m.throughput.total_token),
     );
+    if let Some(slo) = &m.slo {
+        line(
+            &mut out,
+            "Request goodput (req/s):",
+            num(slo.request_goodput),
+        );
+        line(&mut out, "Token goodput (tok/s):", num(slo.token_goodput));
+    }
     if let Some(s) = &m.steady_state {
         line(
             &mut out,
@@ -140,6 +150,9 @@ pub fn summary(r: &RunResult) -> String {
         if shown {
             section(&mut out, info.title, info.short, d, info.note);
         }
+    }
+    if let Some(slo) = &m.slo {
+        slo_section(&mut out, slo);
     }
     rule(&mut out, "Client", '-');
     if let Some(d) = m.get(Metric::ScheduleLag) {
@@ -196,8 +209,186 @@ pub fn summary(r: &RunResult) -> String {
         }
     }
     rule(&mut out, "", '=');
+    for f in &m.saturation.findings {
+        let _ = writeln!(out, "saturation: {f}");
+    }
     for n in &r.notes {
         let _ = writeln!(out, "note: {n}");
+    }
+    out
+}
+
+/// Each term with its estimate, interval and verdict, then the run's verdict.
+fn slo_section(out: &mut String, slo: &SloOutcome) {
+    rule(out, "SLO", '-');
+    for t in &slo.terms {
+        let label = format!(
+            "p{} {} <= {}:",
+            pct_label(t.term.percentile),
+            t.term.metric.info().short,
+            format_ms(t.term.threshold_ms)
+        );
+        let verdict = match (t.verdict, t.passes) {
+            (Verdict::Pass, _) => "pass".to_string(),
+            (Verdict::Fail, _) => "FAIL".to_string(),
+            (Verdict::Inconclusive, p) => format!(
+                "{} (inconclusive{})",
+                if p { "pass" } else { "FAIL" },
+                t.more_requests_to_settle
+                    .map(|n| format!(": ~{n} more requests would settle it"))
+                    .unwrap_or_default()
+            ),
+        };
+        let value = t
+            .estimate
+            .as_ref()
+            .map(estimate)
+            .unwrap_or_else(|| "-".into());
+        line(out, &label, format!("{value}  {verdict}"));
+    }
+    line(
+        out,
+        "Good requests (SLO attainment):",
+        format!("{} ({:.1}%)", slo.good_requests, slo.attainment * 100.0),
+    );
+    let verdict = if slo.meets {
+        "yes".to_string()
+    } else {
+        format!("NO: {}", slo.reasons.join("; "))
+    };
+    line(out, "Meets the SLO:", verdict);
+}
+
+/// A sweep: one line per point, the knees, and the goodput headline.
+pub fn sweep_summary(r: &SweepResult) -> String {
+    let mut out = String::new();
+    rule(&mut out, " Sweep ", '=');
+    let _ = writeln!(
+        out,
+        "{:>2}  {:<8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6}  {:<5} {}",
+        "#",
+        "role",
+        "load",
+        "sent/s",
+        "req/s",
+        "out tok/s",
+        "p99 TTFT",
+        "p99 TPOT",
+        "p99 E2EL",
+        "err%",
+        "SLO",
+        "notes"
+    );
+    let ms = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
+    for (i, p) in r.points.iter().enumerate() {
+        let m = &p.result.metrics;
+        let load = match p.result.load {
+            Load::Closed { concurrency } => format!("c={concurrency}"),
+            Load::Open { rate, .. } => format!("{rate:.2}/s"),
+        };
+        let pct = |metric: Metric| {
+            m.get(metric)
+                .and_then(|d| d.percentiles.iter().find(|x| x.0 == 99.0))
+                .map(|x| x.1.value)
+        };
+        let ttft = if p.result.load.is_open() {
+            Metric::TtftFromSchedule
+        } else {
+            Metric::Ttft
+        };
+        let slo = match p.meets {
+            Some(true) => "pass",
+            Some(false) => "FAIL",
+            None => "-",
+        };
+        let mut notes = Vec::new();
+        if m.saturation.saturated {
+            notes.push("saturated".to_string());
+        }
+        if m.saturation.behind_schedule {
+            notes.push("behind schedule".to_string());
+        }
+        if let Some(v) = p.result.early_stop {
+            notes.push(format!(
+                "ended early ({})",
+                if v == crate::verdict::Verdict::Pass {
+                    "settled pass"
+                } else {
+                    "settled fail"
+                }
+            ));
+        }
+        let _ = writeln!(
+            out,
+            "{:>2}  {:<8} {:>12} {:>9} {:>9.2} {:>10.1} {:>10} {:>10} {:>10} {:>6.1}  {:<5} {}",
+            i + 1,
+            format!("{:?}", p.role).to_lowercase(),
+            load,
+            m.achieved_request_rate
+                .map(|a| format!("{a:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            m.throughput.request.value,
+            m.throughput.output.value,
+            ms(pct(ttft)),
+            ms(pct(Metric::Tpot)),
+            ms(pct(if p.result.load.is_open() {
+                Metric::E2elFromSchedule
+            } else {
+                Metric::E2el
+            })),
+            m.errors.error_rate * 100.0,
+            slo,
+            notes.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  (latencies in ms; open-loop TTFT and E2EL from the scheduled arrival)"
+    );
+    if let Some(c) = r.capacity {
+        line(&mut out, "Capacity (closed-loop probe, req/s):", num(c));
+    }
+    let unit = if r
+        .curve
+        .iter()
+        .any(|c| r.points[c.point].result.load.is_open())
+    {
+        "req/s"
+    } else {
+        "concurrency"
+    };
+    match r.knees.throughput {
+        Some(k) => line(
+            &mut out,
+            "Knee, throughput stops following load:",
+            format!("{} {unit} (Kneedle)", num(k.offered)),
+        ),
+        None => line(
+            &mut out,
+            "Knee, throughput stops following load:",
+            "none found (throughput still follows load)",
+        ),
+    }
+    match (r.knees.degradation, r.knees.floor_ttft_p99_ms) {
+        (Some(k), Some(f)) => line(
+            &mut out,
+            "Knee, p99 TTFT > floor + 20%:",
+            format!("{} {unit} (floor {})", num(k.offered), num(f)),
+        ),
+        _ => line(&mut out, "Knee, p99 TTFT > floor + 20%:", "none found"),
+    }
+    if let Some(why) = &r.stopped {
+        line(&mut out, "Stopped:", why);
+    }
+    line(&mut out, "Load time (s):", num(r.load_time_s));
+    rule(&mut out, "", '=');
+    if let Some(g) = &r.goodput {
+        for n in &g.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+    }
+    if let Some(h) = crate::sweep::headline(r) {
+        let _ = writeln!(out, "{h}");
     }
     out
 }
@@ -263,9 +454,11 @@ pub(crate) mod tests {
             model: "m".into(),
             tokenizer: "none".into(),
             load,
-            metrics: c.summarize(&percentiles, None, 0),
+            metrics: c.summarize(&percentiles, None, 0, None),
             exec: ExecSummary::default(),
             stale_connections_discarded: 0,
+            early_stop: None,
+            cost: None,
             notes: vec!["an example note".into()],
             percentiles,
             started_at: "2026-01-01T00:00:00Z".into(),

@@ -351,10 +351,22 @@ impl<T> futures_core::Stream for ReceiverStream<T> {
     }
 }
 
+/// The arguments with `--warmup 0` added to `run` and `sweep` when they do
+/// not set a warm-up: these tests count requests, and the default (`auto`)
+/// warm-up would add requests of its own. Tests of the warm-up set it.
+pub fn pinned(args: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let measuring = matches!(args.first(), Some(&"run") | Some(&"sweep"));
+    if measuring && !args.contains(&"--warmup") && !args.iter().any(|a| a.starts_with("--warmup=")) {
+        v.extend(["--warmup".to_string(), "0".to_string()]);
+    }
+    v
+}
+
 /// Run the goodput binary with these arguments; returns (exit code, stdout, stderr).
 pub fn goodput(args: &[&str]) -> (i32, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(args)
+        .args(pinned(args))
         .output()
         .expect("run goodput");
     (
@@ -406,7 +418,7 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
 /// Start goodput as a child (stdout and stderr piped), to signal it.
 pub fn spawn_goodput(args: &[&str]) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
-        .args(args)
+        .args(pinned(args))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -1,0 +1,699 @@
+//! Sweep: many load points against one prepared target — the
+//! latency–throughput curve, its knees, and goodput under an SLO.
+//!
+//! Every point is a full run (its own warm-up, excluded from its figures) on
+//! the one executor, bounded by the per-point `--duration`/`--num-prompts`
+//! and never longer than the per-point time cap; `max_time` bounds the whole
+//! sweep. The caller is told after every point, so an interrupted sweep keeps
+//! what it measured.
+//!
+//! - **Auto**: a concurrency-1 run for the latency floor, a capacity probe
+//!   (closed loop, concurrency doubled until request throughput rises by less
+//!   than 10 %), then open-loop rates from 15 % to 120 % of the measured
+//!   capacity; it stops once two points in a row are saturated.
+//! - **Rates / concurrencies**: the given points, in order, with the same
+//!   early stop.
+//! - **Search** (needs an SLO): the floor run (an SLO missed at concurrency 1
+//!   is goodput 0, with the reason), the capacity probe, then bracketing from
+//!   80 % of capacity (×1.25 up after a pass, ×0.6 down after a fail),
+//!   geometric bisection until (lowest failing − highest passing) / lowest
+//!   failing is within the precision, and a confirming full-length rerun at
+//!   the answer (stepped down by the precision if it fails, at most twice).
+//!   Search points end as soon as their verdict is settled
+//!   ([`crate::metrics::EarlyStop`]): a clearly failing point does not run to
+//!   its full length.
+//!
+//! The knees are reported side by side: where throughput stops following
+//! offered load (Kneedle on throughput against offered load,
+//! [`crate::knee::kneedle`]), and the first load whose p99 TTFT exceeds the
+//! concurrency-1 floor by 20 % (AIPerf's degradation knee,
+//! [`crate::knee::degradation_knee`]).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::RecordsSink;
+use crate::executor::{Progress, RunControl, WarmupPolicy};
+use crate::knee;
+use crate::metrics::Metric;
+use crate::result::RunResult;
+use crate::schedule::{Arrival, Load};
+use crate::target::{PreparedTarget, RunError, RunSpec};
+
+/// Which points to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepMode {
+    Auto,
+    Rates(Vec<f64>),
+    Concurrencies(Vec<usize>),
+    /// The highest rate meeting the SLO, to a relative precision.
+    Search {
+        precision: f64,
+    },
+}
+
+/// A whole sweep.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    pub mode: SweepMode,
+    /// Workload, bounds per point, percentiles, SLO, cost; its load is ignored.
+    pub base: RunSpec,
+    pub warmup: WarmupPolicy,
+    pub arrival: Arrival,
+    pub max_concurrency: Option<usize>,
+    /// The longest any point may take (its sending window; the drain is
+    /// bounded by half of it).
+    pub point_time: Duration,
+    /// Sending window of the floor run and the capacity probe's points.
+    pub probe_time: Duration,
+    pub max_time: Option<Duration>,
+}
+
+/// Why a point was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointRole {
+    /// Concurrency 1: the latency floor.
+    Floor,
+    /// Closed loop, doubling concurrency: the capacity probe.
+    Probe,
+    /// A point of the curve.
+    Grid,
+    /// A rate tried by the goodput search.
+    Search,
+    /// The full-length rerun at the search's answer.
+    Confirm,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub role: PointRole,
+    /// Whether it met the SLO (the settled early verdict, else the point estimate).
+    pub meets: Option<bool>,
+    pub wall_s: f64,
+    pub result: RunResult,
+}
+
+/// One point of the latency–throughput curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Index into `points`.
+    pub point: usize,
+    /// Offered rate (req/s, open loop) or concurrency (closed loop).
+    pub offered: f64,
+    pub request_throughput: f64,
+    pub output_throughput: f64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub tpot_p50_ms: Option<f64>,
+    pub tpot_p99_ms: Option<f64>,
+    pub e2el_p50_ms: Option<f64>,
+    pub e2el_p99_ms: Option<f64>,
+    pub saturated: bool,
+    pub meets: Option<bool>,
+    pub cost_per_million_good_output_tokens: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KneeAt {
+    /// Index into `curve`.
+    pub curve_index: usize,
+    pub offered: f64,
+}
+
+/// Where the curve bends, by two methods.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Knees {
+    /// Kneedle on throughput against offered load.
+    pub throughput: Option<KneeAt>,
+    /// The first load whose p99 TTFT exceeds the floor by `degradation_factor`.
+    pub degradation: Option<KneeAt>,
+    pub degradation_factor: f64,
+    pub floor_ttft_p99_ms: Option<f64>,
+}
+
+/// The headline: the highest offered rate meeting the SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// req/s; 0 when even the lowest load misses the SLO.
+    pub rate: f64,
+    /// [highest passing, lowest failing] (a search bracket, not a confidence interval).
+    pub bracket: (f64, Option<f64>),
+    pub slo: String,
+    pub workload: String,
+    /// Why it is 0, or what to know about it.
+    pub notes: Vec<String>,
+    /// The full-length rerun at `rate` met the SLO.
+    pub confirmed: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub mode: Option<SweepMode>,
+    pub points: Vec<SweepPoint>,
+    pub curve: Vec<CurvePoint>,
+    pub knees: Knees,
+    /// Request throughput at the top of the capacity probe (req/s).
+    pub capacity: Option<f64>,
+    pub goodput: Option<Goodput>,
+    /// Why the sweep stopped before its plan was done.
+    pub stopped: Option<String>,
+    /// Seconds spent running points (load time).
+    pub load_time_s: f64,
+    pub workload: String,
+    pub seconds_per_point: f64,
+}
+
+/// The workload in words: `chat, input 1024 / output 128 tokens`.
+pub fn describe_workload(endpoint: crate::protocol::Endpoint, spec: &RunSpec) -> String {
+    format!(
+        "{}, input {} / output {} tokens",
+        endpoint, spec.workload.input_tokens, spec.workload.output_tokens
+    )
+}
+
+struct Runner<'a> {
+    target: &'a PreparedTarget,
+    spec: &'a SweepSpec,
+    sink: &'a mut RecordsSink,
+    control: &'a RunControl,
+    started: Instant,
+    result: SweepResult,
+    on_point: &'a mut dyn FnMut(&SweepResult, &Progress),
+}
+
+enum Step {
+    Ran(bool),
+    Stop,
+}
+
+impl Runner<'_> {
+    fn out_of_time(&mut self) -> bool {
+        if let Some(max) = self.spec.max_time {
+            if self.started.elapsed() + self.spec.point_time.min(Duration::from_secs(60)) / 2 > max
+            {
+                self.result.stopped.get_or_insert_with(|| {
+                    format!("--max-time {} reached", crate::units::format_duration(max))
+                });
+                return true;
+            }
+        }
+        if self.control.is_stopping() {
+            self.result
+                .stopped
+                .get_or_insert_with(|| "interrupted".into());
+            return true;
+        }
+        false
+    }
+
+    /// Run one point; `window` bounds its sending.
+    async fn point(
+        &mut self,
+        role: PointRole,
+        load: Load,
+        window: Duration,
+        early: bool,
+    ) -> Result<Step, RunError> {
+        if self.out_of_time() {
+            return Ok(Step::Stop);
+        }
+        let mut spec = self.spec.base.clone();
+        spec.plan.load = load;
+        spec.plan.warmup = self.spec.warmup.resolve(&load);
+        spec.plan.duration = Some(spec.plan.duration.map_or(window, |d| d.min(window)));
+        spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
+        spec.early_stop = early;
+        let control = self.control.child();
+        let progress = Arc::new(Progress::default());
+        let t0 = Instant::now();
+        let result = match self
+            .target
+            .run(&spec, self.sink, &control, progress.clone())
+            .await
+        {
+            Ok(r) => r,
+            Err(RunError::Interrupted) => {
+                self.result.stopped = Some("interrupted".into());
+                return Ok(Step::Stop);
+            }
+            Err(e) => return Err(e),
+        };
+        let meets = match (result.early_stop, &result.metrics.slo) {
+            (Some(v), _) => Some(v == crate::verdict::Verdict::Pass),
+            (None, Some(s)) => Some(s.meets),
+            (None, None) => None,
+        };
+        let wall_s = t0.elapsed().as_secs_f64();
+        self.result.load_time_s += wall_s;
+        let interrupted = result.exec.interrupted && result.early_stop.is_none();
+        self.result.points.push(SweepPoint {
+            role,
+            meets,
+            wall_s,
+            result,
+        });
+        self.refresh();
+        (self.on_point)(&self.result, &progress);
+        if interrupted || self.control.is_stopping() {
+            self.result
+                .stopped
+                .get_or_insert_with(|| "interrupted".into());
+            return Ok(Step::Stop);
+        }
+        Ok(Step::Ran(meets.unwrap_or(true)))
+    }
+
+    fn last(&self) -> Option<&SweepPoint> {
+        self.result.points.last()
+    }
+
+    /// The floor run and the capacity probe; returns false when the sweep must stop.
+    async fn floor_and_probe(&mut self, probe: bool) -> Result<bool, RunError> {
+        let window = self.spec.probe_time;
+        if let Step::Stop = self
+            .point(
+                PointRole::Floor,
+                Load::Closed { concurrency: 1 },
+                window,
+                false,
+            )
+            .await?
+        {
+            return Ok(false);
+        }
+        if !probe {
+            return Ok(true);
+        }
+        let mut best = self
+            .last()
+            .map_or(0.0, |p| p.result.metrics.throughput.request.value);
+        let mut c = 2usize;
+        while c <= 4096 {
+            if let Step::Stop = self
+                .point(
+                    PointRole::Probe,
+                    Load::Closed { concurrency: c },
+                    window,
+                    false,
+                )
+                .await?
+            {
+                return Ok(false);
+            }
+            let thr = self
+                .last()
+                .map_or(0.0, |p| p.result.metrics.throughput.request.value);
+            let failing = self
+                .last()
+                .is_some_and(|p| p.result.metrics.errors.error_rate > 0.5);
+            if thr < best * 1.10 || failing {
+                best = best.max(thr);
+                break;
+            }
+            best = thr;
+            c *= 2;
+        }
+        self.result.capacity = Some(best);
+        Ok(best > 0.0)
+    }
+
+    fn open(&self, rate: f64) -> Load {
+        Load::Open {
+            rate,
+            arrival: self.spec.arrival,
+            max_concurrency: self.spec.max_concurrency,
+        }
+    }
+
+    /// Run loads in order; stop once two points in a row are saturated.
+    async fn grid(&mut self, loads: Vec<Load>) -> Result<(), RunError> {
+        let mut saturated_in_a_row = 0;
+        for load in loads {
+            if let Step::Stop = self
+                .point(PointRole::Grid, load, self.spec.point_time, false)
+                .await?
+            {
+                return Ok(());
+            }
+            let sat = self
+                .last()
+                .is_some_and(|p| p.result.metrics.saturation.saturated);
+            saturated_in_a_row = if sat { saturated_in_a_row + 1 } else { 0 };
+            if saturated_in_a_row >= 2 {
+                self.result.stopped = Some(
+                    "two points in a row were saturated; higher loads would only queue".into(),
+                );
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    async fn search(&mut self, precision: f64) -> Result<(), RunError> {
+        let slo_text = self
+            .spec
+            .base
+            .slo
+            .as_ref()
+            .map(|s| s.describe())
+            .unwrap_or_default();
+        let mut answer = Goodput {
+            rate: 0.0,
+            bracket: (0.0, None),
+            slo: slo_text,
+            workload: self.result.workload.clone(),
+            notes: Vec::new(),
+            confirmed: false,
+        };
+        if !self.floor_and_probe(true).await? {
+            self.result.goodput = Some(self.floor_verdict(answer));
+            return Ok(());
+        }
+        if let Some(floor) = self
+            .result
+            .points
+            .first()
+            .filter(|p| p.meets == Some(false))
+        {
+            let why = floor
+                .result
+                .metrics
+                .slo
+                .as_ref()
+                .map(|s| s.reasons.join("; "))
+                .unwrap_or_default();
+            answer
+                .notes
+                .push(format!("the SLO is missed even at concurrency 1 ({why})"));
+            answer.bracket = (0.0, Some(0.0));
+            self.result.goodput = Some(answer);
+            return Ok(());
+        }
+        let capacity = self.result.capacity.unwrap_or(1.0);
+        let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
+        let mut rate = 0.8 * capacity;
+        // Bracket.
+        while lo.is_none() || hi.is_none() {
+            match self
+                .point(
+                    PointRole::Search,
+                    self.open(rate),
+                    self.spec.point_time,
+                    true,
+                )
+                .await?
+            {
+                Step::Stop => break,
+                Step::Ran(true) => {
+                    lo = Some(rate);
+                    if hi.is_none() {
+                        if rate > 3.0 * capacity {
+                            answer.notes.push(format!("still met the SLO at {rate:.2} req/s, 3x the probed capacity; the top of the search"));
+                            break;
+                        }
+                        rate *= 1.25;
+                    }
+                }
+                Step::Ran(false) => {
+                    hi = Some(rate);
+                    if lo.is_none() {
+                        if rate < capacity / 64.0 {
+                            answer.notes.push(format!(
+                                "the SLO is missed at every rate tried, down to {rate:.3} req/s"
+                            ));
+                            break;
+                        }
+                        rate *= 0.6;
+                    }
+                }
+            }
+        }
+        // Bisect.
+        while let (Some(l), Some(h)) = (lo, hi) {
+            if (h - l) / h <= precision {
+                break;
+            }
+            let mid = (l * h).sqrt();
+            match self
+                .point(
+                    PointRole::Search,
+                    self.open(mid),
+                    self.spec.point_time,
+                    true,
+                )
+                .await?
+            {
+                Step::Stop => break,
+                Step::Ran(true) => lo = Some(mid),
+                Step::Ran(false) => hi = Some(mid),
+            }
+        }
+        // Confirm at full length.
+        let mut tries = 0;
+        while let Some(l) = lo {
+            if tries >= 3 || self.result.stopped.is_some() {
+                break;
+            }
+            tries += 1;
+            match self
+                .point(
+                    PointRole::Confirm,
+                    self.open(l),
+                    self.spec.point_time,
+                    false,
+                )
+                .await?
+            {
+                Step::Stop => break,
+                Step::Ran(true) => {
+                    answer.confirmed = true;
+                    break;
+                }
+                Step::Ran(false) => {
+                    answer.notes.push(format!(
+                        "the confirming rerun at {l:.2} req/s missed the SLO; stepped down"
+                    ));
+                    hi = Some(l);
+                    lo = Some(l * (1.0 - precision));
+                }
+            }
+        }
+        answer.rate = lo.unwrap_or(0.0);
+        answer.bracket = (lo.unwrap_or(0.0), hi);
+        if lo.is_none() && answer.notes.is_empty() {
+            answer.notes.push("no rate met the SLO".into());
+        }
+        self.result.goodput = Some(answer);
+        Ok(())
+    }
+
+    fn floor_verdict(&self, mut answer: Goodput) -> Goodput {
+        answer.notes.push(
+            self.result
+                .stopped
+                .clone()
+                .unwrap_or_else(|| "the capacity probe measured no throughput".into()),
+        );
+        answer
+    }
+
+    /// Recompute the curve and the knees from the points so far.
+    fn refresh(&mut self) {
+        let r = &mut self.result;
+        let open: Vec<usize> = (0..r.points.len())
+            .filter(|&i| r.points[i].result.load.is_open())
+            .collect();
+        let chosen: Vec<usize> = if open.is_empty() {
+            (0..r.points.len()).collect()
+        } else {
+            open
+        };
+        let mut curve: Vec<CurvePoint> = chosen
+            .iter()
+            .map(|&i| curve_point(i, &r.points[i]))
+            .collect();
+        curve.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+        let floor = r
+            .points
+            .iter()
+            .find(|p| p.role == PointRole::Floor)
+            .and_then(|p| p99(&p.result, Metric::Ttft))
+            .or_else(|| curve.first().and_then(|c| c.ttft_p99_ms));
+        let xs: Vec<f64> = curve.iter().map(|c| c.offered).collect();
+        let ys: Vec<f64> = curve.iter().map(|c| c.output_throughput).collect();
+        let ttfts: Vec<f64> = curve
+            .iter()
+            .map(|c| c.ttft_p99_ms.unwrap_or(f64::INFINITY))
+            .collect();
+        r.knees = Knees {
+            throughput: knee::kneedle(&xs, &ys).map(|i| KneeAt {
+                curve_index: i,
+                offered: xs[i],
+            }),
+            degradation: floor
+                .and_then(|f| knee::degradation_knee(f, &ttfts, knee::DEFAULT_DEGRADATION_FACTOR))
+                .map(|i| KneeAt {
+                    curve_index: i,
+                    offered: xs[i],
+                }),
+            degradation_factor: knee::DEFAULT_DEGRADATION_FACTOR,
+            floor_ttft_p99_ms: floor,
+        };
+        r.curve = curve;
+    }
+}
+
+fn p(result: &RunResult, m: Metric, pct: f64) -> Option<f64> {
+    result
+        .metrics
+        .get(m)
+        .and_then(|d| d.percentiles.iter().find(|x| x.0 == pct))
+        .map(|x| x.1.value)
+}
+
+fn p99(result: &RunResult, m: Metric) -> Option<f64> {
+    p(result, m, 99.0)
+}
+
+fn curve_point(i: usize, pt: &SweepPoint) -> CurvePoint {
+    let r = &pt.result;
+    let offered = match r.load {
+        Load::Open { rate, .. } => rate,
+        Load::Closed { concurrency } => concurrency as f64,
+    };
+    let m = &r.metrics;
+    CurvePoint {
+        point: i,
+        offered,
+        request_throughput: m
+            .steady_state
+            .as_ref()
+            .map_or(m.throughput.request.value, |s| s.request_throughput),
+        output_throughput: m
+            .steady_state
+            .as_ref()
+            .map_or(m.throughput.output.value, |s| s.output_throughput),
+        ttft_p50_ms: p(r, Metric::Ttft, 50.0),
+        ttft_p99_ms: p99(r, Metric::Ttft),
+        tpot_p50_ms: p(r, Metric::Tpot, 50.0),
+        tpot_p99_ms: p99(r, Metric::Tpot),
+        e2el_p50_ms: p(r, Metric::E2el, 50.0),
+        e2el_p99_ms: p99(r, Metric::E2el),
+        saturated: m.saturation.saturated,
+        meets: pt.meets,
+        cost_per_million_good_output_tokens: r
+            .cost
+            .as_ref()
+            .and_then(|c| c.per_million_good_output_tokens),
+    }
+}
+
+/// Run a sweep. `on_point` is called after every point with the result so far
+/// (to save it and show progress).
+pub async fn sweep(
+    target: &PreparedTarget,
+    spec: &SweepSpec,
+    sink: &mut RecordsSink,
+    control: &RunControl,
+    on_point: &mut dyn FnMut(&SweepResult, &Progress),
+) -> Result<SweepResult, RunError> {
+    let mut runner = Runner {
+        target,
+        spec,
+        sink,
+        control,
+        started: Instant::now(),
+        result: SweepResult {
+            mode: Some(spec.mode.clone()),
+            workload: describe_workload(target.params().endpoint, &spec.base),
+            seconds_per_point: spec.point_time.as_secs_f64(),
+            ..Default::default()
+        },
+        on_point,
+    };
+    match &spec.mode {
+        SweepMode::Auto => {
+            if runner.floor_and_probe(true).await? {
+                let cap = runner.result.capacity.unwrap_or(1.0);
+                let loads = [0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.05, 1.2]
+                    .iter()
+                    .map(|f| runner.open(f * cap))
+                    .collect();
+                runner.grid(loads).await?;
+            }
+        }
+        SweepMode::Rates(rates) => {
+            let loads = rates.iter().map(|&r| runner.open(r)).collect();
+            runner.grid(loads).await?;
+        }
+        SweepMode::Concurrencies(cs) => {
+            let loads = cs
+                .iter()
+                .map(|&c| Load::Closed { concurrency: c })
+                .collect();
+            runner.grid(loads).await?;
+        }
+        SweepMode::Search { precision } => runner.search(*precision).await?,
+    }
+    if spec.base.slo.is_some() && runner.result.goodput.is_none() {
+        runner.result.goodput = Some(goodput_from_points(&runner.result, spec));
+    }
+    Ok(runner.result)
+}
+
+/// Without a search: the highest offered rate among the points that met the
+/// SLO, bracketed by the lowest failing rate above it.
+fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
+    let open: Vec<&SweepPoint> = r
+        .points
+        .iter()
+        .filter(|p| p.result.load.is_open())
+        .collect();
+    let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
+    let best = open
+        .iter()
+        .filter(|p| p.meets == Some(true))
+        .map(|p| rate_of(p))
+        .fold(0.0, f64::max);
+    let fail = open
+        .iter()
+        .filter(|p| p.meets == Some(false) && rate_of(p) > best)
+        .map(|p| rate_of(p))
+        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
+    let mut notes = Vec::new();
+    if open.is_empty() {
+        notes.push("no open-loop point: goodput is a request rate; use --rates, sweep alone, or --search goodput".into());
+    } else if best == 0.0 {
+        notes.push("no point met the SLO".into());
+    }
+    Goodput {
+        rate: best,
+        bracket: (best, fail),
+        slo: spec
+            .base
+            .slo
+            .as_ref()
+            .map(|s| s.describe())
+            .unwrap_or_default(),
+        workload: r.workload.clone(),
+        notes,
+        confirmed: false,
+    }
+}
+
+/// The line that ends every sweep.
+pub fn headline(r: &SweepResult) -> Option<String> {
+    let g = r.goodput.as_ref()?;
+    let bracket = match g.bracket.1 {
+        Some(hi) => format!("bracket {:.2}–{:.2}", g.bracket.0, hi),
+        None => format!("bracket {:.2}–untested", g.bracket.0),
+    };
+    Some(format!(
+        "goodput: {:.2} req/s ({bracket}) at {} ({}, {:.0} s per point)",
+        g.rate, g.slo, g.workload, r.seconds_per_point
+    ))
+}

@@ -1,0 +1,316 @@
+//! What `run` and `sweep` share before and after measuring: signals, output
+//! files, the built-in simulator when no `--url` is given, the prepared
+//! target, and the specs built from the flags.
+
+use std::fs::File;
+
+use anyhow::{anyhow, Context};
+use goodput_core::aggregate::RecordsSink;
+use goodput_core::client::ClientOptions;
+use goodput_core::cost::CostSpec;
+use goodput_core::executor::{RunControl, RunPlan};
+use goodput_core::schedule::Load;
+use goodput_core::slo::Slo;
+use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
+use goodput_core::workload::SyntheticSpec;
+
+use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
+use crate::Exit;
+
+/// Exit code of a run interrupted before any request was sent (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit code of an internal fault of goodput itself (never the server's).
+pub const EXIT_INTERNAL: i32 = 4;
+
+pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(2, e.into())
+}
+
+pub fn run_error(e: RunError) -> Exit {
+    let code = match &e {
+        RunError::Interrupted => EXIT_INTERRUPTED,
+        RunError::Internal(_) => EXIT_INTERNAL,
+        e if e.is_unreachable() => 3,
+        _ => 2,
+    };
+    Exit(code, anyhow::Error::new(e))
+}
+
+/// Raise the open-file limit to the hard limit: thousands of streams need thousands of sockets.
+pub fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit on a properly initialised struct.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+        .map_err(usage)
+}
+
+/// Watch SIGINT and SIGTERM: the first stops sending (and any preparation),
+/// the second cancels requests in flight.
+pub fn watch_signals(control: RunControl) {
+    tokio::spawn(async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        if next_signal(&mut term).await {
+            eprintln!("\ngoodput: stopping: no new requests; waiting for those in flight (signal again to cancel them)");
+            control.stop_sending();
+            if next_signal(&mut term).await {
+                eprintln!("goodput: cancelling requests in flight");
+                control.cancel_in_flight();
+            }
+        }
+    });
+}
+
+/// The next SIGINT or SIGTERM (false if signals cannot be watched).
+async fn next_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.is_ok(),
+        Some(()) = async {
+            match term.as_mut() {
+                Some(t) => t.recv().await,
+                None => std::future::pending().await,
+            }
+        } => true,
+    }
+}
+
+/// Everything a measuring command holds while it runs.
+pub struct Session {
+    pub control: RunControl,
+    pub target: PreparedTarget,
+    pub sink: RecordsSink,
+    pub out: OutFile,
+    _sim: Option<goodput_sim::SimServer>,
+}
+
+/// `--out`, kept open from the start: writing it at the end then needs no
+/// new file descriptor, even when the run used every one it may have.
+pub struct OutFile(Option<(File, std::path::PathBuf)>);
+
+impl OutFile {
+    /// Replace the file's contents (as often as a sweep finishes a point).
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), Exit> {
+        use std::io::{Seek, Write};
+        let Some((file, path)) = self.0.as_mut() else {
+            return Ok(());
+        };
+        (|| -> std::io::Result<()> {
+            file.set_len(0)?;
+            file.rewind()?;
+            file.write_all(bytes)?;
+            file.flush()
+        })()
+        .with_context(|| format!("writing {}", path.display()))
+        .map_err(usage)
+    }
+}
+
+impl Session {
+    /// Open the output files, start the simulator when there is no `--url`,
+    /// and prepare the target. Signals are watched from the first instant.
+    pub async fn start(
+        target: &TargetArgs,
+        workload: &WorkloadArgs,
+        output: &OutputArgs,
+    ) -> Result<Session, Exit> {
+        let control = RunControl::new();
+        watch_signals(control.clone());
+        let records: Option<Box<dyn std::io::Write + Send>> = match &output.records {
+            Some(path) => {
+                let f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("opening records file {}", path.display()))
+                    .map_err(usage)?;
+                Some(Box::new(std::io::BufWriter::with_capacity(64 * 1024, f)))
+            }
+            None => None,
+        };
+        let out_file = match &output.out {
+            Some(out) => Some((
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .write(true)
+                    .truncate(false)
+                    .open(out)
+                    .with_context(|| format!("opening results file {}", out.display()))
+                    .map_err(usage)?,
+                out.clone(),
+            )),
+            None => None,
+        };
+        let mut sim = None;
+        let (url, model) = match &target.url {
+            Some(u) => (u.clone(), target.model.clone()),
+            None => {
+                let preset = target.sim.clone();
+                let config = preset
+                    .as_ref()
+                    .map(|p| p.config.clone())
+                    .unwrap_or_default();
+                let describe = preset
+                    .as_ref()
+                    .map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
+                let server = goodput_sim::SimServer::spawn(
+                    config,
+                    std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                )
+                .context("starting the built-in simulator")
+                .map_err(usage)?;
+                let url = format!("http://{}", server.local_addr());
+                eprintln!(
+                    "goodput: no --url given; benchmarking the built-in simulator ('{}', preset {describe}) at {url}",
+                    server.model_name()
+                );
+                let model = target
+                    .model
+                    .clone()
+                    .or_else(|| Some(server.model_name().to_string()));
+                sim = Some(server);
+                (url, model)
+            }
+        };
+        let api_key = std::env::var(&target.api_key_env)
+            .ok()
+            .filter(|k| !k.is_empty());
+        let options = TargetOptions {
+            client: ClientOptions {
+                url,
+                endpoint: target.endpoint,
+                headers: target.headers.clone(),
+                api_key,
+                timeout: target.timeout,
+                idle_timeout: target.idle_timeout,
+                connect_timeout: target.connect_timeout,
+                insecure: target.insecure,
+            },
+            model,
+            stream: !target.no_stream,
+            pin_output: !workload.no_pin_output,
+            temperature: None,
+            tokenizer: workload.tokenizer.clone(),
+        };
+        let prepared = PreparedTarget::prepare(options, &control)
+            .await
+            .map_err(run_error)?;
+        Ok(Session {
+            control,
+            target: prepared,
+            sink: RecordsSink::new(records, output.records_itl),
+            out: OutFile(out_file),
+            _sim: sim,
+        })
+    }
+}
+
+/// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
+pub fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
+    match (bounds.num_prompts, bounds.duration) {
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => None,
+        (None, None) => Some(200),
+    }
+}
+
+pub fn slo(args: &SloArgs) -> Option<Slo> {
+    let terms: Vec<_> = args.slo.iter().flatten().copied().collect();
+    (!terms.is_empty() || !args.goodput.is_empty() || args.slo_attainment.is_some()).then(|| Slo {
+        terms,
+        per_request: args.goodput.clone(),
+        attainment: args.slo_attainment,
+        max_error_rate: args.max_error_rate,
+    })
+}
+
+pub fn cost(args: &CostArgs) -> Option<CostSpec> {
+    (args.cost_per_hour.is_some() || args.power_watts.is_some()).then_some(CostSpec {
+        per_hour: args.cost_per_hour,
+        power_watts: args.power_watts,
+        gpus: args.gpus,
+    })
+}
+
+/// A run spec for `load` from the shared flags (the warm-up resolved for it).
+pub fn run_spec(
+    load: Load,
+    target: &TargetArgs,
+    bounds: &BoundsArgs,
+    workload: &WorkloadArgs,
+    slo_args: &SloArgs,
+    cost_args: &CostArgs,
+    output: &OutputArgs,
+) -> RunSpec {
+    RunSpec {
+        plan: RunPlan {
+            load,
+            num_prompts: num_prompts(bounds),
+            duration: bounds.duration,
+            warmup: bounds.warmup.resolve(&load),
+            drain_timeout: bounds.drain_timeout.unwrap_or(target.timeout),
+            seed: bounds.seed,
+        },
+        workload: SyntheticSpec {
+            input_tokens: workload.input_tokens,
+            output_tokens: workload.output_tokens,
+            seed: bounds.seed,
+            sessions: None,
+        },
+        percentiles: output.percentiles.0.clone(),
+        slo: slo(slo_args),
+        early_stop: false,
+        cost: cost(cost_args),
+    }
+}
+
+/// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,
+/// or the error rate above `--max-error-rate`.
+pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Result<i32, Exit> {
+    let m = &result.metrics;
+    if m.completed == 0 {
+        return Err(Exit(
+            3,
+            anyhow!(
+                "no request completed ({} failed{})",
+                m.failed,
+                m.errors
+                    .examples
+                    .iter()
+                    .next()
+                    .map(|(k, v)| format!("; e.g. {k}: {v}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let mut code = 0;
+    if m.errors.error_rate > max_error_rate {
+        eprintln!(
+            "goodput: error rate {:.2}% is above --max-error-rate {:.2}%",
+            m.errors.error_rate * 100.0,
+            max_error_rate * 100.0
+        );
+        code = 1;
+    }
+    if let Some(s) = m.slo.as_ref().filter(|s| s.slo.is_gate() && !s.meets) {
+        eprintln!("goodput: the SLO was not met: {}", s.reasons.join("; "));
+        code = 1;
+    }
+    Ok(code)
+}

@@ -1,0 +1,250 @@
+//! `goodput sweep`: many load points against one prepared target — the
+//! latency–throughput curve, its knees, and goodput under an SLO, ending
+//! with the goodput line. Every point is written to `--out` as it finishes,
+//! so an interrupted sweep keeps what it measured.
+
+use std::time::Duration;
+
+use anyhow::anyhow;
+use clap::Args;
+use goodput_core::report::console;
+use goodput_core::schedule::{Arrival, Load};
+use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
+
+use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
+use crate::setup::{self, run_error, usage, Session};
+use crate::Exit;
+
+/// `goodput sweep`.
+#[derive(Args, Debug, Clone)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    #[command(flatten)]
+    pub sweep: SweepPlanArgs,
+    #[command(flatten)]
+    pub bounds: BoundsArgs,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub slo: SloArgs,
+    #[command(flatten)]
+    pub cost: CostArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which points, and how long each may take.
+#[derive(Args, Debug, Clone)]
+pub struct SweepPlanArgs {
+    /// Open-loop rates to run, req/s, comma-separated (e.g. 1,2,4,8).
+    #[arg(long, value_delimiter = ',', value_parser = rate, conflicts_with_all = ["concurrencies", "search"], help_heading = "Sweep")]
+    pub rates: Vec<f64>,
+    /// Closed-loop concurrencies to run, comma-separated (e.g. 1,8,64).
+    #[arg(long, value_delimiter = ',', value_parser = at_least_one, conflicts_with = "search", help_heading = "Sweep")]
+    pub concurrencies: Vec<usize>,
+    /// Search the highest rate that meets the SLO (needs --slo or --slo-attainment).
+    #[arg(long, value_parser = ["goodput"], help_heading = "Sweep")]
+    pub search: Option<String>,
+    /// Relative precision of the goodput search, e.g. 5%.
+    #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
+    pub precision: f64,
+    /// Sending window of each point [default: 8s, or --duration when shorter].
+    #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
+    pub point_time: Duration,
+    /// Sending window of the floor run and of each capacity-probe point.
+    #[arg(long, default_value = "4s", value_parser = positive_duration, help_heading = "Sweep")]
+    pub probe_time: Duration,
+    /// Bound on the whole sweep, e.g. 10m.
+    #[arg(long, value_parser = positive_duration, help_heading = "Sweep")]
+    pub max_time: Option<Duration>,
+    /// Inter-arrival process of open-loop points: poisson, constant or gamma:SHAPE.
+    #[arg(long, default_value = "poisson", help_heading = "Sweep")]
+    pub arrival: Arrival,
+    /// Cap on requests in flight at open-loop points (the wait shows as schedule lag).
+    #[arg(long, value_parser = at_least_one, help_heading = "Sweep")]
+    pub max_concurrency: Option<usize>,
+}
+
+fn rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "invalid rate '{s}': expected a number > 0 (requests/s)"
+        )),
+    }
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
+        _ => Err(format!(
+            "invalid precision '{s}': expected a share such as 5% or 0.05"
+        )),
+    }
+}
+
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    goodput_core::units::parse_positive_duration(s)
+}
+
+pub fn main(args: SweepArgs) -> Result<i32, Exit> {
+    if args.sweep.search.is_some() && setup::slo(&args.slo).is_none_or(|s| !s.is_gate()) {
+        return Err(usage(anyhow!(
+            "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
+        )));
+    }
+    setup::raise_fd_limit();
+    setup::runtime()?.block_on(sweep_async(args))
+}
+
+async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
+    let s = &args.sweep;
+    let mode = if s.search.is_some() {
+        SweepMode::Search {
+            precision: s.precision,
+        }
+    } else if !s.rates.is_empty() {
+        SweepMode::Rates(s.rates.clone())
+    } else if !s.concurrencies.is_empty() {
+        SweepMode::Concurrencies(s.concurrencies.clone())
+    } else {
+        SweepMode::Auto
+    };
+    let mut base = setup::run_spec(
+        Load::Closed { concurrency: 1 },
+        &args.target,
+        &args.bounds,
+        &args.workload,
+        &args.slo,
+        &args.cost,
+        &args.output,
+    );
+    // Points are bounded by time; --num-prompts, when given, bounds them too.
+    base.plan.num_prompts = args.bounds.num_prompts;
+    let point_time = args
+        .bounds
+        .duration
+        .map_or(s.point_time, |d| d.min(s.point_time));
+    let spec = SweepSpec {
+        mode,
+        base,
+        warmup: args.bounds.warmup,
+        arrival: s.arrival,
+        max_concurrency: s.max_concurrency,
+        point_time,
+        probe_time: s.probe_time.min(point_time),
+        max_time: s.max_time,
+    };
+    let mut session = Session::start(&args.target, &args.workload, &args.output).await?;
+    let quiet = args.output.quiet;
+    let Session {
+        control,
+        target,
+        sink,
+        out,
+        ..
+    } = &mut session;
+    let mut write_error = None;
+    let mut on_point = |r: &SweepResult, _: &goodput_core::executor::Progress| {
+        if let (Some(p), false) = (r.points.last(), quiet) {
+            let m = &p.result.metrics;
+            eprintln!(
+                "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
+                r.points.len(),
+                p.role,
+                describe_load(&p.result.load),
+                m.throughput.request.value,
+                m.throughput.output.value,
+                match p.meets {
+                    Some(true) => ", meets the SLO",
+                    Some(false) => ", misses the SLO",
+                    None => "",
+                },
+                if m.saturation.saturated {
+                    ", saturated"
+                } else {
+                    ""
+                }
+            );
+        }
+        // Saved as each point finishes: an interrupted sweep keeps what it measured.
+        if let Err(e) = out.write(&document_bytes(r)) {
+            write_error.get_or_insert(e);
+        }
+    };
+    let result = sweep::sweep(target, &spec, sink, control, &mut on_point)
+        .await
+        .map_err(run_error)?;
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    out.write(&document_bytes(&result))?;
+    if !quiet {
+        print!("{}", console::sweep_summary(&result));
+    } else if let Some(h) = sweep::headline(&result) {
+        println!("{h}");
+    }
+    if result.points.is_empty() {
+        return Err(Exit(
+            3,
+            anyhow!(
+                "no sweep point ran{}",
+                result
+                    .stopped
+                    .as_ref()
+                    .map(|s| format!(": {s}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    if result
+        .points
+        .iter()
+        .all(|p| p.result.metrics.completed == 0)
+    {
+        return Err(Exit(3, anyhow!("no request completed at any point")));
+    }
+    if let Some(g) = &result.goodput {
+        if g.rate == 0.0 {
+            eprintln!("goodput: goodput is 0: {}", g.notes.join("; "));
+            return Ok(1);
+        }
+    }
+    Ok(0)
+}
+
+fn describe_load(l: &Load) -> String {
+    match *l {
+        Load::Closed { concurrency } => format!("concurrency {concurrency}"),
+        Load::Open { rate, .. } => format!("{rate:.2} req/s offered"),
+    }
+}
+
+fn document_bytes(r: &SweepResult) -> Vec<u8> {
+    let mut doc = serde_json::to_vec_pretty(&sweep_document(r)).unwrap_or_default();
+    doc.push(b'\n');
+    doc
+}
+
+/// The sweep document: every point as a run document, plus the curve, the
+/// knees and the goodput.
+pub fn sweep_document(r: &SweepResult) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    v["schema_version"] = serde_json::json!(goodput_core::result::SCHEMA_VERSION);
+    v["kind"] = serde_json::json!("sweep");
+    v["tool"] = serde_json::json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")});
+    v
+}
+
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("invalid value '{s}': expected a whole number >= 1")),
+    }
+}
