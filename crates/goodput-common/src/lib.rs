@@ -15,3 +15,12 @@ pub mod words;
 
 pub use endpoint::Endpoint;
 pub use lengths::LengthSpec;
+
+/// The random stream of a run's arrival times for `--seed seed` (its own
+/// stream, so arrival times do not depend on the prompts drawn). Open-loop
+/// Poisson gaps are unit exponential draws from
+/// `StdRng::seed_from_u64(schedule_seed(seed))` divided by the rate, so the
+/// simulator's reference can replay exactly the schedule a run sends.
+pub fn schedule_seed(seed: u64) -> u64 {
+    seed ^ 0x5c4e_d01e_5eed_0001
+}

@@ -127,7 +127,7 @@ impl Schedule {
             load,
             gaps,
             // A stream of its own, so the arrival times do not depend on the prompts drawn.
-            rng: StdRng::seed_from_u64(seed ^ 0x5c4e_d01e_5eed_0001),
+            rng: StdRng::seed_from_u64(goodput_common::schedule_seed(seed)),
             next_s: 0.0,
         }
     }

@@ -271,23 +271,25 @@ impl Runner<'_> {
         self.result.points.last()
     }
 
-    /// The floor run and the capacity probe; returns false when the sweep must stop.
-    async fn floor_and_probe(&mut self, probe: bool) -> Result<bool, RunError> {
+    /// The concurrency-1 run: the latency floor. False when the sweep must stop.
+    async fn floor(&mut self) -> Result<bool, RunError> {
         let window = self.spec.probe_time;
-        if let Step::Stop = self
-            .point(
+        Ok(matches!(
+            self.point(
                 PointRole::Floor,
                 Load::Closed { concurrency: 1 },
                 window,
-                false,
+                false
             )
-            .await?
-        {
-            return Ok(false);
-        }
-        if !probe {
-            return Ok(true);
-        }
+            .await?,
+            Step::Ran(_)
+        ))
+    }
+
+    /// The capacity probe: concurrency doubled from 2 until request
+    /// throughput rises by less than 10 %. False when the sweep must stop.
+    async fn probe(&mut self) -> Result<bool, RunError> {
+        let window = self.spec.probe_time;
         let mut best = self
             .last()
             .map_or(0.0, |p| p.result.metrics.throughput.request.value);
@@ -369,7 +371,7 @@ impl Runner<'_> {
             notes: Vec::new(),
             confirmed: false,
         };
-        if !self.floor_and_probe(true).await? {
+        if !self.floor().await? {
             self.result.goodput = Some(self.floor_verdict(answer));
             return Ok(());
         }
@@ -391,6 +393,10 @@ impl Runner<'_> {
                 .push(format!("the SLO is missed even at concurrency 1 ({why})"));
             answer.bracket = (0.0, Some(0.0));
             self.result.goodput = Some(answer);
+            return Ok(());
+        }
+        if !self.probe().await? {
+            self.result.goodput = Some(self.floor_verdict(answer));
             return Ok(());
         }
         let capacity = self.result.capacity.unwrap_or(1.0);
@@ -617,7 +623,7 @@ pub async fn sweep(
     };
     match &spec.mode {
         SweepMode::Auto => {
-            if runner.floor_and_probe(true).await? {
+            if runner.floor().await? && runner.probe().await? {
                 let cap = runner.result.capacity.unwrap_or(1.0);
                 let loads = [0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.05, 1.2]
                     .iter()

@@ -174,7 +174,9 @@ pub struct RefPlan {
     /// Independent Poisson schedules per rate (at least 1); their measured
     /// requests are pooled.
     pub seeds: u64,
-    /// Schedule `k` (0-based) is drawn with seed `seed + k`.
+    /// Schedule `k` (0-based) is drawn with seed `seed + k`. To replay the
+    /// arrivals goodput sends with `--seed S`, use
+    /// `goodput_common::schedule_seed(S)` and one schedule.
     pub seed: u64,
     /// Largest share of failed measured requests (0–1) a passing run may have.
     pub max_error_rate: f64,

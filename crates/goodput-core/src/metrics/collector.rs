@@ -231,10 +231,11 @@ impl Collector {
         if rec.warmup {
             return;
         }
-        if rec.incomplete() {
-            self.incomplete += 1;
-            return;
-        }
+        // Scheduled and sent requests count toward the send window, the
+        // schedule's rate and the in-flight series whatever their outcome;
+        // one still running at the drain timeout (incomplete) is neither
+        // completed nor failed, and not part of the duration.
+        let incomplete = rec.incomplete();
         self.sched_first_ns = Some(
             self.sched_first_ns
                 .map_or(rec.t_sched, |f| f.min(rec.t_sched)),
@@ -245,12 +246,18 @@ impl Collector {
             self.sends += 1;
             self.first_send_ns = Some(self.first_send_ns.map_or(t_send, |f| f.min(t_send)));
             self.last_send_ns = self.last_send_ns.max(t_send);
-            self.last_done_ns = self.last_done_ns.max(rec.t_done);
-            self.busy_ns += u128::from(rec.t_done.saturating_sub(t_send));
             let b = self.bucket(t_send);
             bump(&mut self.bucket_sends, b, 1.0);
             let b = self.bucket(rec.t_done);
             bump(&mut self.bucket_done, b, 1.0);
+            if !incomplete {
+                self.last_done_ns = self.last_done_ns.max(rec.t_done);
+                self.busy_ns += u128::from(rec.t_done.saturating_sub(t_send));
+            }
+        }
+        if incomplete {
+            self.incomplete += 1;
+            return;
         }
         let done_bucket = self.bucket(rec.t_done);
         if let Some(key) = error_key(rec) {
@@ -561,8 +568,11 @@ impl Collector {
             .get(&Metric::E2el)
             .and_then(|e| e.percentiles.iter().find(|p| p.0 == 50.0))
             .map_or(0.0, |p| p.1.value / 1e3);
-        let start = first.saturating_sub(origin) as f64 / 1e9 + fill_s;
+        let send_start = first.saturating_sub(origin) as f64 / 1e9;
         let end = self.last_send_ns.saturating_sub(origin) as f64 / 1e9;
+        // The pipeline fills in about one E2EL; a queued run's E2EL can be
+        // longer than the window itself, so at most 30 % of it is skipped.
+        let start = send_start + fill_s.min(0.3 * (end - send_start).max(0.0));
         let series: Vec<(f64, f64)> = in_flight
             .iter()
             .enumerate()

@@ -15,6 +15,11 @@
 //!   pipeline has filled (first send + median E2EL) and ends at the last
 //!   send: the fill at the start and the drain at the end are not trends.
 //!   A queue that grows without bound (past capacity) shows both.
+//!   Both series are first averaged over 1-second blocks and the slope is
+//!   fitted to the block means: neighbouring requests' latencies are
+//!   correlated (they queue together), which would make a per-request fit's
+//!   interval far too narrow; block means are close to independent. At least
+//!   4 blocks are needed, else no trend is judged.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,10 +37,30 @@ pub struct Slope {
     pub points: usize,
 }
 
-/// Fit y = a + b·x; None with fewer than 8 points or no spread in x.
+/// Means of the points in each whole 1-second block of the window.
+pub fn blocks(points: &[(f64, f64)], window: (f64, f64)) -> Vec<(f64, f64)> {
+    let n = (window.1 - window.0).max(0.0).floor() as usize;
+    let mut sums = vec![(0.0, 0usize); n];
+    for &(x, y) in points {
+        if x < window.0 {
+            continue;
+        }
+        if let Some(b) = sums.get_mut((x - window.0) as usize) {
+            b.0 += y;
+            b.1 += 1;
+        }
+    }
+    sums.iter()
+        .enumerate()
+        .filter(|(_, b)| b.1 > 0)
+        .map(|(i, b)| (window.0 + i as f64 + 0.5, b.0 / b.1 as f64))
+        .collect()
+}
+
+/// Fit y = a + b·x; None with fewer than 4 points or no spread in x.
 pub fn slope(points: &[(f64, f64)]) -> Option<Slope> {
     let n = points.len();
-    if n < 8 {
+    if n < 4 {
         return None;
     }
     let nf = n as f64;
@@ -50,9 +75,12 @@ pub fn slope(points: &[(f64, f64)]) -> Option<Slope> {
     let a = my - b * mx;
     let rss: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
     let se = (rss / (nf - 2.0) / sxx).sqrt();
-    // Student t at 97.5 % for n − 2 degrees of freedom, approximated (≤ 1 % off for df ≥ 6).
-    let df = nf - 2.0;
-    let t = 1.96 + 2.4 / df + 3.0 / (df * df);
+    // Student t at 97.5 % for n − 2 degrees of freedom.
+    const T975: [f64; 10] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    ];
+    let df = n - 2;
+    let t = T975.get(df - 1).copied().unwrap_or(1.96 + 2.4 / df as f64);
     let (x0, x1) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
         (lo.min(p.0), hi.max(p.0))
     });
@@ -118,14 +146,8 @@ pub fn assess(
             }
         }
     }
-    let inside = |v: &[(f64, f64)]| -> Vec<(f64, f64)> {
-        v.iter()
-            .copied()
-            .filter(|p| p.0 >= window.0 && p.0 <= window.1)
-            .collect()
-    };
-    s.in_flight_slope = slope(&inside(in_flight));
-    s.ttft_slope = slope(&inside(ttft));
+    s.in_flight_slope = slope(&blocks(in_flight, window));
+    s.ttft_slope = slope(&blocks(ttft, window));
     if let Some(sl) = s.in_flight_slope.filter(|sl| sl.rising(2.0)) {
         s.in_flight_rising = true;
         s.findings.push(format!(
@@ -162,7 +184,10 @@ mod tests {
         let s = slope(&pts).unwrap();
         assert!((s.per_s - 2.0).abs() < 1e-9 && (s.rise - 9.8).abs() < 1e-9);
         assert!(s.lo <= 2.0 && s.hi >= 2.0);
-        assert!(slope(&pts[..5]).is_none());
+        assert!(slope(&pts[..3]).is_none());
+        let b = blocks(&pts, (0.0, 5.0));
+        assert_eq!(b.len(), 5);
+        assert!((b[0].1 - 3.9).abs() < 1e-9, "{b:?}");
     }
 
     /// A flat noisy series is not rising, even when long; a growing queue is.

@@ -357,7 +357,8 @@ impl<T> futures_core::Stream for ReceiverStream<T> {
 pub fn pinned(args: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let measuring = matches!(args.first(), Some(&"run") | Some(&"sweep"));
-    if measuring && !args.contains(&"--warmup") && !args.iter().any(|a| a.starts_with("--warmup=")) {
+    if measuring && !args.contains(&"--warmup") && !args.iter().any(|a| a.starts_with("--warmup="))
+    {
         v.extend(["--warmup".to_string(), "0".to_string()]);
     }
     v
