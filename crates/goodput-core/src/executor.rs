@@ -58,7 +58,7 @@ pub enum Warmup {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarmupPolicy {
-    /// One request per slot in closed loop (at least 8); 2 s of arrivals in
+    /// One request per slot in closed loop (at least 4); 2 s of arrivals in
     /// open loop (8 to 500 requests): enough that a cold server (first
     /// kernels compiled, caches empty) does not distort the measured phase.
     Auto,
@@ -70,7 +70,7 @@ impl WarmupPolicy {
         match self {
             WarmupPolicy::Fixed(w) => w,
             WarmupPolicy::Auto => Warmup::Requests(match *load {
-                Load::Closed { concurrency } => (concurrency as u64).max(8),
+                Load::Closed { concurrency } => (concurrency as u64).max(4),
                 Load::Open { rate, .. } if rate.is_finite() => {
                     ((rate * 2.0).ceil() as u64).clamp(8, 500)
                 }

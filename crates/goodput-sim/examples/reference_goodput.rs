@@ -1,8 +1,10 @@
 //! The reference goodput of the default simulator (Llama-3.1-8B on one
 //! H100) in virtual time, with every rate the search evaluated.
 //!
-//! `cargo run --release -p goodput-sim --example reference_goodput -- [SEEDS]`
-//! (default 1 schedule). Workload: 1,024 prompt / 128 output tokens, unique
+//! `cargo run --release -p goodput-sim --example reference_goodput -- [SEEDS] [REQUESTS WARMUP [GOODPUT_SEED]]`
+//! (default 1 schedule, 400 measured after 40 warm-up requests). With
+//! GOODPUT_SEED, the one schedule replayed is the one `goodput --seed
+//! GOODPUT_SEED` sends. Workload: 1,024 prompt / 128 output tokens, unique
 //! prompts; SLO `ttft:p99<=200ms` and `tpot:p99<=50ms`; 400 measured
 //! requests after 40 warm-up requests per rate; rate searched in
 //! [1, 100] req/s to 0.5 %. Deterministic: the same SEEDS print the same
@@ -13,9 +15,13 @@ use std::time::Instant;
 use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let seeds: u64 = match std::env::args().nth(1) {
-        Some(s) => s.parse()?,
-        None => 1,
+    let arg = |i: usize| std::env::args().nth(i);
+    let seeds: u64 = arg(1).map_or(Ok(1), |s| s.parse())?;
+    let requests: usize = arg(2).map_or(Ok(400), |s| s.parse())?;
+    let warmup: usize = arg(3).map_or(Ok(40), |s| s.parse())?;
+    let seed = match arg(4) {
+        Some(s) => goodput_common::schedule_seed(s.parse()?),
+        None => 0,
     };
     let config = SimConfig::default();
     let workload = RefWorkload {
@@ -27,9 +33,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         RefTerm::new(RefMetric::Tpot, 99.0, 0.050),
     ];
     let plan = RefPlan {
-        requests_per_point: 400,
-        warmup_requests: 40,
+        requests_per_point: requests,
+        warmup_requests: warmup,
         seeds,
+        seed,
         ..RefPlan::default()
     };
     let start = Instant::now();

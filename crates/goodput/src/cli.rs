@@ -123,7 +123,7 @@ pub struct BoundsArgs {
     #[arg(long, value_parser = positive_duration, help_heading = "Load")]
     pub duration: Option<std::time::Duration>,
     /// Warm-up before the measured phase, excluded from every figure: a request count (20),
-    /// a duration (10s), 0 for none, or auto: one request per slot in closed loop (at least 8),
+    /// a duration (10s), 0 for none, or auto: one request per slot in closed loop (at least 4),
     /// 2 s of arrivals in open loop (8 to 500 requests), so a cold server cannot distort the run.
     #[arg(long, default_value = "auto", value_parser = warmup, help_heading = "Load")]
     pub warmup: goodput_core::executor::WarmupPolicy,

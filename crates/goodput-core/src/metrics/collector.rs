@@ -471,8 +471,9 @@ impl Collector {
             total_token: per_s(self.total_input_tokens + self.total_output_tokens),
         };
         let window = self.last_send_ns.saturating_sub(first) as f64 / 1e9;
-        let achieved_request_rate =
-            (self.sends >= 2 && window > 0.0).then(|| (self.sends - 1) as f64 / window);
+        // An arrival rate is an open-loop figure: a closed loop sends when slots free.
+        let achieved_request_rate = (self.open_loop && self.sends >= 2 && window > 0.0)
+            .then(|| (self.sends - 1) as f64 / window);
         let mut in_flight = Vec::with_capacity(self.bucket_sends.len());
         let mut acc = 0.0;
         for i in 0..self.bucket_sends.len().max(self.bucket_done.len()) {

@@ -208,6 +208,29 @@ pub fn summary(r: &RunResult) -> String {
             let _ = writeln!(out, "  e.g. {kind}: {msg}");
         }
     }
+    if let Some(c) = &r.cost {
+        rule(&mut out, "Cost", '-');
+        let money = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
+        line(&mut out, "Cost per request:", money(c.per_request));
+        line(
+            &mut out,
+            "Cost per 1M output tokens:",
+            money(c.per_million_output_tokens),
+        );
+        line(
+            &mut out,
+            "Cost per 1M good output tokens:",
+            money(c.per_million_good_output_tokens),
+        );
+        if let Some(j) = c.output_tokens_per_joule {
+            line(&mut out, "Output tokens per joule:", format!("{j:.3}"));
+        }
+        line(
+            &mut out,
+            "Output tok/s per GPU:",
+            num(c.output_throughput_per_gpu),
+        );
+    }
     rule(&mut out, "", '=');
     for f in &m.saturation.findings {
         let _ = writeln!(out, "saturation: {f}");
@@ -265,7 +288,7 @@ pub fn sweep_summary(r: &SweepResult) -> String {
     rule(&mut out, " Sweep ", '=');
     let _ = writeln!(
         out,
-        "{:>2}  {:<8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6}  {:<5} {}",
+        "{:>2}  {:<8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6}  {:<5} notes",
         "#",
         "role",
         "load",
@@ -277,7 +300,6 @@ pub fn sweep_summary(r: &SweepResult) -> String {
         "p99 E2EL",
         "err%",
         "SLO",
-        "notes"
     );
     let ms = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
     for (i, p) in r.points.iter().enumerate() {
