@@ -380,7 +380,7 @@ impl Runner<'_> {
             confirmed: false,
         };
         if !self.floor().await? {
-            self.result.goodput = Some(self.floor_verdict(answer));
+            self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
         if let Some(floor) = self
@@ -404,7 +404,7 @@ impl Runner<'_> {
             return Ok(());
         }
         if !self.probe().await? {
-            self.result.goodput = Some(self.floor_verdict(answer));
+            self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
         let capacity = self.result.capacity.unwrap_or(1.0);
@@ -496,6 +496,10 @@ impl Runner<'_> {
                 }
             }
         }
+        if lo.is_none() && self.result.stopped.is_some() {
+            // Stopped (a signal, --max-time) before any rate passed: unknown, not 0.
+            return Ok(());
+        }
         answer.rate = lo.unwrap_or(0.0);
         answer.bracket = (lo.unwrap_or(0.0), hi);
         if lo.is_none() && answer.notes.is_empty() {
@@ -505,14 +509,16 @@ impl Runner<'_> {
         Ok(())
     }
 
-    fn floor_verdict(&self, mut answer: Goodput) -> Goodput {
-        answer.notes.push(
-            self.result
-                .stopped
-                .clone()
-                .unwrap_or_else(|| "the capacity probe measured no throughput".into()),
-        );
+    /// The floor or the probe could not finish: goodput 0 when they measured
+    /// nothing, unknown (None) when the sweep was stopped.
+    fn floor_verdict(&self, mut answer: Goodput) -> Option<Goodput> {
+        if self.result.stopped.is_some() {
+            return None;
+        }
         answer
+            .notes
+            .push("the capacity probe measured no throughput".into());
+        Some(answer)
     }
 
     /// Recompute the curve and the knees from the points so far.
@@ -653,7 +659,8 @@ pub async fn sweep(
         }
         SweepMode::Search { precision } => runner.search(*precision).await?,
     }
-    if spec.base.slo.is_some() && runner.result.goodput.is_none() {
+    let searched = matches!(spec.mode, SweepMode::Search { .. });
+    if spec.base.slo.is_some() && runner.result.goodput.is_none() && !searched {
         runner.result.goodput = Some(goodput_from_points(&runner.result, spec));
     }
     Ok(runner.result)
@@ -679,6 +686,11 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
         .map(|p| rate_of(p))
         .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
     let mut notes = Vec::new();
+    if let Some(why) = &r.stopped {
+        notes.push(format!(
+            "the sweep stopped early ({why}): goodput is among the points measured"
+        ));
+    }
     if open.is_empty() {
         notes.push("no open-loop point: goodput is a request rate; use --rates, sweep alone, or --search goodput".into());
     } else if best == 0.0 {

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
     version,
     about = "Honest benchmarks of LLM inference servers: TTFT, TPOT, ITL, E2EL and throughput, with confidence intervals.",
     long_about = None,
-    after_help = "Without --url, `goodput run` benchmarks the built-in simulated engine over real HTTP on a loopback port."
+    after_help = "Without --url, `goodput run` and `goodput sweep` benchmark the built-in simulated engine over real HTTP on a loopback port.\nThe main job: goodput sweep --slo 'ttft:p99<=200ms,tpot:p99<=50ms' --search goodput"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -116,7 +116,8 @@ pub struct LoadArgs {
 /// How long a run (or each sweep point) lasts, and its warm-up.
 #[derive(Args, Debug, Clone)]
 pub struct BoundsArgs {
-    /// Measured requests to send [default: 200, or unbounded when only --duration is given].
+    /// Measured requests to send [default for run: 200, or unbounded when only --duration is
+    /// given; sweep points are bounded by --point-time unless this is given].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Load")]
     pub num_prompts: Option<u64>,
     /// Sending window of the measured phase, e.g. 60s (with --num-prompts, whichever ends first).

@@ -49,7 +49,7 @@ pub struct SweepPlanArgs {
     /// Relative precision of the goodput search, e.g. 5%.
     #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
     pub precision: f64,
-    /// Sending window of each point [default: 8s, or --duration when shorter].
+    /// Sending window of each point (a shorter --duration wins).
     #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
     pub point_time: Duration,
     /// Sending window of the floor run and of each capacity-probe point.
@@ -209,6 +209,13 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         .all(|p| p.result.metrics.completed == 0)
     {
         return Err(Exit(3, anyhow!("no request completed at any point")));
+    }
+    if result.goodput.is_none() && args.sweep.search.is_some() {
+        eprintln!(
+            "goodput: the search stopped before it found the goodput ({})",
+            result.stopped.as_deref().unwrap_or("no reason given")
+        );
+        return Ok(setup::EXIT_INTERRUPTED);
     }
     if let Some(g) = &result.goodput {
         if g.rate == 0.0 {
