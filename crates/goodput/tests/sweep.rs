@@ -284,3 +284,77 @@ async fn the_goodput_search_agrees_with_the_virtual_time_reference() {
         "{stdout}"
     );
 }
+
+/// `run --slo`: each term with its verdict in the console, the outcome in
+/// the JSON, exit 1 when a term's point estimate misses; `--goodput` alone
+/// reports request goodput without gating.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
+    let out = tmp("run.json");
+    let base = [
+        "run",
+        "--sim",
+        SIM,
+        "--request-rate",
+        "20",
+        "--num-prompts",
+        "60",
+        "--input-tokens",
+        "256",
+        "--output-tokens",
+        "32",
+    ];
+    let mut args: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    args.extend(
+        [
+            "--slo",
+            "ttft:p99<=1us,tpot:p90<=1s",
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let (code, stdout, stderr) = goodput_async(args).await;
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("p99 TTFT <= 1us:") && stdout.contains("FAIL"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("p90 TPOT <= 1s:") && stdout.contains("pass"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Meets the SLO:") && stdout.contains("NO: p99 TTFT"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("the SLO was not met"), "{stderr}");
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["meets"], false);
+    assert_eq!(v["slo"]["terms"][0]["verdict"], "fail");
+    assert_eq!(v["slo"]["terms"][1]["verdict"], "pass");
+    assert_eq!(
+        v["slo"]["terms"][0]["judged"], "ttft_from_schedule",
+        "open loop judges from the schedule"
+    );
+    assert_eq!(v["request_goodput"], 0.0);
+
+    let mut args: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    args.extend(
+        [
+            "--goodput",
+            "ttft:100000",
+            "tpot:100000",
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let (code, stdout, stderr) = goodput_async(args).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&out);
+    assert_eq!(v["slo"]["good_requests"], 60);
+    assert!((v["slo"]["attainment"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert!(v["request_goodput"].as_f64().unwrap() > 0.0);
+    assert!(stdout.contains("Request goodput (req/s):"), "{stdout}");
+}
