@@ -563,7 +563,7 @@ impl Collector {
             _ => None,
         };
         let (Some(origin), Some(first)) = (self.origin_ns, self.first_send_ns) else {
-            return saturation::assess(intended, achieved, &[], &[], (0.0, 0.0));
+            return saturation::assess(intended, achieved, &[], &[], &[], (0.0, 0.0));
         };
         let fill_s = d
             .get(&Metric::E2el)
@@ -584,7 +584,13 @@ impl Collector {
             .iter()
             .map(|&(t, v)| (t as f64, v as f64))
             .collect();
-        saturation::assess(intended, achieved, &series, &ttft, (start, end))
+        let sends: Vec<(f64, f64)> = self
+            .bucket_sends
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| ((i as f64 + 0.5) * BUCKET_S, x))
+            .collect();
+        saturation::assess(intended, achieved, &series, &sends, &ttft, (start, end))
     }
 
     /// How the run did against `slo`.

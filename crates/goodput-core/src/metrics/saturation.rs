@@ -7,7 +7,13 @@
 //!   the nominal `--request-rate`: a Poisson schedule of 32 arrivals at
 //!   0.16/s may itself run at 0.143/s, and that is sampling, not lag.
 //!   Flagged below 95 %.
-//! - **In-flight requests rising** and **TTFT rising** through the run: an
+//! - **Requests staying longer in flight** and **TTFT rising** through the
+//!   run. In-flight requests alone would mistake a burst of arrivals for
+//!   saturation (a Poisson sample bunched at the end of a short run raises
+//!   them too), so each block's mean in-flight count is divided by the
+//!   block's arrivals per second — by Little's law, the time a request
+//!   spends in the system — and it is that residence time that must rise;
+//!   blocks with fewer than 2 sends are skipped. Each trend is an
 //!   ordinary least-squares slope over time whose 95 % interval excludes
 //!   zero *and* whose rise over the window is material (at least 20 % of the
 //!   level, and 2 requests or 5 ms), so that a long stable run, where any
@@ -55,6 +61,21 @@ pub fn blocks(points: &[(f64, f64)], window: (f64, f64)) -> Vec<(f64, f64)> {
         .filter(|(_, b)| b.1 > 0)
         .map(|(i, b)| (window.0 + i as f64 + 0.5, b.0 / b.1 as f64))
         .collect()
+}
+
+/// The sum of the points' y in each whole 1-second block of the window
+/// (one entry per block, zeros included).
+pub fn block_sums(points: &[(f64, f64)], window: (f64, f64)) -> Vec<f64> {
+    let n = (window.1 - window.0).max(0.0).floor() as usize;
+    let mut sums = vec![0.0; n];
+    for &(x, y) in points {
+        if x >= window.0 {
+            if let Some(b) = sums.get_mut((x - window.0) as usize) {
+                *b += y;
+            }
+        }
+    }
+    sums
 }
 
 /// Fit y = a + b·x; None with fewer than 4 points or no spread in x.
@@ -108,6 +129,7 @@ pub struct Saturation {
     pub intended_rate: Option<f64>,
     /// Achieved send rate / intended rate (open loop).
     pub send_ratio: Option<f64>,
+    /// Slope of the residence time (mean in flight / arrivals per second), s per s.
     pub in_flight_slope: Option<Slope>,
     pub ttft_slope: Option<Slope>,
     pub behind_schedule: bool,
@@ -126,6 +148,7 @@ pub fn assess(
     intended_rate: Option<f64>,
     achieved_rate: Option<f64>,
     in_flight: &[(f64, f64)],
+    sends: &[(f64, f64)],
     ttft: &[(f64, f64)],
     window: (f64, f64),
 ) -> Saturation {
@@ -146,12 +169,21 @@ pub fn assess(
             }
         }
     }
-    s.in_flight_slope = slope(&blocks(in_flight, window));
+    // Per 1 s block: mean in flight / sends in the block (= arrivals per
+    // second) is the mean time in the system (Little's law).
+    let arrivals = block_sums(sends, window);
+    let residence: Vec<(f64, f64)> = blocks(in_flight, window)
+        .into_iter()
+        .zip(arrivals)
+        .filter(|(_, a)| *a >= 2.0)
+        .map(|((x, l), a)| (x, l / a))
+        .collect();
+    s.in_flight_slope = slope(&residence);
     s.ttft_slope = slope(&blocks(ttft, window));
-    if let Some(sl) = s.in_flight_slope.filter(|sl| sl.rising(2.0)) {
+    if let Some(sl) = s.in_flight_slope.filter(|sl| sl.rising(0.005)) {
         s.in_flight_rising = true;
         s.findings.push(format!(
-            "requests in flight rose through the run (+{:.1} over {:.1} s, from a mean of {:.1}): the server is not keeping up with the offered load",
+            "requests stayed longer and longer in flight (in flight / arrivals per second rose {:.2} s over {:.1} s, from a mean of {:.2} s): the server is not keeping up with the offered load",
             sl.rise,
             window.1 - window.0,
             sl.level
@@ -203,7 +235,8 @@ mod tests {
             let ttft: Vec<(f64, f64)> = (0..600)
                 .map(|i| (i as f64 * 0.1, 100.0 + rng.random_range(-30.0..30.0)))
                 .collect();
-            if assess(Some(10.0), Some(9.9), &flat, &ttft, (0.0, 60.0)).saturated {
+            let sends: Vec<(f64, f64)> = (0..600).map(|i| (i as f64 * 0.1, 1.0)).collect();
+            if assess(Some(10.0), Some(9.9), &flat, &sends, &ttft, (0.0, 60.0)).saturated {
                 false_alarms += 1;
             }
         }
@@ -214,16 +247,35 @@ mod tests {
         let ttft: Vec<(f64, f64)> = (0..100)
             .map(|i| (i as f64 * 0.1, 100.0 + i as f64 * 20.0))
             .collect();
-        let s = assess(Some(10.0), Some(10.0), &growing, &ttft, (0.0, 10.0));
+        let sends: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 * 0.1, 1.0)).collect();
+        let s = assess(Some(10.0), Some(10.0), &growing, &sends, &ttft, (0.0, 10.0));
         assert!(s.saturated && s.in_flight_rising && s.ttft_rising, "{s:?}");
         assert_eq!(s.findings.len(), 2);
+    }
+
+    /// Arrivals bunched at the end of a run raise the in-flight count but not
+    /// the time requests spend in flight: not saturation.
+    #[test]
+    fn a_burst_of_arrivals_is_not_saturation() {
+        // 10 blocks; arrivals per block rise from 5 to 14, each request stays 1 s.
+        let sends: Vec<(f64, f64)> = (0..100)
+            .map(|i| (i as f64 * 0.1, (5.0 + (i / 10) as f64) / 10.0))
+            .collect();
+        let in_flight: Vec<(f64, f64)> = (0..100)
+            .map(|i| (i as f64 * 0.1, 5.0 + (i / 10) as f64))
+            .collect();
+        let ttft: Vec<(f64, f64)> = (0..100)
+            .map(|i| (i as f64 * 0.1, 100.0 + (i % 3) as f64))
+            .collect();
+        let s = assess(Some(9.5), Some(9.5), &in_flight, &sends, &ttft, (0.0, 10.0));
+        assert!(!s.saturated, "{s:?}");
     }
 
     #[test]
     fn behind_schedule_is_judged_against_the_schedules_own_rate() {
         // The nominal rate was 0.16/s but the seeded schedule itself ran at 0.143/s.
-        assert!(!assess(Some(0.143), Some(0.1428), &[], &[], (0.0, 1.0)).behind_schedule);
-        let s = assess(Some(100.0), Some(80.0), &[], &[], (0.0, 1.0));
+        assert!(!assess(Some(0.143), Some(0.1428), &[], &[], &[], (0.0, 1.0)).behind_schedule);
+        let s = assess(Some(100.0), Some(80.0), &[], &[], &[], (0.0, 1.0));
         assert!(
             s.behind_schedule && s.findings[0].contains("80%"),
             "{:?}",
