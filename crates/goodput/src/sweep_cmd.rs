@@ -53,7 +53,7 @@ pub struct SweepPlanArgs {
     #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
     pub point_time: Duration,
     /// Sending window of the floor run and of each capacity-probe point.
-    #[arg(long, default_value = "4s", value_parser = positive_duration, help_heading = "Sweep")]
+    #[arg(long, default_value = "3s", value_parser = positive_duration, help_heading = "Sweep")]
     pub probe_time: Duration,
     /// Bound on the whole sweep, e.g. 10m.
     #[arg(long, value_parser = positive_duration, help_heading = "Sweep")]
