@@ -96,8 +96,9 @@ pub struct ServerUsage {
 pub struct RequestRecord {
     pub request_id: u64,
     pub warmup: bool,
-    /// The session and 0-based turn, for a turn of a multi-turn session.
-    pub session: Option<(u64, u32)>,
+    /// The session, the 0-based turn and the session's number of turns, for
+    /// a turn of a multi-turn session.
+    pub session: Option<(u64, u32, u32)>,
     /// When the schedule said the request should be sent.
     pub t_sched: u64,
     /// When a new connection began opening for it (None: pooled connection).

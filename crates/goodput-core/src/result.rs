@@ -130,6 +130,7 @@ impl RunResult {
         o.insert("tokens".into(), tokens);
         o.insert("slo".into(), json!(m.slo));
         o.insert("saturation".into(), json!(m.saturation));
+        o.insert("sessions".into(), json!(m.sessions));
         o.insert("cost".into(), json!(self.cost));
         o.insert("quality".into(), Value::Null);
         o.insert("timeseries".into(), json!(m.timeseries));
@@ -210,6 +211,7 @@ impl RunResult {
             timeseries: field(doc, "timeseries")?,
             saturation: field(doc, "saturation")?,
             slo: field(doc, "slo")?,
+            sessions: field(doc, "sessions")?,
         };
         Ok(RunResult {
             run_id: field(run, "run_id")?,

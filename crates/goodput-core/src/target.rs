@@ -259,7 +259,8 @@ impl PreparedTarget {
             spec.slo.as_ref(),
         );
         let early_stop = collector.early_verdict();
-        let cost = spec.cost.map(|c| Cost::of(c, &metrics, None));
+        let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
+        let cost = spec.cost.map(|c| Cost::of(c, &metrics, sessions_completed));
         let mut notes = self.notes.clone();
         if let Some(e) = sink.error() {
             notes.push(format!("records file: {e}"));

@@ -102,7 +102,10 @@ pub(crate) mod mock {
             let mut rec = RequestRecord {
                 request_id: req.id,
                 warmup: req.warmup,
-                session: req.session.as_ref().map(|s| (s.session_id, s.turn)),
+                session: req
+                    .session
+                    .as_ref()
+                    .map(|s| (s.session_id, s.turn, s.turns)),
                 t_sched,
                 t_send: Some(t_send),
                 max_tokens: req.max_tokens,

@@ -139,6 +139,15 @@ pub struct BoundsArgs {
 /// What each request asks for.
 #[derive(Args, Debug, Clone)]
 pub struct WorkloadArgs {
+    /// Multi-turn sessions: turns per session, a count or a distribution (3, uniform:2,6);
+    /// each turn resends the conversation (previous prompts and the actual responses) plus a
+    /// new user message of --input-tokens. Closed loop: --concurrency users going through
+    /// sessions; open loop: sessions arrive at --request-rate.
+    #[arg(long, value_name = "SPEC", help_heading = "Workload")]
+    pub turns: Option<goodput_core::workload::LengthSpec>,
+    /// Time between a turn's response and the session's next turn, e.g. 2s.
+    #[arg(long, default_value = "0s", value_parser = duration, requires = "turns", help_heading = "Workload")]
+    pub think_time: std::time::Duration,
     /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
     #[arg(long, default_value = "1024", help_heading = "Workload")]
     pub input_tokens: goodput_core::workload::LengthSpec,

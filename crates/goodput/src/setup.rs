@@ -12,7 +12,7 @@ use goodput_core::executor::{RunControl, RunPlan};
 use goodput_core::schedule::Load;
 use goodput_core::slo::Slo;
 use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
-use goodput_core::workload::SyntheticSpec;
+use goodput_core::workload::{SessionShape, SyntheticSpec};
 
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 use crate::Exit;
@@ -271,7 +271,10 @@ pub fn run_spec(
             input_tokens: workload.input_tokens,
             output_tokens: workload.output_tokens,
             seed: bounds.seed,
-            sessions: None,
+            sessions: workload.turns.map(|turns| SessionShape {
+                turns,
+                think_time: workload.think_time,
+            }),
         },
         percentiles: output.percentiles.0.clone(),
         slo: slo(slo_args),

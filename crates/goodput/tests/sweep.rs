@@ -358,3 +358,85 @@ async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
     assert!(v["request_goodput"].as_f64().unwrap() > 0.0);
     assert!(stdout.contains("Request goodput (req/s):"), "{stdout}");
 }
+
+/// Multi-turn sessions against the simulator: each turn's prompt is the
+/// previous prompt plus the actual response plus a new message, and later
+/// turns hit the prefix cache on the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_turn_sessions_resend_the_history_and_hit_the_cache() {
+    let records = tmp("records.jsonl");
+    let out = tmp("run.json");
+    let args: Vec<String> = [
+        "run",
+        "--sim",
+        SIM,
+        "--concurrency",
+        "3",
+        "--num-prompts",
+        "18",
+        "--turns",
+        "3",
+        "--think-time",
+        "50ms",
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "16",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (code, stdout, stderr) = goodput_async(args).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let recs = read_records(&records);
+    let mut by_session: std::collections::BTreeMap<u64, Vec<&serde_json::Value>> =
+        Default::default();
+    for r in &recs {
+        by_session
+            .entry(r["session_id"].as_u64().unwrap())
+            .or_default()
+            .push(r);
+    }
+    let mut checked = 0;
+    for turns in by_session.values().filter(|t| t.len() == 3) {
+        let mut turns = turns.clone();
+        turns.sort_by_key(|r| r["turn"].as_u64());
+        for w in turns.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            // Turn k+1 = turn k's prompt + its response + a new 64-token message.
+            assert_eq!(
+                b["server_prompt_tokens"].as_u64().unwrap(),
+                a["server_prompt_tokens"].as_u64().unwrap()
+                    + a["server_completion_tokens"].as_u64().unwrap()
+                    + 64,
+                "{a}\n{b}"
+            );
+            assert!(
+                b["cached_tokens"].as_u64().unwrap_or(0) > 0,
+                "later turns hit the cache: {b}"
+            );
+            assert!(
+                b["sched_s"].as_f64().unwrap() >= a["done_s"].as_f64().unwrap() + 0.049,
+                "think time"
+            );
+        }
+        assert_eq!(
+            turns[0]["cached_tokens"].as_u64().unwrap_or(0),
+            0,
+            "a first turn shares nothing"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 3, "{checked} complete sessions");
+    let v = read_json(&out);
+    let s = &v["sessions"];
+    assert_eq!(s["sessions_completed"].as_u64().unwrap(), 6, "{s}");
+    let turn = |i: usize| &s["by_turn"][i];
+    assert_eq!(turn(0)["cached_share"].as_f64().unwrap(), 0.0);
+    assert!(turn(2)["cached_share"].as_f64().unwrap() > 0.4, "{s}");
+    assert!(stdout.contains("Turn 3: median TTFT"), "{stdout}");
+}

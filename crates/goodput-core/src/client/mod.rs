@@ -396,7 +396,10 @@ impl Transport for Client {
         let mut rec = RequestRecord {
             request_id: req.id,
             warmup: req.warmup,
-            session: req.session.as_ref().map(|s| (s.session_id, s.turn)),
+            session: req
+                .session
+                .as_ref()
+                .map(|s| (s.session_id, s.turn, s.turns)),
             t_sched,
             prompt_tokens_client: req.prompt_tokens,
             max_tokens: req.max_tokens,

@@ -300,7 +300,7 @@ async fn sessions_send_each_turn_after_the_previous_response_and_think_time() {
         3,
     );
     let shape = SessionShape {
-        turns: 3,
+        turns: LengthSpec::Fixed(3),
         think_time: Duration::from_secs(1),
     };
     let out = run(

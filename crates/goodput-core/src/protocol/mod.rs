@@ -109,6 +109,8 @@ pub struct SessionTurn {
     pub session_id: u64,
     /// 0-based turn index.
     pub turn: u32,
+    /// Turns this session will have.
+    pub turns: u32,
     /// The conversation sent with this turn (the next turn appends the
     /// response and a new user message to it).
     pub history: Vec<Message>,

@@ -154,6 +154,31 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(slo) = &m.slo {
         slo_section(&mut out, slo);
     }
+    if let Some(sessions) = &m.sessions {
+        rule(&mut out, "Sessions", '-');
+        line(
+            &mut out,
+            "Sessions (completed):",
+            format!("{} ({})", sessions.sessions, sessions.sessions_completed),
+        );
+        line(&mut out, "Turns completed:", sessions.turns_completed);
+        if let Some(d) = &sessions.duration {
+            line(&mut out, "Mean session duration (ms):", estimate(&d.mean));
+        }
+        for t in &sessions.by_turn {
+            line(
+                &mut out,
+                &format!("Turn {}: median TTFT (ms), cached:", t.turn + 1),
+                format!(
+                    "{} ({} requests), {}",
+                    num(t.ttft_p50_ms),
+                    t.completed,
+                    t.cached_share
+                        .map_or("-".into(), |c| format!("{:.0}% of prompt", c * 100.0))
+                ),
+            );
+        }
+    }
     rule(&mut out, "Client", '-');
     if let Some(d) = m.get(Metric::ScheduleLag) {
         let p99 = d
@@ -222,6 +247,9 @@ pub fn summary(r: &RunResult) -> String {
             "Cost per 1M good output tokens:",
             money(c.per_million_good_output_tokens),
         );
+        if c.per_session.is_some() {
+            line(&mut out, "Cost per session:", money(c.per_session));
+        }
         if let Some(j) = c.output_tokens_per_joule {
             line(&mut out, "Output tokens per joule:", format!("{j:.3}"));
         }

@@ -56,7 +56,7 @@ pub fn record_line(
         "events": rec.events.len(),
         "finish_reason": rec.finish_reason,
     });
-    if let Some((session, turn)) = rec.session {
+    if let Some((session, turn, _)) = rec.session {
         v["session_id"] = json!(session);
         v["turn"] = json!(turn);
     }

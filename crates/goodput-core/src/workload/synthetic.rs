@@ -34,7 +34,8 @@ pub const SALT_WORDS: usize = 5;
 /// user message of `--input-tokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SessionShape {
-    pub turns: u32,
+    /// Turns per session, drawn for each session from the run's seed.
+    pub turns: LengthSpec,
     /// Time between a turn's response and the next turn's request.
     #[serde(with = "crate::serde_secs")]
     pub think_time: Duration,
@@ -106,9 +107,10 @@ impl RequestSource for SyntheticSource {
                 stream: b.params.stream,
                 session: None,
             },
-            Some(_) => {
+            Some(shape) => {
                 let session_id = self.next_session;
                 self.next_session += 1;
+                let turns = shape.turns.sample(&mut self.rng);
                 let history = vec![Message::user(prompt)];
                 PreparedRequest {
                     id,
@@ -120,6 +122,7 @@ impl RequestSource for SyntheticSource {
                     session: Some(Box::new(SessionTurn {
                         session_id,
                         turn: 0,
+                        turns,
                         history,
                     })),
                 }
@@ -144,7 +147,7 @@ impl FollowUps for Builder {
     ) -> Option<(PreparedRequest, Duration)> {
         let shape = self.spec.sessions?;
         let turn = prev.session.as_ref()?;
-        if !rec.ok() || turn.turn + 1 >= shape.turns {
+        if !rec.ok() || turn.turn + 1 >= turn.turns {
             return None;
         }
         // Each turn's draws come from (seed, session, turn): the same
@@ -177,6 +180,7 @@ impl FollowUps for Builder {
             session: Some(Box::new(SessionTurn {
                 session_id: turn.session_id,
                 turn: turn.turn + 1,
+                turns: turn.turns,
                 history,
             })),
         };
@@ -384,7 +388,7 @@ mod tests {
     fn a_session_turn_resends_the_history_with_the_actual_response() {
         let mut s = spec();
         s.sessions = Some(SessionShape {
-            turns: 3,
+            turns: LengthSpec::Fixed(3),
             think_time: Duration::from_millis(250),
         });
         s.input_tokens = LengthSpec::Fixed(20);
