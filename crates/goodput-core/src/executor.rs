@@ -140,6 +140,10 @@ impl RunControl {
     /// cancels when this one does, and can also be ended on its own.
     pub fn child(&self) -> RunControl {
         let child = RunControl::new();
+        // Already stopped: the child starts stopped (no window for a send).
+        if self.is_stopping() {
+            child.stop_tx.send_replace(true);
+        }
         let parent = self.clone();
         let weak_stop = Arc::downgrade(&child.stop_tx);
         let weak_cancel = Arc::downgrade(&child.cancel_tx);
@@ -401,8 +405,11 @@ pub async fn execute<T: Transport, Tm: Timer>(
         let new_at = next_new.as_ref().map(|(_, at)| at.unwrap_or(now));
         let follow_at = pending.peek().map(|p| (p.0).0 .0);
         // The earlier of the two goes first; a follow-up already holds its slot.
+        // A follow-up already due goes first even if a new request is due
+        // earlier: it holds its slot, while the new one may be waiting for one
+        // (comparing ready times alone would spin once both are past).
         let follow_first = match (follow_at, new_at) {
-            (Some(f), Some(n)) => f <= n,
+            (Some(f), Some(n)) => f <= n.max(now),
             (Some(_), None) => true,
             _ => false,
         };
@@ -422,7 +429,9 @@ pub async fn execute<T: Transport, Tm: Timer>(
                 continue;
             };
             if !f.request.warmup && measured_window_over(f.ready, measure_start) {
-                break;
+                // Past the sending window: the turn is not sent (its slot
+                // frees); the loop ends at the top once `now` is past it too.
+                continue;
             }
             let t_sched = clock.ns(f.ready);
             count_send(

@@ -76,6 +76,8 @@ pub enum Load {
     /// Open loop: arrivals at `rate` requests/s (infinite: all at once),
     /// optionally capped in flight (the wait is reported as schedule lag).
     Open {
+        /// Requests/s; infinite (all at once) is written as "inf".
+        #[serde(with = "rate_serde")]
         rate: f64,
         arrival: Arrival,
         max_concurrency: Option<usize>,
@@ -101,6 +103,35 @@ impl Load {
         match *self {
             Load::Open { rate, .. } => Some(rate),
             Load::Closed { .. } => None,
+        }
+    }
+}
+
+/// A rate as JSON: a number, or "inf" (JSON has no infinity).
+mod rate_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(r: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if r.is_finite() {
+            s.serialize_f64(*r)
+        } else {
+            s.serialize_str("inf")
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Rate {
+            Number(f64),
+            Text(String),
+        }
+        match Rate::deserialize(d)? {
+            Rate::Number(x) => Ok(x),
+            Rate::Text(t) if t == "inf" => Ok(f64::INFINITY),
+            Rate::Text(t) => Err(serde::de::Error::custom(format!(
+                "invalid rate '{t}': a number or \"inf\""
+            ))),
         }
     }
 }
@@ -220,6 +251,19 @@ mod tests {
         let mut s = Schedule::new(open(f64::INFINITY, Arrival::Poisson), 0);
         assert_eq!(s.next_offset(), Some(Duration::ZERO));
         assert_eq!(s.next_offset(), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn infinite_rates_round_trip_through_json() {
+        let load = open(f64::INFINITY, Arrival::Poisson);
+        let v = serde_json::to_value(load).unwrap();
+        assert_eq!(v["rate"], "inf");
+        assert_eq!(serde_json::from_value::<Load>(v).unwrap(), load);
+        let finite = open(2.5, Arrival::Constant);
+        assert_eq!(
+            serde_json::from_value::<Load>(serde_json::to_value(finite).unwrap()).unwrap(),
+            finite
+        );
     }
 
     #[test]

@@ -19,7 +19,8 @@
 //!   80 % of capacity (×1.25 up after a pass, ×0.6 down after a fail),
 //!   geometric bisection until (lowest failing − highest passing) / lowest
 //!   failing is within the precision, and a confirming full-length rerun at
-//!   the answer (stepped down by the precision if it fails, at most twice).
+//!   the answer (stepped down by the precision if it fails, at most twice;
+//!   only a rate that passed a full-length run is reported).
 //!   Search points end as soon as their verdict is settled
 //!   ([`crate::metrics::EarlyStop`]): a clearly failing point does not run to
 //!   its full length.
@@ -251,7 +252,12 @@ impl Runner<'_> {
             }
             Err(e) => return Err(e),
         };
+        // A settled latency verdict decides a point ended early, with the
+        // error-rate and attainment limits applied to what it measured.
         let meets = match (result.early_stop, &result.metrics.slo) {
+            (Some(crate::verdict::Verdict::Pass), Some(s)) => {
+                Some(s.error_rate_ok && s.slo.attainment.is_none_or(|a| s.attainment >= a))
+            }
             (Some(v), _) => Some(v == crate::verdict::Verdict::Pass),
             (None, Some(s)) => Some(s.meets),
             (None, None) => None,
@@ -467,9 +473,12 @@ impl Runner<'_> {
                 Step::Ran(false) => hi = Some(mid),
             }
         }
-        // Confirm at full length.
+        // Confirm at full length: at the answer, then (after a miss) at most
+        // twice a step of the precision lower. Only a rate that passed a
+        // full-length run is ever reported.
+        let mut candidate = lo;
         let mut tries = 0;
-        while let Some(l) = lo {
+        while let Some(c) = candidate {
             if tries >= 3 || self.result.stopped.is_some() {
                 break;
             }
@@ -477,7 +486,7 @@ impl Runner<'_> {
             match self
                 .point(
                     PointRole::Confirm,
-                    self.open(l),
+                    self.open(c),
                     self.spec.point_time,
                     false,
                 )
@@ -486,20 +495,47 @@ impl Runner<'_> {
                 Step::Stop => break,
                 Step::Ran(true) => {
                     answer.confirmed = true;
+                    lo = Some(c);
                     break;
                 }
                 Step::Ran(false) => {
                     answer.notes.push(format!(
-                        "the confirming rerun at {l:.2} req/s missed the SLO; stepped down"
+                        "the confirming rerun at {c:.2} req/s missed the SLO; stepped down"
                     ));
-                    hi = Some(l);
-                    lo = Some(l * (1.0 - precision));
+                    hi = Some(c);
+                    candidate = Some(c * (1.0 - precision));
                 }
             }
         }
-        if lo.is_none() && self.result.stopped.is_some() {
-            // Stopped (a signal, --max-time) before any rate passed: unknown, not 0.
-            return Ok(());
+        if !answer.confirmed {
+            // The highest rate below the lowest failure that passed a full-length run.
+            let below = hi.unwrap_or(f64::INFINITY);
+            lo = self
+                .result
+                .points
+                .iter()
+                .filter(|p| {
+                    p.meets == Some(true)
+                        && p.result.early_stop.is_none()
+                        && p.result.load.is_open()
+                })
+                .filter_map(|p| p.result.load.offered_rate())
+                .filter(|&r| r < below)
+                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
+            if lo.is_some() {
+                answer
+                    .notes
+                    .push("unconfirmed: no full-length rerun at the answer met the SLO".into());
+            }
+        }
+        if let Some(why) = self.result.stopped.clone() {
+            if lo.is_none() {
+                // Stopped (a signal, --max-time) before any rate passed: unknown, not 0.
+                return Ok(());
+            }
+            answer.notes.push(format!(
+                "the search stopped early ({why}): the bracket may be wider than the precision"
+            ));
         }
         answer.rate = lo.unwrap_or(0.0);
         answer.bracket = (lo.unwrap_or(0.0), hi);

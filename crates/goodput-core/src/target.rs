@@ -217,7 +217,7 @@ impl PreparedTarget {
         .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
         let stale_before = self.client.stale_connections_discarded();
         let timer = PreciseTimer::new();
-        let exec = executor::execute(
+        let mut exec = executor::execute(
             &spec.plan,
             self.client.clone(),
             &mut source,
@@ -259,6 +259,10 @@ impl PreparedTarget {
             spec.slo.as_ref(),
         );
         let early_stop = collector.early_verdict();
+        if early_stop.is_some() {
+            // Ended because its verdict was settled, not by a signal.
+            exec.interrupted = false;
+        }
         let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
         let cost = spec.cost.map(|c| Cost::of(c, &metrics, sessions_completed));
         let mut notes = self.notes.clone();

@@ -338,3 +338,45 @@ async fn sessions_send_each_turn_after_the_previous_response_and_think_time() {
     let starts: Vec<u64> = by_session.values().map(|t| t[0].t_sched / MS).collect();
     assert_eq!(starts, vec![0, 0, 2600, 2600]);
 }
+
+/// Open loop with sessions under a cap of one: a session's turn falling due
+/// while a new arrival waits for the (held) slot is sent first; the loop
+/// neither spins nor stalls (a review found it could).
+#[tokio::test(start_paused = true)]
+async fn open_loop_sessions_under_a_cap_send_due_turns_first() {
+    let clock = RunClock::start();
+    // Each request takes 2 s; turns follow after 1 s of think time.
+    let t = MockTransport::new(clock, Duration::from_secs(2), Duration::from_millis(1), 1);
+    let shape = SessionShape {
+        turns: LengthSpec::Fixed(2),
+        think_time: Duration::from_secs(1),
+    };
+    let load = Load::Open {
+        rate: 10.0,
+        arrival: Arrival::Constant,
+        max_concurrency: Some(1),
+    };
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        run(
+            &plan(load, 6),
+            t.clone(),
+            &mut source(Some(shape)),
+            &RunControl::new(),
+        ),
+    )
+    .await
+    .expect("the executor finished");
+    assert_eq!(out.records.len(), 6);
+    assert_eq!(t.max_in_flight.load(SeqCst), 1);
+    // Session 0: turn 0 at 0 s (done 2 s), turn 1 due at 3 s holds the slot;
+    // then session 1 at 5 s, its turn at 8 s, session 2 at 10 s and 13 s.
+    let sends: Vec<u64> = t
+        .sends
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|&(_, at)| at / (1000 * MS))
+        .collect();
+    assert_eq!(sends, vec![0, 3, 5, 8, 10, 13]);
+}

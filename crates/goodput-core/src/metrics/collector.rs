@@ -7,9 +7,10 @@
 //! figure (it is a failure of its kind). The time series starts at the
 //! measured phase's first scheduled send (announced by the executor before
 //! any measured request goes out), so every send and completion falls in the
-//! bucket of its own time. Mean in flight (Little's law) is Σ(`t_done` −
-//! `t_send`) over every sent request, failures included, / duration: the
-//! average of the in-flight series.
+//! bucket of its own time. Mean in flight (Little's law) is the time every
+//! sent request spent in flight within the run — failures included, and
+//! requests cut by the drain timeout up to the run's last end — / duration:
+//! the average of the in-flight series over the same span.
 
 use std::collections::BTreeMap;
 
@@ -73,6 +74,9 @@ pub struct Collector {
     sched_last_ns: u64,
     sched_count: u64,
     early: Option<EarlyStop>,
+    /// (t_send, t_done) of requests cut by the drain timeout: in flight
+    /// during the run, so part of Little's law up to the run's end.
+    cut_intervals: Vec<(u64, u64)>,
     sessions: BTreeMap<u64, SessionAcc>,
     turns: BTreeMap<u32, TurnAcc>,
 }
@@ -248,9 +252,11 @@ impl Collector {
         }
         let early = self.early.as_mut()?;
         early.next += 1;
+        // A pass also needs the error-rate and attainment limits, which the
+        // run checks at its end: it is only settled early with no failure yet.
         let settled = if any_fail {
             Some(Verdict::Fail)
-        } else if all_pass {
+        } else if all_pass && self.failed == 0 {
             Some(Verdict::Pass)
         } else {
             None
@@ -281,13 +287,15 @@ impl Collector {
         // one still running at the drain timeout (incomplete) is neither
         // completed nor failed, and not part of the duration.
         let incomplete = rec.incomplete();
-        self.sched_first_ns = Some(
-            self.sched_first_ns
-                .map_or(rec.t_sched, |f| f.min(rec.t_sched)),
-        );
-        self.sched_last_ns = self.sched_last_ns.max(rec.t_sched);
-        self.sched_count += 1;
         if let Some(t_send) = rec.t_send {
+            // The schedule's intended rate over the same requests as the
+            // achieved rate (sent ones): a connect failure is not lag.
+            self.sched_first_ns = Some(
+                self.sched_first_ns
+                    .map_or(rec.t_sched, |f| f.min(rec.t_sched)),
+            );
+            self.sched_last_ns = self.sched_last_ns.max(rec.t_sched);
+            self.sched_count += 1;
             self.sends += 1;
             self.first_send_ns = Some(self.first_send_ns.map_or(t_send, |f| f.min(t_send)));
             self.last_send_ns = self.last_send_ns.max(t_send);
@@ -295,7 +303,9 @@ impl Collector {
             bump(&mut self.bucket_sends, b, 1.0);
             let b = self.bucket(rec.t_done);
             bump(&mut self.bucket_done, b, 1.0);
-            if !incomplete {
+            if incomplete {
+                self.cut_intervals.push((t_send, rec.t_done));
+            } else {
                 self.last_done_ns = self.last_done_ns.max(rec.t_done);
                 self.busy_ns += u128::from(rec.t_done.saturating_sub(t_send));
             }
@@ -584,7 +594,12 @@ impl Collector {
             steady_state: self.steady_state(ramp_end_ns),
             achieved_request_rate,
             mean_in_flight: if duration_s > 0.0 {
-                self.busy_ns as f64 / 1e9 / duration_s
+                let cut: u128 = self
+                    .cut_intervals
+                    .iter()
+                    .map(|&(s, d)| u128::from(d.min(self.last_done_ns).saturating_sub(s)))
+                    .sum();
+                (self.busy_ns + cut) as f64 / 1e9 / duration_s
             } else {
                 0.0
             },

@@ -174,9 +174,11 @@ pub fn assess(
     let arrivals = block_sums(sends, window);
     let residence: Vec<(f64, f64)> = blocks(in_flight, window)
         .into_iter()
-        .zip(arrivals)
-        .filter(|(_, a)| *a >= 2.0)
-        .map(|((x, l), a)| (x, l / a))
+        .filter_map(|(x, l)| {
+            // Pair each block with its own arrivals (by its index).
+            let a = *arrivals.get((x - window.0) as usize)?;
+            (a >= 2.0).then_some((x, l / a))
+        })
         .collect();
     s.in_flight_slope = slope(&residence);
     s.ttft_slope = slope(&blocks(ttft, window));
