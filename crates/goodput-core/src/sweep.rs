@@ -15,8 +15,10 @@
 //! - **Rates / concurrencies**: the given points, in order, with the same
 //!   early stop.
 //! - **Search** (needs an SLO): the floor run (an SLO missed at concurrency 1
-//!   is goodput 0, with the reason), the capacity probe, then bracketing from
-//!   80 % of capacity (×1.25 up after a pass, ×0.6 down after a fail),
+//!   is goodput 0, with the reason), then bracketing from four times the
+//!   concurrency-1 throughput (doubling after a pass, halving after a fail;
+//!   no capacity probe: failing points end early, so bracketing upward is
+//!   cheaper than probing),
 //!   geometric bisection until (lowest failing − highest passing) / lowest
 //!   failing is within the precision, and a confirming full-length rerun at
 //!   the answer (stepped down by the precision if it fails, at most twice;
@@ -410,14 +412,20 @@ impl Runner<'_> {
             self.result.goodput = Some(answer);
             return Ok(());
         }
-        if !self.probe().await? {
+        // Bracket by doubling from four times the concurrency-1 throughput
+        // (halving when that already fails): the floor run is the only probe
+        // the search needs, and failing points end as soon as they are settled.
+        let floor_throughput = self
+            .result
+            .points
+            .first()
+            .map_or(0.0, |p| p.result.metrics.throughput.request.value);
+        if floor_throughput <= 0.0 {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
-        let capacity = self.result.capacity.unwrap_or(1.0);
         let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
-        let mut rate = 0.8 * capacity;
-        // Bracket.
+        let mut rate = 4.0 * floor_throughput;
         while lo.is_none() || hi.is_none() {
             match self
                 .point(
@@ -432,23 +440,25 @@ impl Runner<'_> {
                 Step::Ran(true) => {
                     lo = Some(rate);
                     if hi.is_none() {
-                        if rate > 3.0 * capacity {
-                            answer.notes.push(format!("still met the SLO at {rate:.2} req/s, 3x the probed capacity; the top of the search"));
+                        if rate > 4096.0 * floor_throughput {
+                            answer.notes.push(format!(
+                                "still met the SLO at {rate:.2} req/s, 4096x the concurrency-1 throughput; the top of the search"
+                            ));
                             break;
                         }
-                        rate *= 1.25;
+                        rate *= 2.0;
                     }
                 }
                 Step::Ran(false) => {
                     hi = Some(rate);
                     if lo.is_none() {
-                        if rate < capacity / 64.0 {
+                        if rate < floor_throughput / 64.0 {
                             answer.notes.push(format!(
                                 "the SLO is missed at every rate tried, down to {rate:.3} req/s"
                             ));
                             break;
                         }
-                        rate *= 0.6;
+                        rate *= 0.5;
                     }
                 }
             }
