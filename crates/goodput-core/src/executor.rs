@@ -349,11 +349,11 @@ pub async fn execute<T: Transport, Tm: Timer>(
         lost: lost.clone(),
         clock,
     };
-    let mut summary = ExecSummary::default();
+    let mut books = Books::default();
+    // Closed loop: ramp-up ends when the target concurrency's worth is out.
+    let ramp_at = (!plan.load.is_open()).then_some(cap as u64);
     // The schedule starts now, when sending starts (not at the run clock's origin).
     let origin = crate::clock::now();
-    let mut measure_start: Option<Instant> = None;
-    let mut warmup_start: Option<Instant> = None;
     let mut pending: BinaryHeap<Pending> = BinaryHeap::new();
     let mut pending_seq = 0u64;
     // The next new request and its intended time (None: as soon as a slot is free).
@@ -361,14 +361,14 @@ pub async fn execute<T: Transport, Tm: Timer>(
 
     'send: loop {
         if *stop_rx.borrow() {
-            summary.interrupted = true;
+            books.summary.interrupted = true;
             break;
         }
         let now = crate::clock::now();
         let in_warmup = match plan.warmup {
             Warmup::None => false,
-            Warmup::Requests(n) => summary.sent_warmup < n,
-            Warmup::Duration(d) => warmup_start.is_none_or(|s| now < s + d),
+            Warmup::Requests(n) => books.summary.sent_warmup < n,
+            Warmup::Duration(d) => books.warmup_start.is_none_or(|s| now < s + d),
         };
         let measured_window_over =
             |at: Instant, start: Option<Instant>| match (plan.duration, start) {
@@ -376,10 +376,13 @@ pub async fn execute<T: Transport, Tm: Timer>(
                 _ => false,
             };
         if !in_warmup {
-            if plan.num_prompts.is_some_and(|n| summary.sent_measured >= n) {
+            if plan
+                .num_prompts
+                .is_some_and(|n| books.summary.sent_measured >= n)
+            {
                 break;
             }
-            if measured_window_over(now, measure_start) {
+            if measured_window_over(now, books.measure_start) {
                 break;
             }
         }
@@ -396,7 +399,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
                     next_new = Some((p.request, at));
                 }
                 None if pending.is_empty() => {
-                    summary.source_exhausted = true;
+                    books.summary.source_exhausted = true;
                     break;
                 }
                 None => {}
@@ -417,7 +420,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
             let f_at = follow_at.unwrap_or(now);
             tokio::select! {
                 biased;
-                _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
+                _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
                 Some(f) = follow_rx.recv() => {
                     pending_seq += 1;
                     pending.push(Pending(Reverse((f.ready, pending_seq)), f));
@@ -428,32 +431,20 @@ pub async fn execute<T: Transport, Tm: Timer>(
             let Some(Pending(_, f)) = pending.pop() else {
                 continue;
             };
-            if !f.request.warmup && measured_window_over(f.ready, measure_start) {
+            if !f.request.warmup && measured_window_over(f.ready, books.measure_start) {
                 // Past the sending window: the turn is not sent (its slot
                 // frees); the loop ends at the top once `now` is past it too.
                 continue;
             }
             let t_sched = clock.ns(f.ready);
-            count_send(
-                &mut summary,
-                &f.request,
-                t_sched,
-                &records,
-                &mut measure_start,
-                &mut warmup_start,
-                clock,
-                cap,
-                plan,
-                &progress,
-            );
-            spawn_request(&ctx, f.request, t_sched, f.permit);
+            books.send(&ctx, f.request, t_sched, f.permit, ramp_at);
             continue;
         }
         let Some(target) = new_at else {
             // Nothing to send now: wait for a session's next turn.
             tokio::select! {
                 biased;
-                _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
+                _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
                 f = follow_rx.recv() => match f {
                     Some(f) => { pending_seq += 1; pending.push(Pending(Reverse((f.ready, pending_seq)), f)); continue; }
                     None => break 'send,
@@ -463,12 +454,12 @@ pub async fn execute<T: Transport, Tm: Timer>(
         let is_warmup = next_new.as_ref().is_some_and(|(r, _)| r.warmup);
         let timed = next_new.as_ref().is_some_and(|(_, at)| at.is_some());
         // A duration-bounded run does not send arrivals past its end.
-        if timed && !is_warmup && measured_window_over(target, measure_start) {
+        if timed && !is_warmup && measured_window_over(target, books.measure_start) {
             break;
         }
         let permit = tokio::select! {
             biased;
-            _ = stop_rx.wait_for(|s| *s) => { summary.interrupted = true; break 'send; }
+            _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
             Some(f) = follow_rx.recv() => {
                 pending_seq += 1;
                 pending.push(Pending(Reverse((f.ready, pending_seq)), f));
@@ -488,7 +479,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
             } => match p { Ok(p) => p, Err(_) => break 'send },
         };
         // Closed loop: the slot may have freed after the sending window closed.
-        if !timed && !is_warmup && measured_window_over(crate::clock::now(), measure_start) {
+        if !timed && !is_warmup && measured_window_over(crate::clock::now(), books.measure_start) {
             drop(permit);
             break;
         }
@@ -500,19 +491,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
         } else {
             clock.now_ns()
         };
-        count_send(
-            &mut summary,
-            &req,
-            t_sched,
-            &records,
-            &mut measure_start,
-            &mut warmup_start,
-            clock,
-            cap,
-            plan,
-            &progress,
-        );
-        spawn_request(&ctx, req, t_sched, permit);
+        books.send(&ctx, req, t_sched, permit, ramp_at);
     }
 
     // Sending is over: sessions' pending turns are dropped (freeing their
@@ -529,15 +508,15 @@ pub async fn execute<T: Transport, Tm: Timer>(
     };
     if !drained {
         if control.cancel_tx.borrow().is_none() {
-            summary.drain_timed_out = true;
+            books.summary.drain_timed_out = true;
             control.cancel_tx.send_replace(Some(ErrorKind::Incomplete));
         }
         let _ =
             tokio::time::timeout(Duration::from_secs(5), drain(&slots, all, &mut follow_rx)).await;
     }
     canceller.abort();
-    summary.records_lost = lost.load(Relaxed);
-    summary
+    books.summary.records_lost = lost.load(Relaxed);
+    books.summary
 }
 
 /// Wait until every slot is back, discarding session turns that still
@@ -558,35 +537,42 @@ async fn drain(
     }
 }
 
-/// Book one send: phase counters, the measured phase's start, ramp-up end.
-#[allow(clippy::too_many_arguments)]
-fn count_send(
-    summary: &mut ExecSummary,
-    req: &PreparedRequest,
-    t_sched: u64,
-    records: &mpsc::UnboundedSender<Msg>,
-    measure_start: &mut Option<Instant>,
-    warmup_start: &mut Option<Instant>,
-    clock: RunClock,
-    cap: usize,
-    plan: &RunPlan,
-    progress: &Progress,
-) {
-    progress.sent.fetch_add(1, Relaxed);
-    let sched_instant = clock.instant(t_sched);
-    if req.warmup {
-        summary.sent_warmup += 1;
-        warmup_start.get_or_insert(sched_instant);
-        return;
-    }
-    summary.sent_measured += 1;
-    progress.sent_measured.fetch_add(1, Relaxed);
-    if measure_start.is_none() {
-        *measure_start = Some(sched_instant);
-        let _ = records.send(Msg::MeasureStart(t_sched));
-    }
-    if !plan.load.is_open() && summary.sent_measured == cap as u64 {
-        summary.ramp_end_ns = Some(t_sched);
+/// What the send loop has booked so far: counts and the phases' starts.
+#[derive(Default)]
+struct Books {
+    summary: ExecSummary,
+    measure_start: Option<Instant>,
+    warmup_start: Option<Instant>,
+}
+
+impl Books {
+    /// Book one send (phase counters, the measured phase's start, the end
+    /// of ramp-up once `ramp_at` measured requests are out) and spawn it.
+    fn send<T: Transport>(
+        &mut self,
+        ctx: &TaskCtx<T>,
+        req: PreparedRequest,
+        t_sched: u64,
+        permit: OwnedSemaphorePermit,
+        ramp_at: Option<u64>,
+    ) {
+        ctx.progress.sent.fetch_add(1, Relaxed);
+        let sched_instant = ctx.clock.instant(t_sched);
+        if req.warmup {
+            self.summary.sent_warmup += 1;
+            self.warmup_start.get_or_insert(sched_instant);
+        } else {
+            self.summary.sent_measured += 1;
+            ctx.progress.sent_measured.fetch_add(1, Relaxed);
+            if self.measure_start.is_none() {
+                self.measure_start = Some(sched_instant);
+                let _ = ctx.records.send(Msg::MeasureStart(t_sched));
+            }
+            if ramp_at == Some(self.summary.sent_measured) {
+                self.summary.ramp_end_ns = Some(t_sched);
+            }
+        }
+        spawn_request(ctx, req, t_sched, permit);
     }
 }
 
