@@ -100,17 +100,9 @@ pub(crate) mod mock {
             let t_send = self.clock.now_ns();
             self.sends.lock().unwrap().push((req.id, t_send));
             let mut rec = RequestRecord {
-                request_id: req.id,
-                warmup: req.warmup,
-                session: req
-                    .session
-                    .as_ref()
-                    .map(|s| (s.session_id, s.turn, s.turns)),
-                t_sched,
                 t_send: Some(t_send),
-                max_tokens: req.max_tokens,
                 streamed: true,
-                ..Default::default()
+                ..req.new_record(t_sched)
             };
             let mut stop = self.stop.subscribe();
             let start = self.clock.instant(t_send);

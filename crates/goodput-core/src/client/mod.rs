@@ -393,19 +393,7 @@ impl Transport for Client {
     /// Send one request and record everything that happened. Never fails:
     /// failures are recorded on the returned record.
     async fn execute(&self, req: &PreparedRequest, t_sched: u64) -> RequestRecord {
-        let mut rec = RequestRecord {
-            request_id: req.id,
-            warmup: req.warmup,
-            session: req
-                .session
-                .as_ref()
-                .map(|s| (s.session_id, s.turn, s.turns)),
-            t_sched,
-            prompt_tokens_client: req.prompt_tokens,
-            max_tokens: req.max_tokens,
-            streamed: req.stream,
-            ..Default::default()
-        };
+        let mut rec = req.new_record(t_sched);
         if let Err(e) = self.exchange(req, &mut rec).await {
             rec.error = Some(e);
             rec.t_done = self.inner.clock.now_ns();

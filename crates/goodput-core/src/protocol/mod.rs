@@ -131,6 +131,26 @@ pub struct PreparedRequest {
     pub session: Option<Box<SessionTurn>>,
 }
 
+impl PreparedRequest {
+    /// The record of this request scheduled at `t_sched`, before anything
+    /// happened to it: what every transport starts from.
+    pub fn new_record(&self, t_sched: u64) -> crate::record::RequestRecord {
+        crate::record::RequestRecord {
+            request_id: self.id,
+            warmup: self.warmup,
+            session: self
+                .session
+                .as_ref()
+                .map(|s| (s.session_id, s.turn, s.turns)),
+            t_sched,
+            prompt_tokens_client: self.prompt_tokens,
+            max_tokens: self.max_tokens,
+            streamed: self.stream,
+            ..Default::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
