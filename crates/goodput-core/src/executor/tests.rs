@@ -26,12 +26,9 @@ fn source(sessions: Option<SessionShape>) -> SyntheticSource {
             sessions,
         },
         RequestParams {
-            endpoint: Endpoint::Chat,
-            model: "m".into(),
-            stream: true,
             min_tokens: false,
             ignore_eos: false,
-            temperature: None,
+            ..crate::protocol::tests::params(Endpoint::Chat)
         },
         Tokenizer::from_spec("none").unwrap(),
         7,

@@ -152,10 +152,12 @@ impl PreparedRequest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn params(endpoint: Endpoint) -> RequestParams {
+    /// Streamed requests to model "m" with pinned output lengths (a fixture
+    /// for the crate's tests).
+    pub(crate) fn params(endpoint: Endpoint) -> RequestParams {
         RequestParams {
             endpoint,
             model: "m".into(),

@@ -285,18 +285,8 @@ fn join(parts: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::tests::params;
     use crate::protocol::Endpoint;
-
-    fn params(endpoint: Endpoint) -> RequestParams {
-        RequestParams {
-            endpoint,
-            model: "m".into(),
-            stream: true,
-            min_tokens: true,
-            ignore_eos: true,
-            temperature: None,
-        }
-    }
 
     fn spec() -> SyntheticSpec {
         SyntheticSpec {
