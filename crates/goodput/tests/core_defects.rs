@@ -12,10 +12,6 @@ use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-fn s(v: &[&str]) -> Vec<String> {
-    v.iter().map(|x| x.to_string()).collect()
-}
-
 // ---------------------------------------------------------------------------
 // A raw HTTP/1.1 server: full control over connections (keep-alive, closing
 // idle connections, closing after reading a request).
@@ -150,7 +146,7 @@ async fn the_same_seed_twice_gets_no_cache_hits_from_the_first_run() {
     let mut runs = Vec::new();
     for _ in 0..2 {
         let records = tmp("records.jsonl");
-        let (code, out, err) = goodput_async(s(&[
+        let (code, out, err) = goodput_async(argv(&[
             "run",
             "--url",
             &url,
@@ -370,7 +366,7 @@ async fn bad_input_exits_2_before_any_work() {
             }
             args.extend_from_slice(flags);
             let started = Instant::now();
-            let (code, _, err) = goodput_async(args.iter().map(|a| a.to_string()).collect()).await;
+            let (code, _, err) = goodput_async(argv(&args)).await;
             assert_eq!(code, 2, "{flags:?}: {err}");
             assert!(err.contains(hint), "{flags:?}: expected '{hint}' in: {err}");
             assert!(
@@ -380,7 +376,7 @@ async fn bad_input_exits_2_before_any_work() {
             assert!(started.elapsed() < Duration::from_secs(5), "{flags:?}");
         }
     }
-    let (code, _, err) = goodput_async(s(&["run", "--url", "ftp://x"])).await;
+    let (code, _, err) = goodput_async(argv(&["run", "--url", "ftp://x"])).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("scheme"), "{err}");
     assert_eq!(
@@ -478,7 +474,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
 async fn connections_closed_while_idle_are_discarded_before_reuse() {
     let server = raw_server(|_| Action::Respond, Some(Duration::from_millis(60))).await;
     let out = tmp("results.json");
-    let (code, stdout, err) = goodput_async(s(&[
+    let (code, stdout, err) = goodput_async(argv(&[
         "run",
         "--url",
         &format!("http://{}", server.addr),
@@ -530,7 +526,7 @@ async fn a_request_the_server_may_have_seen_is_never_resent() {
     )
     .await;
     let records = tmp("records.jsonl");
-    let (_, stdout, err) = goodput_async(s(&[
+    let (_, stdout, err) = goodput_async(argv(&[
         "run",
         "--url",
         &format!("http://{}", server.addr),
@@ -577,7 +573,7 @@ async fn every_record_carries_its_end_time() {
     })
     .await;
     let records = tmp("records.jsonl");
-    let _ = goodput_async(s(&[
+    let _ = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),

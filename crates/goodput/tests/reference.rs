@@ -65,7 +65,7 @@ async fn the_goodput_search_agrees_with_the_virtual_time_reference() {
     );
     let out = tmp("search.json");
     let slo = format!("ttft:p90<={ttft_ms}ms,tpot:p90<={tpot_ms}ms");
-    let args: Vec<String> = [
+    let args = argv(&[
         "sweep",
         "--sim",
         SIM,
@@ -91,10 +91,7 @@ async fn the_goodput_search_agrees_with_the_virtual_time_reference() {
         "0",
         "--out",
         out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let (code, stdout, stderr) = goodput_async(args).await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let v = read_json(&out);

@@ -8,16 +8,12 @@ use std::time::Duration;
 
 use common::*;
 
-fn s(v: &[&str]) -> Vec<String> {
-    v.iter().map(|x| x.to_string()).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reported_latencies_match_the_server_log() {
     let server = start(Script::default()).await;
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -124,7 +120,7 @@ async fn several_tokens_per_event_split_itl_but_not_icl() {
     })
     .await;
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -182,7 +178,7 @@ async fn every_failure_kind_is_recorded_and_counted() {
     .await;
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -239,7 +235,7 @@ async fn unreachable_target_exits_3_with_connect_errors() {
     };
     let out = tmp("results.json");
     let url = format!("http://127.0.0.1:{port}");
-    let (code, _, stderr) = goodput_async(s(&[
+    let (code, _, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &url,
@@ -263,19 +259,26 @@ async fn unreachable_target_exits_3_with_connect_errors() {
     let v = read_json(&out);
     assert_eq!(v["errors"]["by_kind"]["connect"], 5);
     // Without --model the model lookup itself fails: also exit 3, with a hint.
-    let (code, _, stderr) =
-        goodput_async(s(&["run", "--url", &url, "--num-prompts", "1", "--quiet"])).await;
+    let (code, _, stderr) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &url,
+        "--num-prompts",
+        "1",
+        "--quiet",
+    ]))
+    .await;
     assert_eq!(code, 3, "{stderr}");
     assert!(stderr.contains("--model"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn usage_errors_exit_2_with_a_message() {
-    let (code, _, stderr) = goodput_async(s(&["run", "--input-tokens", "uniform:9,3"])).await;
+    let (code, _, stderr) = goodput_async(argv(&["run", "--input-tokens", "uniform:9,3"])).await;
     assert_eq!(code, 2);
     assert!(stderr.contains("valid"), "{stderr}");
     let (code, _, stderr) =
-        goodput_async(s(&["run", "--url", "localhost:8000", "--model", "m"])).await;
+        goodput_async(argv(&["run", "--url", "localhost:8000", "--model", "m"])).await;
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("scheme"), "{stderr}");
 }
@@ -285,7 +288,7 @@ async fn open_loop_records_schedule_and_warmup_is_excluded() {
     let server = start(Script::quick()).await;
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -353,7 +356,7 @@ async fn drain_timeout_counts_stuck_requests_as_incomplete_not_failed() {
     let records = tmp("records.jsonl");
     let out = tmp("results.json");
     let started = std::time::Instant::now();
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -407,7 +410,7 @@ async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
     })
     .await;
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -446,7 +449,7 @@ async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
 async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error() {
     let server = start_tls(Script::quick()).await;
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.tls_url(),
@@ -469,7 +472,7 @@ async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error
     assert_eq!(v["completed"], 6);
     assert_eq!(v["total_output_tokens"], 24);
     // Verified TLS against a self-signed certificate fails, as connect errors.
-    let (code, _, stderr) = goodput_async(s(&[
+    let (code, _, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.tls_url(),
@@ -504,7 +507,7 @@ async fn duration_alone_bounds_sending_without_the_default_prompt_count() {
     })
     .await;
     let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),
@@ -539,7 +542,7 @@ async fn closed_loop_duration_sends_nothing_after_the_window() {
     })
     .await;
     let records = tmp("records.jsonl");
-    let (code, stdout, stderr) = goodput_async(s(&[
+    let (code, stdout, stderr) = goodput_async(argv(&[
         "run",
         "--url",
         &server.url(),

@@ -59,7 +59,7 @@ async fn results_json_matches_the_schema() {
         ]);
         args.extend(load);
         args.extend(["--out", &out_s]);
-        let (code, _, stderr) = goodput_async(args.iter().map(|s| s.to_string()).collect()).await;
+        let (code, _, stderr) = goodput_async(argv(&args)).await;
         assert_eq!(code, 1, "{stderr}");
         let doc = read_json(&out);
         validate(&doc);

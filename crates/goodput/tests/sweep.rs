@@ -52,7 +52,7 @@ async fn past_capacity_latency_rises_throughput_flattens_and_only_those_points_a
         .collect::<Vec<_>>()
         .join(",");
     let out = tmp("sweep.json");
-    let args: Vec<String> = [
+    let args = argv(&[
         "sweep",
         "--sim",
         SIM,
@@ -68,10 +68,7 @@ async fn past_capacity_latency_rises_throughput_flattens_and_only_those_points_a
         "auto",
         "--out",
         out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let (code, stdout, stderr) = goodput_async(args).await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let v = sweep_json(&out);
@@ -154,7 +151,7 @@ async fn past_capacity_latency_rises_throughput_flattens_and_only_those_points_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_impossible_slo_is_goodput_zero_and_exit_1() {
     let out = tmp("sweep.json");
-    let args: Vec<String> = [
+    let args = argv(&[
         "sweep",
         "--sim",
         SIM,
@@ -170,10 +167,7 @@ async fn an_impossible_slo_is_goodput_zero_and_exit_1() {
         "32",
         "--out",
         out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let (code, stdout, stderr) = goodput_async(args).await;
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     assert!(stdout.contains("goodput: 0.00 req/s"), "{stdout}");
@@ -189,8 +183,7 @@ async fn an_impossible_slo_is_goodput_zero_and_exit_1() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_without_an_slo_is_a_usage_error() {
-    let (code, _, stderr) =
-        goodput_async(vec!["sweep".into(), "--search".into(), "goodput".into()]).await;
+    let (code, _, stderr) = goodput_async(argv(&["sweep", "--search", "goodput"])).await;
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("needs an SLO"), "{stderr}");
 }
@@ -214,7 +207,7 @@ async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
         "--output-tokens",
         "32",
     ];
-    let mut args: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    let mut args = argv(&base);
     args.extend(
         [
             "--slo",
@@ -249,7 +242,7 @@ async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
     );
     assert_eq!(v["request_goodput"], 0.0);
 
-    let mut args: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    let mut args = argv(&base);
     args.extend(
         [
             "--goodput",
@@ -276,7 +269,7 @@ async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
 async fn multi_turn_sessions_resend_the_history_and_hit_the_cache() {
     let records = tmp("records.jsonl");
     let out = tmp("run.json");
-    let args: Vec<String> = [
+    let args = argv(&[
         "run",
         "--sim",
         SIM,
@@ -296,10 +289,7 @@ async fn multi_turn_sessions_resend_the_history_and_hit_the_cache() {
         records.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let (code, stdout, stderr) = goodput_async(args).await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let recs = read_records(&records);

@@ -364,6 +364,11 @@ pub fn pinned(args: &[&str]) -> Vec<String> {
     v
 }
 
+/// Owned arguments, for `goodput_async`.
+pub fn argv(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
 /// Run the goodput binary with these arguments; returns (exit code, stdout, stderr).
 pub fn goodput(args: &[&str]) -> (i32, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
