@@ -225,23 +225,55 @@ struct FollowUp {
     permit: OwnedSemaphorePermit,
 }
 
-/// Orders pending follow-ups by ready time (then arrival order).
-struct Pending(Reverse<(Instant, u64)>, FollowUp);
+/// Sessions' turns waiting for their ready time, earliest first (then in
+/// arrival order).
+#[derive(Default)]
+struct PendingTurns {
+    heap: BinaryHeap<Reverse<(Instant, u64, FollowUpSlot)>>,
+    seq: u64,
+}
 
-impl PartialEq for Pending {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
+/// A follow-up in the heap (ordered by the tuple's first two fields only).
+struct FollowUpSlot(FollowUp);
+
+impl PartialEq for FollowUpSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
     }
 }
-impl Eq for Pending {}
-impl PartialOrd for Pending {
+impl Eq for FollowUpSlot {}
+impl PartialOrd for FollowUpSlot {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl Ord for Pending {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
+impl Ord for FollowUpSlot {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl PendingTurns {
+    fn push(&mut self, f: FollowUp) {
+        self.seq += 1;
+        self.heap
+            .push(Reverse((f.ready, self.seq, FollowUpSlot(f))));
+    }
+
+    fn next_ready(&self) -> Option<Instant> {
+        self.heap.peek().map(|r| r.0 .0)
+    }
+
+    fn pop(&mut self) -> Option<FollowUp> {
+        self.heap.pop().map(|r| r.0 .2 .0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.heap.clear();
     }
 }
 
@@ -354,8 +386,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
     let ramp_at = (!plan.load.is_open()).then_some(cap as u64);
     // The schedule starts now, when sending starts (not at the run clock's origin).
     let origin = crate::clock::now();
-    let mut pending: BinaryHeap<Pending> = BinaryHeap::new();
-    let mut pending_seq = 0u64;
+    let mut pending = PendingTurns::default();
     // The next new request and its intended time (None: as soon as a slot is free).
     let mut next_new: Option<(PreparedRequest, Option<Instant>)> = None;
 
@@ -406,7 +437,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
             }
         }
         let new_at = next_new.as_ref().map(|(_, at)| at.unwrap_or(now));
-        let follow_at = pending.peek().map(|p| (p.0).0 .0);
+        let follow_at = pending.next_ready();
         // The earlier of the two goes first; a follow-up already holds its slot.
         // A follow-up already due goes first even if a new request is due
         // earlier: it holds its slot, while the new one may be waiting for one
@@ -422,13 +453,12 @@ pub async fn execute<T: Transport, Tm: Timer>(
                 biased;
                 _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
                 Some(f) = follow_rx.recv() => {
-                    pending_seq += 1;
-                    pending.push(Pending(Reverse((f.ready, pending_seq)), f));
+                    pending.push(f);
                     continue;
                 }
                 _ = tokio::time::sleep_until(f_at.into()) => {}
             }
-            let Some(Pending(_, f)) = pending.pop() else {
+            let Some(f) = pending.pop() else {
                 continue;
             };
             if !f.request.warmup && measured_window_over(f.ready, books.measure_start) {
@@ -446,7 +476,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
                 biased;
                 _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
                 f = follow_rx.recv() => match f {
-                    Some(f) => { pending_seq += 1; pending.push(Pending(Reverse((f.ready, pending_seq)), f)); continue; }
+                    Some(f) => { pending.push(f); continue; }
                     None => break 'send,
                 },
             }
@@ -461,8 +491,7 @@ pub async fn execute<T: Transport, Tm: Timer>(
             biased;
             _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
             Some(f) = follow_rx.recv() => {
-                pending_seq += 1;
-                pending.push(Pending(Reverse((f.ready, pending_seq)), f));
+                pending.push(f);
                 continue;
             }
             // A session's turn fell due while this request waits for a slot
