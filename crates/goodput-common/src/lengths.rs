@@ -2,12 +2,16 @@
 //!
 //! `512` (or `fixed:512`), `uniform:256,1024`, `normal:512,128`,
 //! `lognormal:512,0.5` (median 512, sigma 0.5 of the underlying normal),
-//! `exponential:200` (mean 200). Samples are rounded and clamped to
+//! `exponential:200` (mean 200), `empirical:PATH` (draws from the lengths
+//! listed in a file, one whole number per line or the first field of a CSV
+//! line; a header line and `#` comments are skipped). Samples are rounded and clamped to
 //! `1..=`[`MAX_LENGTH`]. One grammar for the client's `--input-tokens` /
 //! `--output-tokens` and the simulator's `--output-len`.
 
 use std::fmt;
 use std::str::FromStr;
+
+use std::sync::Arc;
 
 use rand::Rng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
@@ -16,17 +20,44 @@ use serde::{Deserialize, Serialize};
 /// The largest length a spec may ask for or draw (tokens).
 pub const MAX_LENGTH: u32 = 10_000_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum LengthSpec {
     Fixed(u32),
-    Uniform { min: u32, max: u32 },
-    Normal { mean: f64, std: f64 },
-    LogNormal { median: f64, sigma: f64 },
-    Exponential { mean: f64 },
+    Uniform {
+        min: u32,
+        max: u32,
+    },
+    Normal {
+        mean: f64,
+        std: f64,
+    },
+    LogNormal {
+        median: f64,
+        sigma: f64,
+    },
+    Exponential {
+        mean: f64,
+    },
+    /// Lengths drawn uniformly from the values a file lists.
+    Empirical {
+        path: String,
+        values: Arc<[u32]>,
+    },
 }
 
 impl LengthSpec {
+    /// The smallest length a draw can have.
+    pub fn min(&self) -> u32 {
+        match self {
+            LengthSpec::Fixed(n) => *n,
+            LengthSpec::Uniform { min, .. } => *min,
+            LengthSpec::Empirical { values, .. } => values.iter().copied().min().unwrap_or(1),
+            _ => 1,
+        }
+        .max(1)
+    }
+
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
         let x = match *self {
             LengthSpec::Fixed(n) => return n.max(1),
@@ -39,6 +70,9 @@ impl LengthSpec {
                 .unwrap_or(median),
             LengthSpec::Exponential { mean } => {
                 Exp::new(1.0 / mean).map(|d| d.sample(rng)).unwrap_or(mean)
+            }
+            LengthSpec::Empirical { ref values, .. } => {
+                return values[rng.random_range(0..values.len())].max(1)
             }
         };
         x.round().clamp(1.0, MAX_LENGTH as f64) as u32
@@ -53,6 +87,7 @@ impl fmt::Display for LengthSpec {
             LengthSpec::Normal { mean, std } => write!(f, "normal:{mean},{std}"),
             LengthSpec::LogNormal { median, sigma } => write!(f, "lognormal:{median},{sigma}"),
             LengthSpec::Exponential { mean } => write!(f, "exponential:{mean}"),
+            LengthSpec::Empirical { path, .. } => write!(f, "empirical:{path}"),
         }
     }
 }
@@ -89,6 +124,9 @@ impl FromStr for LengthSpec {
         };
         if kind == "fixed" {
             return fixed(args);
+        }
+        if kind == "empirical" {
+            return empirical(args).map_err(|why| bad(&why));
         }
         let nums: Vec<f64> = args
             .split(',')
@@ -128,6 +166,37 @@ impl FromStr for LengthSpec {
             _ => Err(bad(&format!("unknown distribution '{kind}'"))),
         }
     }
+}
+
+/// Read an empirical distribution's lengths: one whole number per line, or
+/// the first comma-separated field; a non-numeric first line (a header),
+/// blank lines and `#` comments are skipped.
+fn empirical(path: &str) -> Result<LengthSpec, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
+    let mut values = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let field = line.split(',').next().unwrap_or("").trim();
+        if field.is_empty() || field.starts_with('#') {
+            continue;
+        }
+        match field.parse::<u32>() {
+            Ok(n) if (1..=MAX_LENGTH).contains(&n) => values.push(n),
+            Err(_) if i == 0 => continue,
+            _ => {
+                return Err(format!(
+                    "{path}:{}: expected a whole number from 1 to {MAX_LENGTH}, found '{field}'",
+                    i + 1
+                ))
+            }
+        }
+    }
+    if values.is_empty() {
+        return Err(format!("{path}: no lengths found"));
+    }
+    Ok(LengthSpec::Empirical {
+        path: path.to_string(),
+        values: values.into(),
+    })
 }
 
 #[cfg(test)]
@@ -173,5 +242,55 @@ mod tests {
             assert!((5..=9).contains(&u.sample(&mut rng)));
             assert!(n.sample(&mut rng) >= 1);
         }
+    }
+
+    #[test]
+    fn empirical_lengths_come_from_the_file() {
+        let path = std::env::temp_dir().join(format!("goodput-lengths-{}.csv", std::process::id()));
+        std::fs::write(&path, "tokens,weight\n10,x\n# comment\n\n20\n30\n").unwrap();
+        let spec: LengthSpec = format!("empirical:{}", path.display()).parse().unwrap();
+        assert_eq!(spec.min(), 10);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let draws: Vec<u32> = (0..3000).map(|_| spec.sample(&mut rng)).collect();
+        for v in [10, 20, 30] {
+            let n = draws.iter().filter(|&&d| d == v).count();
+            assert!((900..1100).contains(&n), "{v}: {n}");
+        }
+        std::fs::write(&path, "10\n0\n").unwrap();
+        let e = format!("empirical:{}", path.display())
+            .parse::<LengthSpec>()
+            .unwrap_err();
+        assert!(e.contains(":2:") && e.contains("whole number"), "{e}");
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// Draws have the requested moments within sampling error.
+    #[test]
+    fn distributions_have_their_moments() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let n = 40_000;
+        let stats = |spec: &str, rng: &mut rand::rngs::StdRng| {
+            let spec: LengthSpec = spec.parse().unwrap();
+            let v: Vec<f64> = (0..n).map(|_| spec.sample(rng) as f64).collect();
+            let mean = v.iter().sum::<f64>() / n as f64;
+            let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            let mut s = v.clone();
+            s.sort_by(f64::total_cmp);
+            (mean, sd, s[n / 2])
+        };
+        let (m, sd, _) = stats("uniform:256,1024", &mut rng);
+        assert!(
+            (m - 640.0).abs() < 4.0 && (sd - 768.0 / 12f64.sqrt()).abs() < 4.0,
+            "{m} {sd}"
+        );
+        let (m, sd, _) = stats("normal:512,128", &mut rng);
+        assert!(
+            (m - 512.0).abs() < 3.0 && (sd - 128.0).abs() < 3.0,
+            "{m} {sd}"
+        );
+        let (_, _, median) = stats("lognormal:512,0.5", &mut rng);
+        assert!((median - 512.0).abs() < 10.0, "{median}");
+        let (m, _, _) = stats("exponential:200", &mut rng);
+        assert!((m - 200.0).abs() < 5.0, "{m}");
     }
 }

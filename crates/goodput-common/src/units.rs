@@ -73,6 +73,116 @@ fn trim_float(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A duration drawn per use, for think times: `2s` (fixed),
+/// `uniform:1s,3s`, `exponential:2s` (mean), `lognormal:2s,0.5` (median and
+/// the sigma of the underlying normal). Draws are capped at [`MAX_DURATION`].
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum DurationSpec {
+    Fixed(Duration),
+    Uniform(Duration, Duration),
+    Exponential(Duration),
+    LogNormal(Duration, f64),
+}
+
+impl DurationSpec {
+    pub fn sample<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Duration {
+        use rand_distr::{Distribution, Exp, LogNormal};
+        let secs = match *self {
+            DurationSpec::Fixed(d) => return d,
+            DurationSpec::Uniform(a, b) => rng.random_range(a.as_secs_f64()..=b.as_secs_f64()),
+            DurationSpec::Exponential(m) => Exp::new(1.0 / m.as_secs_f64().max(1e-9))
+                .map(|d| d.sample(rng))
+                .unwrap_or(m.as_secs_f64()),
+            DurationSpec::LogNormal(median, sigma) => {
+                LogNormal::new(median.as_secs_f64().max(1e-9).ln(), sigma)
+                    .map(|d| d.sample(rng))
+                    .unwrap_or(median.as_secs_f64())
+            }
+        };
+        Duration::try_from_secs_f64(secs)
+            .unwrap_or(MAX_DURATION)
+            .min(MAX_DURATION)
+    }
+
+    /// The mean of the distribution, for descriptions.
+    pub fn mean(&self) -> Duration {
+        match *self {
+            DurationSpec::Fixed(d) | DurationSpec::Exponential(d) => d,
+            DurationSpec::Uniform(a, b) => (a + b) / 2,
+            DurationSpec::LogNormal(m, sigma) => {
+                Duration::try_from_secs_f64(m.as_secs_f64() * (sigma * sigma / 2.0).exp())
+                    .unwrap_or(MAX_DURATION)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for DurationSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            DurationSpec::Fixed(d) => write!(f, "{}", format_duration(d)),
+            DurationSpec::Uniform(a, b) => {
+                write!(f, "uniform:{},{}", format_duration(a), format_duration(b))
+            }
+            DurationSpec::Exponential(m) => write!(f, "exponential:{}", format_duration(m)),
+            DurationSpec::LogNormal(m, s) => write!(f, "lognormal:{},{s}", format_duration(m)),
+        }
+    }
+}
+
+impl std::str::FromStr for DurationSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let valid = "valid: 2s, uniform:1s,3s, exponential:2s, lognormal:2s,0.5";
+        let Some((kind, args)) = t.split_once(':') else {
+            return parse_duration(t).map(DurationSpec::Fixed);
+        };
+        let args: Vec<&str> = args.split(',').map(str::trim).collect();
+        let bad = |why: String| format!("invalid duration spec '{s}': {why} ({valid})");
+        match (kind, args.as_slice()) {
+            ("fixed", [d]) => parse_duration(d).map(DurationSpec::Fixed).map_err(bad),
+            ("uniform", [a, b]) => {
+                let (a, b) = (
+                    parse_duration(a).map_err(bad)?,
+                    parse_duration(b).map_err(bad)?,
+                );
+                if b < a {
+                    return Err(bad("the upper bound is below the lower".into()));
+                }
+                Ok(DurationSpec::Uniform(a, b))
+            }
+            ("exponential", [m]) => parse_duration(m)
+                .map(DurationSpec::Exponential)
+                .map_err(bad),
+            ("lognormal", [m, sigma]) => {
+                let m = parse_duration(m).map_err(bad)?;
+                match sigma.parse::<f64>() {
+                    Ok(x) if x.is_finite() && (0.0..=10.0).contains(&x) => {
+                        Ok(DurationSpec::LogNormal(m, x))
+                    }
+                    _ => Err(bad("sigma must be a number from 0 to 10".into())),
+                }
+            }
+            _ => Err(bad("unknown form".into())),
+        }
+    }
+}
+
+impl From<DurationSpec> for String {
+    fn from(d: DurationSpec) -> String {
+        d.to_string()
+    }
+}
+
+impl TryFrom<String> for DurationSpec {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,6 +232,37 @@ mod tests {
             Duration::from_millis(1500),
         ] {
             assert_eq!(parse_duration(&format_duration(d)).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn duration_specs_parse_draw_and_round_trip() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for (text, mean) in [
+            ("2s", 2.0),
+            ("uniform:1s,3s", 2.0),
+            ("exponential:500ms", 0.5),
+            ("lognormal:1s,0.5", 0.5f64.powi(2).mul_add(0.5, 0.0).exp()),
+        ] {
+            let d: DurationSpec = text.parse().unwrap();
+            assert_eq!(d.to_string().parse::<DurationSpec>().unwrap(), d);
+            let n = 20_000;
+            let m = (0..n)
+                .map(|_| d.sample(&mut rng).as_secs_f64())
+                .sum::<f64>()
+                / n as f64;
+            assert!(
+                (m - mean).abs() < 0.03 * mean,
+                "{text}: mean {m}, expected {mean}"
+            );
+            assert!((d.mean().as_secs_f64() - mean).abs() < 1e-9, "{text}");
+        }
+        for bad in ["uniform:3s,1s", "lognormal:1s,x", "gauss:1s", "uniform:1s"] {
+            assert!(
+                bad.parse::<DurationSpec>().unwrap_err().contains("valid"),
+                "{bad}"
+            );
         }
     }
 }

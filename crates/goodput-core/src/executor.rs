@@ -35,10 +35,10 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use crate::clock::RunClock;
 use crate::protocol::PreparedRequest;
 use crate::record::{ErrorKind, RequestRecord};
-use crate::schedule::{Load, Schedule};
+use crate::schedule::{Load, RampUp, Schedule};
 use crate::timer::Timer;
 use crate::transport::Transport;
-use crate::workload::{FollowUps, RequestSource};
+use crate::workload::{FollowUps, Prefetch};
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
@@ -94,6 +94,10 @@ pub struct RunPlan {
     #[serde(with = "crate::serde_secs")]
     pub drain_timeout: Duration,
     pub seed: u64,
+    /// The load rises to its target over this ramp; the steady-state window
+    /// starts at its end.
+    #[serde(default)]
+    pub ramp_up: Option<RampUp>,
 }
 
 /// Stop signals for a running executor, shared with whoever handles signals.
@@ -268,10 +272,6 @@ impl PendingTurns {
         self.heap.pop().map(|r| r.0 .2 .0)
     }
 
-    fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
-
     fn clear(&mut self) {
         self.heap.clear();
     }
@@ -341,7 +341,7 @@ fn spawn_request<T: Transport>(
 pub async fn execute<T: Transport, Tm: Timer>(
     plan: &RunPlan,
     transport: Arc<T>,
-    source: &mut dyn RequestSource,
+    mut source: Prefetch,
     clock: RunClock,
     timer: &Tm,
     control: &RunControl,
@@ -353,8 +353,10 @@ pub async fn execute<T: Transport, Tm: Timer>(
         .concurrency_cap()
         .unwrap_or(UNCAPPED)
         .min(UNCAPPED);
-    let slots = Arc::new(Semaphore::new(cap));
-    let mut schedule = Schedule::new(plan.load, plan.seed);
+    // A closed-loop ramp opens its slots one by one (see below).
+    let closed_ramp = plan.ramp_up.filter(|_| !plan.load.is_open() && cap > 1);
+    let slots = Arc::new(Semaphore::new(if closed_ramp.is_some() { 1 } else { cap }));
+    let mut schedule = Schedule::new(plan.load, plan.seed).with_ramp(plan.ramp_up);
     let mut stop_rx = control.stop_tx.subscribe();
     let cancel_rx = control.cancel_tx.subscribe();
     // Cancellation reaches requests through the transport (the client's
@@ -382,13 +384,36 @@ pub async fn execute<T: Transport, Tm: Timer>(
         clock,
     };
     let mut books = Books::default();
-    // Closed loop: ramp-up ends when the target concurrency's worth is out.
-    let ramp_at = (!plan.load.is_open()).then_some(cap as u64);
+    // Requests are built before the first send (up to the prefetch buffer),
+    // so building never delays the schedule's start.
+    tokio::select! {
+        biased;
+        _ = stop_rx.wait_for(|s| *s) => {}
+        _ = source.primed() => {}
+    }
+    // Closed loop: ramp-up ends when the target concurrency's worth is out
+    // (with --ramp-up: at the ramp's end, below).
+    let ramp_at = (!plan.load.is_open() && plan.ramp_up.is_none()).then_some(cap as u64);
     // The schedule starts now, when sending starts (not at the run clock's origin).
     let origin = crate::clock::now();
+    let opened = Arc::new(AtomicU64::new(1));
+    let ramp_task = closed_ramp.map(|ramp| {
+        let (slots, opened) = (slots.clone(), opened.clone());
+        tokio::spawn(async move {
+            for i in 1..cap {
+                tokio::time::sleep_until((origin + ramp.slot_opens(i, cap)).into()).await;
+                slots.add_permits(1);
+                opened.fetch_add(1, Relaxed);
+            }
+        })
+    });
+    if let Some(r) = plan.ramp_up {
+        books.summary.ramp_end_ns = Some(clock.ns(origin + r.duration));
+    }
     let mut pending = PendingTurns::default();
     // The next new request and its intended time (None: as soon as a slot is free).
     let mut next_new: Option<(PreparedRequest, Option<Instant>)> = None;
+    let mut source_done = false;
 
     'send: loop {
         if *stop_rx.borrow() {
@@ -417,9 +442,15 @@ pub async fn execute<T: Transport, Tm: Timer>(
                 break;
             }
         }
-        if next_new.is_none() {
-            match source.next(in_warmup) {
-                Some(p) => {
+        if next_new.is_none() && !source_done {
+            let next = tokio::select! {
+                biased;
+                _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
+                p = source.next() => p,
+            };
+            match next {
+                Some(mut p) => {
+                    p.request.warmup = in_warmup;
                     let at = p.at.or_else(|| schedule.next_offset());
                     // An offset past every representable instant never comes.
                     let at = at.map(|o| {
@@ -429,12 +460,14 @@ pub async fn execute<T: Transport, Tm: Timer>(
                     });
                     next_new = Some((p.request, at));
                 }
-                None if pending.is_empty() => {
-                    books.summary.source_exhausted = true;
-                    break;
-                }
-                None => {}
+                None => source_done = true,
             }
+        }
+        // Without sessions, an exhausted source ends sending; with them, the
+        // sessions in flight go on to their last turns (below).
+        if next_new.is_none() && source_done && ctx.follow_ups.is_none() {
+            books.summary.source_exhausted = true;
+            break;
         }
         let new_at = next_new.as_ref().map(|(_, at)| at.unwrap_or(now));
         let follow_at = pending.next_ready();
@@ -471,7 +504,9 @@ pub async fn execute<T: Transport, Tm: Timer>(
             continue;
         }
         let Some(target) = new_at else {
-            // Nothing to send now: wait for a session's next turn.
+            // Nothing to send now: wait for a session's next turn, or, once
+            // the source is exhausted, for the last session to end (every
+            // slot back).
             tokio::select! {
                 biased;
                 _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
@@ -479,6 +514,16 @@ pub async fn execute<T: Transport, Tm: Timer>(
                     Some(f) => { pending.push(f); continue; }
                     None => break 'send,
                 },
+                _ = async {
+                    if source_done {
+                        drop(slots.acquire_many(cap as u32).await);
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                } => {
+                    books.summary.source_exhausted = true;
+                    break 'send;
+                }
             }
         };
         let is_warmup = next_new.as_ref().is_some_and(|(r, _)| r.warmup);
@@ -523,6 +568,12 @@ pub async fn execute<T: Transport, Tm: Timer>(
         books.send(&ctx, req, t_sched, permit, ramp_at);
     }
 
+    // A ramp cut short opens its remaining slots, so the drain can take them all.
+    if let Some(task) = ramp_task {
+        task.abort();
+        let _ = task.await;
+        slots.add_permits(cap - opened.load(Relaxed) as usize);
+    }
     // Sending is over: sessions' pending turns are dropped (freeing their
     // slots), and so is any turn finishing later (its channel is closed).
     drop(ctx);

@@ -121,6 +121,9 @@ pub struct RequestRecord {
     pub error: Option<RequestError>,
     /// Prompt tokens as the client's tokenizer counted them when building the prompt.
     pub prompt_tokens_client: Option<u32>,
+    /// Leading prompt tokens sent before in this run (what a prefix cache
+    /// could reuse at most).
+    pub cacheable_tokens: u32,
     /// `max_tokens` sent.
     pub max_tokens: Option<u32>,
     /// Whether the response was streamed.

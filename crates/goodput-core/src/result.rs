@@ -131,6 +131,13 @@ impl RunResult {
         o.insert("slo".into(), json!(m.slo));
         o.insert("saturation".into(), json!(m.saturation));
         o.insert("sessions".into(), json!(m.sessions));
+        // What the workload was asked to be (from `config`), and what was sent.
+        let mut workload = match self.config.get("workload") {
+            Some(Value::Object(w)) => Value::Object(w.clone()),
+            _ => json!({}),
+        };
+        workload["measured"] = json!(m.workload);
+        o.insert("workload".into(), workload);
         o.insert("cost".into(), json!(self.cost));
         o.insert("quality".into(), Value::Null);
         o.insert("timeseries".into(), json!(m.timeseries));
@@ -208,6 +215,7 @@ impl RunResult {
             distributions,
             errors: field(doc, "errors")?,
             tokens: field(doc, "tokens")?,
+            workload: field::<Option<_>>(doc, "workload.measured")?.unwrap_or_default(),
             timeseries: field(doc, "timeseries")?,
             saturation: field(doc, "saturation")?,
             slo: field(doc, "slo")?,

@@ -136,12 +136,89 @@ mod rate_serde {
     }
 }
 
+/// How the load rises to its target (`--ramp-up`, `--ramp-up-strategy`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RampUp {
+    #[serde(with = "crate::serde_secs")]
+    pub duration: Duration,
+    pub strategy: RampStrategy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RampStrategy {
+    /// Rate (or concurrency) rises in proportion to time.
+    Linear,
+    /// Rate rises geometrically from 1 % of the target (vLLM's
+    /// `--ramp-up-strategy exponential`); concurrency doubles at even steps.
+    Exponential,
+}
+
+impl FromStr for RampStrategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "linear" => Ok(RampStrategy::Linear),
+            "exponential" => Ok(RampStrategy::Exponential),
+            _ => Err(format!(
+                "invalid ramp-up strategy '{s}': valid values are linear, exponential"
+            )),
+        }
+    }
+}
+
+/// The exponential ramp's starting rate, as a share of the target.
+const EXP_RAMP_START: f64 = 0.01;
+
+impl RampUp {
+    /// Real time (s) of the arrival that a steady process at the target rate
+    /// would make at `s`: the time warp of an open-loop ramp. The warped
+    /// process's rate rises from 0 (linear) or 1 % (exponential) of the
+    /// target to the target at the end of the ramp, and stays there; the
+    /// arrivals keep their random gaps, stretched.
+    pub fn warp(&self, s: f64) -> f64 {
+        let t = self.duration.as_secs_f64();
+        if t <= 0.0 {
+            return s;
+        }
+        match self.strategy {
+            // Cumulative arrivals in steady units: S(x) = x²/(2T) up to T.
+            RampStrategy::Linear if s < t / 2.0 => (2.0 * t * s).sqrt(),
+            RampStrategy::Linear => s + t / 2.0,
+            RampStrategy::Exponential => {
+                // rate(x) = R·e^{a(x−T)}, a = ln(1/start)/T; S(x) = (e^{a(x−T)} − start)/a.
+                let a = (1.0 / EXP_RAMP_START).ln() / t;
+                let at_end = (1.0 - EXP_RAMP_START) / a;
+                if s < at_end {
+                    t + (a * s + EXP_RAMP_START).ln() / a
+                } else {
+                    t + (s - at_end)
+                }
+            }
+        }
+    }
+
+    /// When slot `i` of `n` (0-based) opens in a closed-loop ramp: slot 0
+    /// at once, the last at the end of the ramp.
+    pub fn slot_opens(&self, i: usize, n: usize) -> Duration {
+        if n <= 1 || i == 0 {
+            return Duration::ZERO;
+        }
+        let f = match self.strategy {
+            RampStrategy::Linear => i as f64 / (n - 1) as f64,
+            RampStrategy::Exponential => ((i + 1) as f64).ln() / (n as f64).ln(),
+        };
+        self.duration.mul_f64(f.clamp(0.0, 1.0))
+    }
+}
+
 /// Yields intended send offsets from the run origin.
 pub struct Schedule {
     load: Load,
     gaps: Option<Gamma<f64>>,
     rng: StdRng,
     next_s: f64,
+    ramp: Option<RampUp>,
 }
 
 impl Schedule {
@@ -160,7 +237,14 @@ impl Schedule {
             // A stream of its own, so the arrival times do not depend on the prompts drawn.
             rng: StdRng::seed_from_u64(goodput_common::schedule_seed(seed)),
             next_s: 0.0,
+            ramp: None,
         }
+    }
+
+    /// Open loop: arrivals rise to the rate over the ramp (see [`RampUp::warp`]).
+    pub fn with_ramp(mut self, ramp: Option<RampUp>) -> Self {
+        self.ramp = ramp;
+        self
     }
 
     /// The next intended send time as an offset from the origin, or `None`
@@ -178,7 +262,7 @@ impl Schedule {
             (_, None) => 1.0 / rate,
         };
         // The first arrival is at the origin; each later one a gap after the last.
-        let at = self.next_s;
+        let at = self.ramp.map_or(self.next_s, |r| r.warp(self.next_s));
         self.next_s += gap;
         // Saturates instead of panicking: an arrival a year away never comes.
         Some(Duration::try_from_secs_f64(at).unwrap_or(goodput_common::units::MAX_DURATION))
@@ -264,6 +348,55 @@ mod tests {
             serde_json::from_value::<Load>(serde_json::to_value(finite).unwrap()).unwrap(),
             finite
         );
+    }
+
+    /// A linear ramp over 10 s to 100/s: arrivals in the first second are
+    /// about 1 % of them, the rate at the end of the ramp is the target, and
+    /// after it the process is the steady one shifted by T/2.
+    #[test]
+    fn ramps_warp_arrivals_to_a_rising_rate() {
+        let ramp = RampUp {
+            duration: Duration::from_secs(10),
+            strategy: RampStrategy::Linear,
+        };
+        let mut s = Schedule::new(open(100.0, Arrival::Constant), 1).with_ramp(Some(ramp));
+        let offs: Vec<f64> = (0..3000)
+            .map(|_| s.next_offset().unwrap().as_secs_f64())
+            .collect();
+        let within = |a: f64, b: f64| offs.iter().filter(|&&t| t >= a && t < b).count();
+        // Expected arrivals in [a, b): R (b² − a²) / (2T).
+        assert!(
+            (within(0.0, 1.0) as i64 - 5).abs() <= 1,
+            "{}",
+            within(0.0, 1.0)
+        );
+        assert!(
+            (within(9.0, 10.0) as i64 - 95).abs() <= 1,
+            "{}",
+            within(9.0, 10.0)
+        );
+        assert!((within(15.0, 16.0) as i64 - 100).abs() <= 1);
+        let exp = RampUp {
+            duration: Duration::from_secs(10),
+            strategy: RampStrategy::Exponential,
+        };
+        // Monotone, continuous at the end of the ramp, and rate ~1 % at first.
+        let mut last = 0.0;
+        for i in 0..2000 {
+            let t = exp.warp(i as f64 * 0.01);
+            assert!(t >= last);
+            last = t;
+        }
+        let a = (100f64).ln() / 10.0;
+        let end = 0.99 / a;
+        assert!((exp.warp(end) - 10.0).abs() < 1e-9);
+        assert!((exp.warp(end + 1.0) - 11.0).abs() < 1e-9);
+        assert!(exp.warp(0.01) > 0.5, "the first arrivals are sparse");
+        // Closed-loop slots: the first at once, the last at the end.
+        assert_eq!(ramp.slot_opens(0, 8), Duration::ZERO);
+        assert_eq!(ramp.slot_opens(7, 8), Duration::from_secs(10));
+        assert_eq!(exp.slot_opens(7, 8), Duration::from_secs(10));
+        assert!(exp.slot_opens(1, 8) < ramp.slot_opens(1, 8) * 3 + Duration::from_secs(3));
     }
 
     #[test]

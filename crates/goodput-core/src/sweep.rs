@@ -173,10 +173,7 @@ pub struct SweepResult {
 
 /// The workload in words: `chat, input 1024 / output 128 tokens`.
 pub fn describe_workload(endpoint: crate::protocol::Endpoint, spec: &RunSpec) -> String {
-    format!(
-        "{}, input {} / output {} tokens",
-        endpoint, spec.workload.input_tokens, spec.workload.output_tokens
-    )
+    spec.workload.words(endpoint)
 }
 
 struct Runner<'a> {

@@ -28,7 +28,7 @@ use crate::slo::Slo;
 use crate::timer::PreciseTimer;
 use crate::tokenizer::Tokenizer;
 use crate::transport::Transport;
-use crate::workload::{SyntheticSource, SyntheticSpec};
+use crate::workload::{Prefetch, WorkloadSpec};
 
 /// What it takes to reach a target.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub struct TargetOptions {
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     pub plan: RunPlan,
-    pub workload: SyntheticSpec,
+    pub workload: WorkloadSpec,
     pub percentiles: Vec<f64>,
     /// What the run is held to (`--slo`, `--goodput`), if anything.
     pub slo: Option<Slo>,
@@ -178,12 +178,14 @@ impl PreparedTarget {
                 _ = self.client.prewarm(concurrency) => {}
             }
         }
-        let mut source = SyntheticSource::new(
-            spec.workload.clone(),
-            self.params.clone(),
-            self.tokenizer.clone(),
-            nonce,
-        );
+        let source = spec.workload.source(&self.params, &self.tokenizer, nonce);
+        let warmup = match spec.plan.warmup {
+            executor::Warmup::Requests(n) => n,
+            _ => 0,
+        };
+        let ahead = planned_requests(&spec.plan).saturating_add(warmup);
+        let source = Prefetch::start(source, ahead.min(usize::MAX as u64) as usize)
+            .map_err(|e| RunError::Internal(format!("starting the workload thread: {e}")))?;
         let (tx, rx) = mpsc::unbounded_channel();
         let line_ctx = LineContext {
             run_id: run_id.clone(),
@@ -220,7 +222,7 @@ impl PreparedTarget {
         let mut exec = executor::execute(
             &spec.plan,
             self.client.clone(),
-            &mut source,
+            source,
             self.clock,
             &timer,
             control,
@@ -269,14 +271,7 @@ impl PreparedTarget {
         if let Some(e) = sink.error() {
             notes.push(format!("records file: {e}"));
         }
-        if let Some(share) = metrics.tokens.output_length_mismatch_share {
-            if share > 0.0 && self.params.min_tokens {
-                notes.push(format!(
-                    "{:.1}% of completed requests returned a different number of output tokens than requested",
-                    share * 100.0
-                ));
-            }
-        }
+        notes.extend(token_notes(&metrics.tokens, &self.params));
         Ok(RunResult {
             run_id,
             config: self.config(spec),
@@ -312,9 +307,7 @@ impl PreparedTarget {
             "warmup": plan.warmup,
             "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
             "seed": plan.seed,
-            "input_tokens": spec.workload.input_tokens,
-            "output_tokens": spec.workload.output_tokens,
-            "sessions": spec.workload.sessions,
+            "workload": spec.workload.describe(&self.tokenizer),
             "stream": self.params.stream,
             "temperature": self.params.temperature,
             "min_tokens_sent": self.params.min_tokens,
@@ -410,4 +403,26 @@ async fn probe_pinning(client: &Client, params: &mut RequestParams, notes: &mut 
             "the probe request failed ({e}); min_tokens/ignore_eos are kept"
         )),
     }
+}
+
+/// What the token counts say about the server: pinned lengths it ignored,
+/// lengths that came back different.
+fn token_notes(t: &crate::metrics::TokenSummary, params: &RequestParams) -> Vec<String> {
+    let mut notes = Vec::new();
+    let pinned = params.min_tokens || params.ignore_eos;
+    let early = t.stopped_before_max_tokens_share.unwrap_or(0.0);
+    if pinned && early > 0.0 {
+        notes.push(format!(
+            "the server accepted min_tokens/ignore_eos but ignored them: {:.1}% of completed requests finished with `stop` before max_tokens, so output lengths were not pinned",
+            early * 100.0
+        ));
+    } else if let Some(share) = t.output_length_mismatch_share {
+        if share > 0.0 && params.min_tokens {
+            notes.push(format!(
+                "{:.1}% of completed requests returned a different number of output tokens than requested",
+                share * 100.0
+            ));
+        }
+    }
+    notes
 }

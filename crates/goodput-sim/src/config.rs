@@ -318,7 +318,7 @@ impl ConfigFile {
         c.num_gpu_blocks_override = self.num_gpu_blocks_override.or(c.num_gpu_blocks_override);
         set(&mut c.enable_prefix_caching, self.enable_prefix_caching);
         set(&mut c.seed, self.seed);
-        set(&mut c.output_len, self.output_len_dist);
+        set(&mut c.output_len, self.output_len_dist.clone());
         set(&mut c.time_scale, self.time_scale);
         set(&mut c.server_threads, self.server_threads);
         set(&mut c.engine_priority, self.engine_priority);
@@ -504,7 +504,7 @@ impl SimArgs {
             c.enable_prefix_caching = false;
         }
         set(&mut c.seed, self.seed);
-        set(&mut c.output_len, self.output_len_dist);
+        set(&mut c.output_len, self.output_len_dist.clone());
         set(&mut c.time_scale, self.time_scale);
         set(&mut c.server_threads, self.server_threads);
         set(&mut c.engine_priority, self.engine_priority);

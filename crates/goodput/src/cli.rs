@@ -131,6 +131,19 @@ pub struct BoundsArgs {
     /// How long in-flight requests may finish after sending ends [default: --timeout].
     #[arg(long, value_parser = duration, help_heading = "Load")]
     pub drain_timeout: Option<std::time::Duration>,
+    /// The rate or concurrency rises to its target over this time (warm-up then defaults to
+    /// none); the steady-state window starts when the target is reached.
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, help_heading = "Load")]
+    pub ramp_up: Option<std::time::Duration>,
+    /// Shape of --ramp-up: linear, or exponential (rate from 1% of the target; vLLM's spelling).
+    #[arg(
+        long,
+        value_name = "STRATEGY",
+        default_value = "linear",
+        requires = "ramp_up",
+        help_heading = "Load"
+    )]
+    pub ramp_up_strategy: goodput_core::schedule::RampStrategy,
     /// Seed of the workload and the schedule (same seed, same prompts and arrival times).
     #[arg(long, default_value_t = 0, help_heading = "Load")]
     pub seed: u64,
@@ -145,9 +158,40 @@ pub struct WorkloadArgs {
     /// sessions; open loop: sessions arrive at --request-rate.
     #[arg(long, value_name = "SPEC", help_heading = "Workload")]
     pub turns: Option<goodput_core::workload::LengthSpec>,
-    /// Time between a turn's response and the session's next turn, e.g. 2s.
-    #[arg(long, default_value = "0s", value_parser = duration, requires = "turns", help_heading = "Workload")]
-    pub think_time: std::time::Duration,
+    /// Time between a turn's response and the session's next turn: 2s, uniform:1s,3s,
+    /// exponential:2s (mean) or lognormal:2s,0.5.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        default_value = "0s",
+        requires = "turns",
+        help_heading = "Workload"
+    )]
+    pub think_time: goodput_core::units::DurationSpec,
+    /// Shared prefix: every prompt starts with one of --prefix-groups prefixes of N tokens
+    /// (counted in --input-tokens); the cache-busting salt follows it.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Workload")]
+    pub prefix_tokens: Option<u32>,
+    /// Number of distinct shared prefixes.
+    #[arg(long, value_name = "G", default_value = "1", requires = "prefix_tokens", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Workload")]
+    pub prefix_groups: u32,
+    /// How each prompt's prefix group is chosen: uniform, zipf:S (a few hot prefixes) or
+    /// round-robin (exactly num-prompts/groups per group, SGLang's generated-shared-prefix layout).
+    #[arg(
+        long,
+        value_name = "CHOICE",
+        default_value = "uniform",
+        requires = "prefix_tokens",
+        help_heading = "Workload"
+    )]
+    pub prefix_choice: goodput_core::workload::GroupChoice,
+    /// Give every prompt a unique salt after its shared prefix, so no prefix cache can hit beyond
+    /// it (the default for synthetic prompts).
+    #[arg(long, overrides_with = "no_cache_bust", help_heading = "Workload")]
+    pub cache_bust: bool,
+    /// No salt: identical text may hit a prefix cache, also across runs with the same --seed.
+    #[arg(long, help_heading = "Workload")]
+    pub no_cache_bust: bool,
     /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
     #[arg(long, default_value = "1024", help_heading = "Workload")]
     pub input_tokens: goodput_core::workload::LengthSpec,
@@ -157,7 +201,8 @@ pub struct WorkloadArgs {
     /// Do not send min_tokens/ignore_eos (outputs may then end early at EOS).
     #[arg(long, help_heading = "Workload")]
     pub no_pin_output: bool,
-    /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base or none.
+    /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base, a path to the model's
+    /// tokenizer.json, or none. One tokenizer does all client-side counting in a run.
     #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]
     pub tokenizer: goodput_core::tokenizer::Tokenizer,
 }

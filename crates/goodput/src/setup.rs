@@ -8,11 +8,11 @@ use anyhow::{anyhow, Context};
 use goodput_core::aggregate::RecordsSink;
 use goodput_core::client::ClientOptions;
 use goodput_core::cost::CostSpec;
-use goodput_core::executor::{RunControl, RunPlan};
-use goodput_core::schedule::Load;
+use goodput_core::executor::{RunControl, RunPlan, Warmup, WarmupPolicy};
+use goodput_core::schedule::{Load, RampUp};
 use goodput_core::slo::Slo;
 use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
-use goodput_core::workload::{SessionShape, SyntheticSpec};
+use goodput_core::workload::{PrefixSpec, SessionShape, SyntheticSpec, WorkloadSpec};
 
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 use crate::Exit;
@@ -263,24 +263,43 @@ pub fn run_spec(
             load,
             num_prompts: num_prompts(bounds),
             duration: bounds.duration,
-            warmup: bounds.warmup.resolve(&load),
+            // A ramp warms the server up itself: `auto` warm-up is then none.
+            warmup: match (bounds.warmup, bounds.ramp_up) {
+                (WarmupPolicy::Auto, Some(_)) => Warmup::None,
+                (w, _) => w.resolve(&load),
+            },
+            ramp_up: bounds.ramp_up.map(|duration| RampUp {
+                duration,
+                strategy: bounds.ramp_up_strategy,
+            }),
             drain_timeout: bounds.drain_timeout.unwrap_or(target.timeout),
             seed: bounds.seed,
         },
-        workload: SyntheticSpec {
-            input_tokens: workload.input_tokens,
-            output_tokens: workload.output_tokens,
-            seed: bounds.seed,
-            sessions: workload.turns.map(|turns| SessionShape {
-                turns,
-                think_time: workload.think_time,
-            }),
-        },
+        workload: workload_spec(workload, bounds.seed),
         percentiles: output.percentiles.0.clone(),
         slo: slo(slo_args),
         early_stop: false,
         cost: cost(cost_args),
     }
+}
+
+/// The workload from the workload flags.
+pub fn workload_spec(w: &WorkloadArgs, seed: u64) -> WorkloadSpec {
+    WorkloadSpec::synthetic(SyntheticSpec {
+        input_tokens: w.input_tokens.clone(),
+        output_tokens: w.output_tokens.clone(),
+        seed,
+        sessions: w.turns.clone().map(|turns| SessionShape {
+            turns,
+            think_time: w.think_time,
+        }),
+        prefix: w.prefix_tokens.map(|tokens| PrefixSpec {
+            tokens,
+            groups: w.prefix_groups,
+            choice: w.prefix_choice,
+        }),
+        cache_bust: !w.no_cache_bust,
+    })
 }
 
 /// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,

@@ -429,6 +429,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
     .unwrap();
     let spec = RunSpec {
         plan: RunPlan {
+            ramp_up: None,
             load: goodput_core::schedule::Load::Closed { concurrency: 2 },
             num_prompts: Some(6),
             duration: None,
@@ -436,12 +437,13 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             drain_timeout: Duration::from_secs(10),
             seed: 0,
         },
-        workload: goodput_core::workload::SyntheticSpec {
-            input_tokens: "8".parse().unwrap(),
-            output_tokens: "4".parse().unwrap(),
-            seed: 0,
-            sessions: None,
-        },
+        workload: goodput_core::workload::WorkloadSpec::synthetic(
+            goodput_core::workload::SyntheticSpec::new(
+                "8".parse().unwrap(),
+                "4".parse().unwrap(),
+                0,
+            ),
+        ),
         percentiles: vec![50.0, 99.0],
         slo: None,
         early_stop: false,

@@ -100,6 +100,12 @@ impl Tokenizer {
         self.inner.is_some()
     }
 
+    /// Whether this is the model's own tokenizer (a `tokenizer.json`), whose
+    /// counts are evidence of the model's token counts.
+    pub fn is_model_tokenizer(&self) -> bool {
+        false
+    }
+
     /// Number of tokens in `text` (no special tokens, no BOS). `None` for the
     /// `none` tokenizer.
     pub fn count(&self, text: &str) -> Option<usize> {

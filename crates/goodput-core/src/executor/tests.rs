@@ -12,7 +12,7 @@ use crate::protocol::{Endpoint, RequestParams};
 use crate::schedule::Arrival;
 use crate::timer::TokioTimer;
 use crate::transport::mock::MockTransport;
-use crate::workload::{LengthSpec, SessionShape, SyntheticSource, SyntheticSpec};
+use crate::workload::{LengthSpec, Prefetch, SessionShape, SyntheticSource, SyntheticSpec};
 use goodput_common::tokenizer::Tokenizer;
 
 const MS: u64 = 1_000_000;
@@ -20,10 +20,8 @@ const MS: u64 = 1_000_000;
 fn source(sessions: Option<SessionShape>) -> SyntheticSource {
     SyntheticSource::new(
         SyntheticSpec {
-            input_tokens: LengthSpec::Fixed(8),
-            output_tokens: LengthSpec::Fixed(4),
-            seed: 1,
             sessions,
+            ..SyntheticSpec::new(LengthSpec::Fixed(8), LengthSpec::Fixed(4), 1)
         },
         RequestParams {
             min_tokens: false,
@@ -37,6 +35,7 @@ fn source(sessions: Option<SessionShape>) -> SyntheticSource {
 
 fn plan(load: Load, n: u64) -> RunPlan {
     RunPlan {
+        ramp_up: None,
         load,
         num_prompts: Some(n),
         duration: None,
@@ -55,7 +54,7 @@ struct Outcome {
 async fn run(
     plan: &RunPlan,
     transport: Arc<MockTransport>,
-    src: &mut SyntheticSource,
+    src: SyntheticSource,
     control: &RunControl,
 ) -> Outcome {
     let clock = transport.clock;
@@ -63,7 +62,7 @@ async fn run(
     let summary = execute(
         plan,
         transport,
-        src,
+        Prefetch::inline(Box::new(src)),
         clock,
         &TokioTimer,
         control,
@@ -100,7 +99,7 @@ async fn closed_loop_keeps_n_in_flight() {
     let out = run(
         &plan(Load::Closed { concurrency: 4 }, 20),
         t.clone(),
-        &mut source(None),
+        source(None),
         &RunControl::new(),
     )
     .await;
@@ -129,13 +128,7 @@ async fn open_loop_sends_on_schedule_however_slow_the_server() {
         arrival: Arrival::Constant,
         max_concurrency: None,
     };
-    let out = run(
-        &plan(load, 10),
-        t.clone(),
-        &mut source(None),
-        &RunControl::new(),
-    )
-    .await;
+    let out = run(&plan(load, 10), t.clone(), source(None), &RunControl::new()).await;
     assert_eq!(out.records.len(), 10);
     let first = out.records[0].t_sched;
     for (i, r) in out.records.iter().enumerate() {
@@ -160,13 +153,7 @@ async fn max_concurrency_holds_requests_back_and_the_wait_shows_as_lag() {
         arrival: Arrival::Constant,
         max_concurrency: Some(2),
     };
-    let out = run(
-        &plan(load, 6),
-        t.clone(),
-        &mut source(None),
-        &RunControl::new(),
-    )
-    .await;
+    let out = run(&plan(load, 6), t.clone(), source(None), &RunControl::new()).await;
     assert_eq!(t.max_in_flight.load(SeqCst), 2);
     let lag: Vec<u64> = out
         .records
@@ -195,7 +182,7 @@ async fn stopping_ends_sending_and_lets_in_flight_requests_finish() {
     let out = run(
         &plan(Load::Closed { concurrency: 3 }, 1000),
         t,
-        &mut source(None),
+        source(None),
         &control,
     )
     .await;
@@ -220,7 +207,7 @@ async fn cancelling_stops_in_flight_requests_as_cancelled() {
     let out = run(
         &plan(Load::Closed { concurrency: 3 }, 100),
         t,
-        &mut source(None),
+        source(None),
         &control,
     )
     .await;
@@ -249,7 +236,7 @@ async fn the_drain_timeout_ends_stuck_requests_as_incomplete() {
     );
     let mut p = plan(Load::Closed { concurrency: 2 }, 4);
     p.drain_timeout = Duration::from_secs(3);
-    let out = run(&p, t, &mut source(None), &RunControl::new()).await;
+    let out = run(&p, t, source(None), &RunControl::new()).await;
     assert!(out.summary.drain_timed_out);
     assert_eq!(out.records.len(), 4);
     let kinds: Vec<Option<ErrorKind>> = out
@@ -276,7 +263,7 @@ async fn warmup_requests_come_first_and_the_measured_phase_is_announced() {
     );
     let mut p = plan(Load::Closed { concurrency: 2 }, 4);
     p.warmup = Warmup::Requests(3);
-    let out = run(&p, t, &mut source(None), &RunControl::new()).await;
+    let out = run(&p, t, source(None), &RunControl::new()).await;
     let phases: Vec<bool> = out.records.iter().map(|r| r.warmup).collect();
     assert_eq!(phases, vec![true, true, true, false, false, false, false]);
     let first_measured = out.records.iter().find(|r| !r.warmup).unwrap().t_sched;
@@ -298,12 +285,12 @@ async fn sessions_send_each_turn_after_the_previous_response_and_think_time() {
     );
     let shape = SessionShape {
         turns: LengthSpec::Fixed(3),
-        think_time: Duration::from_secs(1),
+        think_time: goodput_common::units::DurationSpec::Fixed(Duration::from_secs(1)),
     };
     let out = run(
         &plan(Load::Closed { concurrency: 2 }, 12),
         t.clone(),
-        &mut source(Some(shape)),
+        source(Some(shape)),
         &RunControl::new(),
     )
     .await;
@@ -346,7 +333,7 @@ async fn open_loop_sessions_under_a_cap_send_due_turns_first() {
     let t = MockTransport::new(clock, Duration::from_secs(2), Duration::from_millis(1), 1);
     let shape = SessionShape {
         turns: LengthSpec::Fixed(2),
-        think_time: Duration::from_secs(1),
+        think_time: goodput_common::units::DurationSpec::Fixed(Duration::from_secs(1)),
     };
     let load = Load::Open {
         rate: 10.0,
@@ -358,7 +345,7 @@ async fn open_loop_sessions_under_a_cap_send_due_turns_first() {
         run(
             &plan(load, 6),
             t.clone(),
-            &mut source(Some(shape)),
+            source(Some(shape)),
             &RunControl::new(),
         ),
     )
@@ -376,4 +363,63 @@ async fn open_loop_sessions_under_a_cap_send_due_turns_first() {
         .map(|&(_, at)| at / (1000 * MS))
         .collect();
     assert_eq!(sends, vec![0, 3, 5, 8, 10, 13]);
+}
+
+/// The thread that builds requests ahead of the executor hands them over in
+/// order and ends with the source.
+#[tokio::test]
+async fn prefetched_requests_arrive_in_order_and_end_with_the_source() {
+    struct Five(u64);
+    impl crate::workload::RequestSource for Five {
+        fn next(&mut self) -> Option<crate::workload::Planned> {
+            (self.0 < 5).then(|| {
+                self.0 += 1;
+                crate::workload::Planned {
+                    request: PreparedRequest {
+                        id: self.0,
+                        ..Default::default()
+                    },
+                    at: None,
+                }
+            })
+        }
+        fn follow_ups(&self) -> Option<Arc<dyn crate::workload::FollowUps>> {
+            None
+        }
+    }
+    let mut p = Prefetch::start(Box::new(Five(0)), 2).unwrap();
+    p.primed().await;
+    let mut ids = Vec::new();
+    while let Some(x) = p.next().await {
+        ids.push(x.request.id);
+    }
+    assert_eq!(ids, vec![1, 2, 3, 4, 5]);
+}
+
+/// A closed-loop ramp opens its slots one by one over the ramp; the
+/// steady-state window starts at its end.
+#[tokio::test(start_paused = true)]
+async fn a_closed_loop_ramp_opens_slots_over_the_ramp() {
+    let clock = RunClock::start();
+    let t = MockTransport::new(
+        clock,
+        Duration::from_millis(900),
+        Duration::from_millis(20),
+        6,
+    );
+    let mut p = plan(Load::Closed { concurrency: 4 }, 4);
+    p.ramp_up = Some(crate::schedule::RampUp {
+        duration: Duration::from_millis(300),
+        strategy: crate::schedule::RampStrategy::Linear,
+    });
+    let out = run(&p, t.clone(), source(None), &RunControl::new()).await;
+    let sends: Vec<u64> = t
+        .sends
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|&(_, at)| at / MS)
+        .collect();
+    assert_eq!(sends, vec![0, 100, 200, 300]);
+    assert_eq!(out.summary.ramp_end_ns, Some(300 * MS));
 }

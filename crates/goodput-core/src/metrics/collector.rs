@@ -48,6 +48,12 @@ pub struct Collector {
     count_discrepancies: u64,
     count_compared: u64,
     length_mismatches: u64,
+    mix: super::mix::MixAcc,
+    /// Completed with a `stop` finish before the `max_tokens` sent.
+    stopped_before_max: u64,
+    /// Σ (server − client) prompt tokens, and over how many requests.
+    input_server_minus_client: i64,
+    input_compared: u64,
     first_send_ns: Option<u64>,
     last_send_ns: u64,
     last_done_ns: u64,
@@ -410,6 +416,19 @@ impl Collector {
         if rec.max_tokens.is_some_and(|mt| mt != m.output_tokens) {
             self.length_mismatches += 1;
         }
+        self.mix.add(rec, m);
+        if rec.finish_reason.as_deref() == Some("stop")
+            && rec.max_tokens.is_some_and(|mt| m.output_tokens < mt)
+        {
+            self.stopped_before_max += 1;
+        }
+        if let (Some(server), Some(client)) = (
+            rec.usage.and_then(|u| u.prompt_tokens),
+            m.client_input_tokens,
+        ) {
+            self.input_compared += 1;
+            self.input_server_minus_client += i64::from(server) - i64::from(client);
+        }
     }
 }
 
@@ -445,6 +464,16 @@ pub struct TokenSummary {
     pub count_discrepancy_share: Option<f64>,
     /// Share of completed requests whose output length differs from the `max_tokens` sent.
     pub output_length_mismatch_share: Option<f64>,
+    /// Share of completed requests that finished with `stop` before the
+    /// `max_tokens` sent: with `min_tokens`/`ignore_eos` sent, the server
+    /// accepted them and ignored them.
+    #[serde(default)]
+    pub stopped_before_max_tokens_share: Option<f64>,
+    /// Mean of (server-reported − client-counted) prompt tokens, over the
+    /// requests with both: the chat template and the difference between the
+    /// model's tokenizer and the client's.
+    #[serde(default)]
+    pub input_server_minus_client_mean: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -489,6 +518,8 @@ pub struct RunMetrics {
     pub distributions: Distributions,
     pub errors: ErrorSummary,
     pub tokens: TokenSummary,
+    /// The workload as sent: length mix and prefix-cache shares.
+    pub workload: super::mix::WorkloadMix,
     pub timeseries: TimeSeries,
     pub saturation: Saturation,
     /// Against the SLO, when one was given (`--slo`, `--goodput`).
@@ -620,7 +651,12 @@ impl Collector {
                     .then(|| self.count_discrepancies as f64 / self.count_compared as f64),
                 output_length_mismatch_share: (self.completed > 0)
                     .then(|| self.length_mismatches as f64 / self.completed as f64),
+                stopped_before_max_tokens_share: (self.completed > 0)
+                    .then(|| self.stopped_before_max as f64 / self.completed as f64),
+                input_server_minus_client_mean: (self.input_compared > 0)
+                    .then(|| self.input_server_minus_client as f64 / self.input_compared as f64),
             },
+            workload: self.mix.summary(),
             timeseries: TimeSeries {
                 bucket_s: BUCKET_S,
                 sends: self.bucket_sends.clone(),

@@ -8,6 +8,7 @@
 //! seconds for durations, per second for throughputs.
 
 mod collector;
+pub mod mix;
 pub mod registry;
 pub mod saturation;
 
@@ -27,9 +28,15 @@ pub use registry::Metric;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum TokenSource {
+    /// The server's `usage`.
     Server,
+    /// A tokenizer: the model's own `tokenizer.json` when one was given,
+    /// else the fixed client encoding (the run's tokenizer identity says which).
     #[default]
     Tokenizer,
+    /// A `length` finish: exactly the `max_tokens` sent.
+    Length,
+    /// One token per content-bearing event.
     Events,
 }
 
@@ -38,6 +45,7 @@ impl TokenSource {
         match self {
             TokenSource::Server => "server",
             TokenSource::Tokenizer => "tokenizer",
+            TokenSource::Length => "length",
             TokenSource::Events => "events",
         }
     }
@@ -73,7 +81,12 @@ pub struct RequestMetrics {
     pub input_source: Option<TokenSource>,
     pub output_tokens: u32,
     pub output_source: TokenSource,
+    /// The output counted by the run's client tokenizer: the one unit
+    /// comparable across servers, kept beside the count the metrics use.
     pub client_output_tokens: Option<u32>,
+    /// The prompt as the client tokenizer counted it when building it (for
+    /// chat: the message contents, without the server's chat template).
+    pub client_input_tokens: Option<u32>,
     /// Output tokens of each content-bearing event (integers summing to `output_tokens`).
     pub event_tokens: Vec<u32>,
 }
@@ -88,12 +101,8 @@ impl RequestMetrics {
         };
         let usage = rec.usage.unwrap_or_default();
         m.client_output_tokens = tokenizer.count(&rec.output_text).map(|c| c as u32);
-        (m.output_tokens, m.output_source) = match (usage.completion_tokens, m.client_output_tokens)
-        {
-            (Some(n), _) => (n, TokenSource::Server),
-            (None, Some(n)) => (n, TokenSource::Tokenizer),
-            (None, None) => (rec.events.len() as u32, TokenSource::Events),
-        };
+        (m.output_tokens, m.output_source) = output_count(rec, tokenizer, m.client_output_tokens);
+        m.client_input_tokens = rec.prompt_tokens_client;
         (m.input_tokens, m.input_source) = match (usage.prompt_tokens, rec.prompt_tokens_client) {
             (Some(n), _) => (Some(n), Some(TokenSource::Server)),
             (None, Some(n)) => (Some(n), Some(TokenSource::Tokenizer)),
@@ -140,6 +149,42 @@ impl RequestMetrics {
         }
         m.max_itl_ms = max_itl;
         m
+    }
+}
+
+/// The output token count the metrics use, and where it came from, in
+/// order of evidence (`spec/metrics.md`, token counting):
+/// 1. the server's `usage.completion_tokens`;
+/// 2. the model's own tokenizer (a `tokenizer.json` given with `--tokenizer`);
+/// 3. a `length` finish, which means exactly the `max_tokens` sent;
+/// 4. one token per content event, as vLLM, SGLang, TGI and llama.cpp
+///    stream — unless the client tokenizer finds at least twice as many
+///    tokens as events, which shows chunks carrying several tokens each;
+/// 5. the client tokenizer (tiktoken: a fixed unit, not the model's).
+///
+/// Counting a model's output with tiktoken when the stream shows its real
+/// count misstates TPOT by the ratio of the two vocabularies (30 % on a
+/// Llama-family model), so the fixed unit comes last.
+fn output_count(
+    rec: &RequestRecord,
+    tokenizer: &Tokenizer,
+    client: Option<u32>,
+) -> (u32, TokenSource) {
+    if let Some(n) = rec.usage.and_then(|u| u.completion_tokens) {
+        return (n, TokenSource::Server);
+    }
+    if let (true, Some(n)) = (tokenizer.is_model_tokenizer(), client) {
+        return (n, TokenSource::Tokenizer);
+    }
+    if let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) {
+        return (max, TokenSource::Length);
+    }
+    let events = rec.events.len() as u32;
+    match client {
+        Some(c) if c >= 2 * events.max(1) => (c, TokenSource::Tokenizer),
+        _ if events > 0 && rec.streamed => (events, TokenSource::Events),
+        Some(c) => (c, TokenSource::Tokenizer),
+        None => (events, TokenSource::Events),
     }
 }
 
@@ -289,5 +334,40 @@ mod tests {
         let m = RequestMetrics::derive(&rec(0, &[(10 * MS, " a"), (30 * MS, " b")], Some(4)), &tok);
         assert_eq!(m.event_tokens, vec![2, 2]);
         assert_eq!(m.itl_ms, vec![10.0, 10.0]);
+    }
+
+    /// A server that streams one token per event but reports no usage: the
+    /// events are the count, not tiktoken's reading of the text (the
+    /// mistral.rs defect: 128 events counted as 165–179 tokens).
+    #[test]
+    fn without_usage_the_events_count_not_the_fixed_tokenizer() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        let mut r = rec(
+            0,
+            &[
+                (10 * MS, " Zürich"),
+                (20 * MS, "ologie"),
+                (30 * MS, " xyzzy"),
+                (40 * MS, "!"),
+            ],
+            None,
+        );
+        r.streamed = true;
+        let m = RequestMetrics::derive(&r, &tok);
+        assert!(m.client_output_tokens.unwrap() > 4, "{m:?}");
+        assert_eq!((m.output_tokens, m.output_source), (4, TokenSource::Events));
+        assert_eq!(m.tpot_ms, Some(10.0));
+        // A `length` finish is exactly the max_tokens sent.
+        r.finish_reason = Some("length".into());
+        r.max_tokens = Some(4);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (4, TokenSource::Length));
+        // The server's count wins over everything.
+        r.usage = Some(ServerUsage {
+            completion_tokens: Some(5),
+            ..Default::default()
+        });
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (5, TokenSource::Server));
     }
 }

@@ -117,7 +117,7 @@ pub struct SessionTurn {
 }
 
 /// One request, ready to send.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct PreparedRequest {
     /// Unique within the run, in the order requests were made.
     pub id: u64,
@@ -127,6 +127,11 @@ pub struct PreparedRequest {
     pub prompt_tokens: Option<u32>,
     pub max_tokens: Option<u32>,
     pub stream: bool,
+    /// Leading prompt tokens the workload has already sent in an earlier
+    /// request of the run (a shared prefix group seen before, a session's
+    /// history, a trace's repeated blocks): what a prefix cache could reuse
+    /// at most.
+    pub cacheable_tokens: u32,
     /// Set for a turn of a multi-turn session.
     pub session: Option<Box<SessionTurn>>,
 }
@@ -144,6 +149,7 @@ impl PreparedRequest {
                 .map(|s| (s.session_id, s.turn, s.turns)),
             t_sched,
             prompt_tokens_client: self.prompt_tokens,
+            cacheable_tokens: self.cacheable_tokens,
             max_tokens: self.max_tokens,
             streamed: self.stream,
             ..Default::default()

@@ -203,6 +203,20 @@ pub fn summary(r: &RunResult) -> String {
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
     line(&mut out, "Output token counts from:", sources.join(", "));
+    let sources: Vec<String> = m
+        .tokens
+        .input_sources
+        .iter()
+        .map(|(k, v)| format!("{} {v}", k.as_str()))
+        .collect();
+    line(&mut out, "Input token counts from:", sources.join(", "));
+    if let Some(d) = m.tokens.input_server_minus_client_mean {
+        line(
+            &mut out,
+            "Server minus client input:",
+            format!("{d:+.1} tokens/request"),
+        );
+    }
     if let Some(s) = m.tokens.count_discrepancy_share {
         line(
             &mut out,

@@ -46,6 +46,8 @@ pub fn record_line(
         "e2el_ms": opt(m.e2el_ms),
         "schedule_lag_ms": opt(m.schedule_lag_ms),
         "input_tokens": m.input_tokens,
+        "input_token_source": m.input_source,
+        "client_input_tokens": m.client_input_tokens,
         "output_tokens": m.output_tokens,
         "token_source": m.output_source,
         "client_output_tokens": m.client_output_tokens,

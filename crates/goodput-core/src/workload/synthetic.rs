@@ -1,44 +1,125 @@
-//! Synthetic prompts of exact token counts, single-turn or in sessions.
+//! Synthetic prompts of exact token counts: single requests or sessions,
+//! with or without shared prefixes.
 //!
-//! A prompt is a salt followed by sentences of words drawn, with a frequency
-//! skew, from the shipped word list ([`goodput_common::words`]), every word
-//! one token in the built-in encodings. Each prompt is checked with the
-//! run's tokenizer and trimmed or extended until its count is exact; the
-//! salt counts toward the length.
+//! A prompt is laid out as
 //!
-//! The salt makes prompts unique so no prefix cache can hit: two words from
-//! the request id (unique within a run) and three from a per-run nonce mixed
-//! with the id, so that a second run with the same `--seed` — which
-//! reproduces lengths, body text and arrival times — still shares no prefix
-//! with the first. The salt comes first, so the first KV-cache block already
-//! differs and no later block can match.
+//! ```text
+//! [shared prefix of its group]  [salt]  [body]
+//! ```
+//!
+//! and its input length counts all three. Text comes from
+//! [`TextBuilder`](super::prompt::TextBuilder), checked by the run's
+//! tokenizer until the count is exact.
+//!
+//! **Cache control.** The salt (`--cache-bust`, the default) makes every
+//! prompt unique after its shared prefix, so no prefix cache can hit beyond
+//! it: two words from the request id (unique within a run) and three from a
+//! per-run nonce mixed with the id. The shared prefix of group `g` is the
+//! same text for every prompt of that group in a run, and starts with two
+//! words of the run's nonce, so that a second run with the same `--seed` —
+//! which reproduces lengths, body text and arrival times — shares no prefix
+//! with the first: every run starts with a cold cache. Without a prefix,
+//! the salt comes first, so the first KV-cache block already differs.
+//!
+//! Each request carries `cacheable_tokens`: the leading tokens an earlier
+//! request of the run already sent (its group's prefix after the group's
+//! first use; a session's history). Summed, that is the most a prefix cache
+//! could serve, printed beside what the server reports it served.
 
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
+use super::prompt::TextBuilder;
 use super::{FollowUps, LengthSpec, Planned, RequestSource};
 use crate::protocol::{request_body, Message, PreparedRequest, Prompt, RequestParams, SessionTurn};
 use crate::record::RequestRecord;
 use goodput_common::tokenizer::Tokenizer;
+use goodput_common::units::DurationSpec;
 use goodput_common::words::words;
 
-/// Number of salt words at the start of each synthetic prompt.
+/// Number of salt words after the shared prefix (or first, without one).
 pub const SALT_WORDS: usize = 5;
+
+/// Words of the run's nonce at the start of each shared prefix.
+const PREFIX_NONCE_WORDS: usize = 2;
 
 /// Multi-turn sessions: each turn resends the conversation so far plus a new
 /// user message of `--input-tokens`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionShape {
     /// Turns per session, drawn for each session from the run's seed.
     pub turns: LengthSpec,
     /// Time between a turn's response and the next turn's request.
-    #[serde(with = "crate::serde_secs")]
-    pub think_time: Duration,
+    pub think_time: DurationSpec,
+}
+
+/// How a prompt's shared-prefix group is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum GroupChoice {
+    /// Each group equally likely.
+    Uniform,
+    /// Group `k` (1-based) with probability ∝ 1/k^s: a few hot prefixes.
+    Zipf(f64),
+    /// Groups in turn: exactly `num-prompts / groups` prompts per group, as
+    /// SGLang's generated-shared-prefix dataset lays them out.
+    RoundRobin,
+}
+
+impl fmt::Display for GroupChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupChoice::Uniform => write!(f, "uniform"),
+            GroupChoice::Zipf(s) => write!(f, "zipf:{s}"),
+            GroupChoice::RoundRobin => write!(f, "round-robin"),
+        }
+    }
+}
+
+impl FromStr for GroupChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "uniform" => Ok(GroupChoice::Uniform),
+            "round-robin" => Ok(GroupChoice::RoundRobin),
+            other => match other.strip_prefix("zipf:").map(str::parse::<f64>) {
+                Some(Ok(x)) if x.is_finite() && x > 0.0 && x <= 10.0 => Ok(GroupChoice::Zipf(x)),
+                _ => Err(format!(
+                    "invalid group choice '{s}': valid values are uniform, round-robin, zipf:S (0 < S <= 10)"
+                )),
+            },
+        }
+    }
+}
+
+impl From<GroupChoice> for String {
+    fn from(g: GroupChoice) -> String {
+        g.to_string()
+    }
+}
+
+impl TryFrom<String> for GroupChoice {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// Shared prefixes: `groups` distinct prefixes of `tokens` tokens each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrefixSpec {
+    pub tokens: u32,
+    pub groups: u32,
+    pub choice: GroupChoice,
 }
 
 /// How synthetic requests are shaped: everything needed to rebuild the same
@@ -49,6 +130,39 @@ pub struct SyntheticSpec {
     pub output_tokens: LengthSpec,
     pub seed: u64,
     pub sessions: Option<SessionShape>,
+    #[serde(default)]
+    pub prefix: Option<PrefixSpec>,
+    /// A unique salt after the shared prefix of every prompt.
+    #[serde(default = "yes")]
+    pub cache_bust: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SyntheticSpec {
+    /// Fixed-length single prompts with a salt and no shared prefix.
+    pub fn new(input_tokens: LengthSpec, output_tokens: LengthSpec, seed: u64) -> Self {
+        SyntheticSpec {
+            input_tokens,
+            output_tokens,
+            seed,
+            sessions: None,
+            prefix: None,
+            cache_bust: true,
+        }
+    }
+
+    /// Tokens every prompt has before its body: the shared prefix and the salt.
+    pub fn head_tokens(&self) -> u32 {
+        self.prefix.as_ref().map_or(0, |p| p.tokens)
+            + if self.cache_bust {
+                SALT_WORDS as u32
+            } else {
+                0
+            }
+    }
 }
 
 /// An endless, deterministic sequence of synthetic requests for a seed.
@@ -56,15 +170,43 @@ pub struct SyntheticSource {
     builder: Arc<Builder>,
     rng: StdRng,
     next_session: u64,
+    groups: Option<GroupPicker>,
 }
 
 /// What building a prompt needs, shared with the session follow-ups.
 struct Builder {
     spec: SyntheticSpec,
     params: RequestParams,
-    tokenizer: Tokenizer,
+    text: TextBuilder,
     salt_nonce: u64,
     ids: AtomicU64,
+    /// Each group's prefix text and exact token count, built on first use.
+    prefixes: Mutex<HashMap<u32, Arc<(String, u32)>>>,
+}
+
+/// Draws prompts' prefix groups.
+struct GroupPicker {
+    groups: u32,
+    choice: GroupChoice,
+    zipf: Option<Zipf<f64>>,
+    rng: StdRng,
+    next: u32,
+}
+
+impl GroupPicker {
+    fn pick(&mut self) -> u32 {
+        match (self.choice, &self.zipf) {
+            (GroupChoice::RoundRobin, _) => {
+                let g = self.next;
+                self.next = (self.next + 1) % self.groups;
+                g
+            }
+            (GroupChoice::Zipf(_), Some(z)) => (z.sample(&mut self.rng) as u32)
+                .clamp(1, self.groups)
+                .saturating_sub(1),
+            _ => self.rng.random_range(0..self.groups),
+        }
+    }
 }
 
 impl SyntheticSource {
@@ -76,58 +218,64 @@ impl SyntheticSource {
         salt_nonce: u64,
     ) -> Self {
         let rng = StdRng::seed_from_u64(spec.seed);
+        let groups = spec.prefix.as_ref().map(|p| GroupPicker {
+            groups: p.groups.max(1),
+            choice: p.choice,
+            zipf: match p.choice {
+                GroupChoice::Zipf(s) => Zipf::new(p.groups.max(1) as f64, s).ok(),
+                _ => None,
+            },
+            rng: StdRng::seed_from_u64(spec.seed ^ 0x6a09_e667_f3bc_c908),
+            next: 0,
+        });
         SyntheticSource {
             builder: Arc::new(Builder {
                 spec,
                 params,
-                tokenizer,
+                text: TextBuilder::new(tokenizer),
                 salt_nonce,
                 ids: AtomicU64::new(0),
+                prefixes: Mutex::new(HashMap::new()),
             }),
             rng,
             next_session: 0,
+            groups,
         }
     }
 }
 
 impl RequestSource for SyntheticSource {
-    fn next(&mut self, warmup: bool) -> Option<Planned> {
+    fn next(&mut self) -> Option<Planned> {
         let b = &self.builder;
         let id = b.ids.fetch_add(1, Relaxed);
         let input = b.spec.input_tokens.sample(&mut self.rng);
         let output = b.spec.output_tokens.sample(&mut self.rng);
-        let (prompt, prompt_tokens) = b.prompt(&mut self.rng, id, input);
-        let request = match b.spec.sessions {
-            None => PreparedRequest {
-                id,
-                warmup,
-                body: request_body(&b.params, Prompt::Text(&prompt), output),
-                prompt_tokens,
-                max_tokens: Some(output),
-                stream: b.params.stream,
-                session: None,
-            },
+        let group = self.groups.as_mut().map(GroupPicker::pick);
+        let (prompt, prompt_tokens, cacheable_tokens) = b.prompt(&mut self.rng, id, input, group);
+        let mut request = PreparedRequest {
+            id,
+            prompt_tokens,
+            cacheable_tokens,
+            max_tokens: Some(output),
+            stream: b.params.stream,
+            ..Default::default()
+        };
+        match &b.spec.sessions {
+            None => request.body = request_body(&b.params, Prompt::Text(&prompt), output),
             Some(shape) => {
                 let session_id = self.next_session;
                 self.next_session += 1;
                 let turns = shape.turns.sample(&mut self.rng);
                 let history = vec![Message::user(prompt)];
-                PreparedRequest {
-                    id,
-                    warmup,
-                    body: request_body(&b.params, Prompt::Messages(&history), output),
-                    prompt_tokens,
-                    max_tokens: Some(output),
-                    stream: b.params.stream,
-                    session: Some(Box::new(SessionTurn {
-                        session_id,
-                        turn: 0,
-                        turns,
-                        history,
-                    })),
-                }
+                request.body = request_body(&b.params, Prompt::Messages(&history), output);
+                request.session = Some(Box::new(SessionTurn {
+                    session_id,
+                    turn: 0,
+                    turns,
+                    history,
+                }));
             }
-        };
+        }
         Some(Planned { request, at: None })
     }
 
@@ -135,6 +283,7 @@ impl RequestSource for SyntheticSource {
         self.builder
             .spec
             .sessions
+            .as_ref()
             .map(|_| self.builder.clone() as Arc<dyn FollowUps>)
     }
 }
@@ -145,7 +294,7 @@ impl FollowUps for Builder {
         prev: &PreparedRequest,
         rec: &RequestRecord,
     ) -> Option<(PreparedRequest, Duration)> {
-        let shape = self.spec.sessions?;
+        let shape = self.spec.sessions.as_ref()?;
         let turn = prev.session.as_ref()?;
         if !rec.ok() || turn.turn + 1 >= turn.turns {
             return None;
@@ -160,21 +309,25 @@ impl FollowUps for Builder {
         let id = self.ids.fetch_add(1, Relaxed);
         let input = self.spec.input_tokens.sample(&mut rng);
         let output = self.spec.output_tokens.sample(&mut rng);
-        let (message, _) = self.prompt(&mut rng, id, input);
+        let think = shape.think_time.sample(&mut rng);
+        // A follow-up message has its own salt but no shared prefix: the
+        // conversation before it is the shared part.
+        let (message, message_tokens, _) = self.prompt(&mut rng, id, input, None);
         let mut history = turn.history.clone();
         history.push(Message::assistant(rec.output_text.clone()));
-        history.push(Message::user(message));
-        let prompt_tokens = self.tokenizer.is_enabled().then(|| {
+        let before: Option<u32> = self.text.tokenizer().is_enabled().then(|| {
             history
                 .iter()
-                .map(|m| self.tokenizer.count(&m.content).unwrap_or(0) as u32)
+                .map(|m| self.text.count(&m.content).unwrap_or(0))
                 .sum()
         });
+        history.push(Message::user(message));
         let request = PreparedRequest {
             id,
             warmup: prev.warmup,
             body: request_body(&self.params, Prompt::Messages(&history), output),
-            prompt_tokens,
+            prompt_tokens: before.zip(message_tokens).map(|(a, b)| a + b),
+            cacheable_tokens: before.unwrap_or(0),
             max_tokens: Some(output),
             stream: self.params.stream,
             session: Some(Box::new(SessionTurn {
@@ -184,7 +337,7 @@ impl FollowUps for Builder {
                 history,
             })),
         };
-        Some((request, shape.think_time))
+        Some((request, think))
     }
 }
 
@@ -196,9 +349,80 @@ fn mix(mut x: u64) -> u64 {
 }
 
 impl Builder {
-    /// A prompt of exactly `target` tokens with this request's salt.
-    fn prompt(&self, rng: &mut StdRng, id: u64, target: u32) -> (String, Option<u32>) {
-        build_prompt(&self.tokenizer, rng, &salt(self.salt_nonce, id), target)
+    /// A prompt of exactly `target` tokens (raised to the shared prefix and
+    /// the salt when shorter): the group's prefix, this request's salt, a body. Returns
+    /// the text, its token count and its cacheable leading tokens.
+    fn prompt(
+        &self,
+        rng: &mut StdRng,
+        id: u64,
+        target: u32,
+        group: Option<u32>,
+    ) -> (String, Option<u32>, u32) {
+        let mut head = String::new();
+        let mut head_tokens = 0u32;
+        let mut cacheable = 0u32;
+        if let Some(g) = group {
+            let (prefix, first_use) = self.prefix(g);
+            head.push_str(&prefix.0);
+            head_tokens = prefix.1;
+            if !first_use {
+                cacheable = prefix.1;
+            }
+        }
+        if self.spec.cache_bust {
+            // Without a prefix, a prompt shorter than the salt keeps the
+            // salt's first words (the first two are the unique request id).
+            let n = if group.is_some() {
+                SALT_WORDS
+            } else {
+                SALT_WORDS.min(target.max(1) as usize)
+            };
+            for w in salt(self.salt_nonce, id).iter().take(n) {
+                if !head.is_empty() {
+                    head.push(' ');
+                }
+                head.push_str(w);
+            }
+            head_tokens += n as u32;
+        }
+        let target = target.max(head_tokens).max(1);
+        // Exact under every tokenizer the run was prepared with (checked
+        // then); should a count still be missed, the closest text goes out
+        // with its true count.
+        let (body, count) = self.text.closest(rng, &head, head_tokens, target);
+        head.push_str(&body);
+        (head, count, cacheable)
+    }
+
+    /// Group `g`'s prefix text and exact count, and whether this is its
+    /// first use in the run (nothing to reuse yet).
+    fn prefix(&self, g: u32) -> (Arc<(String, u32)>, bool) {
+        let mut map = self.prefixes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = map.get(&g) {
+            return (p.clone(), false);
+        }
+        let tokens = self.spec.prefix.as_ref().map_or(0, |p| p.tokens);
+        // The run's nonce words first (a cold cache for every run), then
+        // text from (seed, group): the same for every prompt of the group.
+        let w = words();
+        let n = w.len() as u64;
+        let mut h = mix(self.salt_nonce ^ 0x005e_ed0f_9e0f_1c5e);
+        let mut head = String::new();
+        for _ in 0..PREFIX_NONCE_WORDS.min(tokens as usize) {
+            if !head.is_empty() {
+                head.push(' ');
+            }
+            head.push_str(w[(h % n) as usize]);
+            h = mix(h);
+        }
+        let head_tokens = self.text.count(&head).unwrap_or(PREFIX_NONCE_WORDS as u32);
+        let mut rng = StdRng::seed_from_u64(mix(self.spec.seed ^ mix(u64::from(g) + 1)));
+        let (body, count) = self.text.closest(&mut rng, &head, head_tokens, tokens);
+        head.push_str(&body);
+        let p = Arc::new((head, count.unwrap_or(tokens)));
+        map.insert(g, p.clone());
+        (p, true)
     }
 }
 
@@ -221,204 +445,5 @@ pub fn salt(nonce: u64, id: u64) -> [&'static str; SALT_WORDS] {
     out
 }
 
-fn pick_word<R: Rng>(rng: &mut R) -> &'static str {
-    let w = words();
-    // Squaring a uniform draw skews toward the frequent words at the head of
-    // the list, which reads more like text than a flat draw.
-    let u: f64 = rng.random();
-    w[((u * u) * w.len() as f64) as usize % w.len()]
-}
-
-/// Build a prompt of exactly `target` tokens (when the tokenizer counts),
-/// starting with `salt` (as many of its words as fit). Returns the text and
-/// its token count.
-pub fn build_prompt<R: Rng>(
-    tokenizer: &Tokenizer,
-    rng: &mut R,
-    salt: &[&'static str],
-    target: u32,
-) -> (String, Option<u32>) {
-    let target = target.max(1) as usize;
-    let mut parts: Vec<&'static str> = Vec::with_capacity(target + target / 8 + 8);
-    parts.extend(salt.iter().take(target));
-    let mut sentence_left = rng.random_range(6..18);
-    while parts.len() < target {
-        if sentence_left == 0 {
-            parts.push(".");
-            sentence_left = rng.random_range(6..18);
-        } else {
-            parts.push(pick_word(rng));
-            sentence_left -= 1;
-        }
-    }
-    let mut text = join(&parts);
-    let Some(mut count) = tokenizer.count(&text) else {
-        return (text, None);
-    };
-    // Words are single tokens, so the count is exact by construction; check
-    // and repair in case a boundary merges.
-    let mut guard = 0;
-    while count != target && guard < 64 {
-        guard += 1;
-        if count > target && parts.len() > 1 {
-            parts.pop();
-        } else {
-            parts.push(pick_word(rng));
-        }
-        text = join(&parts);
-        count = tokenizer.count(&text).unwrap_or(count);
-    }
-    (text, Some(count as u32))
-}
-
-fn join(parts: &[&str]) -> String {
-    let mut s = String::with_capacity(parts.len() * 7);
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 && *p != "." {
-            s.push(' ');
-        }
-        s.push_str(p);
-    }
-    s
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::tests::params;
-    use crate::protocol::Endpoint;
-
-    fn spec() -> SyntheticSpec {
-        SyntheticSpec {
-            input_tokens: LengthSpec::Fixed(100),
-            output_tokens: LengthSpec::Fixed(7),
-            seed: 42,
-            sessions: None,
-        }
-    }
-
-    fn tok() -> Tokenizer {
-        Tokenizer::from_spec("tiktoken:o200k_base").unwrap()
-    }
-
-    fn prompt_of(r: &PreparedRequest) -> String {
-        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-        v["prompt"]
-            .as_str()
-            .map(str::to_string)
-            .unwrap_or_else(|| v["messages"][0]["content"].as_str().unwrap().to_string())
-    }
-
-    #[test]
-    fn prompts_have_exact_token_counts() {
-        let tok = tok();
-        let mut rng = StdRng::seed_from_u64(7);
-        for (id, n) in [
-            (0u64, 1u32),
-            (1, 3),
-            (2, 5),
-            (3, 6),
-            (4, 64),
-            (5, 1000),
-            (6, 4096),
-        ] {
-            let (text, count) = build_prompt(&tok, &mut rng, &salt(1, id), n);
-            assert_eq!(count, Some(n), "{text}");
-            assert_eq!(tok.count(&text), Some(n as usize));
-        }
-        let cl = Tokenizer::from_spec("tiktoken:cl100k_base").unwrap();
-        let (text, count) = build_prompt(&cl, &mut rng, &salt(1, 9), 300);
-        assert_eq!((count, cl.count(&text)), (Some(300), Some(300)));
-    }
-
-    #[test]
-    fn prompts_start_with_a_unique_salt_and_read_like_text() {
-        let mut src = SyntheticSource::new(spec(), params(Endpoint::Completions), tok(), 99);
-        let mut salts = std::collections::HashSet::new();
-        for _ in 0..500 {
-            let prompt = prompt_of(&src.next(false).unwrap().request);
-            let salt: Vec<&str> = prompt.split(' ').take(SALT_WORDS).collect();
-            assert!(salts.insert(salt.join(" ")), "salt repeated");
-            let distinct: std::collections::HashSet<&str> = prompt.split(' ').collect();
-            assert!(distinct.len() > 30, "{prompt}");
-            assert!(prompt.contains('.'));
-        }
-    }
-
-    /// The same seed reproduces lengths and body text; the salt differs
-    /// between runs (different nonces), so no prefix is shared across runs.
-    #[test]
-    fn same_seed_same_text_but_a_new_salt_each_run() {
-        let mut a = SyntheticSource::new(spec(), params(Endpoint::Chat), tok(), 1);
-        let mut b = SyntheticSource::new(spec(), params(Endpoint::Chat), tok(), 2);
-        let mut c = SyntheticSource::new(spec(), params(Endpoint::Chat), tok(), 1);
-        for _ in 0..5 {
-            let (pa, pb) = (
-                prompt_of(&a.next(false).unwrap().request),
-                prompt_of(&b.next(false).unwrap().request),
-            );
-            let pc = prompt_of(&c.next(false).unwrap().request);
-            assert_eq!(pa, pc, "same nonce and seed: identical");
-            let wa: Vec<&str> = pa.split(' ').collect();
-            let wb: Vec<&str> = pb.split(' ').collect();
-            assert_ne!(
-                wa[..SALT_WORDS],
-                wb[..SALT_WORDS],
-                "salt must differ between runs"
-            );
-            assert_eq!(
-                wa[SALT_WORDS..],
-                wb[SALT_WORDS..],
-                "body text is reproduced by the seed"
-            );
-        }
-    }
-
-    #[test]
-    fn a_session_turn_resends_the_history_with_the_actual_response() {
-        let mut s = spec();
-        s.sessions = Some(SessionShape {
-            turns: LengthSpec::Fixed(3),
-            think_time: Duration::from_millis(250),
-        });
-        s.input_tokens = LengthSpec::Fixed(20);
-        let mut src = SyntheticSource::new(s, params(Endpoint::Chat), tok(), 5);
-        let follow = src.follow_ups().unwrap();
-        let first = src.next(false).unwrap().request;
-        let rec = RequestRecord {
-            output_text: " the answer".into(),
-            ..Default::default()
-        };
-        let (second, think) = follow.next_turn(&first, &rec).unwrap();
-        assert_eq!(think, Duration::from_millis(250));
-        let v: serde_json::Value = serde_json::from_slice(&second.body).unwrap();
-        let msgs = v["messages"].as_array().unwrap();
-        assert_eq!(msgs.len(), 3);
-        assert_eq!(msgs[0]["content"], prompt_of(&first));
-        assert_eq!(
-            msgs[1],
-            serde_json::json!({"role": "assistant", "content": " the answer"})
-        );
-        assert_eq!(second.prompt_tokens, Some(20 + 2 + 20));
-        let t = second.session.as_ref().unwrap();
-        assert_eq!((t.session_id, t.turn), (0, 1));
-        let (third, _) = follow.next_turn(&second, &rec).unwrap();
-        assert_eq!(third.session.as_ref().unwrap().turn, 2);
-        assert!(
-            follow.next_turn(&third, &rec).is_none(),
-            "three turns, then the session ends"
-        );
-        let failed = RequestRecord {
-            error: Some(crate::record::RequestError {
-                kind: crate::record::ErrorKind::HttpStatus,
-                message: "x".into(),
-                retry_after: None,
-            }),
-            ..Default::default()
-        };
-        assert!(
-            follow.next_turn(&first, &failed).is_none(),
-            "a failed turn ends its session"
-        );
-    }
-}
+mod tests;
