@@ -110,6 +110,16 @@ impl Tokenizer {
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
         self.inner.as_ref().map(|b| b.encode(text))
     }
+
+    /// The text of the tokens `ids`. `None` for `none` and when an id is not
+    /// in the vocabulary.
+    ///
+    /// `decode(encode(t)) == t`; ids that cut a character in two (part of an
+    /// emoji's byte tokens) give U+FFFD for the partial character.
+    pub fn decode(&self, ids: &[u32]) -> Option<String> {
+        let bytes = self.inner.as_ref()?.decode(ids)?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +174,7 @@ mod tests {
                     "{spec}: {t:?}"
                 );
                 assert_eq!(ours.count(t).unwrap(), reference.encode_ordinary(t).len());
+                assert_eq!(ours.decode(&ours.encode(t).unwrap()).as_ref(), Some(t));
             }
         }
     }
@@ -171,7 +182,17 @@ mod tests {
     #[test]
     fn none_counts_nothing_and_unknown_is_an_error() {
         assert_eq!(Tokenizer::from_spec("none").unwrap().count("x"), None);
+        assert_eq!(Tokenizer::from_spec("none").unwrap().decode(&[1]), None);
         let err = Tokenizer::from_spec("gpt2").unwrap_err().to_string();
         assert!(err.contains("o200k_base"), "{err}");
+    }
+
+    #[test]
+    fn builtin_decode_rejects_ids_outside_the_vocabulary() {
+        let t = Tokenizer::from_spec("cl100k_base").unwrap();
+        let ids = t.encode("hello world").unwrap();
+        assert_eq!(t.decode(&ids).as_deref(), Some("hello world"));
+        assert_eq!(t.decode(&[]).as_deref(), Some(""));
+        assert_eq!(t.decode(&[ids[0], 5_000_000]), None);
     }
 }
