@@ -5,10 +5,16 @@
 //! [`Tokenizer`] built here, so numbers from servers that do not report usage
 //! stay comparable. The built-in tiktoken encodings are compiled into the
 //! binary and need no network.
+//!
+//! A run records which one it used as a [`TokenizerIdentity`]: the spec, the
+//! kind, the name and the SHA-256 of the bytes the tokens came from.
 
 mod bpe;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use bpe::Bpe;
 
@@ -32,6 +38,33 @@ const O200K_PATTERN: &str = concat!(
 /// The split pattern of `cl100k_base`.
 const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 
+const O200K_RANKS: &str = include_str!("../../assets/o200k_base.tiktoken");
+const CL100K_RANKS: &str = include_str!("../../assets/cl100k_base.tiktoken");
+
+/// A built-in encoding: its rank file, split pattern, and the rank file's
+/// hash, computed by the first tokenizer built from it (the asset never
+/// changes within a process).
+struct Builtin {
+    name: &'static str,
+    ranks: &'static str,
+    pattern: &'static str,
+    sha256: OnceLock<String>,
+}
+
+static O200K: Builtin = Builtin {
+    name: "o200k_base",
+    ranks: O200K_RANKS,
+    pattern: O200K_PATTERN,
+    sha256: OnceLock::new(),
+};
+
+static CL100K: Builtin = Builtin {
+    name: "cl100k_base",
+    ranks: CL100K_RANKS,
+    pattern: CL100K_PATTERN,
+    sha256: OnceLock::new(),
+};
+
 /// Errors building a tokenizer from a `--tokenizer` spec.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
@@ -41,17 +74,49 @@ pub enum TokenizerError {
     Load { name: String, message: String },
 }
 
+/// Which kind of tokenizer a run used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerKind {
+    /// A built-in tiktoken encoding: a fixed client-side unit.
+    Tiktoken,
+    /// No client-side counting.
+    None,
+}
+
+/// What a run's token counts were made with, saved in every result so two
+/// results can be told apart when their tokenizers differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenizerIdentity {
+    /// The canonical spec: `tiktoken:o200k_base` or `none`.
+    pub spec: String,
+    pub kind: TokenizerKind,
+    /// The encoding's name (`o200k_base`) or `none`.
+    pub name: String,
+    /// Lowercase hex SHA-256 of the tokenizer's bytes, the embedded
+    /// `.tiktoken` rank file; `None` for `none`.
+    pub sha256: Option<String>,
+}
+
+/// What does the tokenizing (each shared: a clone is a reference count).
+#[derive(Clone)]
+enum Backing {
+    None,
+    Tiktoken(Arc<Bpe>),
+}
+
 /// A tokenizer, cheap to clone (shared behind an `Arc`).
 #[derive(Clone)]
 pub struct Tokenizer {
-    spec: String,
-    inner: Option<Arc<Bpe>>,
+    backing: Backing,
+    identity: Arc<TokenizerIdentity>,
 }
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer")
-            .field("spec", &self.spec)
+            .field("spec", &self.identity.spec)
+            .field("kind", &self.identity.kind)
             .finish()
     }
 }
@@ -59,56 +124,86 @@ impl std::fmt::Debug for Tokenizer {
 /// The default tokenizer spec.
 pub const DEFAULT_TOKENIZER: &str = "tiktoken:o200k_base";
 
+/// Lowercase hex SHA-256 of `bytes`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 impl Tokenizer {
-    /// Build from a spec: `tiktoken:o200k_base`, `tiktoken:cl100k_base`, or `none`.
+    /// Build from a spec: `tiktoken:o200k_base`, `tiktoken:cl100k_base`
+    /// (the prefix may be left out), or `none`.
     pub fn from_spec(spec: &str) -> Result<Self, TokenizerError> {
-        let name = spec.strip_prefix("tiktoken:").unwrap_or(spec);
-        let bpe = match name {
-            "none" => {
-                return Ok(Tokenizer {
+        let builtin = spec.strip_prefix("tiktoken:");
+        match builtin.unwrap_or(spec) {
+            "none" if builtin.is_none() => Ok(Tokenizer {
+                backing: Backing::None,
+                identity: Arc::new(TokenizerIdentity {
                     spec: "none".into(),
-                    inner: None,
-                })
-            }
-            "o200k_base" => Bpe::new(
-                include_str!("../../assets/o200k_base.tiktoken"),
-                O200K_PATTERN,
-            ),
-            "cl100k_base" => Bpe::new(
-                include_str!("../../assets/cl100k_base.tiktoken"),
-                CL100K_PATTERN,
-            ),
-            _ => return Err(TokenizerError::Unknown(spec.to_string())),
+                    kind: TokenizerKind::None,
+                    name: "none".into(),
+                    sha256: None,
+                }),
+            }),
+            "o200k_base" => Self::tiktoken(&O200K),
+            "cl100k_base" => Self::tiktoken(&CL100K),
+            _ => Err(TokenizerError::Unknown(spec.to_string())),
         }
-        .map_err(|message| TokenizerError::Load {
-            name: name.to_string(),
-            message,
-        })?;
+    }
+
+    fn tiktoken(builtin: &'static Builtin) -> Result<Self, TokenizerError> {
+        let name = builtin.name;
+        let bpe =
+            Bpe::new(builtin.ranks, builtin.pattern).map_err(|message| TokenizerError::Load {
+                name: name.to_string(),
+                message,
+            })?;
+        let sha256 = builtin
+            .sha256
+            .get_or_init(|| sha256_hex(builtin.ranks.as_bytes()));
         Ok(Tokenizer {
-            spec: format!("tiktoken:{name}"),
-            inner: Some(Arc::new(bpe)),
+            backing: Backing::Tiktoken(Arc::new(bpe)),
+            identity: Arc::new(TokenizerIdentity {
+                spec: format!("tiktoken:{name}"),
+                kind: TokenizerKind::Tiktoken,
+                name: name.to_string(),
+                sha256: Some(sha256.clone()),
+            }),
         })
     }
 
     /// The canonical spec string, as recorded in a result's `config`.
     pub fn spec(&self) -> &str {
-        &self.spec
+        &self.identity.spec
+    }
+
+    /// What this tokenizer is, to be saved with every result.
+    pub fn identity(&self) -> TokenizerIdentity {
+        (*self.identity).clone()
     }
 
     /// Whether this tokenizer counts tokens (`none` does not).
     pub fn is_enabled(&self) -> bool {
-        self.inner.is_some()
+        !matches!(self.backing, Backing::None)
     }
 
     /// Number of tokens in `text` (no special tokens, no BOS). `None` for the
     /// `none` tokenizer.
     pub fn count(&self, text: &str) -> Option<usize> {
-        self.inner.as_ref().map(|b| b.count(text))
+        match &self.backing {
+            Backing::None => None,
+            Backing::Tiktoken(bpe) => Some(bpe.count(text)),
+        }
     }
 
     /// Token ids of `text` (no special tokens). `None` for `none`.
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
-        self.inner.as_ref().map(|b| b.encode(text))
+        match &self.backing {
+            Backing::None => None,
+            Backing::Tiktoken(bpe) => Some(bpe.encode(text)),
+        }
     }
 
     /// The text of the tokens `ids`. `None` for `none` and when an id is not
@@ -117,8 +212,12 @@ impl Tokenizer {
     /// `decode(encode(t)) == t`; ids that cut a character in two (part of an
     /// emoji's byte tokens) give U+FFFD for the partial character.
     pub fn decode(&self, ids: &[u32]) -> Option<String> {
-        let bytes = self.inner.as_ref()?.decode(ids)?;
-        Some(String::from_utf8_lossy(&bytes).into_owned())
+        match &self.backing {
+            Backing::None => None,
+            Backing::Tiktoken(bpe) => bpe
+                .decode(ids)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+        }
     }
 }
 
@@ -181,10 +280,86 @@ mod tests {
 
     #[test]
     fn none_counts_nothing_and_unknown_is_an_error() {
-        assert_eq!(Tokenizer::from_spec("none").unwrap().count("x"), None);
-        assert_eq!(Tokenizer::from_spec("none").unwrap().decode(&[1]), None);
-        let err = Tokenizer::from_spec("gpt2").unwrap_err().to_string();
-        assert!(err.contains("o200k_base"), "{err}");
+        let none = Tokenizer::from_spec("none").unwrap();
+        assert_eq!(none.count("x"), None);
+        assert_eq!(none.decode(&[1]), None);
+        assert!(!none.is_enabled());
+        for spec in ["gpt2", "tiktoken:gpt2", "tiktoken:none"] {
+            let err = Tokenizer::from_spec(spec).unwrap_err();
+            assert!(
+                matches!(&err, TokenizerError::Unknown(s) if s == spec),
+                "{err:?}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("tiktoken:o200k_base"), "{message}");
+        }
+    }
+
+    #[test]
+    fn sha256_hex_is_lowercase_sha256() {
+        // The FIPS 180-2 test vector.
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn builtin_identity_names_the_encoding_and_hashes_its_asset() {
+        // The digests are `sha256sum assets/*.tiktoken`: a changed asset
+        // changes every result's identity, and must fail here first.
+        for (spec, name, sha) in [
+            (
+                "o200k_base",
+                "o200k_base",
+                "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+            ),
+            (
+                "tiktoken:cl100k_base",
+                "cl100k_base",
+                "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+            ),
+        ] {
+            let t = Tokenizer::from_spec(spec).unwrap();
+            assert_eq!(
+                t.identity(),
+                TokenizerIdentity {
+                    spec: format!("tiktoken:{name}"),
+                    kind: TokenizerKind::Tiktoken,
+                    name: name.into(),
+                    sha256: Some(sha.into()),
+                }
+            );
+            assert_eq!(t.spec(), format!("tiktoken:{name}"));
+            assert!(t.is_enabled());
+        }
+        assert_eq!(
+            Tokenizer::from_spec("none").unwrap().identity(),
+            TokenizerIdentity {
+                spec: "none".into(),
+                kind: TokenizerKind::None,
+                name: "none".into(),
+                sha256: None,
+            }
+        );
+    }
+
+    #[test]
+    fn identity_serializes_with_snake_case_kinds() {
+        let identity = Tokenizer::from_spec("none").unwrap().identity();
+        let json = serde_json::to_value(&identity).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"spec": "none", "kind": "none", "name": "none", "sha256": null})
+        );
+        assert_eq!(
+            serde_json::to_value(TokenizerKind::Tiktoken).unwrap(),
+            "tiktoken"
+        );
+        assert_eq!(
+            serde_json::from_value::<TokenizerIdentity>(json).unwrap(),
+            identity
+        );
     }
 
     #[test]
