@@ -3,20 +3,28 @@
 //! Every client-side token count in a run (prompt lengths, output lengths when
 //! the server reports no usage, per-event token counts) comes from the single
 //! [`Tokenizer`] built here, so numbers from servers that do not report usage
-//! stay comparable. The built-in tiktoken encodings are compiled into the
-//! binary and need no network.
+//! stay comparable. It is one of two kinds:
+//!
+//! - a built-in tiktoken encoding (`tiktoken:o200k_base`, the default, or
+//!   `tiktoken:cl100k_base`), compiled into the binary: a fixed client unit
+//!   that needs no network and no file, but is not the served model's own;
+//! - the served model's own tokenizer, a Hugging Face `tokenizer.json` given
+//!   by path, whose counts are evidence of the model's token counts.
 //!
 //! A run records which one it used as a [`TokenizerIdentity`]: the spec, the
 //! kind, the name and the SHA-256 of the bytes the tokens came from.
 
 mod bpe;
+mod hugging_face;
 
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use bpe::Bpe;
+use hugging_face::HuggingFace;
 
 /// The split pattern of `o200k_base` (as published with tiktoken).
 const O200K_PATTERN: &str = concat!(
@@ -68,10 +76,16 @@ static CL100K: Builtin = Builtin {
 /// Errors building a tokenizer from a `--tokenizer` spec.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
-    #[error("unknown tokenizer '{0}': valid values are tiktoken:o200k_base, tiktoken:cl100k_base or none")]
+    #[error("unknown tokenizer '{0}': valid values are tiktoken:o200k_base, tiktoken:cl100k_base, none, or the path to a Hugging Face tokenizer.json")]
     Unknown(String),
     #[error("could not load the built-in encoding {name}: {message}")]
     Load { name: String, message: String },
+    /// The path names no file that could be read.
+    #[error("could not read the tokenizer file {}: {reason}", path.display())]
+    Unreadable { path: PathBuf, reason: String },
+    /// The file was read but is not a tokenizer.json `tokenizers` can load.
+    #[error("{} is not a valid Hugging Face tokenizer.json: {reason}", path.display())]
+    Invalid { path: PathBuf, reason: String },
 }
 
 /// Which kind of tokenizer a run used.
@@ -80,21 +94,25 @@ pub enum TokenizerError {
 pub enum TokenizerKind {
     /// A built-in tiktoken encoding: a fixed client-side unit.
     Tiktoken,
+    /// A Hugging Face tokenizer.json: the model's own tokenizer.
+    HuggingFace,
     /// No client-side counting.
     None,
 }
 
 /// What a run's token counts were made with, saved in every result so two
-/// results can be told apart when their tokenizers differ.
+/// results can be told apart when their tokenizers differ, even by a file
+/// edited in place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TokenizerIdentity {
-    /// The canonical spec: `tiktoken:o200k_base` or `none`.
+    /// The canonical spec: `tiktoken:o200k_base`, `none`, or the path as given.
     pub spec: String,
     pub kind: TokenizerKind,
-    /// The encoding's name (`o200k_base`) or `none`.
+    /// The encoding's name (`o200k_base`), the file's name (`tokenizer.json`)
+    /// or `none`.
     pub name: String,
-    /// Lowercase hex SHA-256 of the tokenizer's bytes, the embedded
-    /// `.tiktoken` rank file; `None` for `none`.
+    /// Lowercase hex SHA-256 of the tokenizer's bytes: the tokenizer.json
+    /// file, or the embedded `.tiktoken` rank file; `None` for `none`.
     pub sha256: Option<String>,
 }
 
@@ -103,6 +121,7 @@ pub struct TokenizerIdentity {
 enum Backing {
     None,
     Tiktoken(Arc<Bpe>),
+    HuggingFace(Arc<HuggingFace>),
 }
 
 /// A tokenizer, cheap to clone (shared behind an `Arc`).
@@ -134,7 +153,12 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 impl Tokenizer {
     /// Build from a spec: `tiktoken:o200k_base`, `tiktoken:cl100k_base`
-    /// (the prefix may be left out), or `none`.
+    /// (the prefix may be left out), `none`, or the path to a Hugging Face
+    /// tokenizer.json.
+    ///
+    /// A spec that names no file and does not look like a path either (no
+    /// directory separator, no extension: `gpt2`) is [`TokenizerError::Unknown`],
+    /// which lists what is valid, rather than a missing file.
     pub fn from_spec(spec: &str) -> Result<Self, TokenizerError> {
         let builtin = spec.strip_prefix("tiktoken:");
         match builtin.unwrap_or(spec) {
@@ -149,7 +173,8 @@ impl Tokenizer {
             }),
             "o200k_base" => Self::tiktoken(&O200K),
             "cl100k_base" => Self::tiktoken(&CL100K),
-            _ => Err(TokenizerError::Unknown(spec.to_string())),
+            _ if builtin.is_some() => Err(TokenizerError::Unknown(spec.to_string())),
+            _ => Self::hugging_face(spec),
         }
     }
 
@@ -174,6 +199,43 @@ impl Tokenizer {
         })
     }
 
+    fn hugging_face(spec: &str) -> Result<Self, TokenizerError> {
+        let path = Path::new(spec);
+        let unreadable = |reason: String| TokenizerError::Unreadable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if path.is_dir() {
+            return Err(unreadable(
+                "it is a directory; give the path of the tokenizer.json file in it".into(),
+            ));
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && !spec.contains(['/', '\\'])
+                    && path.extension().is_none() =>
+            {
+                return Err(TokenizerError::Unknown(spec.to_string()));
+            }
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let backing = HuggingFace::from_bytes(path, &bytes)?;
+        let name = path
+            .file_name()
+            .map_or_else(|| spec.to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(Tokenizer {
+            backing: Backing::HuggingFace(Arc::new(backing)),
+            identity: Arc::new(TokenizerIdentity {
+                spec: spec.to_string(),
+                kind: TokenizerKind::HuggingFace,
+                name,
+                sha256: Some(sha256_hex(&bytes)),
+            }),
+        })
+    }
+
     /// The canonical spec string, as recorded in a result's `config`.
     pub fn spec(&self) -> &str {
         &self.identity.spec
@@ -184,39 +246,52 @@ impl Tokenizer {
         (*self.identity).clone()
     }
 
+    /// Whether this is the model's own tokenizer (a tokenizer.json), whose
+    /// counts are evidence of the model's token counts. A tiktoken encoding
+    /// is only a fixed client-side unit, whatever model is served.
+    pub fn is_model_tokenizer(&self) -> bool {
+        matches!(self.backing, Backing::HuggingFace(_))
+    }
+
     /// Whether this tokenizer counts tokens (`none` does not).
     pub fn is_enabled(&self) -> bool {
         !matches!(self.backing, Backing::None)
     }
 
     /// Number of tokens in `text` (no special tokens, no BOS). `None` for the
-    /// `none` tokenizer.
+    /// `none` tokenizer, and for text a tokenizer.json cannot encode.
     pub fn count(&self, text: &str) -> Option<usize> {
         match &self.backing {
             Backing::None => None,
             Backing::Tiktoken(bpe) => Some(bpe.count(text)),
+            Backing::HuggingFace(hf) => hf.count(text),
         }
     }
 
-    /// Token ids of `text` (no special tokens). `None` for `none`.
+    /// Token ids of `text` (no special tokens). `None` as for [`Tokenizer::count`].
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
         match &self.backing {
             Backing::None => None,
             Backing::Tiktoken(bpe) => Some(bpe.encode(text)),
+            Backing::HuggingFace(hf) => hf.encode(text),
         }
     }
 
     /// The text of the tokens `ids`. `None` for `none` and when an id is not
     /// in the vocabulary.
     ///
-    /// `decode(encode(t)) == t`; ids that cut a character in two (part of an
-    /// emoji's byte tokens) give U+FFFD for the partial character.
+    /// With a built-in encoding `decode(encode(t)) == t`; ids that cut a
+    /// character in two (part of an emoji's byte tokens) give U+FFFD for
+    /// the partial character. A tokenizer.json decodes through its own
+    /// decoder, which gives back its normalized text (lowercased, say, or
+    /// with the spacing its decoder restores), special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Option<String> {
         match &self.backing {
             Backing::None => None,
             Backing::Tiktoken(bpe) => bpe
                 .decode(ids)
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+            Backing::HuggingFace(hf) => hf.decode(ids),
         }
     }
 }
@@ -283,7 +358,9 @@ mod tests {
         let none = Tokenizer::from_spec("none").unwrap();
         assert_eq!(none.count("x"), None);
         assert_eq!(none.decode(&[1]), None);
-        assert!(!none.is_enabled());
+        assert!(!none.is_enabled() && !none.is_model_tokenizer());
+        // A bare word that names no file is an unknown name, not a missing
+        // file; so is an unknown tiktoken encoding, even one named `none`.
         for spec in ["gpt2", "tiktoken:gpt2", "tiktoken:none"] {
             let err = Tokenizer::from_spec(spec).unwrap_err();
             assert!(
@@ -292,6 +369,7 @@ mod tests {
             );
             let message = err.to_string();
             assert!(message.contains("tiktoken:o200k_base"), "{message}");
+            assert!(message.contains("tokenizer.json"), "{message}");
         }
     }
 
@@ -331,7 +409,7 @@ mod tests {
                 }
             );
             assert_eq!(t.spec(), format!("tiktoken:{name}"));
-            assert!(t.is_enabled());
+            assert!(t.is_enabled() && !t.is_model_tokenizer());
         }
         assert_eq!(
             Tokenizer::from_spec("none").unwrap().identity(),
@@ -353,8 +431,8 @@ mod tests {
             serde_json::json!({"spec": "none", "kind": "none", "name": "none", "sha256": null})
         );
         assert_eq!(
-            serde_json::to_value(TokenizerKind::Tiktoken).unwrap(),
-            "tiktoken"
+            serde_json::to_value(TokenizerKind::HuggingFace).unwrap(),
+            "hugging_face"
         );
         assert_eq!(
             serde_json::from_value::<TokenizerIdentity>(json).unwrap(),
