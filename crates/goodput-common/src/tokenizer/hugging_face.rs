@@ -9,6 +9,13 @@
 //! at a `max_length` nor filled up to one. Special-token strings that occur
 //! in the text itself (`<|im_start|>`) are matched as those tokens, as the
 //! server's own tokenizer would.
+//!
+//! Measured (`count_cost_…`, an ignored test: `o200k_base` converted to a
+//! 12 MB tokenizer.json, release build, 2 shared cores): counting ~1,000
+//! tokens of English-like text takes 1.3–2.5 ms here against 0.09–0.16 ms
+//! with the built-in encoder on the same vocabulary, one streamed word
+//! 2.5–6.6 µs against 0.4 µs; loading the file takes 0.6–1.0 s. The two
+//! agree token for token on that text.
 
 use std::path::Path;
 
@@ -259,5 +266,158 @@ mod tests {
                 "{message}"
             );
         }
+    }
+
+    /// GPT-2's map from bytes to printable characters, in which byte-level
+    /// BPE vocabularies spell their tokens.
+    fn byte_level_chars() -> Vec<char> {
+        let mut next = 256;
+        (0u32..256)
+            .map(|b| {
+                let printable = (0x21..=0x7e).contains(&b)
+                    || (0xa1..=0xac).contains(&b)
+                    || (0xae..=0xff).contains(&b);
+                let c = if printable {
+                    b
+                } else {
+                    next += 1;
+                    next - 1
+                };
+                char::from_u32(c).unwrap()
+            })
+            .collect()
+    }
+
+    /// `o200k_base` written as a byte-level BPE tokenizer.json, the way
+    /// `transformers` converts tiktoken files: the vocabulary as is, and a
+    /// merge for every split of a token into two tokens, ranked by the
+    /// merged token's rank, which is the order tiktoken merges in.
+    fn o200k_as_tokenizer_json() -> Vec<u8> {
+        use base64::Engine as _;
+        let engine = base64::engine::general_purpose::STANDARD;
+        let ranks: std::collections::HashMap<Vec<u8>, u32> = super::super::O200K_RANKS
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(t, r)| (engine.decode(t).unwrap(), r.parse().unwrap()))
+            .collect();
+        let chars = byte_level_chars();
+        let spell = |b: &[u8]| b.iter().map(|&b| chars[b as usize]).collect::<String>();
+        let mut merges = Vec::new();
+        for (token, &rank) in &ranks {
+            for i in 1..token.len() {
+                if let (Some(&l), Some(&r)) = (ranks.get(&token[..i]), ranks.get(&token[i..])) {
+                    merges.push(((rank, l, r), [spell(&token[..i]), spell(&token[i..])]));
+                }
+            }
+        }
+        merges.sort();
+        let vocab: serde_json::Map<String, serde_json::Value> =
+            ranks.iter().map(|(t, &r)| (spell(t), json!(r))).collect();
+        let merges: Vec<_> = merges.into_iter().map(|(_, pair)| pair).collect();
+        serde_json::to_vec(&json!({
+            "version": "1.0",
+            "truncation": null,
+            "padding": null,
+            "added_tokens": [],
+            "normalizer": null,
+            "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": super::super::O200K_PATTERN},
+                 "behavior": "Isolated", "invert": false},
+                {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true,
+                 "use_regex": false}
+            ]},
+            "post_processor": null,
+            "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+                        "use_regex": true},
+            "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                      "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                      "fuse_unk": false, "byte_fallback": false, "ignore_merges": true,
+                      "vocab": vocab, "merges": merges}
+        }))
+        .unwrap()
+    }
+
+    /// What counting costs with a tokenizer.json of a real model's size
+    /// against the built-in encoder on the same vocabulary: `o200k_base`
+    /// converted (200k tokens, ~450k merges), counting ~1,000 tokens of
+    /// English-like text. Prints the figures; asserts only that both count
+    /// the same tokens, which checks the conversion rather than the clock.
+    #[test]
+    #[ignore = "a measurement, slow unoptimized: cargo test --release -p goodput-common -- --ignored --nocapture count_cost"]
+    fn count_cost_of_a_tokenizer_json_against_the_builtin() {
+        use rand::{Rng, SeedableRng};
+        use std::time::Instant;
+
+        let words = crate::words::words();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut sentences = Vec::new();
+        for _ in 0..85 {
+            let n = rng.random_range(6..18);
+            let sentence: Vec<&str> = (0..n)
+                .map(|_| {
+                    let u: f64 = rng.random();
+                    words[((u * u) * words.len() as f64) as usize]
+                })
+                .collect();
+            sentences.push(format!("{}.", sentence.join(" ")));
+        }
+        let text = sentences.join(" ");
+
+        let dir = TempDir::new("cost");
+        let started = Instant::now();
+        let bytes = o200k_as_tokenizer_json();
+        let path = dir.write("o200k.tokenizer.json", &bytes);
+        let converted_in = started.elapsed();
+        let started = Instant::now();
+        let hf = Tokenizer::from_spec(path.to_str().unwrap()).unwrap();
+        let hf_load = started.elapsed();
+        let started = Instant::now();
+        let builtin = Tokenizer::from_spec("tiktoken:o200k_base").unwrap();
+        let builtin_load = started.elapsed();
+
+        let tokens = builtin.count(&text).unwrap();
+        assert_eq!(hf.count(&text), Some(tokens));
+        assert_eq!(hf.encode(&text), builtin.encode(&text));
+        assert_eq!(
+            hf.decode(&hf.encode(&text).unwrap()).as_deref(),
+            Some(&*text)
+        );
+
+        let time = |t: &Tokenizer| {
+            let first = Instant::now();
+            t.count(&text);
+            let first = first.elapsed();
+            let runs = 200;
+            let started = Instant::now();
+            for _ in 0..runs {
+                std::hint::black_box(t.count(std::hint::black_box(&text)));
+            }
+            (first, started.elapsed() / runs)
+        };
+        let (hf_first, hf_each) = time(&hf);
+        let (builtin_first, builtin_each) = time(&builtin);
+        // The metrics count each streamed event's text on its own when the
+        // server reports no per-chunk usage: one call per word, here.
+        let events: Vec<String> = text.split(' ').map(|w| format!(" {w}")).collect();
+        let per_event = |t: &Tokenizer| {
+            let started = Instant::now();
+            for e in &events {
+                std::hint::black_box(t.count(std::hint::black_box(e)));
+            }
+            started.elapsed() / events.len() as u32
+        };
+        let (hf_event, builtin_event) = (per_event(&hf), per_event(&builtin));
+        println!(
+            "{tokens} tokens, {} bytes of text; tokenizer.json {:.1} MB (converted in {converted_in:?})",
+            text.len(),
+            bytes.len() as f64 / 1e6
+        );
+        println!("load:  tokenizer.json {hf_load:?}, built-in {builtin_load:?}");
+        println!("count: tokenizer.json first {hf_first:?}, then {hf_each:?} each");
+        println!("count: built-in       first {builtin_first:?}, then {builtin_each:?} each");
+        println!(
+            "count one event ({} events): tokenizer.json {hf_event:?}, built-in {builtin_event:?}",
+            events.len()
+        );
     }
 }
