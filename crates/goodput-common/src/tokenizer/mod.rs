@@ -373,6 +373,14 @@ mod tests {
         }
     }
 
+    /// Request tasks on every runtime thread share the run's tokenizer,
+    /// whichever kind it is: it must stay `Send + Sync` (a compile check).
+    #[test]
+    fn tokenizer_is_shared_across_threads() {
+        fn shared<T: Send + Sync + 'static>() {}
+        shared::<Tokenizer>();
+    }
+
     #[test]
     fn sha256_hex_is_lowercase_sha256() {
         // The FIPS 180-2 test vector.
