@@ -9,6 +9,13 @@
 //! encoding's pattern, take a piece that is a token as one token, otherwise
 //! merge its byte pairs lowest rank first. A test checks counts and ids
 //! against `tiktoken-rs` on varied text.
+//!
+//! Decoding needs the other direction, rank to bytes, which the rank table
+//! cannot answer quickly; that index (8 bytes a token, ~1.6 MiB for
+//! `o200k_base`) is built on the first decode, so a run that never decodes
+//! never pays for it.
+
+use std::sync::OnceLock;
 
 use base64::Engine as _;
 
@@ -25,6 +32,9 @@ pub struct Bpe {
     slots: Vec<Slot>,
     mask: usize,
     pattern: fancy_regex::Regex,
+    /// `(offset, len)` in `arena` of each rank; `len == 0` for a rank that
+    /// is no token. Built on the first [`Bpe::decode`].
+    by_rank: OnceLock<Vec<(u32, u32)>>,
 }
 
 #[inline]
@@ -72,6 +82,7 @@ impl Bpe {
             slots: vec![Slot::default(); cap],
             mask: cap - 1,
             pattern,
+            by_rank: OnceLock::new(),
         };
         let engine = base64::engine::general_purpose::STANDARD;
         let mut buf = Vec::with_capacity(64);
@@ -209,16 +220,33 @@ impl Bpe {
         total
     }
 
-    /// The bytes of token `rank` (a linear scan: for tests only).
-    #[cfg(test)]
+    /// The bytes of token `rank`, if it is one.
     fn token_bytes(&self, rank: u32) -> Option<&[u8]> {
-        self.slots
-            .iter()
-            .find(|s| s.len != 0 && s.rank == rank)
-            .map(|s| {
-                let start = s.offset as usize;
-                &self.arena[start..start + s.len as usize]
-            })
+        let by_rank = self.by_rank.get_or_init(|| {
+            let max = self.slots.iter().filter(|s| s.len != 0).map(|s| s.rank);
+            let mut table = vec![(0, 0); max.max().map_or(0, |m| m as usize + 1)];
+            for s in self.slots.iter().filter(|s| s.len != 0) {
+                table[s.rank as usize] = (s.offset, s.len);
+            }
+            table
+        });
+        match by_rank.get(rank as usize) {
+            Some(&(offset, len)) if len != 0 => {
+                Some(&self.arena[offset as usize..(offset + len) as usize])
+            }
+            _ => None,
+        }
+    }
+
+    /// The bytes of the tokens `ids`, concatenated; `None` if an id is not
+    /// a token of this encoding. The bytes need not be UTF-8: a sequence
+    /// cut inside a character ends in part of it.
+    pub fn decode(&self, ids: &[u32]) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            out.extend_from_slice(self.token_bytes(id)?);
+        }
+        Some(out)
     }
 
     /// Token ids of `text` (no special tokens).
@@ -260,11 +288,7 @@ mod tests {
         assert!(limited.pattern.find_iter(&text).any(|m| m.is_err()));
         for bpe in [&full, &limited] {
             let ids = bpe.encode(&text);
-            let bytes: Vec<u8> = ids
-                .iter()
-                .flat_map(|&r| bpe.token_bytes(r).unwrap().to_vec())
-                .collect();
-            assert_eq!(bytes, text.as_bytes());
+            assert_eq!(bpe.decode(&ids).unwrap(), text.as_bytes());
             assert_eq!(bpe.count(&text), ids.len());
         }
         assert!(

@@ -3,14 +3,28 @@
 //! Every client-side token count in a run (prompt lengths, output lengths when
 //! the server reports no usage, per-event token counts) comes from the single
 //! [`Tokenizer`] built here, so numbers from servers that do not report usage
-//! stay comparable. The built-in tiktoken encodings are compiled into the
-//! binary and need no network.
+//! stay comparable. It is one of two kinds:
+//!
+//! - a built-in tiktoken encoding (`tiktoken:o200k_base`, the default, or
+//!   `tiktoken:cl100k_base`), compiled into the binary: a fixed client unit
+//!   that needs no network and no file, but is not the served model's own;
+//! - the served model's own tokenizer, a Hugging Face `tokenizer.json` given
+//!   by path, whose counts are evidence of the model's token counts.
+//!
+//! A run records which one it used as a [`TokenizerIdentity`]: the spec, the
+//! kind, the name and the SHA-256 of the bytes the tokens came from.
 
 mod bpe;
+mod hugging_face;
 
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use bpe::Bpe;
+use hugging_face::HuggingFace;
 
 /// The split pattern of `o200k_base` (as published with tiktoken).
 const O200K_PATTERN: &str = concat!(
@@ -32,26 +46,96 @@ const O200K_PATTERN: &str = concat!(
 /// The split pattern of `cl100k_base`.
 const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 
+const O200K_RANKS: &str = include_str!("../../assets/o200k_base.tiktoken");
+const CL100K_RANKS: &str = include_str!("../../assets/cl100k_base.tiktoken");
+
+/// A built-in encoding: its rank file, split pattern, and the rank file's
+/// hash, computed by the first tokenizer built from it (the asset never
+/// changes within a process).
+struct Builtin {
+    name: &'static str,
+    ranks: &'static str,
+    pattern: &'static str,
+    sha256: OnceLock<String>,
+}
+
+static O200K: Builtin = Builtin {
+    name: "o200k_base",
+    ranks: O200K_RANKS,
+    pattern: O200K_PATTERN,
+    sha256: OnceLock::new(),
+};
+
+static CL100K: Builtin = Builtin {
+    name: "cl100k_base",
+    ranks: CL100K_RANKS,
+    pattern: CL100K_PATTERN,
+    sha256: OnceLock::new(),
+};
+
 /// Errors building a tokenizer from a `--tokenizer` spec.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
-    #[error("unknown tokenizer '{0}': valid values are tiktoken:o200k_base, tiktoken:cl100k_base or none")]
+    #[error("unknown tokenizer '{0}': valid values are tiktoken:o200k_base, tiktoken:cl100k_base, none, or the path to a Hugging Face tokenizer.json")]
     Unknown(String),
     #[error("could not load the built-in encoding {name}: {message}")]
     Load { name: String, message: String },
+    /// The path names no file that could be read.
+    #[error("could not read the tokenizer file {}: {reason}", path.display())]
+    Unreadable { path: PathBuf, reason: String },
+    /// The file was read but is not a tokenizer.json `tokenizers` can load.
+    #[error("{} is not a valid Hugging Face tokenizer.json: {reason}", path.display())]
+    Invalid { path: PathBuf, reason: String },
+}
+
+/// Which kind of tokenizer a run used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerKind {
+    /// A built-in tiktoken encoding: a fixed client-side unit.
+    Tiktoken,
+    /// A Hugging Face tokenizer.json: the model's own tokenizer.
+    HuggingFace,
+    /// No client-side counting.
+    None,
+}
+
+/// What a run's token counts were made with, saved in every result so two
+/// results can be told apart when their tokenizers differ, even by a file
+/// edited in place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenizerIdentity {
+    /// The canonical spec: `tiktoken:o200k_base`, `none`, or the path as given.
+    pub spec: String,
+    pub kind: TokenizerKind,
+    /// The encoding's name (`o200k_base`), the file's name (`tokenizer.json`)
+    /// or `none`.
+    pub name: String,
+    /// Lowercase hex SHA-256 of the tokenizer's bytes: the tokenizer.json
+    /// file, or the embedded `.tiktoken` rank file; `None` for `none`.
+    pub sha256: Option<String>,
+}
+
+/// What does the tokenizing (each shared: a clone is a reference count).
+#[derive(Clone)]
+enum Backing {
+    None,
+    Tiktoken(Arc<Bpe>),
+    HuggingFace(Arc<HuggingFace>),
 }
 
 /// A tokenizer, cheap to clone (shared behind an `Arc`).
 #[derive(Clone)]
 pub struct Tokenizer {
-    spec: String,
-    inner: Option<Arc<Bpe>>,
+    backing: Backing,
+    identity: Arc<TokenizerIdentity>,
 }
 
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer")
-            .field("spec", &self.spec)
+            .field("spec", &self.identity.spec)
+            .field("kind", &self.identity.kind)
             .finish()
     }
 }
@@ -59,45 +143,119 @@ impl std::fmt::Debug for Tokenizer {
 /// The default tokenizer spec.
 pub const DEFAULT_TOKENIZER: &str = "tiktoken:o200k_base";
 
+/// Lowercase hex SHA-256 of `bytes`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 impl Tokenizer {
-    /// Build from a spec: `tiktoken:o200k_base`, `tiktoken:cl100k_base`, or `none`.
+    /// Build from a spec: `tiktoken:o200k_base`, `tiktoken:cl100k_base`
+    /// (the prefix may be left out), `none`, or the path to a Hugging Face
+    /// tokenizer.json.
+    ///
+    /// A spec that names no file and does not look like a path either (no
+    /// directory separator, no extension: `gpt2`) is [`TokenizerError::Unknown`],
+    /// which lists what is valid, rather than a missing file.
     pub fn from_spec(spec: &str) -> Result<Self, TokenizerError> {
-        let name = spec.strip_prefix("tiktoken:").unwrap_or(spec);
-        let bpe = match name {
-            "none" => {
-                return Ok(Tokenizer {
+        let builtin = spec.strip_prefix("tiktoken:");
+        match builtin.unwrap_or(spec) {
+            "none" if builtin.is_none() => Ok(Tokenizer {
+                backing: Backing::None,
+                identity: Arc::new(TokenizerIdentity {
                     spec: "none".into(),
-                    inner: None,
-                })
-            }
-            "o200k_base" => Bpe::new(
-                include_str!("../../assets/o200k_base.tiktoken"),
-                O200K_PATTERN,
-            ),
-            "cl100k_base" => Bpe::new(
-                include_str!("../../assets/cl100k_base.tiktoken"),
-                CL100K_PATTERN,
-            ),
-            _ => return Err(TokenizerError::Unknown(spec.to_string())),
+                    kind: TokenizerKind::None,
+                    name: "none".into(),
+                    sha256: None,
+                }),
+            }),
+            "o200k_base" => Self::tiktoken(&O200K),
+            "cl100k_base" => Self::tiktoken(&CL100K),
+            _ if builtin.is_some() => Err(TokenizerError::Unknown(spec.to_string())),
+            _ => Self::hugging_face(spec),
         }
-        .map_err(|message| TokenizerError::Load {
-            name: name.to_string(),
-            message,
-        })?;
+    }
+
+    fn tiktoken(builtin: &'static Builtin) -> Result<Self, TokenizerError> {
+        let name = builtin.name;
+        let bpe =
+            Bpe::new(builtin.ranks, builtin.pattern).map_err(|message| TokenizerError::Load {
+                name: name.to_string(),
+                message,
+            })?;
+        let sha256 = builtin
+            .sha256
+            .get_or_init(|| sha256_hex(builtin.ranks.as_bytes()));
         Ok(Tokenizer {
-            spec: format!("tiktoken:{name}"),
-            inner: Some(Arc::new(bpe)),
+            backing: Backing::Tiktoken(Arc::new(bpe)),
+            identity: Arc::new(TokenizerIdentity {
+                spec: format!("tiktoken:{name}"),
+                kind: TokenizerKind::Tiktoken,
+                name: name.to_string(),
+                sha256: Some(sha256.clone()),
+            }),
+        })
+    }
+
+    fn hugging_face(spec: &str) -> Result<Self, TokenizerError> {
+        let path = Path::new(spec);
+        let unreadable = |reason: String| TokenizerError::Unreadable {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if path.is_dir() {
+            return Err(unreadable(
+                "it is a directory; give the path of the tokenizer.json file in it".into(),
+            ));
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && !spec.contains(['/', '\\'])
+                    && path.extension().is_none() =>
+            {
+                return Err(TokenizerError::Unknown(spec.to_string()));
+            }
+            Err(e) => return Err(unreadable(e.to_string())),
+        };
+        let backing = HuggingFace::from_bytes(path, &bytes)?;
+        let name = path
+            .file_name()
+            .map_or_else(|| spec.to_string(), |n| n.to_string_lossy().into_owned());
+        Ok(Tokenizer {
+            backing: Backing::HuggingFace(Arc::new(backing)),
+            identity: Arc::new(TokenizerIdentity {
+                spec: spec.to_string(),
+                kind: TokenizerKind::HuggingFace,
+                name,
+                sha256: Some(sha256_hex(&bytes)),
+            }),
         })
     }
 
     /// The canonical spec string, as recorded in a result's `config`.
     pub fn spec(&self) -> &str {
-        &self.spec
+        &self.identity.spec
+    }
+
+    /// What this tokenizer is, to be saved with every result.
+    pub fn identity(&self) -> TokenizerIdentity {
+        (*self.identity).clone()
+    }
+
+    /// Whether this is the model's own tokenizer (a tokenizer.json), whose
+    /// counts are evidence of the model's token counts. A tiktoken encoding
+    /// is only a fixed client-side unit, whatever model is served.
+    pub fn is_model_tokenizer(&self) -> bool {
+        matches!(self.backing, Backing::HuggingFace(_))
     }
 
     /// Whether this tokenizer counts tokens (`none` does not).
     pub fn is_enabled(&self) -> bool {
-        self.inner.is_some()
+        !matches!(self.backing, Backing::None)
     }
 
     /// Whether this is the model's own tokenizer (a `tokenizer.json`), whose
@@ -107,14 +265,40 @@ impl Tokenizer {
     }
 
     /// Number of tokens in `text` (no special tokens, no BOS). `None` for the
-    /// `none` tokenizer.
+    /// `none` tokenizer, and for text a tokenizer.json cannot encode.
     pub fn count(&self, text: &str) -> Option<usize> {
-        self.inner.as_ref().map(|b| b.count(text))
+        match &self.backing {
+            Backing::None => None,
+            Backing::Tiktoken(bpe) => Some(bpe.count(text)),
+            Backing::HuggingFace(hf) => hf.count(text),
+        }
     }
 
-    /// Token ids of `text` (no special tokens). `None` for `none`.
+    /// Token ids of `text` (no special tokens). `None` as for [`Tokenizer::count`].
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
-        self.inner.as_ref().map(|b| b.encode(text))
+        match &self.backing {
+            Backing::None => None,
+            Backing::Tiktoken(bpe) => Some(bpe.encode(text)),
+            Backing::HuggingFace(hf) => hf.encode(text),
+        }
+    }
+
+    /// The text of the tokens `ids`. `None` for `none` and when an id is not
+    /// in the vocabulary.
+    ///
+    /// With a built-in encoding `decode(encode(t)) == t`; ids that cut a
+    /// character in two (part of an emoji's byte tokens) give U+FFFD for
+    /// the partial character. A tokenizer.json decodes through its own
+    /// decoder, which gives back its normalized text (lowercased, say, or
+    /// with the spacing its decoder restores), special tokens included.
+    pub fn decode(&self, ids: &[u32]) -> Option<String> {
+        match &self.backing {
+            Backing::None => None,
+            Backing::Tiktoken(bpe) => bpe
+                .decode(ids)
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),
+            Backing::HuggingFace(hf) => hf.decode(ids),
+        }
     }
 }
 
@@ -170,14 +354,112 @@ mod tests {
                     "{spec}: {t:?}"
                 );
                 assert_eq!(ours.count(t).unwrap(), reference.encode_ordinary(t).len());
+                assert_eq!(ours.decode(&ours.encode(t).unwrap()).as_ref(), Some(t));
             }
         }
     }
 
     #[test]
     fn none_counts_nothing_and_unknown_is_an_error() {
-        assert_eq!(Tokenizer::from_spec("none").unwrap().count("x"), None);
-        let err = Tokenizer::from_spec("gpt2").unwrap_err().to_string();
-        assert!(err.contains("o200k_base"), "{err}");
+        let none = Tokenizer::from_spec("none").unwrap();
+        assert_eq!(none.count("x"), None);
+        assert_eq!(none.decode(&[1]), None);
+        assert!(!none.is_enabled() && !none.is_model_tokenizer());
+        // A bare word that names no file is an unknown name, not a missing
+        // file; so is an unknown tiktoken encoding, even one named `none`.
+        for spec in ["gpt2", "tiktoken:gpt2", "tiktoken:none"] {
+            let err = Tokenizer::from_spec(spec).unwrap_err();
+            assert!(
+                matches!(&err, TokenizerError::Unknown(s) if s == spec),
+                "{err:?}"
+            );
+            let message = err.to_string();
+            assert!(message.contains("tiktoken:o200k_base"), "{message}");
+            assert!(message.contains("tokenizer.json"), "{message}");
+        }
+    }
+
+    /// Request tasks on every runtime thread share the run's tokenizer,
+    /// whichever kind it is: it must stay `Send + Sync` (a compile check).
+    #[test]
+    fn tokenizer_is_shared_across_threads() {
+        fn shared<T: Send + Sync + 'static>() {}
+        shared::<Tokenizer>();
+    }
+
+    #[test]
+    fn sha256_hex_is_lowercase_sha256() {
+        // The FIPS 180-2 test vector.
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn builtin_identity_names_the_encoding_and_hashes_its_asset() {
+        // The digests are `sha256sum assets/*.tiktoken`: a changed asset
+        // changes every result's identity, and must fail here first.
+        for (spec, name, sha) in [
+            (
+                "o200k_base",
+                "o200k_base",
+                "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+            ),
+            (
+                "tiktoken:cl100k_base",
+                "cl100k_base",
+                "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+            ),
+        ] {
+            let t = Tokenizer::from_spec(spec).unwrap();
+            assert_eq!(
+                t.identity(),
+                TokenizerIdentity {
+                    spec: format!("tiktoken:{name}"),
+                    kind: TokenizerKind::Tiktoken,
+                    name: name.into(),
+                    sha256: Some(sha.into()),
+                }
+            );
+            assert_eq!(t.spec(), format!("tiktoken:{name}"));
+            assert!(t.is_enabled() && !t.is_model_tokenizer());
+        }
+        assert_eq!(
+            Tokenizer::from_spec("none").unwrap().identity(),
+            TokenizerIdentity {
+                spec: "none".into(),
+                kind: TokenizerKind::None,
+                name: "none".into(),
+                sha256: None,
+            }
+        );
+    }
+
+    #[test]
+    fn identity_serializes_with_snake_case_kinds() {
+        let identity = Tokenizer::from_spec("none").unwrap().identity();
+        let json = serde_json::to_value(&identity).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"spec": "none", "kind": "none", "name": "none", "sha256": null})
+        );
+        assert_eq!(
+            serde_json::to_value(TokenizerKind::HuggingFace).unwrap(),
+            "hugging_face"
+        );
+        assert_eq!(
+            serde_json::from_value::<TokenizerIdentity>(json).unwrap(),
+            identity
+        );
+    }
+
+    #[test]
+    fn builtin_decode_rejects_ids_outside_the_vocabulary() {
+        let t = Tokenizer::from_spec("cl100k_base").unwrap();
+        let ids = t.encode("hello world").unwrap();
+        assert_eq!(t.decode(&ids).as_deref(), Some("hello world"));
+        assert_eq!(t.decode(&[]).as_deref(), Some(""));
+        assert_eq!(t.decode(&[ids[0], 5_000_000]), None);
     }
 }
