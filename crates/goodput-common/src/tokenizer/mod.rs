@@ -258,12 +258,6 @@ impl Tokenizer {
         !matches!(self.backing, Backing::None)
     }
 
-    /// Whether this is the model's own tokenizer (a `tokenizer.json`), whose
-    /// counts are evidence of the model's token counts.
-    pub fn is_model_tokenizer(&self) -> bool {
-        false
-    }
-
     /// Number of tokens in `text` (no special tokens, no BOS). `None` for the
     /// `none` tokenizer, and for text a tokenizer.json cannot encode.
     pub fn count(&self, text: &str) -> Option<usize> {
