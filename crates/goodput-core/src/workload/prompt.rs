@@ -251,6 +251,60 @@ mod tests {
         }
     }
 
+    /// A model's own tokenizer.json under which most words of the list take
+    /// several tokens: a WordPiece vocabulary of 300 whole words, the
+    /// letters, and their continuations.
+    pub(crate) fn small_tokenizer_json() -> Tokenizer {
+        let mut vocab = serde_json::Map::new();
+        let mut add = |t: String| {
+            let n = vocab.len();
+            vocab.entry(t).or_insert(serde_json::json!(n));
+        };
+        add("[UNK]".into());
+        for p in [".", ",", "!", "?", "'"] {
+            add(p.into());
+        }
+        for c in 'a'..='z' {
+            add(c.to_string());
+            add(format!("##{c}"));
+        }
+        for w in words().iter().take(300) {
+            add(w.to_lowercase());
+        }
+        let json = serde_json::json!({
+            "version": "1.0",
+            "normalizer": {"type": "Lowercase"},
+            "pre_tokenizer": {"type": "Whitespace"},
+            "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                      "max_input_chars_per_word": 100, "vocab": vocab},
+            "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+        });
+        let path = std::env::temp_dir().join(format!(
+            "goodput-test-tokenizer-{}.json",
+            std::process::id()
+        ));
+        std::fs::write(&path, serde_json::to_vec(&json).unwrap()).unwrap();
+        let t = Tokenizer::from_spec(path.to_str().unwrap()).unwrap();
+        assert!(t.is_model_tokenizer());
+        t
+    }
+
+    #[test]
+    fn exact_counts_under_a_model_tokenizer_json_that_splits_words() {
+        let b = TextBuilder::new(small_tokenizer_json());
+        assert!(b.by_cost.len() > 5, "words cost up to {} tokens", b.by_cost.len() - 1);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        for n in [1u32, 2, 5, 17, 128, 1000, 4000] {
+            let (text, count) = b.body(&mut rng, "", 0, n).unwrap();
+            assert_eq!((count, b.count(&text)), (Some(n), Some(n)), "{n}");
+            let head = "the first request.";
+            let h = b.count(head).unwrap();
+            let (body, _) = b.body(&mut rng, head, h, n + h).unwrap();
+            assert_eq!(b.count(&format!("{head}{body}")), Some(n + h), "{n}");
+        }
+        assert!(b.check().is_ok());
+    }
+
     #[test]
     fn text_reads_like_sentences() {
         let b = TextBuilder::new(Tokenizer::from_spec("o200k_base").unwrap());
