@@ -33,17 +33,17 @@
 //! run's `--output-tokens`. A row outside both filters counts as dropped by
 //! the input filter.
 
+mod csv;
+mod jsonl;
 mod sharegpt;
 
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use super::files::{self, choices, describe, flags, FileError, Hashing, Kind};
+use super::files::{self, choices, flags, FileError, Kind};
 use crate::protocol::Message;
 use goodput_common::tokenizer::Tokenizer;
 
@@ -260,8 +260,8 @@ pub fn load_dataset(
     };
     stats.sha256 = match format {
         DatasetFormat::ShareGpt => sharegpt::scan(path, &mut on_row)?,
-        DatasetFormat::Jsonl => scan_jsonl(path, &mut on_row)?,
-        DatasetFormat::Csv => scan_csv(path, &opts.prompt_column, &mut on_row)?,
+        DatasetFormat::Jsonl => jsonl::scan(path, &mut on_row)?,
+        DatasetFormat::Csv => csv::scan(path, &opts.prompt_column, &mut on_row)?,
     };
     stats.rows_eligible = eligible.len() as u64;
 
@@ -276,8 +276,8 @@ pub fn load_dataset(
     drop(eligible);
     let parsed = match format {
         DatasetFormat::ShareGpt => sharegpt::reread(path, &spots)?,
-        DatasetFormat::Jsonl => reread_jsonl(path, &spots)?,
-        DatasetFormat::Csv => reread_csv(path, &opts.prompt_column, &spots)?,
+        DatasetFormat::Jsonl => jsonl::reread(path, &spots)?,
+        DatasetFormat::Csv => csv::reread(path, &opts.prompt_column, &spots)?,
     };
     let mut distinct_rows: Vec<Option<DatasetRow>> = parsed
         .into_iter()
@@ -503,296 +503,6 @@ fn shortfall(path: &Path, stats: &DatasetStats) -> FileError {
         )
     };
     FileError::file(path, problem)
-}
-
-// ---- JSONL ----
-
-/// Pass 1 over a JSONL file; returns the SHA-256.
-fn scan_jsonl(path: &Path, on_row: &mut OnRow<'_>) -> Result<String, FileError> {
-    let mut reader = BufReader::new(Hashing::new(files::open(path)?));
-    let mut buf = Vec::new();
-    let (mut offset, mut line) = (0u64, 0u64);
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| FileError::io(path, &e))?;
-        if n == 0 {
-            break;
-        }
-        line += 1;
-        let spot = Spot { offset, line };
-        offset += n as u64;
-        if buf.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        on_row(spot, Some(parse_jsonl_line(path, line, &buf)?))?;
-    }
-    reader
-        .into_inner()
-        .finish()
-        .map_err(|e| FileError::io(path, &e))
-}
-
-/// Pass 2: the rows at `spots` (ascending).
-fn reread_jsonl(path: &Path, spots: &[Spot]) -> Result<Vec<Parsed>, FileError> {
-    let mut reader = BufReader::new(files::open(path)?);
-    let mut buf = Vec::new();
-    spots
-        .iter()
-        .map(|spot| {
-            buf.clear();
-            reader
-                .seek(SeekFrom::Start(spot.offset))
-                .and_then(|_| reader.read_until(b'\n', &mut buf))
-                .map_err(|e| FileError::io(path, &e))?;
-            parse_jsonl_line(path, spot.line, &buf)
-        })
-        .collect()
-}
-
-fn parse_jsonl_line(path: &Path, line: u64, bytes: &[u8]) -> Result<Parsed, FileError> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|e| FileError::json(path, Some(line), &e))?;
-    let Value::Object(mut obj) = value else {
-        return Err(FileError::line(
-            path,
-            line,
-            format!("expected a JSON object, found {}", describe(&value)),
-        ));
-    };
-    let at = |field: &str, problem: String| FileError::field(path, line, field, problem);
-    let present = |v: Option<Value>| v.filter(|v| !v.is_null());
-    let prompt =
-        match (
-            present(obj.remove("prompt")),
-            present(obj.remove("messages")),
-        ) {
-            (Some(_), Some(_)) => {
-                return Err(FileError::line(
-                    path,
-                    line,
-                    "the row has both 'prompt' and 'messages'; keep one",
-                ))
-            }
-            (Some(p), None) => RowPrompt::Text(text(p).map_err(|e| at("prompt", e))?),
-            (None, Some(m)) => messages(m).map_err(|(field, e)| at(&field, e))?,
-            (None, None) => return Err(at(
-                "prompt",
-                "missing: a row needs a 'prompt' string or a 'messages' array of {role, content}"
-                    .into(),
-            )),
-        };
-    let output_tokens = present(obj.remove("output_tokens"))
-        .map(|v| files::whole_number(&v, 1).and_then(files::to_u32))
-        .transpose()
-        .map_err(|e| at("output_tokens", e))?;
-    let reference = match present(obj.remove("reference")) {
-        None => None,
-        Some(Value::String(s)) => Some(s),
-        Some(v) => {
-            return Err(at(
-                "reference",
-                format!("expected a string, found {}", describe(&v)),
-            ))
-        }
-    };
-    Ok(Parsed {
-        prompt,
-        output: Output::Stated(output_tokens),
-        reference,
-    })
-}
-
-/// A non-empty string.
-fn text(value: Value) -> Result<String, String> {
-    match value {
-        Value::String(s) if !s.is_empty() => Ok(s),
-        other => Err(format!(
-            "expected a non-empty string, found {}",
-            describe(&other)
-        )),
-    }
-}
-
-/// A non-empty array of `{role, content}` with string values. The error
-/// names the field (`messages[2].content`).
-fn messages(value: Value) -> Result<RowPrompt, (String, String)> {
-    let Value::Array(items) = value else {
-        return Err((
-            "messages".into(),
-            format!(
-                "expected an array of {{role, content}} objects, found {}",
-                describe(&value)
-            ),
-        ));
-    };
-    if items.is_empty() {
-        return Err(("messages".into(), "expected at least one message".into()));
-    }
-    let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.into_iter().enumerate() {
-        let Value::Object(mut obj) = item else {
-            return Err((
-                format!("messages[{i}]"),
-                format!(
-                    "expected a {{role, content}} object, found {}",
-                    describe(&item)
-                ),
-            ));
-        };
-        let mut field = |name: &str| match obj.remove(name) {
-            Some(Value::String(s)) => Ok(s),
-            Some(other) => Err((
-                format!("messages[{i}].{name}"),
-                format!("expected a string, found {}", describe(&other)),
-            )),
-            None => Err((format!("messages[{i}].{name}"), "missing".into())),
-        };
-        let role = field("role")?;
-        let content = field("content")?;
-        out.push(Message { role, content });
-    }
-    Ok(RowPrompt::Messages(out))
-}
-
-// ---- CSV ----
-
-/// Column positions in a dataset CSV.
-struct Columns {
-    prompt: usize,
-    output_tokens: Option<usize>,
-    reference: Option<usize>,
-}
-
-fn csv_reader<R: std::io::Read>(inner: R) -> csv::Reader<R> {
-    csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .from_reader(inner)
-}
-
-impl Columns {
-    fn find<R: std::io::Read>(
-        path: &Path,
-        reader: &mut csv::Reader<R>,
-        prompt_column: &str,
-    ) -> Result<Self, FileError> {
-        let headers = reader.headers().map_err(|e| FileError::csv(path, &e))?;
-        let find = |name: &str| {
-            files::column(headers, &[name]).map_err(|e| FileError::field(path, 1, name, e))
-        };
-        let prompt = find(prompt_column)?.ok_or_else(|| {
-            FileError::field(
-                path,
-                1,
-                prompt_column,
-                format!(
-                    "no such column; the header has {} (name the prompt column with {})",
-                    files::header_list(headers),
-                    flags::DATASET_PROMPT_COLUMN
-                ),
-            )
-        })?;
-        Ok(Columns {
-            prompt,
-            output_tokens: find("output_tokens")?,
-            reference: find("reference")?,
-        })
-    }
-
-    fn parse(
-        &self,
-        path: &Path,
-        line: u64,
-        record: &csv::StringRecord,
-        headers: &csv::StringRecord,
-    ) -> Result<Parsed, FileError> {
-        let cell = |i: usize| record.get(i).unwrap_or("");
-        let name = |i: usize| headers.get(i).unwrap_or("?").to_string();
-        let prompt = cell(self.prompt);
-        if prompt.is_empty() {
-            return Err(FileError::field(
-                path,
-                line,
-                &name(self.prompt),
-                "expected a non-empty prompt",
-            ));
-        }
-        let output_tokens = match self.output_tokens.map(cell) {
-            Some(c) if !c.trim().is_empty() => Some(
-                files::whole_number_cell(c, 1)
-                    .and_then(files::to_u32)
-                    .map_err(|e| {
-                        FileError::field(path, line, &name(self.output_tokens.unwrap_or(0)), e)
-                    })?,
-            ),
-            _ => None,
-        };
-        let reference = self
-            .reference
-            .map(cell)
-            .filter(|c| !c.is_empty())
-            .map(str::to_string);
-        Ok(Parsed {
-            prompt: RowPrompt::Text(prompt.to_string()),
-            output: Output::Stated(output_tokens),
-            reference,
-        })
-    }
-}
-
-/// Pass 1 over a CSV file; returns the SHA-256.
-fn scan_csv(path: &Path, prompt_column: &str, on_row: &mut OnRow<'_>) -> Result<String, FileError> {
-    let mut reader = csv_reader(Hashing::new(files::open(path)?));
-    let columns = Columns::find(path, &mut reader, prompt_column)?;
-    let headers = reader
-        .headers()
-        .map_err(|e| FileError::csv(path, &e))?
-        .clone();
-    let mut record = csv::StringRecord::new();
-    while reader
-        .read_record(&mut record)
-        .map_err(|e| FileError::csv(path, &e))?
-    {
-        let (offset, line) = record.position().map_or((0, 0), |p| (p.byte(), p.line()));
-        let parsed = columns.parse(path, line, &record, &headers)?;
-        on_row(Spot { offset, line }, Some(parsed))?;
-    }
-    reader
-        .into_inner()
-        .finish()
-        .map_err(|e| FileError::io(path, &e))
-}
-
-/// Pass 2: the records at `spots` (ascending).
-fn reread_csv(path: &Path, prompt_column: &str, spots: &[Spot]) -> Result<Vec<Parsed>, FileError> {
-    let mut reader = csv_reader(files::open(path)?);
-    let columns = Columns::find(path, &mut reader, prompt_column)?;
-    let headers = reader
-        .headers()
-        .map_err(|e| FileError::csv(path, &e))?
-        .clone();
-    let mut record = csv::StringRecord::new();
-    spots
-        .iter()
-        .map(|spot| {
-            let mut pos = csv::Position::new();
-            pos.set_byte(spot.offset).set_line(spot.line);
-            reader.seek(pos).map_err(|e| FileError::csv(path, &e))?;
-            if !reader
-                .read_record(&mut record)
-                .map_err(|e| FileError::csv(path, &e))?
-            {
-                return Err(FileError::line(
-                    path,
-                    spot.line,
-                    "the record is gone: the file changed while it was read",
-                ));
-            }
-            columns.parse(path, spot.line, &record, &headers)
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -319,6 +319,15 @@ pub fn to_u32(n: u64) -> Result<u32, String> {
     u32::try_from(n).map_err(|_| format!("expected at most {} tokens, found {n}", u32::MAX))
 }
 
+/// A CSV reader with a header row that rejects records whose field count
+/// differs from the header's.
+pub fn csv_reader<R: Read>(inner: R) -> csv::Reader<R> {
+    csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(inner)
+}
+
 /// The header's column names, for "the header has: ..." in a message.
 pub fn header_list(headers: &csv::StringRecord) -> String {
     let names: Vec<String> = headers.iter().map(quote).collect();
