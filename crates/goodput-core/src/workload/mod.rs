@@ -14,6 +14,7 @@
 pub mod dataset;
 pub mod files;
 pub mod synthetic;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
