@@ -9,7 +9,7 @@
 //!   reference's token count, as vLLM does. Rows without such a pair, or
 //!   where either turn is empty, are skipped and counted
 //!   ([`DatasetStats::rows_skipped`]): real ShareGPT files have them. Turns
-//!   after the pair are not looked at. See [`sharegpt`].
+//!   after the pair are not looked at. The array is streamed (`sharegpt.rs`).
 //! - **JSONL** (`.jsonl`, `.ndjson`): one object per line with a `prompt`
 //!   string or a `messages` array of `{role, content}`, optional
 //!   `output_tokens` (a whole number >= 1) and optional `reference` string.
