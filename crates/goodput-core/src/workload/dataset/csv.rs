@@ -62,13 +62,11 @@ impl Columns {
                 "expected a non-empty prompt",
             ));
         }
-        let output_tokens = match self.output_tokens.map(cell) {
-            Some(c) if !c.trim().is_empty() => Some(
-                files::whole_number_cell(c, 1)
+        let output_tokens = match self.output_tokens {
+            Some(i) if !cell(i).trim().is_empty() => Some(
+                files::whole_number_cell(cell(i), 1)
                     .and_then(files::to_u32)
-                    .map_err(|e| {
-                        FileError::field(path, line, &name(self.output_tokens.unwrap_or(0)), e)
-                    })?,
+                    .map_err(|e| FileError::field(path, line, &name(i), e))?,
             ),
             _ => None,
         };
