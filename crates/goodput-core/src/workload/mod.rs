@@ -6,10 +6,17 @@
 //! turn from the previous turn's response ([`FollowUps`]). Requests are built
 //! lazily, one at a time, so a long run holds no more prompts in memory than
 //! are in flight. The synthetic workload is in [`synthetic`].
+//!
+//! User files are read by [`dataset`] (prompts) and [`trace`] (arrival
+//! times and lengths) into validated rows, with [`files`] as their shared
+//! plumbing; turning rows into requests is a [`RequestSource`]'s job.
 
+pub mod dataset;
+pub mod files;
 pub mod prefetch;
 pub mod prompt;
 pub mod synthetic;
+pub mod trace;
 
 use std::sync::Arc;
 use std::time::Duration;
