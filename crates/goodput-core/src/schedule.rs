@@ -26,6 +26,9 @@ pub enum Arrival {
     /// Gamma-distributed gaps with this shape and mean 1/rate: shape < 1 is
     /// burstier than Poisson, > 1 smoother (vLLM's `--burstiness`).
     Gamma(f64),
+    /// Each request's time comes from a replayed trace (`--trace`); the
+    /// rate is the trace's mean rate.
+    Trace,
 }
 
 impl fmt::Display for Arrival {
@@ -34,6 +37,7 @@ impl fmt::Display for Arrival {
             Arrival::Poisson => write!(f, "poisson"),
             Arrival::Constant => write!(f, "constant"),
             Arrival::Gamma(k) => write!(f, "gamma:{k}"),
+            Arrival::Trace => write!(f, "trace"),
         }
     }
 }
@@ -62,7 +66,12 @@ impl From<Arrival> for String {
 
 impl TryFrom<String> for Arrival {
     type Error = String;
+    /// As [`FromStr`], plus `trace`, which a results document may hold but
+    /// the command line does not take (`--trace` sets it).
     fn try_from(s: String) -> Result<Self, String> {
+        if s == "trace" {
+            return Ok(Arrival::Trace);
+        }
         s.parse()
     }
 }
@@ -227,7 +236,7 @@ impl Schedule {
             Load::Open { rate, arrival, .. } if rate.is_finite() && rate > 0.0 => match arrival {
                 Arrival::Poisson => Gamma::new(1.0, 1.0 / rate).ok(),
                 Arrival::Gamma(k) => Gamma::new(k, 1.0 / (k * rate)).ok(),
-                Arrival::Constant => None,
+                Arrival::Constant | Arrival::Trace => None,
             },
             _ => None,
         };

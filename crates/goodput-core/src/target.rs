@@ -178,11 +178,13 @@ impl PreparedTarget {
                 _ = self.client.prewarm(concurrency) => {}
             }
         }
-        let source = spec.workload.source(&self.params, &self.tokenizer, nonce);
         let warmup = match spec.plan.warmup {
             executor::Warmup::Requests(n) => n,
             _ => 0,
         };
+        let source = spec
+            .workload
+            .source(&self.params, &self.tokenizer, nonce, warmup);
         let ahead = planned_requests(&spec.plan).saturating_add(warmup);
         let source = Prefetch::start(source, ahead.min(usize::MAX as u64) as usize)
             .map_err(|e| RunError::Internal(format!("starting the workload thread: {e}")))?;
@@ -307,7 +309,7 @@ impl PreparedTarget {
             "warmup": plan.warmup,
             "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
             "seed": plan.seed,
-            "workload": spec.workload.describe(&self.tokenizer),
+            "workload": spec.workload.describe(&self.tokenizer, c.endpoint),
             "stream": self.params.stream,
             "temperature": self.params.temperature,
             "min_tokens_sent": self.params.min_tokens,

@@ -195,9 +195,84 @@ pub struct WorkloadArgs {
     /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
     #[arg(long, default_value = "1024", help_heading = "Workload")]
     pub input_tokens: goodput_core::workload::LengthSpec,
-    /// Output length in tokens (sent as max_tokens, and min_tokens + ignore_eos where accepted).
-    #[arg(long, default_value = "128", help_heading = "Workload")]
-    pub output_tokens: goodput_core::workload::LengthSpec,
+    /// Output length in tokens (sent as max_tokens, and min_tokens + ignore_eos where accepted)
+    /// [default: 128; with --dataset or --trace, each row's own length unless this is given].
+    #[arg(long, value_name = "SPEC", help_heading = "Workload")]
+    pub output_tokens: Option<goodput_core::workload::LengthSpec>,
+    /// Prompts from a dataset: ShareGPT JSON, JSONL (prompt or messages, optional
+    /// output_tokens and reference) or CSV with a header.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["trace", "turns", "prefix_tokens"], help_heading = "Dataset")]
+    pub dataset: Option<std::path::PathBuf>,
+    /// Format of --dataset when its extension does not say: sharegpt, jsonl or csv.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        requires = "dataset",
+        help_heading = "Dataset"
+    )]
+    pub dataset_format: Option<goodput_core::workload::dataset::DatasetFormat>,
+    /// The CSV column holding the prompt.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "prompt",
+        requires = "dataset",
+        help_heading = "Dataset"
+    )]
+    pub dataset_prompt_column: String,
+    /// Which rows are sent: random (without replacement, from --seed), sequential (file order)
+    /// or replacement (random, with replacement).
+    #[arg(
+        long,
+        value_name = "HOW",
+        default_value = "random",
+        requires = "dataset",
+        help_heading = "Dataset"
+    )]
+    pub dataset_sampling: goodput_core::workload::dataset::Sampling,
+    /// When --num-prompts exceeds the usable rows: error, cycle (send rows again) or truncate
+    /// (send each once, then stop).
+    #[arg(
+        long,
+        value_name = "WHAT",
+        default_value = "error",
+        requires = "dataset",
+        help_heading = "Dataset"
+    )]
+    pub dataset_exhausted: goodput_core::workload::dataset::Exhausted,
+    /// Keep only rows whose prompt has MIN to MAX tokens (dropped rows are counted and reported).
+    #[arg(long, value_name = "MIN,MAX", value_parser = token_range, requires = "dataset", help_heading = "Dataset")]
+    pub dataset_input_filter: Option<(u32, u32)>,
+    /// Keep only rows whose output length is MIN to MAX tokens.
+    #[arg(long, value_name = "MIN,MAX", value_parser = token_range, requires = "dataset", help_heading = "Dataset")]
+    pub dataset_output_filter: Option<(u32, u32)>,
+    /// Replay a trace's arrival times and lengths: Azure's LLM inference trace CSV, Mooncake
+    /// JSONL (hash_ids replayed as shared blocks), or JSONL/CSV with a timestamp column.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["turns", "prefix_tokens"], help_heading = "Trace")]
+    pub trace: Option<std::path::PathBuf>,
+    /// Format of --trace when detection would guess: azure, mooncake, jsonl or csv.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        requires = "trace",
+        help_heading = "Trace"
+    )]
+    pub trace_format: Option<goodput_core::workload::trace::TraceFormat>,
+    /// Unit of a generic trace's timestamp column: s, ms or us (Mooncake: ms unless given).
+    #[arg(long, value_name = "UNIT", requires = "trace", help_heading = "Trace")]
+    pub trace_time_unit: Option<goodput_core::workload::trace::TimeUnit>,
+    /// Replay speed: 2 sends the trace twice as fast.
+    #[arg(long, value_name = "X", default_value = "1", value_parser = speed, requires = "trace", help_heading = "Trace")]
+    pub trace_speed: f64,
+    /// Start the replay this far into the trace.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = duration, requires = "trace", help_heading = "Trace")]
+    pub trace_start: std::time::Duration,
+    /// Replay only this much of the trace (from --trace-start).
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, requires = "trace", help_heading = "Trace")]
+    pub trace_window: Option<std::time::Duration>,
+    /// Tokens per Mooncake hash block.
+    #[arg(long, value_name = "N", default_value = "512", value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "trace", help_heading = "Trace")]
+    pub trace_block_tokens: u32,
     /// Do not send min_tokens/ignore_eos (outputs may then end early at EOS).
     #[arg(long, help_heading = "Workload")]
     pub no_pin_output: bool,
@@ -403,6 +478,25 @@ pub fn sim_preset(s: &str) -> Result<SimPreset, String> {
         spec: s.to_string(),
         config,
     })
+}
+
+fn token_range(s: &str) -> Result<(u32, u32), String> {
+    let bad =
+        || format!("invalid range '{s}': expected MIN,MAX, whole numbers with 1 <= MIN <= MAX");
+    let (a, b) = s.split_once(',').ok_or_else(bad)?;
+    match (a.trim().parse::<u32>(), b.trim().parse::<u32>()) {
+        (Ok(a), Ok(b)) if a >= 1 && a <= b => Ok((a, b)),
+        _ => Err(bad()),
+    }
+}
+
+fn speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && (1e-6..=1e6).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "invalid speed '{s}': expected a number from 0.000001 to 1000000"
+        )),
+    }
 }
 
 fn tokenizer(s: &str) -> Result<goodput_core::tokenizer::Tokenizer, String> {

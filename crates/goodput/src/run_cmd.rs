@@ -19,6 +19,13 @@ use crate::setup::{self, run_error, Session};
 use crate::Exit;
 
 pub fn main(args: RunArgs) -> Result<i32, Exit> {
+    if args.workload.trace.is_some()
+        && (args.load.concurrency.is_some() || args.load.request_rate.is_some())
+    {
+        return Err(setup::usage(anyhow::anyhow!(
+            "--trace cannot be used with --concurrency or --request-rate: the trace sets the arrival times (scale them with --trace-speed; cap in-flight requests with --max-concurrency)"
+        )));
+    }
     setup::raise_fd_limit();
     setup::runtime()?.block_on(run_async(args))
 }
@@ -46,7 +53,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         &args.slo,
         &args.cost,
         &args.output,
-    );
+    )?;
     let mut session = Session::start(&args.target, &args.workload, &args.output).await?;
     let progress = Arc::new(Progress::default());
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);

@@ -10,6 +10,7 @@ use clap::Args;
 use goodput_core::report::console;
 use goodput_core::schedule::{Arrival, Load};
 use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
+use goodput_core::workload::SourceSpec;
 
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 use crate::setup::{self, run_error, usage, Session};
@@ -99,6 +100,11 @@ pub fn main(args: SweepArgs) -> Result<i32, Exit> {
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
         )));
     }
+    if args.workload.trace.is_some() {
+        return Err(usage(anyhow!(
+            "a trace sets its own arrival times, so a sweep cannot vary the load: use `goodput run --trace FILE --trace-speed X` at several speeds"
+        )));
+    }
     setup::raise_fd_limit();
     setup::runtime()?.block_on(sweep_async(args))
 }
@@ -124,7 +130,15 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         &args.slo,
         &args.cost,
         &args.output,
-    );
+    )?;
+    if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
+        // Every point sends the dataset's rows again: unsalted, the second
+        // point would be served from the first one's prefix cache.
+        if !base.workload.synthetic.cache_bust {
+            eprintln!("goodput: note: a sweep salts the dataset's prompts (--cache-bust), so no point is served from an earlier point's prefix cache");
+        }
+        base.workload.synthetic.cache_bust = true;
+    }
     // Points are bounded by time; --num-prompts, when given, bounds them too.
     base.plan.num_prompts = args.bounds.num_prompts;
     let point_time = args

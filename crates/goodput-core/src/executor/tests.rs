@@ -423,3 +423,75 @@ async fn a_closed_loop_ramp_opens_slots_over_the_ramp() {
     assert_eq!(sends, vec![0, 100, 200, 300]);
     assert_eq!(out.summary.ramp_end_ns, Some(300 * MS));
 }
+
+/// A trace's send schedule is its timestamps divided by the speed, to the
+/// nanosecond under paused time.
+#[tokio::test(start_paused = true)]
+async fn a_trace_is_sent_at_its_scaled_timestamps() {
+    let path = std::env::temp_dir().join(format!("goodput-exec-trace-{}.csv", std::process::id()));
+    std::fs::write(
+        &path,
+        "timestamp,input_tokens,output_tokens\n0,8,4\n100,8,4\n350,8,4\n1000,8,4\n1002,8,4\n",
+    )
+    .unwrap();
+    let trace = crate::workload::trace::load_trace(
+        &path,
+        &crate::workload::trace::TraceOptions {
+            time_unit: Some(crate::workload::trace::TimeUnit::Ms),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let src = crate::workload::replay::TraceSource::new(
+        Arc::new(trace),
+        crate::protocol::tests::params(Endpoint::Completions),
+        crate::workload::TextBuilder::new(Tokenizer::from_spec("none").unwrap()),
+        2.0,
+        512,
+        None,
+        true,
+        1,
+        9,
+    );
+    let clock = RunClock::start();
+    let t = MockTransport::new(
+        clock,
+        Duration::from_millis(30),
+        Duration::from_millis(5),
+        4,
+    );
+    let p = RunPlan {
+        load: Load::Open {
+            rate: 2.0,
+            arrival: Arrival::Trace,
+            max_concurrency: None,
+        },
+        num_prompts: None,
+        ..plan(Load::Closed { concurrency: 1 }, 0)
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let summary = execute(
+        &p,
+        t.clone(),
+        Prefetch::inline(Box::new(src)),
+        clock,
+        &TokioTimer,
+        &RunControl::new(),
+        tx,
+        Arc::new(Progress::default()),
+    )
+    .await;
+    assert!(summary.source_exhausted);
+    let mut sched = Vec::new();
+    while let Ok(m) = rx.try_recv() {
+        if let Msg::Record(r) = m {
+            assert_eq!(r.t_send, Some(r.t_sched), "no lag");
+            sched.push(r.t_sched);
+        }
+    }
+    sched.sort();
+    let origin = sched[0];
+    let offsets: Vec<u64> = sched.iter().map(|s| s - origin).collect();
+    assert_eq!(offsets, vec![0, 50 * MS, 175 * MS, 500 * MS, 501 * MS]);
+    let _ = std::fs::remove_file(&path);
+}

@@ -63,10 +63,94 @@ fn section(out: &mut String, title: &str, short: &str, d: &Distribution, note: &
     }
 }
 
+/// `mean 512.0, p50 510, p90 600, max 1024`.
+fn mix(m: &crate::metrics::mix::LengthMix) -> String {
+    format!(
+        "mean {:.1}, p50 {}, p90 {}, max {}",
+        m.mean, m.p50, m.p90, m.max
+    )
+}
+
+/// The workload above the figures: a throughput without the prompts that
+/// produced it means nothing.
+fn workload(out: &mut String, r: &RunResult) {
+    let w = r.config.get("workload").cloned().unwrap_or_default();
+    let mix_ = &r.metrics.workload;
+    rule(out, " Workload ", '=');
+    if let Some(s) = w["summary"].as_str() {
+        line(out, "Workload:", s);
+    }
+    let tok = &w["tokenizer"];
+    if let Some(name) = tok["name"].as_str() {
+        let kind = tok["kind"].as_str().unwrap_or("");
+        let hash = tok["sha256"].as_str().map(|h| &h[..h.len().min(12)]);
+        line(
+            out,
+            "Tokenizer (client counts):",
+            match hash {
+                Some(h) => format!("{name} ({kind}, sha256 {h}…)"),
+                None => format!("{name} ({kind})"),
+            },
+        );
+    }
+    if let Some(seed) = w["seed"].as_u64() {
+        line(out, "Seed:", seed);
+    }
+    if let Some(d) = w.get("dataset").filter(|d| d.is_object()) {
+        let n = |k: &str| d[k].as_u64().unwrap_or(0);
+        line(
+            out,
+            "Dataset rows read / used:",
+            format!(
+                "{} / {} ({})",
+                n("rows_read"),
+                n("rows_selected"),
+                d["sampling"].as_str().unwrap_or("")
+            ),
+        );
+        let dropped =
+            n("rows_skipped") + n("rows_dropped_input_filter") + n("rows_dropped_output_filter");
+        if dropped > 0 {
+            line(
+                out,
+                "Dataset rows dropped:",
+                format!(
+                    "{} unusable, {} by input filter, {} by output filter",
+                    n("rows_skipped"),
+                    n("rows_dropped_input_filter"),
+                    n("rows_dropped_output_filter")
+                ),
+            );
+        }
+        if d["cycled"].as_bool() == Some(true) {
+            line(
+                out,
+                "Dataset rows reused:",
+                "yes (--dataset-exhausted cycle)",
+            );
+        }
+    }
+    if let Some(i) = &mix_.input_tokens {
+        line(out, "Input tokens (sent):", mix(i));
+    }
+    if let Some(o) = &mix_.output_tokens {
+        line(out, "Output tokens (received):", mix(o));
+    }
+    if mix_.cacheable_share.is_some() || mix_.cached_share.is_some() {
+        let pct = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{:.1}%", x * 100.0));
+        line(
+            out,
+            "Prefix cache hits allowed / reported:",
+            format!("{} / {}", pct(mix_.cacheable_share), pct(mix_.cached_share)),
+        );
+    }
+}
+
 /// Render the summary table.
 pub fn summary(r: &RunResult) -> String {
     let m = &r.metrics;
     let mut out = String::new();
+    workload(&mut out, r);
     rule(&mut out, " Serving Benchmark Result ", '=');
     line(&mut out, "Successful requests:", m.completed);
     line(&mut out, "Failed requests:", m.failed);

@@ -15,6 +15,7 @@ pub mod dataset;
 pub mod files;
 pub mod prefetch;
 pub mod prompt;
+pub mod replay;
 pub mod synthetic;
 pub mod trace;
 
@@ -80,6 +81,19 @@ pub struct WorkloadSpec {
 pub enum SourceSpec {
     /// Generated text of exact lengths ([`synthetic`]).
     Synthetic,
+    /// A dataset's rows ([`replay::DatasetSource`]); `output_override`:
+    /// `--output-tokens` given explicitly, which then applies to every row.
+    Dataset {
+        dataset: Arc<dataset::Dataset>,
+        output_override: Option<LengthSpec>,
+    },
+    /// A trace's arrivals and lengths ([`replay::TraceSource`]).
+    Trace {
+        trace: Arc<trace::Trace>,
+        speed: f64,
+        block_tokens: u32,
+        output_override: Option<LengthSpec>,
+    },
 }
 
 impl WorkloadSpec {
@@ -90,30 +104,91 @@ impl WorkloadSpec {
         }
     }
 
-    /// A fresh source for one run; `nonce` differs per run (salts, prefixes).
+    /// A fresh source for one run; `nonce` differs per run (salts,
+    /// prefixes); `warmup`: the warm-up requests the run sends first.
     pub fn source(
         &self,
         params: &RequestParams,
         tokenizer: &Tokenizer,
         nonce: u64,
+        warmup: u64,
     ) -> Box<dyn RequestSource> {
+        let s = &self.synthetic;
         match &self.source {
             SourceSpec::Synthetic => Box::new(SyntheticSource::new(
-                self.synthetic.clone(),
+                s.clone(),
                 params.clone(),
                 tokenizer.clone(),
+                nonce,
+            )),
+            SourceSpec::Dataset {
+                dataset,
+                output_override,
+            } => Box::new(
+                replay::DatasetSource::new(
+                    dataset.clone(),
+                    params.clone(),
+                    TextBuilder::new(tokenizer.clone()),
+                    output_override.clone(),
+                    s.output_tokens.clone(),
+                    s.cache_bust,
+                    s.seed,
+                    nonce,
+                )
+                .with_warmup(warmup),
+            ),
+            SourceSpec::Trace {
+                trace,
+                speed,
+                block_tokens,
+                output_override,
+            } => Box::new(replay::TraceSource::new(
+                trace.clone(),
+                params.clone(),
+                TextBuilder::new(tokenizer.clone()),
+                *speed,
+                *block_tokens,
+                output_override.clone(),
+                s.cache_bust,
+                s.seed,
                 nonce,
             )),
         }
     }
 
+    /// A trace's mean arrival rate at its replay speed (requests/s).
+    pub fn trace_rate(&self) -> Option<f64> {
+        let SourceSpec::Trace { trace, speed, .. } = &self.source else {
+            return None;
+        };
+        let span = trace.stats.span_s / speed;
+        Some(if span > 0.0 {
+            trace.rows.len().saturating_sub(1).max(1) as f64 / span
+        } else {
+            f64::INFINITY
+        })
+    }
+
     /// The workload in words, for headlines: `chat, input 1024 / output 128 tokens`.
     pub fn words(&self, endpoint: crate::protocol::Endpoint) -> String {
         let s = &self.synthetic;
-        let mut w = format!(
-            "{endpoint}, input {} / output {} tokens",
-            s.input_tokens, s.output_tokens
-        );
+        let mut w = match &self.source {
+            SourceSpec::Synthetic => format!(
+                "{endpoint}, input {} / output {} tokens",
+                s.input_tokens, s.output_tokens
+            ),
+            SourceSpec::Dataset { dataset, .. } => format!(
+                "{endpoint}, dataset {} ({}, {} rows)",
+                dataset.stats.name, dataset.stats.format, dataset.stats.rows_selected
+            ),
+            SourceSpec::Trace { trace, speed, .. } => format!(
+                "{endpoint}, trace {} ({}, {} requests over {:.0} s, speed {speed}x)",
+                trace.stats.name,
+                trace.stats.format,
+                trace.rows.len(),
+                trace.stats.span_s
+            ),
+        };
         if let Some(p) = &s.prefix {
             w.push_str(&format!(
                 ", {} shared prefixes of {} tokens ({})",
@@ -132,19 +207,46 @@ impl WorkloadSpec {
     /// What the workload was asked to be, for the results document: kind,
     /// length specs, seed, prefix sharing, cache busting, session shape,
     /// tokenizer identity.
-    pub fn describe(&self, tokenizer: &Tokenizer) -> Value {
+    pub fn describe(&self, tokenizer: &Tokenizer, endpoint: crate::protocol::Endpoint) -> Value {
         let s = &self.synthetic;
-        json!({
+        let mut d = json!({
+            "summary": self.words(endpoint),
             "kind": match self.source {
                 SourceSpec::Synthetic => "synthetic",
+                SourceSpec::Dataset { .. } => "dataset",
+                SourceSpec::Trace { .. } => "trace",
             },
-            "input_tokens": s.input_tokens,
-            "output_tokens": s.output_tokens,
             "seed": s.seed,
-            "prefix": s.prefix,
             "cache_bust": s.cache_bust,
-            "sessions": s.sessions,
-            "tokenizer": tokenizer.spec(),
-        })
+            "tokenizer": tokenizer.identity(),
+        });
+        match &self.source {
+            SourceSpec::Synthetic => {
+                d["input_tokens"] = json!(s.input_tokens);
+                d["output_tokens"] = json!(s.output_tokens);
+                d["prefix"] = json!(s.prefix);
+                d["sessions"] = json!(s.sessions);
+            }
+            SourceSpec::Dataset {
+                dataset,
+                output_override,
+            } => {
+                d["dataset"] = json!(dataset.stats);
+                d["output_tokens"] = json!(output_override);
+                d["output_tokens_default"] = json!(s.output_tokens);
+            }
+            SourceSpec::Trace {
+                trace,
+                speed,
+                block_tokens,
+                output_override,
+            } => {
+                d["trace"] = json!(trace.stats);
+                d["trace_speed"] = json!(speed);
+                d["block_tokens"] = json!(block_tokens);
+                d["output_tokens"] = json!(output_override);
+            }
+        }
+        d
     }
 }

@@ -184,6 +184,16 @@ impl TextBuilder {
         (text.split_off(head.len()), Some(count))
     }
 
+    /// Words whose learned costs add up to `n` tokens, without encoding to
+    /// check: exact by construction under the built-in encodings (every
+    /// word one token), close under a model's tokenizer. For text that is
+    /// checked as a whole afterwards (a trace's prompt of many blocks).
+    pub fn nominal<R: Rng + ?Sized>(&self, rng: &mut R, n: u32) -> String {
+        let mut parts = Vec::with_capacity(n as usize + n as usize / 8 + 2);
+        self.push_words(rng, n, &mut parts);
+        self.render("", &parts)
+    }
+
     /// Check, when a run is prepared, that exact lengths can be built under
     /// this tokenizer (the built-in encodings always can; a model's
     /// tokenizer needs words it encodes in one token to finish a count).
@@ -292,7 +302,11 @@ mod tests {
     #[test]
     fn exact_counts_under_a_model_tokenizer_json_that_splits_words() {
         let b = TextBuilder::new(small_tokenizer_json());
-        assert!(b.by_cost.len() > 5, "words cost up to {} tokens", b.by_cost.len() - 1);
+        assert!(
+            b.by_cost.len() > 5,
+            "words cost up to {} tokens",
+            b.by_cost.len() - 1
+        );
         let mut rng = rand::rngs::StdRng::seed_from_u64(2);
         for n in [1u32, 2, 5, 17, 128, 1000, 4000] {
             let (text, count) = b.body(&mut rng, "", 0, n).unwrap();

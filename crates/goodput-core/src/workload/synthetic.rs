@@ -371,20 +371,7 @@ impl Builder {
             }
         }
         if self.spec.cache_bust {
-            // Without a prefix, a prompt shorter than the salt keeps the
-            // salt's first words (the first two are the unique request id).
-            let n = if group.is_some() {
-                SALT_WORDS
-            } else {
-                SALT_WORDS.min(target.max(1) as usize)
-            };
-            for w in salt(self.salt_nonce, id).iter().take(n) {
-                if !head.is_empty() {
-                    head.push(' ');
-                }
-                head.push_str(w);
-            }
-            head_tokens += n as u32;
+            head_tokens += push_salt(&mut head, self.salt_nonce, id, target, group.is_some());
         }
         let target = target.max(head_tokens).max(1);
         // Exact under every tokenizer the run was prepared with (checked
@@ -424,6 +411,35 @@ impl Builder {
         map.insert(g, p.clone());
         (p, true)
     }
+}
+
+/// Append request `id`'s salt to `head` (after a space when `head` is not
+/// empty) and return its nominal token count. Without a prefix, a prompt
+/// shorter than the salt keeps the salt's first words (the first two are
+/// the unique request id).
+pub(crate) fn push_salt(
+    head: &mut String,
+    nonce: u64,
+    id: u64,
+    target: u32,
+    prefixed: bool,
+) -> u32 {
+    let n = if prefixed {
+        SALT_WORDS
+    } else {
+        SALT_WORDS.min(target.max(1) as usize)
+    };
+    for w in salt(nonce, id).iter().take(n) {
+        if !head.is_empty() {
+            head.push(' ');
+        }
+        head.push_str(w);
+    }
+    n as u32
+}
+
+pub(crate) fn mix_seed(x: u64) -> u64 {
+    mix(x)
 }
 
 /// The salt words of request `id` in the run with `nonce`.
