@@ -158,8 +158,10 @@ impl RequestMetrics {
 /// 2. the model's own tokenizer (a `tokenizer.json` given with `--tokenizer`);
 /// 3. a `length` finish, which means exactly the `max_tokens` sent;
 /// 4. one token per content event, as vLLM, SGLang, TGI and llama.cpp
-///    stream — unless the client tokenizer finds at least twice as many
-///    tokens as events, which shows chunks carrying several tokens each;
+///    stream — unless the client tokenizer finds at least three times as
+///    many tokens as events, which shows chunks carrying several tokens
+///    each (two vocabularies rarely differ by half that: mistral.rs on a
+///    Llama-family model came out 1.3×);
 /// 5. the client tokenizer (tiktoken: a fixed unit, not the model's).
 ///
 /// Counting a model's output with tiktoken when the stream shows its real
@@ -181,7 +183,7 @@ fn output_count(
     }
     let events = rec.events.len() as u32;
     match client {
-        Some(c) if c >= 2 * events.max(1) => (c, TokenSource::Tokenizer),
+        Some(c) if c >= 3 * events.max(1) => (c, TokenSource::Tokenizer),
         _ if events > 0 && rec.streamed => (events, TokenSource::Events),
         Some(c) => (c, TokenSource::Tokenizer),
         None => (events, TokenSource::Events),

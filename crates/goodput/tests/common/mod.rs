@@ -46,6 +46,10 @@ pub struct Script {
     pub usage: bool,
     /// Answer 400 to requests carrying `min_tokens` or `ignore_eos`, as hosted APIs do.
     pub reject_pinning: bool,
+    /// The text of one token (" the" by default: one token in o200k too).
+    pub word: &'static str,
+    /// The last event's finish reason ("length" by default).
+    pub finish: &'static str,
     pub behavior: Arc<dyn Fn(u64) -> Behavior + Send + Sync>,
 }
 
@@ -71,6 +75,8 @@ impl Default for Script {
             role_chunk: true,
             usage: true,
             reject_pinning: false,
+            word: " the",
+            finish: "length",
             behavior: Arc::new(|_| Behavior::Ok),
         }
     }
@@ -151,6 +157,9 @@ async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) -> S
                 r = listener.accept() => match r { Ok(s) => s, Err(_) => continue },
                 _ = &mut rx => break,
             };
+            // Each event goes out when written, as LLM servers send them
+            // (Nagle would hold a small write behind an unacknowledged one).
+            let _ = stream.set_nodelay(true);
             let script = script.clone();
             let log = log2.clone();
             let tls = tls.clone();
@@ -261,7 +270,7 @@ async fn handle(
             send("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".into()).await;
         }
         let mut writes = Vec::with_capacity(events);
-        let words: String = (0..script.tokens_per_event).map(|_| " the").collect();
+        let words: String = (0..script.tokens_per_event).map(|_| script.word).collect();
         for i in 0..events {
             tokio::time::sleep_until((received + script.ttft + script.interval * i as u32).into())
                 .await;
@@ -294,9 +303,9 @@ async fn handle(
                 _ => {}
             }
             let finish = if i + 1 == events {
-                "\"length\""
+                format!("\"{}\"", script.finish)
             } else {
-                "null"
+                "null".to_string()
             };
             let ev = if chat {
                 format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{words}\"}},\"finish_reason\":{finish}}}]}}\n\n")
