@@ -248,19 +248,10 @@ fn describe_load(l: &Load) -> String {
 }
 
 fn document_bytes(r: &SweepResult) -> Vec<u8> {
-    let mut doc = serde_json::to_vec_pretty(&sweep_document(r)).unwrap_or_default();
+    let mut doc = serde_json::to_vec_pretty(&goodput_core::report::json::sweep_document(r))
+        .unwrap_or_default();
     doc.push(b'\n');
     doc
-}
-
-/// The sweep document: every point as a run document, plus the curve, the
-/// knees and the goodput.
-pub fn sweep_document(r: &SweepResult) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    v["schema_version"] = serde_json::json!(goodput_core::result::SCHEMA_VERSION);
-    v["kind"] = serde_json::json!("sweep");
-    v["tool"] = serde_json::json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")});
-    v
 }
 
 fn at_least_one(s: &str) -> Result<usize, String> {

@@ -13,3 +13,13 @@ pub fn document(results: &[RunResult]) -> Value {
         many => json!({"runs": many.iter().map(RunResult::to_document).collect::<Vec<_>>()}),
     }
 }
+
+/// The sweep document: every point as a run document, plus the curve, the
+/// knees and the goodput; `"kind": "sweep"` tells it from a run's.
+pub fn sweep_document(r: &crate::sweep::SweepResult) -> Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    v["schema_version"] = json!(crate::result::SCHEMA_VERSION);
+    v["kind"] = json!("sweep");
+    v["tool"] = json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")});
+    v
+}

@@ -4,6 +4,7 @@
 pub mod console;
 pub mod json;
 pub mod records;
+pub mod saved;
 
 use crate::result::RunResult;
 
