@@ -75,10 +75,40 @@ pub fn spawn(
     ctx: LineContext,
     collector: Collector,
     early: Option<EarlyHook>,
+    progress: std::sync::Arc<Progress>,
 ) -> std::io::Result<std::thread::JoinHandle<(Collector, RecordsSink)>> {
     std::thread::Builder::new()
         .name("goodput-aggregator".into())
-        .spawn(move || aggregate(rx, sink, tokenizer, ctx, collector, early))
+        .spawn(move || aggregate(rx, sink, tokenizer, ctx, collector, early, progress))
+}
+
+/// The median of the last few TTFTs, for live displays.
+#[derive(Default)]
+struct RecentTtft {
+    ring: std::collections::VecDeque<f64>,
+    scratch: Vec<f64>,
+}
+
+impl RecentTtft {
+    const LEN: usize = 256;
+
+    fn push(&mut self, ms: f64) {
+        if self.ring.len() == Self::LEN {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(ms);
+    }
+
+    fn p50_us(&mut self) -> u64 {
+        if self.ring.is_empty() {
+            return 0;
+        }
+        self.scratch.clear();
+        self.scratch.extend(self.ring.iter().copied());
+        let mid = self.scratch.len() / 2;
+        let (_, m, _) = self.scratch.select_nth_unstable_by(mid, f64::total_cmp);
+        (*m * 1e3).max(1.0) as u64
+    }
 }
 
 /// What the aggregator needs to end a run early: the run's own control and
@@ -95,8 +125,10 @@ fn aggregate(
     ctx: LineContext,
     mut collector: Collector,
     early: Option<EarlyHook>,
+    progress: std::sync::Arc<Progress>,
 ) -> (Collector, RecordsSink) {
     let mut measured_done = 0u64;
+    let mut recent = RecentTtft::default();
     lower_thread_priority();
     let mut line = Vec::with_capacity(1024);
     while let Some(first) = rx.blocking_recv() {
@@ -109,6 +141,9 @@ fn aggregate(
                         measured_done += 1;
                     }
                     let m = RequestMetrics::derive(&rec, &tokenizer);
+                    if let (false, Some(t)) = (rec.warmup, m.ttft_ms) {
+                        recent.push(t);
+                    }
                     collector.add(&rec, &m);
                     line.clear();
                     record_line(&mut line, &rec, &m, sink.itl, &ctx);
@@ -118,6 +153,9 @@ fn aggregate(
             next = rx.try_recv().ok();
         }
         sink.flush();
+        progress
+            .recent_ttft_p50_us
+            .store(recent.p50_us(), std::sync::atomic::Ordering::Relaxed);
         if let Some(hook) = &early {
             let sent = hook
                 .progress

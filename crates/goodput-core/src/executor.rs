@@ -220,6 +220,9 @@ pub struct Progress {
     pub sent_measured: AtomicU64,
     pub finished: AtomicU64,
     pub failed: AtomicU64,
+    /// Median TTFT of the last 256 measured requests that completed, in µs
+    /// (0: none yet); kept by the aggregator, off the request path.
+    pub recent_ttft_p50_us: AtomicU64,
 }
 
 /// A session's next turn, waiting for its ready time, holding its session's slot.

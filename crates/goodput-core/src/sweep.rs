@@ -176,8 +176,21 @@ pub fn describe_workload(endpoint: crate::protocol::Endpoint, spec: &RunSpec) ->
     spec.workload.words(endpoint)
 }
 
+/// What a live display of a sweep reads: the point running now (its
+/// counters and a description), and how many points have run.
+#[derive(Default)]
+pub struct SweepLive {
+    pub current: std::sync::Mutex<Option<(Arc<Progress>, String)>>,
+    /// Points finished so far.
+    pub points_done: std::sync::atomic::AtomicU64,
+    /// Points the plan has, when it is known in advance (explicit rates or
+    /// concurrencies); 0 otherwise.
+    pub points_planned: std::sync::atomic::AtomicU64,
+}
+
 struct Runner<'a> {
     target: &'a PreparedTarget,
+    live: &'a SweepLive,
     spec: &'a SweepSpec,
     sink: &'a mut RecordsSink,
     control: &'a RunControl,
@@ -238,6 +251,13 @@ impl Runner<'_> {
         spec.early_stop = early;
         let control = self.control.child();
         let progress = Arc::new(Progress::default());
+        if let Ok(mut c) = self.live.current.lock() {
+            let what = match load {
+                Load::Closed { concurrency } => format!("concurrency {concurrency}"),
+                Load::Open { rate, .. } => format!("{rate:.2} req/s"),
+            };
+            *c = Some((progress.clone(), format!("{role:?} {what}").to_lowercase()));
+        }
         let t0 = Instant::now();
         let result = match self
             .target
@@ -271,6 +291,9 @@ impl Runner<'_> {
             result,
         });
         self.refresh();
+        self.live
+            .points_done
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         (self.on_point)(&self.result, &progress);
         if interrupted || self.control.is_stopping() {
             self.result
@@ -663,10 +686,19 @@ pub async fn sweep(
     spec: &SweepSpec,
     sink: &mut RecordsSink,
     control: &RunControl,
+    live: &SweepLive,
     on_point: &mut dyn FnMut(&SweepResult, &Progress),
 ) -> Result<SweepResult, RunError> {
+    let planned = match &spec.mode {
+        SweepMode::Rates(r) => r.len(),
+        SweepMode::Concurrencies(c) => c.len(),
+        _ => 0,
+    };
+    live.points_planned
+        .store(planned as u64, std::sync::atomic::Ordering::Relaxed);
     let mut runner = Runner {
         target,
+        live,
         spec,
         sink,
         control,

@@ -217,6 +217,7 @@ impl PreparedTarget {
             line_ctx,
             collector,
             hook,
+            progress.clone(),
         )
         .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
         let stale_before = self.client.stale_connections_discarded();

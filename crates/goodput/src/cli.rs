@@ -29,6 +29,8 @@ pub enum Command {
     Sweep(Box<crate::sweep_cmd::SweepArgs>),
     /// Serve the built-in simulated LLM engine over an OpenAI-compatible HTTP API.
     Sim(Box<goodput_sim::SimArgs>),
+    /// Turn saved results (runs and sweeps) into a console table, CSV or HTML.
+    Report(Box<crate::report_cmd::ReportArgs>),
 }
 
 /// `goodput run`: every group of flags.
@@ -325,6 +327,10 @@ pub struct OutputArgs {
     /// Append one JSON line per request to this file as each finishes.
     #[arg(long, help_heading = "Output")]
     pub records: Option<PathBuf>,
+    /// Write a CSV summary: one row per run or sweep point, every scalar figure a column
+    /// with its unit in the header.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub csv: Option<PathBuf>,
     /// Include each event's arrival offset (ms since send) in the records.
     #[arg(long, help_heading = "Output")]
     pub records_itl: bool,

@@ -7,6 +7,7 @@
 
 mod cli;
 mod progress;
+mod report_cmd;
 mod run_cmd;
 mod setup;
 mod sim_cmd;
@@ -30,6 +31,7 @@ fn main() {
         cli::Command::Run(args) => run_cmd::main(*args),
         cli::Command::Sweep(args) => sweep_cmd::main(*args),
         cli::Command::Sim(args) => sim_cmd::main(*args),
+        cli::Command::Report(args) => report_cmd::main(*args),
     };
     match code {
         Ok(c) => std::process::exit(c),

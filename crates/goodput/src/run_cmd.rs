@@ -7,10 +7,10 @@
 //! no `--url` is given, the target is prepared once, the plan runs, and the
 //! summary, the results JSON and the records file are written.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use goodput_core::executor::Progress;
+use goodput_core::report::saved::Saved;
 use goodput_core::report::{self, Exporter};
 use goodput_core::schedule::{Arrival, Load};
 
@@ -57,9 +57,15 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
     let mut session = Session::start(&args.target, &args.workload, &args.output).await?;
     let progress = Arc::new(Progress::default());
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
-    if !args.output.quiet && std::io::stderr().is_terminal() {
-        crate::progress::spawn(progress.clone(), setup::num_prompts(&args.bounds), done_rx);
-    }
+    crate::progress::spawn(
+        crate::progress::Watched::Run(progress.clone()),
+        crate::progress::Bounds {
+            requests: spec.plan.num_prompts,
+            duration: spec.plan.duration,
+        },
+        args.output.quiet,
+        done_rx,
+    );
     let result = session
         .target
         .run(&spec, &mut session.sink, &session.control, progress)
@@ -78,5 +84,11 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         }
     }
     session.out.write(&report::Json.export(&results))?;
+    let [result] = results;
+    let label = session.out.label().unwrap_or_else(|| "run".into());
+    session
+        .csv
+        .write(report::csv::render(&[(label, Saved::Run(Box::new(result.clone())))]).as_bytes())?;
+    let results = [result];
     setup::gate(&results[0], args.slo.max_error_rate)
 }

@@ -102,6 +102,8 @@ pub struct Session {
     pub target: PreparedTarget,
     pub sink: RecordsSink,
     pub out: OutFile,
+    /// `--csv`: one row per run or sweep point.
+    pub csv: OutFile,
     _sim: Option<goodput_sim::SimServer>,
 }
 
@@ -110,6 +112,31 @@ pub struct Session {
 pub struct OutFile(Option<(File, std::path::PathBuf)>);
 
 impl OutFile {
+    /// Open (create) the file now, if one was asked for.
+    pub fn open(path: Option<&std::path::Path>, what: &str) -> Result<OutFile, Exit> {
+        let Some(path) = path else {
+            return Ok(OutFile(None));
+        };
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("opening {what} file {}", path.display()))
+            .map_err(usage)?;
+        Ok(OutFile(Some((f, path.to_path_buf()))))
+    }
+
+    /// The file name, as a label for reports.
+    pub fn label(&self) -> Option<String> {
+        self.0.as_ref().map(|(_, p)| {
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
+    }
+
     /// Replace the file's contents (as often as a sweep finishes a point).
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), Exit> {
         use std::io::{Seek, Write};
@@ -149,19 +176,8 @@ impl Session {
             }
             None => None,
         };
-        let out_file = match &output.out {
-            Some(out) => Some((
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .write(true)
-                    .truncate(false)
-                    .open(out)
-                    .with_context(|| format!("opening results file {}", out.display()))
-                    .map_err(usage)?,
-                out.clone(),
-            )),
-            None => None,
-        };
+        let out = OutFile::open(output.out.as_deref(), "results")?;
+        let csv = OutFile::open(output.csv.as_deref(), "CSV")?;
         let mut sim = None;
         let (url, model) = match &target.url {
             Some(u) => (u.clone(), target.model.clone()),
@@ -220,7 +236,8 @@ impl Session {
             control,
             target: prepared,
             sink: RecordsSink::new(records, output.records_itl),
-            out: OutFile(out_file),
+            out,
+            csv,
             _sim: sim,
         })
     }

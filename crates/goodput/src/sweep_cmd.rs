@@ -162,6 +162,7 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         target,
         sink,
         out,
+        csv,
         ..
     } = &mut session;
     let mut write_error = None;
@@ -192,13 +193,33 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
             write_error.get_or_insert(e);
         }
     };
-    let result = sweep::sweep(target, &spec, sink, control, &mut on_point)
-        .await
-        .map_err(run_error)?;
+    let live = std::sync::Arc::new(sweep::SweepLive::default());
+    let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+    crate::progress::spawn(
+        crate::progress::Watched::Sweep(live.clone()),
+        crate::progress::Bounds {
+            requests: None,
+            duration: None,
+        },
+        quiet,
+        done_rx,
+    );
+    let result = sweep::sweep(target, &spec, sink, control, &live, &mut on_point).await;
+    let _ = done_tx.send(true);
+    tokio::task::yield_now().await;
+    let result = result.map_err(run_error)?;
     if let Some(e) = write_error {
         return Err(e);
     }
     out.write(&document_bytes(&result))?;
+    let label = out.label().unwrap_or_else(|| "sweep".into());
+    csv.write(
+        goodput_core::report::csv::render(&[(
+            label,
+            goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
+        )])
+        .as_bytes(),
+    )?;
     if !quiet {
         print!("{}", console::sweep_summary(&result));
     } else if let Some(h) = sweep::headline(&result) {

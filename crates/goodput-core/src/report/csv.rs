@@ -1,0 +1,314 @@
+//! The CSV summary: one row per run or sweep point, every scalar figure a
+//! column whose header carries its unit (`_ms`, `_req_per_s`,
+//! `_tok_per_s`, `_usd`, `_s`, `_share`). Pure: results in, text out.
+//!
+//! Columns are the same for every row of one file: metric columns come
+//! from the metric registry, and the percentile columns are the union of
+//! the percentiles the rows report (a row without one leaves it empty).
+
+use crate::metrics::Metric;
+use crate::report::saved::Saved;
+use crate::result::RunResult;
+use crate::schedule::Load;
+use crate::stats::{pct_label, Estimate};
+
+/// One row: where it comes from, and the run.
+struct Row<'a> {
+    source: &'a str,
+    point: Option<usize>,
+    role: Option<String>,
+    run: &'a RunResult,
+}
+
+fn rows(items: &[(String, Saved)]) -> Vec<Row<'_>> {
+    let mut out = Vec::new();
+    for (label, saved) in items {
+        match saved {
+            Saved::Run(r) => out.push(Row {
+                source: label,
+                point: None,
+                role: None,
+                run: r,
+            }),
+            Saved::Sweep(s) => {
+                for (i, p) in s.points.iter().enumerate() {
+                    out.push(Row {
+                        source: label,
+                        point: Some(i),
+                        role: serde_json::to_value(p.role)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string)),
+                        run: &p.result,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+type Cell = Option<String>;
+
+fn num(x: f64) -> Cell {
+    x.is_finite().then(|| format!("{x}"))
+}
+
+fn opt(x: Option<f64>) -> Cell {
+    x.and_then(num)
+}
+
+/// A column: its header and how a row fills it.
+struct Column<'f> {
+    header: String,
+    value: Box<dyn Fn(&Row) -> Cell + 'f>,
+}
+
+fn col<'f>(header: &str, value: impl Fn(&Row) -> Cell + 'f) -> Column<'f> {
+    Column {
+        header: header.to_string(),
+        value: Box::new(value),
+    }
+}
+
+/// An estimate as three columns: the value and its 95 % interval.
+fn estimate_cols<'f>(
+    name: &str,
+    unit: &str,
+    get: impl Fn(&RunResult) -> Option<Estimate> + Copy + 'f,
+) -> Vec<Column<'f>> {
+    vec![
+        col(&format!("{name}_{unit}"), move |r| {
+            opt(get(r.run).map(|e| e.value))
+        }),
+        col(&format!("{name}_ci_lo_{unit}"), move |r| {
+            opt(get(r.run).and_then(|e| e.lo))
+        }),
+        col(&format!("{name}_ci_hi_{unit}"), move |r| {
+            opt(get(r.run).and_then(|e| e.hi))
+        }),
+    ]
+}
+
+fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
+    let mut c = vec![
+        col("source", |r| Some(r.source.to_string())),
+        col("point", |r| r.point.map(|p| p.to_string())),
+        col("role", |r| r.role.clone()),
+        col("run_id", |r| Some(r.run.run_id.clone())),
+        col("started_at", |r| Some(r.run.started_at.clone())),
+        col("model", |r| Some(r.run.model.clone())),
+        col("load_mode", |r| {
+            Some(
+                match r.run.load {
+                    Load::Closed { .. } => "closed",
+                    Load::Open { .. } => "open",
+                }
+                .to_string(),
+            )
+        }),
+        col("concurrency", |r| {
+            r.run.load.concurrency_cap().map(|c| c.to_string())
+        }),
+        col("offered_rate_req_per_s", |r| opt(r.run.load.offered_rate())),
+        col("workload", |r| {
+            r.run.config["workload"]["summary"]
+                .as_str()
+                .map(str::to_string)
+        }),
+        col("completed", |r| Some(r.run.metrics.completed.to_string())),
+        col("failed", |r| Some(r.run.metrics.failed.to_string())),
+        col("incomplete", |r| Some(r.run.metrics.incomplete.to_string())),
+        col("error_rate_share", |r| num(r.run.metrics.errors.error_rate)),
+        col("duration_s", |r| num(r.run.metrics.duration_s)),
+        col("total_input_tokens", |r| {
+            Some(r.run.metrics.total_input_tokens.to_string())
+        }),
+        col("total_output_tokens", |r| {
+            Some(r.run.metrics.total_output_tokens.to_string())
+        }),
+    ];
+    c.extend(estimate_cols("request_throughput", "req_per_s", |r| {
+        Some(r.metrics.throughput.request)
+    }));
+    c.extend(estimate_cols("output_throughput", "tok_per_s", |r| {
+        Some(r.metrics.throughput.output)
+    }));
+    c.push(col("total_token_throughput_tok_per_s", |r| {
+        num(r.run.metrics.throughput.total_token)
+    }));
+    c.push(col("achieved_request_rate_req_per_s", |r| {
+        opt(r.run.metrics.achieved_request_rate)
+    }));
+    c.push(col("mean_in_flight", |r| num(r.run.metrics.mean_in_flight)));
+    c.push(col("request_goodput_req_per_s", |r| {
+        opt(r.run.metrics.slo.as_ref().map(|s| s.request_goodput))
+    }));
+    c.push(col("token_goodput_tok_per_s", |r| {
+        opt(r.run.metrics.slo.as_ref().map(|s| s.token_goodput))
+    }));
+    c.push(col("slo_attainment_share", |r| {
+        opt(r.run.metrics.slo.as_ref().map(|s| s.attainment))
+    }));
+    c.push(col("slo_met", |r| {
+        r.run.metrics.slo.as_ref().map(|s| s.meets.to_string())
+    }));
+    for m in Metric::ALL {
+        let key = m.key();
+        c.push(col(&format!("{key}_count"), move |r| {
+            r.run.metrics.get(m).map(|d| d.count.to_string())
+        }));
+        c.extend(estimate_cols(&format!("mean_{key}"), "ms", move |r| {
+            r.metrics.get(m).map(|d| d.mean)
+        }));
+        c.push(col(&format!("std_{key}_ms"), move |r| {
+            opt(r.run.metrics.get(m).map(|d| d.std))
+        }));
+        c.push(col(&format!("min_{key}_ms"), move |r| {
+            opt(r.run.metrics.get(m).map(|d| d.min))
+        }));
+        c.push(col(&format!("max_{key}_ms"), move |r| {
+            opt(r.run.metrics.get(m).map(|d| d.max))
+        }));
+        for &p in percentiles {
+            let pct = move |r: &RunResult| {
+                r.metrics
+                    .get(m)
+                    .and_then(|d| d.percentiles.iter().find(|(q, _)| *q == p).map(|(_, e)| *e))
+            };
+            c.extend(estimate_cols(
+                &format!("p{}_{key}", pct_label(p)),
+                "ms",
+                pct,
+            ));
+        }
+    }
+    let cost = |f: fn(&crate::cost::Cost) -> Option<f64>| {
+        move |r: &Row| opt(r.run.cost.as_ref().and_then(f))
+    };
+    c.push(col("cost_per_request_usd", cost(|c| c.per_request)));
+    c.push(col(
+        "cost_per_million_output_tokens_usd",
+        cost(|c| c.per_million_output_tokens),
+    ));
+    c.push(col(
+        "cost_per_million_good_output_tokens_usd",
+        cost(|c| c.per_million_good_output_tokens),
+    ));
+    c.push(col("cost_per_session_usd", cost(|c| c.per_session)));
+    c.push(col(
+        "output_tokens_per_joule",
+        cost(|c| c.output_tokens_per_joule),
+    ));
+    c.push(col(
+        "output_throughput_per_gpu_tok_per_s",
+        cost(|c| Some(c.output_throughput_per_gpu)),
+    ));
+    let mix = &|r: &Row| r.run.metrics.workload.clone();
+    c.push(col("mean_input_tokens", move |r| {
+        opt(mix(r).input_tokens.map(|m| m.mean))
+    }));
+    c.push(col("mean_output_tokens", move |r| {
+        opt(mix(r).output_tokens.map(|m| m.mean))
+    }));
+    c.push(col("cacheable_prompt_share", move |r| {
+        opt(mix(r).cacheable_share)
+    }));
+    c.push(col("server_cached_prompt_share", move |r| {
+        opt(mix(r).cached_share)
+    }));
+    c
+}
+
+/// The CSV text: a header line, then one line per run or sweep point.
+pub fn render(items: &[(String, Saved)]) -> String {
+    let rows = rows(items);
+    let mut percentiles: Vec<f64> = Vec::new();
+    for r in &rows {
+        for &p in &r.run.percentiles {
+            if !percentiles.contains(&p) {
+                percentiles.push(p);
+            }
+        }
+    }
+    percentiles.sort_by(f64::total_cmp);
+    let cols = columns(&percentiles);
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    let _ = w.write_record(cols.iter().map(|c| c.header.as_str()));
+    for r in &rows {
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|c| (c.value)(r).unwrap_or_default())
+            .collect();
+        let _ = w.write_record(&cells);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// The header line alone (for documentation and the snapshot test).
+pub fn header(percentiles: &[f64]) -> String {
+    columns(percentiles)
+        .iter()
+        .map(|c| c.header.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_row_per_run_and_per_sweep_point_with_units_in_the_header() {
+        let r = crate::report::console::tests::sample_result();
+        let sweep = crate::sweep::SweepResult {
+            points: vec![
+                crate::sweep::SweepPoint {
+                    role: crate::sweep::PointRole::Floor,
+                    meets: Some(true),
+                    wall_s: 1.0,
+                    result: r.clone(),
+                },
+                crate::sweep::SweepPoint {
+                    role: crate::sweep::PointRole::Grid,
+                    meets: Some(false),
+                    wall_s: 1.0,
+                    result: r.clone(),
+                },
+            ],
+            ..Default::default()
+        };
+        let text = render(&[
+            ("a.json".into(), Saved::Run(Box::new(r.clone()))),
+            ("s.json".into(), Saved::Sweep(Box::new(sweep))),
+        ]);
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let headers = rd.headers().unwrap().clone();
+        let lines: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        assert_eq!(lines.len(), 3);
+        let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+        assert_eq!(&lines[0][at("source")], "a.json");
+        assert_eq!(&lines[2][at("role")], "grid");
+        assert_eq!(&lines[2][at("point")], "1");
+        let p99: f64 = lines[0][at("p99_ttft_ms")].parse().unwrap();
+        assert_eq!(
+            p99,
+            r.metrics
+                .get(Metric::Ttft)
+                .unwrap()
+                .percentiles
+                .iter()
+                .find(|p| p.0 == 99.0)
+                .unwrap()
+                .1
+                .value
+        );
+        for h in headers.iter() {
+            assert!(!h.contains(' '), "{h}");
+        }
+    }
+
+    #[test]
+    fn csv_header_snapshot() {
+        insta::assert_snapshot!(header(&[50.0, 90.0, 99.0]).replace(',', "\n"));
+    }
+}

@@ -1,0 +1,67 @@
+//! `goodput report FILE...`: saved results (runs and sweeps alike) turned
+//! back into the console summary and, on request, a CSV file.
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::Args;
+
+use goodput_core::report::console;
+use goodput_core::report::saved::Saved;
+
+use crate::setup::usage;
+use crate::Exit;
+
+/// `goodput report`: re-render saved results.
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// Results files written by `run --out` or `sweep --out`.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Write the CSV summary (one row per run or sweep point) here.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No console summary (files are still written).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Every file's label (its name; the path where two names collide) and result.
+pub fn read_all(files: &[PathBuf]) -> Result<Vec<(String, Saved)>, Exit> {
+    let mut items = Vec::new();
+    for path in files {
+        let saved = Saved::read(path).map_err(|e| usage(anyhow!(e)))?;
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        items.push((name, saved));
+    }
+    let names: Vec<String> = items.iter().map(|(n, _)| n.clone()).collect();
+    for (i, (label, _)) in items.iter_mut().enumerate() {
+        if names.iter().filter(|n| **n == names[i]).count() > 1 {
+            *label = files[i].display().to_string();
+        }
+    }
+    Ok(items)
+}
+
+pub fn main(args: ReportArgs) -> Result<i32, Exit> {
+    let items = read_all(&args.files)?;
+    if !args.quiet {
+        for (label, saved) in &items {
+            if items.len() > 1 {
+                println!("# {label}");
+            }
+            match saved {
+                Saved::Run(r) => print!("{}", console::summary(r)),
+                Saved::Sweep(s) => print!("{}", console::sweep_summary(s)),
+            }
+        }
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, goodput_core::report::csv::render(&items))
+            .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
+    }
+    Ok(0)
+}
