@@ -31,6 +31,9 @@ pub enum ErrorKind {
     HttpStatus,
     /// The stream ended (or the connection broke) before the response was complete.
     StreamCut,
+    /// A 2xx response that carried no content at all (`[DONE]` right after
+    /// the role chunk, or a finish with zero tokens).
+    EmptyResponse,
     /// An event that is not valid JSON or not a completion chunk.
     Malformed,
     /// The server sent an error object inside the stream.
@@ -50,6 +53,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::HttpStatus => "http_status",
             ErrorKind::StreamCut => "stream_cut",
+            ErrorKind::EmptyResponse => "empty_response",
             ErrorKind::Malformed => "malformed",
             ErrorKind::ServerError => "server_error",
             ErrorKind::Cancelled => "cancelled",

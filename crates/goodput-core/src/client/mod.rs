@@ -380,6 +380,21 @@ impl Client {
         if reusable && !head.close && conn.buffered().is_empty() {
             self.checkin(conn);
         }
+        if rec.events.is_empty() {
+            // A 200 that carried no content is no answer: counting it as a
+            // success would report thousands of requests/s of nothing.
+            return Err(err(
+                ErrorKind::EmptyResponse,
+                format!(
+                    "HTTP {} with no content (finish_reason {}, completion_tokens {})",
+                    head.status,
+                    rec.finish_reason.as_deref().unwrap_or("none"),
+                    rec.usage
+                        .and_then(|u| u.completion_tokens)
+                        .map_or("not reported".into(), |n| n.to_string())
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -620,6 +635,16 @@ impl StreamState {
         }
         let chunk = match Chunk::parse(data) {
             Ok(c) => c,
+            // Plain text where a JSON chunk belongs (`data: channel closed`,
+            // as an engine whose worker died sends) is the server's error,
+            // in its own words; broken JSON is malformed.
+            Err(_) if is_plain_text(data) => {
+                self.failure = Some(err(
+                    ErrorKind::ServerError,
+                    format!("the server sent a text event: {}", snippet(data)),
+                ));
+                return;
+            }
             Err(e) => {
                 self.failure = Some(err(
                     ErrorKind::Malformed,
@@ -679,6 +704,14 @@ fn whole_response(body: &[u8], at: u64, rec: &mut RequestRecord) -> Result<(), R
         });
     }
     Ok(())
+}
+
+/// Text that does not even try to be JSON: it starts with no `{`, `[` or
+/// `"`, and is valid UTF-8 with a letter in it.
+fn is_plain_text(data: &[u8]) -> bool {
+    let t = data.trim_ascii_start();
+    !matches!(t.first(), None | Some(b'{' | b'[' | b'"'))
+        && std::str::from_utf8(t).is_ok_and(|s| s.chars().any(char::is_alphabetic))
 }
 
 /// A short, printable excerpt of a body.

@@ -32,6 +32,12 @@ pub enum Behavior {
     MalformedAfter(usize),
     /// Send an in-stream error object after this many events.
     ErrorAfter(usize),
+    /// Send a plain-text event (`data: channel closed`) and then `[DONE]`
+    /// after this many events, as an engine whose worker died does.
+    TextErrorAfter(usize),
+    /// A 200 stream with no content: the role chunk, a `stop` finish with
+    /// zero tokens, `[DONE]`.
+    Empty,
 }
 
 #[derive(Clone)]
@@ -270,6 +276,17 @@ async fn handle(
             send("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".into()).await;
         }
         let mut writes = Vec::with_capacity(events);
+        if behavior == Behavior::Empty {
+            tokio::time::sleep_until((received + script.ttft).into()).await;
+            send("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":0,\"total_tokens\":1}}\n\n".into()).await;
+            send("data: [DONE]\n\n".into()).await;
+            log.lock().unwrap().push(LogEntry {
+                request_tag: tag,
+                received,
+                writes,
+            });
+            return;
+        }
         let words: String = (0..script.tokens_per_event).map(|_| script.word).collect();
         for i in 0..events {
             tokio::time::sleep_until((received + script.ttft + script.interval * i as u32).into())
@@ -279,9 +296,14 @@ async fn handle(
                 | Behavior::StallAfter(n)
                 | Behavior::MalformedAfter(n)
                 | Behavior::ErrorAfter(n)
+                | Behavior::TextErrorAfter(n)
                     if i == n =>
                 {
                     match behavior {
+                        Behavior::TextErrorAfter(_) => {
+                            send("data: channel closed\n\n".into()).await;
+                            send("data: [DONE]\n\n".into()).await;
+                        }
                         Behavior::MalformedAfter(_) => {
                             send("data: {not json\n\n".into()).await;
                         }

@@ -1,0 +1,75 @@
+//! Failures counted under the right name, against a scripted server.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+
+/// A 200 with no content is `empty_response`, not a success; a plain-text
+/// event is the server's error, with its text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_responses_and_text_error_events_are_failures_of_their_own() {
+    let server = start(Script {
+        events: 4,
+        ttft: Duration::from_millis(5),
+        interval: Duration::from_millis(2),
+        behavior: Arc::new(|id| match id % 3 {
+            1 => Behavior::Empty,
+            2 => Behavior::TextErrorAfter(2),
+            _ => Behavior::Ok,
+        }),
+        ..Script::default()
+    })
+    .await;
+    let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--concurrency",
+        "3",
+        "--num-prompts",
+        "9",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "4",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let v = read_json(&out);
+    assert_eq!(
+        (v["completed"].as_u64(), v["failed"].as_u64()),
+        (Some(3), Some(6))
+    );
+    assert_eq!(v["errors"]["by_kind"]["empty_response"], 3);
+    assert_eq!(v["errors"]["by_kind"]["server_error"], 3);
+    let recs = read_records(&records);
+    assert_eq!(recs.len(), 9, "one record per request");
+    let text = recs
+        .iter()
+        .find(|r| r["error_kind"] == "server_error")
+        .unwrap();
+    assert!(
+        text["error"].as_str().unwrap().contains("channel closed"),
+        "{text}"
+    );
+    let empty = recs
+        .iter()
+        .find(|r| r["error_kind"] == "empty_response")
+        .unwrap();
+    assert!(
+        empty["error"]
+            .as_str()
+            .unwrap()
+            .contains("completion_tokens 0"),
+        "{empty}"
+    );
+}
