@@ -347,14 +347,7 @@ fn redact_header(h: &str) -> String {
     }
 }
 
-fn is_secret_header(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n == "authorization"
-        || n.contains("key")
-        || n.contains("token")
-        || n.contains("secret")
-        || n == "cookie"
-}
+use crate::client::is_secret_header;
 
 async fn discover_model(client: &Client) -> Result<String, RunError> {
     let url = format!(
@@ -364,7 +357,7 @@ async fn discover_model(client: &Client) -> Result<String, RunError> {
     );
     let fail = |why: String| RunError::Models {
         url: url.clone(),
-        why,
+        why: client.redact(why),
     };
     let (status, body) = client
         .simple("GET", "/models", None, "models")
@@ -393,18 +386,18 @@ async fn probe_pinning(client: &Client, params: &mut RequestParams, notes: &mut 
         Ok((s @ (400 | 422), body)) => {
             params.min_tokens = false;
             params.ignore_eos = false;
-            notes.push(format!(
+            notes.push(client.redact(format!(
                 "the server rejected min_tokens/ignore_eos (HTTP {s}: {}); they are not sent in this run, so output lengths may fall short of --output-tokens",
                 snippet(&body)
-            ));
+            )));
         }
-        Ok((s, body)) => notes.push(format!(
+        Ok((s, body)) => notes.push(client.redact(format!(
             "the probe request answered HTTP {s} ({}); min_tokens/ignore_eos are kept",
             snippet(&body)
-        )),
-        Err(e) => notes.push(format!(
+        ))),
+        Err(e) => notes.push(client.redact(format!(
             "the probe request failed ({e}); min_tokens/ignore_eos are kept"
-        )),
+        ))),
     }
 }
 

@@ -73,3 +73,60 @@ async fn empty_responses_and_text_error_events_are_failures_of_their_own() {
         "{empty}"
     );
 }
+
+/// A gateway that echoes the caller's credentials in its 401 body: the key
+/// appears in no output — console, results, records, CSV.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn echoed_credentials_never_reach_any_output() {
+    let server = start(Script {
+        behavior: Arc::new(|_| Behavior::EchoAuth),
+        ..Script::default()
+    })
+    .await;
+    let (records, out, csv) = (tmp("r.jsonl"), tmp("r.json"), tmp("r.csv"));
+    let url = server.url();
+    let args = argv(&[
+        "run",
+        "--url",
+        &url,
+        "--model",
+        "m",
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "4",
+        "--header",
+        "X-Api-Key: hdr-secret-999",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+            .args(pinned(&args.iter().map(String::as_str).collect::<Vec<_>>()))
+            .env("OPENAI_API_KEY", "sk-secret-12345")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(output.status.code(), Some(3), "every request failed");
+    let mut texts = vec![
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ];
+    for f in [&records, &out, &csv] {
+        texts.push(std::fs::read_to_string(f).unwrap_or_default());
+    }
+    // stdout, stderr, records, results, CSV: the failures are there, the key is not.
+    assert!(texts[2].contains("http_status") && texts[3].contains("http_401"));
+    for (i, t) in texts.iter().enumerate() {
+        for secret in ["sk-secret-12345", "hdr-secret-999"] {
+            assert!(!t.contains(secret), "output {i} leaks {secret}: {t}");
+        }
+    }
+    assert!(texts[3].contains("<redacted>"), "{}", texts[3]);
+}

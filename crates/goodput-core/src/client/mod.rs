@@ -76,6 +76,8 @@ pub struct Client {
 }
 
 struct Inner {
+    /// Strings redacted from every message (longest first).
+    secrets: Vec<String>,
     base: BaseUrl,
     addrs: Vec<SocketAddr>,
     tls: Option<(
@@ -153,8 +155,24 @@ impl Client {
                 .map_err(|_| ClientError::BadHeader(h.clone()))?;
         }
         let endpoint_path = base.path(opts.endpoint.path());
+        // What must never be printed or saved, even when a server echoes it
+        // back in an error body: the API key and secret-looking headers.
+        let mut secrets: Vec<String> = opts.api_key.iter().cloned().collect();
+        for h in &opts.headers {
+            if let Some((name, value)) = h.split_once(':') {
+                if is_secret_header(name.trim()) {
+                    secrets.push(value.trim().to_string());
+                    if let Some(token) = value.split_whitespace().nth(1) {
+                        secrets.push(token.to_string());
+                    }
+                }
+            }
+        }
+        secrets.retain(|s| s.len() >= 4);
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         Ok(Client {
             inner: Arc::new(Inner {
+                secrets,
                 base,
                 addrs,
                 tls,
@@ -409,7 +427,8 @@ impl Transport for Client {
     /// failures are recorded on the returned record.
     async fn execute(&self, req: &PreparedRequest, t_sched: u64) -> RequestRecord {
         let mut rec = req.new_record(t_sched);
-        if let Err(e) = self.exchange(req, &mut rec).await {
+        if let Err(mut e) = self.exchange(req, &mut rec).await {
+            e.message = self.redact(e.message);
             rec.error = Some(e);
             rec.t_done = self.inner.clock.now_ns();
         }
@@ -418,6 +437,30 @@ impl Transport for Client {
 
     fn stop_all(&self, kind: ErrorKind) {
         self.inner.watchdog.fire_all(kind);
+    }
+}
+
+/// A header whose value is a secret: never printed, saved or echoed.
+pub fn is_secret_header(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "authorization"
+        || n.contains("key")
+        || n.contains("token")
+        || n.contains("secret")
+        || n == "cookie"
+}
+
+impl Client {
+    /// `text` with every secret (the API key, secret headers' values)
+    /// replaced by `<redacted>`.
+    pub fn redact(&self, text: String) -> String {
+        let mut text = text;
+        for s in &self.inner.secrets {
+            if text.contains(s.as_str()) {
+                text = text.replace(s.as_str(), "<redacted>");
+            }
+        }
+        text
     }
 }
 

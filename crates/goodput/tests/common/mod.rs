@@ -38,6 +38,9 @@ pub enum Behavior {
     /// A 200 stream with no content: the role chunk, a `stop` finish with
     /// zero tokens, `[DONE]`.
     Empty,
+    /// 401 whose body echoes the request's `Authorization` and `X-Api-Key`
+    /// headers, as some gateways do.
+    EchoAuth,
 }
 
 #[derive(Clone)]
@@ -204,6 +207,11 @@ async fn handle(
         .unwrap_or("")
         .to_string();
     let path = req.uri().path().to_string();
+    let echoed = ["authorization", "x-api-key"]
+        .iter()
+        .filter_map(|h| req.headers().get(*h).and_then(|v| v.to_str().ok()))
+        .collect::<Vec<_>>()
+        .join(" / ");
     let body = req
         .into_body()
         .collect()
@@ -230,7 +238,20 @@ async fn handle(
             r#"{"error":{"message":"Unrecognized request argument supplied: ignore_eos"}}"#,
         ));
     }
-    let behavior = request_id(&tag).map_or(Behavior::Ok, |id| (script.behavior)(id));
+    let behavior = if tag.ends_with("-probe") || path.ends_with("/models") {
+        // The probe and discovery see the same echo, when every request does.
+        match (script.behavior)(u64::MAX) {
+            Behavior::EchoAuth => Behavior::EchoAuth,
+            _ => Behavior::Ok,
+        }
+    } else {
+        request_id(&tag).map_or(Behavior::Ok, |id| (script.behavior)(id))
+    };
+    if behavior == Behavior::EchoAuth {
+        let body =
+            serde_json::json!({"error": {"message": format!("invalid credentials: {echoed}")}});
+        return Ok(json_response(401, &body.to_string()));
+    }
     if let Behavior::Status(code) = behavior {
         let mut r = json_response(code, r#"{"error":{"message":"scripted failure"}}"#);
         if code == 429 || code == 503 {
