@@ -56,6 +56,35 @@ pub fn raise_fd_limit() {
     }
 }
 
+/// Descriptors the process needs besides its connections (standard streams,
+/// output files, the runtime's epoll and wakers, the simulator's listener).
+const FD_OVERHEAD: u64 = 48;
+
+/// Stop before sending when `streams` connections (twice that with the
+/// built-in simulator in the same process, which holds the other end)
+/// cannot fit under the open-file limit, after [`raise_fd_limit`]: the
+/// failures would be the client's own, not the server's.
+pub fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit> {
+    let Some(n) = streams else { return Ok(()) };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a properly initialised struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Ok(());
+    }
+    let need = n as u64 * if with_sim { 2 } else { 1 } + FD_OVERHEAD;
+    if (lim.rlim_cur as u64) < need {
+        return Err(usage(anyhow!(
+            "{n} concurrent streams need about {need} open files, but the limit is {} (hard limit {}): raise it (`ulimit -n {need}` in the shell, `LimitNOFILE=` for systemd, `--ulimit nofile={need}` for Docker) or lower the concurrency",
+            lim.rlim_cur,
+            lim.rlim_max
+        )));
+    }
+    Ok(())
+}
+
 pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
     tokio::runtime::Builder::new_multi_thread()

@@ -106,6 +106,9 @@ pub fn main(args: SweepArgs) -> Result<i32, Exit> {
         )));
     }
     setup::raise_fd_limit();
+    let s = &args.sweep;
+    let streams = s.concurrencies.iter().copied().max().or(s.max_concurrency);
+    setup::check_fd_limit(streams, args.target.url.is_none())?;
     setup::runtime()?.block_on(sweep_async(args))
 }
 

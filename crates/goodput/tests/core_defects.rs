@@ -206,8 +206,10 @@ async fn requests_that_never_got_a_connection_have_no_send_time() {
             "run",
             "--url",
             &url,
-            "--concurrency",
-            "120",
+            // Open loop without a cap: the descriptors needed cannot be
+            // known before sending, so the run goes ahead and meets EMFILE.
+            "--request-rate",
+            "inf",
             "--num-prompts",
             "300",
             "--input-tokens",

@@ -130,3 +130,48 @@ async fn echoed_credentials_never_reach_any_output() {
     }
     assert!(texts[3].contains("<redacted>"), "{}", texts[3]);
 }
+
+/// Closed loop needing more descriptors than the hard limit allows: exit 2
+/// before any request, saying how to raise the limit — never failures
+/// blamed on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_few_file_descriptors_exit_2_before_sending() {
+    let server = start(Script::quick()).await;
+    let url = server.url();
+    let output = tokio::task::spawn_blocking(move || {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"));
+        cmd.args([
+            "run",
+            "--url",
+            &url,
+            "--model",
+            "m",
+            "--concurrency",
+            "120",
+            "--num-prompts",
+            "10",
+        ]);
+        // SAFETY: setrlimit in the child before exec (a hard limit of 64).
+        unsafe {
+            cmd.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 64,
+                    rlim_max: 64,
+                };
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+                Ok(())
+            });
+        }
+        cmd.output().unwrap()
+    })
+    .await
+    .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ulimit -n") && err.contains("limit is 64"),
+        "{err}"
+    );
+    assert!(server.log.lock().unwrap().is_empty(), "a request was sent");
+}
