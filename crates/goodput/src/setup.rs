@@ -75,7 +75,7 @@ pub fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit
         return Ok(());
     }
     let need = n as u64 * if with_sim { 2 } else { 1 } + FD_OVERHEAD;
-    if (lim.rlim_cur as u64) < need {
+    if lim.rlim_cur < need {
         return Err(usage(anyhow!(
             "{n} concurrent streams need about {need} open files, but the limit is {} (hard limit {}): raise it (`ulimit -n {need}` in the shell, `LimitNOFILE=` for systemd, `--ulimit nofile={need}` for Docker) or lower the concurrency",
             lim.rlim_cur,
