@@ -80,9 +80,18 @@ pub struct TargetArgs {
     /// Time allowed to open a connection (TCP and TLS).
     #[arg(long, default_value = "10s", value_parser = positive_duration, help_heading = "Target")]
     pub connect_timeout: std::time::Duration,
-    /// Accept any TLS certificate (explicit only; never the default).
-    #[arg(long, help_heading = "Target")]
+    /// Accept any TLS certificate (explicit only; never the default; a warning says so).
+    #[arg(long, conflicts_with = "ca_cert", help_heading = "Target")]
     pub insecure: bool,
+    /// Trust the CA certificates in this PEM file (an internal CA) beside the system's.
+    #[arg(long, value_name = "FILE", value_parser = pem_certs, help_heading = "Target")]
+    pub ca_cert: Option<PathBuf>,
+    /// Present this PEM certificate (chain) to the server: mutual TLS at a gateway.
+    #[arg(long, value_name = "FILE", value_parser = pem_certs, requires = "client_key", help_heading = "Target")]
+    pub client_cert: Option<PathBuf>,
+    /// The private key (PEM) of --client-cert.
+    #[arg(long, value_name = "FILE", value_parser = pem_key, requires = "client_cert", help_heading = "Target")]
+    pub client_key: Option<PathBuf>,
     /// Send non-streaming requests (TTFT then equals E2EL and is labelled so).
     #[arg(long, help_heading = "Target")]
     pub no_stream: bool,
@@ -484,6 +493,16 @@ pub fn sim_preset(s: &str) -> Result<SimPreset, String> {
         spec: s.to_string(),
         config,
     })
+}
+
+fn pem_certs(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    goodput_core::client::tls::read_certs(&p).map(|_| p)
+}
+
+fn pem_key(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    goodput_core::client::tls::read_key(&p).map(|_| p)
 }
 
 fn token_range(s: &str) -> Result<(u32, u32), String> {

@@ -238,6 +238,11 @@ impl Session {
                 (url, model)
             }
         };
+        if target.insecure {
+            eprintln!(
+                "goodput: warning: --insecure: the server's TLS certificate is not verified; anyone on the path could read and alter this traffic"
+            );
+        }
         let api_key = std::env::var(&target.api_key_env)
             .ok()
             .filter(|k| !k.is_empty());
@@ -250,7 +255,11 @@ impl Session {
                 timeout: target.timeout,
                 idle_timeout: target.idle_timeout,
                 connect_timeout: target.connect_timeout,
-                insecure: target.insecure,
+                tls: goodput_core::client::tls::TlsOptions {
+                    insecure: target.insecure,
+                    ca_cert: target.ca_cert.clone(),
+                    client_auth: target.client_cert.clone().zip(target.client_key.clone()),
+                },
             },
             model,
             stream: !target.no_stream,

@@ -417,7 +417,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
                 timeout: Duration::from_secs(10),
                 idle_timeout: Duration::from_secs(10),
                 connect_timeout: Duration::from_secs(5),
-                insecure: false,
+                tls: Default::default(),
             },
             model: None,
             stream: true,

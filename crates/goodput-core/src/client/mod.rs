@@ -66,7 +66,7 @@ pub struct ClientOptions {
     /// No bytes for this long ends the request as a timeout.
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
-    pub insecure: bool,
+    pub tls: tls::TlsOptions,
 }
 
 /// A cheap-to-clone handle to the connection pool and request settings.
@@ -128,7 +128,7 @@ impl Client {
             });
         }
         let tls = if base.https {
-            let config = tls::client_config(opts.insecure)?;
+            let config = tls::client_config(&opts.tls)?;
             let name = rustls::pki_types::ServerName::try_from(base.host.clone())
                 .map_err(|e| ClientError::Tls(e.to_string()))?;
             Some((tokio_rustls::TlsConnector::from(config), name))

@@ -154,7 +154,7 @@ pub async fn start_tls(script: Script) -> ScriptedServer {
     .await
 }
 
-async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) -> ScriptedServer {
+pub async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) -> ScriptedServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
