@@ -22,6 +22,9 @@ pub enum Phase {
 pub enum ErrorKind {
     /// The connection (TCP or TLS) could not be opened.
     Connect,
+    /// The proxy (from `https_proxy`, `http_proxy`, `ALL_PROXY`) could not be
+    /// reached or refused the tunnel: not the server's failure.
+    Proxy,
     /// The client's own limits stopped the request before it was sent (out of
     /// file descriptors: `EMFILE`/`ENFILE`); never the server's fault.
     ClientLimit,
@@ -49,6 +52,7 @@ impl ErrorKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
+            ErrorKind::Proxy => "proxy",
             ErrorKind::ClientLimit => "client_limit",
             ErrorKind::Timeout => "timeout",
             ErrorKind::HttpStatus => "http_status",

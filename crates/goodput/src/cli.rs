@@ -83,6 +83,10 @@ pub struct TargetArgs {
     /// Accept any TLS certificate (explicit only; never the default; a warning says so).
     #[arg(long, conflicts_with = "ca_cert", help_heading = "Target")]
     pub insecure: bool,
+    /// Ignore the proxy variables (http_proxy, https_proxy, ALL_PROXY, NO_PROXY), which are
+    /// otherwise honoured as curl does.
+    #[arg(long, help_heading = "Target")]
+    pub no_proxy: bool,
     /// Trust the CA certificates in this PEM file (an internal CA) beside the system's.
     #[arg(long, value_name = "FILE", value_parser = pem_certs, help_heading = "Target")]
     pub ca_cert: Option<PathBuf>,

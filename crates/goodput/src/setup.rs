@@ -255,6 +255,7 @@ impl Session {
                 timeout: target.timeout,
                 idle_timeout: target.idle_timeout,
                 connect_timeout: target.connect_timeout,
+                no_proxy: target.no_proxy,
                 tls: goodput_core::client::tls::TlsOptions {
                     insecure: target.insecure,
                     ca_cert: target.ca_cert.clone(),

@@ -201,7 +201,7 @@ async fn requests_that_never_got_a_connection_have_no_send_time() {
     );
     let output = tokio::task::spawn_blocking(move || {
         use std::os::unix::process::CommandExt;
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"));
+        let mut cmd = goodput_command();
         cmd.args([
             "run",
             "--url",
@@ -418,6 +418,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
                 idle_timeout: Duration::from_secs(10),
                 connect_timeout: Duration::from_secs(5),
                 tls: Default::default(),
+                no_proxy: true,
             },
             model: None,
             stream: true,

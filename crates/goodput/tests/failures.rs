@@ -105,7 +105,7 @@ async fn echoed_credentials_never_reach_any_output() {
         csv.to_str().unwrap(),
     ]);
     let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+        goodput_command()
             .args(pinned(&args.iter().map(String::as_str).collect::<Vec<_>>()))
             .env("OPENAI_API_KEY", "sk-secret-12345")
             .output()
@@ -140,7 +140,7 @@ async fn too_few_file_descriptors_exit_2_before_sending() {
     let url = server.url();
     let output = tokio::task::spawn_blocking(move || {
         use std::os::unix::process::CommandExt;
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"));
+        let mut cmd = goodput_command();
         cmd.args([
             "run",
             "--url",

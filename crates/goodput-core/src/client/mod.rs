@@ -14,6 +14,7 @@
 //! panics or aborts the run.
 
 pub mod h1;
+pub mod proxy;
 pub mod sse;
 pub mod target;
 pub mod tls;
@@ -67,6 +68,8 @@ pub struct ClientOptions {
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
     pub tls: tls::TlsOptions,
+    /// Ignore `http_proxy`, `https_proxy`, `ALL_PROXY` and `NO_PROXY`.
+    pub no_proxy: bool,
 }
 
 /// A cheap-to-clone handle to the connection pool and request settings.
@@ -76,6 +79,8 @@ pub struct Client {
 }
 
 struct Inner {
+    /// The proxy every connection goes through, from the environment.
+    proxy: Option<proxy::Proxy>,
     /// Strings redacted from every message (longest first).
     secrets: Vec<String>,
     base: BaseUrl,
@@ -114,16 +119,27 @@ impl Client {
     /// Resolve the host once and prepare headers and TLS.
     pub async fn new(opts: ClientOptions, clock: RunClock) -> Result<Self, ClientError> {
         let base = BaseUrl::parse(&opts.url)?;
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((base.host.as_str(), base.port))
+        let proxy = if opts.no_proxy {
+            None
+        } else {
+            proxy::from_env(&base, |k| std::env::var(k).ok())?
+        };
+        // Through a proxy, only the proxy's name is resolved here (the
+        // proxy resolves the target's, as with curl).
+        let (host, port) = match &proxy {
+            Some(p) => (p.host.clone(), p.port),
+            None => (base.host.clone(), base.port),
+        };
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
             .await
             .map_err(|e| ClientError::Resolve {
-                host: base.host.clone(),
+                host: host.clone(),
                 message: e.to_string(),
             })?
             .collect();
         if addrs.is_empty() {
             return Err(ClientError::Resolve {
-                host: base.host.clone(),
+                host,
                 message: "no addresses".into(),
             });
         }
@@ -154,6 +170,13 @@ impl Client {
             header_line(&mut lines, name.trim(), value.trim())
                 .map_err(|_| ClientError::BadHeader(h.clone()))?;
         }
+        // A plain-HTTP request through a proxy carries the proxy's
+        // credentials; an https one sends them only in its CONNECT.
+        if let (Some(p), false) = (&proxy, base.https) {
+            if let Some(a) = &p.authorization {
+                header_line(&mut lines, "proxy-authorization", a)?;
+            }
+        }
         let endpoint_path = base.path(opts.endpoint.path());
         // What must never be printed or saved, even when a server echoes it
         // back in an error body: the API key and secret-looking headers.
@@ -168,10 +191,15 @@ impl Client {
                 }
             }
         }
+        if let Some(a) = proxy.as_ref().and_then(|p| p.authorization.clone()) {
+            secrets.push(a.trim_start_matches("Basic ").to_string());
+            secrets.push(a);
+        }
         secrets.retain(|s| s.len() >= 4);
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         Ok(Client {
             inner: Arc::new(Inner {
+                proxy,
                 secrets,
                 base,
                 addrs,
@@ -218,6 +246,15 @@ impl Client {
     fn render(&self, method: &str, path: &str, body: &[u8], request_tag: &str) -> Vec<u8> {
         let mut out = Vec::with_capacity(256 + self.inner.header_lines.len() + body.len());
         let id = format!("{:08x}-{}", self.inner.run_id.load(Relaxed), request_tag);
+        // Through a proxy, a plain-HTTP request names its target in full.
+        let absolute;
+        let path = match (&self.inner.proxy, self.inner.base.https) {
+            (Some(_), false) => {
+                absolute = format!("http://{}{path}", self.inner.base.authority());
+                absolute.as_str()
+            }
+            _ => path,
+        };
         h1::request_head(
             &mut out,
             method,
@@ -278,7 +315,8 @@ impl Client {
     async fn connect(&self) -> Result<Conn, RequestError> {
         let mut last = String::new();
         for addr in &self.inner.addrs {
-            let stream = match TcpStream::connect(addr).await {
+            let via = self.inner.proxy.as_ref();
+            let mut stream = match TcpStream::connect(addr).await {
                 Ok(s) => s,
                 // Out of file descriptors is the client's own limit, never the server's fault.
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
@@ -288,10 +326,24 @@ impl Client {
                     ));
                 }
                 Err(e) => {
-                    last = format!("{addr}: {e}");
+                    last = match via {
+                        Some(p) => {
+                            format!("proxy {} (from {}) at {addr}: {e}", p.authority(), p.from)
+                        }
+                        None => format!("{addr}: {e}"),
+                    };
                     continue;
                 }
             };
+            if let (Some(p), true) = (via, self.inner.base.https) {
+                let authority = format!("{}:{}", self.inner.base.host, self.inner.base.port);
+                if let Err(why) = proxy::connect_tunnel(&mut stream, p, &authority).await {
+                    return Err(err(
+                        ErrorKind::Proxy,
+                        format!("proxy {}: {why}", p.authority()),
+                    ));
+                }
+            }
             let _ = stream.set_nodelay(true);
             let io = match &self.inner.tls {
                 None => Stream::Plain(stream),
@@ -307,7 +359,12 @@ impl Client {
             };
             return Ok(Conn::new(io));
         }
-        Err(err(ErrorKind::Connect, last))
+        let kind = if self.inner.proxy.is_some() {
+            ErrorKind::Proxy
+        } else {
+            ErrorKind::Connect
+        };
+        Err(err(kind, last))
     }
 
     /// A pooled connection the server has not closed, if there is one.

@@ -421,9 +421,32 @@ pub fn argv(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
 }
 
+/// The proxy variables goodput honours: removed from every child, so a
+/// machine's own proxy settings never route the tests' loopback traffic
+/// (the proxy tests set them explicitly).
+pub const PROXY_VARS: [&str; 8] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+];
+
+/// A command for the goodput binary with the proxy variables removed.
+pub fn goodput_command() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"));
+    for v in PROXY_VARS {
+        c.env_remove(v);
+    }
+    c
+}
+
 /// Run the goodput binary with these arguments; returns (exit code, stdout, stderr).
 pub fn goodput(args: &[&str]) -> (i32, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+    let out = goodput_command()
         .args(pinned(args))
         .output()
         .expect("run goodput");
@@ -475,7 +498,7 @@ pub fn read_json(path: &std::path::Path) -> serde_json::Value {
 
 /// Start goodput as a child (stdout and stderr piped), to signal it.
 pub fn spawn_goodput(args: &[&str]) -> std::process::Child {
-    std::process::Command::new(env!("CARGO_BIN_EXE_goodput"))
+    goodput_command()
         .args(pinned(args))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
