@@ -15,6 +15,7 @@ pub mod client;
 pub mod clock;
 pub mod cost;
 pub mod executor;
+pub mod fuzz;
 pub mod knee;
 pub mod metrics;
 pub mod protocol;

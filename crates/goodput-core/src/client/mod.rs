@@ -678,6 +678,16 @@ async fn read_stream(
             rec.t_done = at;
             return Err(e);
         }
+        if parser.overflowed() {
+            rec.t_done = at;
+            return Err(err(
+                ErrorKind::Malformed,
+                format!(
+                    "an event or line longer than {} MiB without an end: not an SSE stream",
+                    sse::MAX_EVENT >> 20
+                ),
+            ));
+        }
         if state.done && rec.t_done == 0 {
             rec.t_done = at;
         }

@@ -8,9 +8,17 @@
 //! with `\n` as the SSE standard says). Fields other than `data` are ignored.
 //! It allocates only when a line straddles two reads.
 
+/// The longest line or event (bytes) the parser holds: a server that sends
+/// an endless line without a newline ends its request as malformed instead
+/// of growing memory. Real chunks are a few hundred bytes; a large tool
+/// call's arguments, some kilobytes.
+pub const MAX_EVENT: usize = 8 << 20;
+
 /// Streaming SSE parser. One per response.
 #[derive(Debug, Default)]
 pub struct SseParser {
+    /// A line or an event grew past [`MAX_EVENT`]; nothing more is parsed.
+    overflow: bool,
     /// Bytes of a line not yet terminated by a newline.
     partial: Vec<u8>,
     /// `data` of the event being assembled.
@@ -27,6 +35,9 @@ impl SseParser {
 
     /// Feed one read's bytes; calls `on_event` with each complete event's data.
     pub fn feed(&mut self, mut chunk: &[u8], mut on_event: impl FnMut(&[u8])) {
+        if self.overflow {
+            return;
+        }
         if self.last_was_cr && chunk.first() == Some(&b'\n') {
             chunk = &chunk[1..];
         }
@@ -54,9 +65,16 @@ impl SseParser {
                         line.clear();
                         self.partial = line;
                     }
+                    if self.overflow {
+                        return;
+                    }
                     chunk = &chunk[next..];
                 }
                 None => {
+                    if self.partial.len() + chunk.len() > MAX_EVENT {
+                        self.overflowed_now();
+                        return;
+                    }
                     self.partial.extend_from_slice(chunk);
                     break;
                 }
@@ -64,9 +82,24 @@ impl SseParser {
         }
     }
 
+    /// Whether a line or an event outgrew [`MAX_EVENT`] (the response is
+    /// then malformed; the parser holds nothing more).
+    pub fn overflowed(&self) -> bool {
+        self.overflow
+    }
+
+    fn overflowed_now(&mut self) {
+        self.overflow = true;
+        self.partial = Vec::new();
+        self.data = Vec::new();
+    }
+
     /// End of body: an event left without its closing blank line is
     /// dispatched (some servers end with `data: [DONE]` and no blank line).
     pub fn finish(&mut self, mut on_event: impl FnMut(&[u8])) {
+        if self.overflow {
+            return;
+        }
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
             self.line(&line, &mut on_event);
@@ -90,6 +123,10 @@ impl SseParser {
             None => (line, &b""[..]),
         };
         if field == b"data" {
+            if self.data.len() + value.len() + 1 > MAX_EVENT {
+                self.overflowed_now();
+                return;
+            }
             if self.has_data {
                 self.data.push(b'\n');
             }
@@ -110,6 +147,25 @@ impl SseParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endless_line_or_event_overflows_instead_of_growing() {
+        let mut p = SseParser::new();
+        let block = vec![b'x'; 1 << 20];
+        p.feed(b"data: ", |_| panic!());
+        for _ in 0..9 {
+            p.feed(&block, |_| panic!("no event"));
+        }
+        assert!(p.overflowed());
+        assert!(p.partial.capacity() == 0 && p.data.capacity() == 0);
+        let mut q = SseParser::new();
+        let line = [b"data: ".as_slice(), &vec![b'y'; 1 << 20], b"\n"].concat();
+        for _ in 0..9 {
+            q.feed(&line, |_| panic!("no blank line, no event"));
+        }
+        assert!(q.overflowed());
+        q.finish(|_| panic!("nothing after an overflow"));
+    }
 
     fn events_of(chunks: &[&[u8]]) -> Vec<String> {
         let mut p = SseParser::new();
