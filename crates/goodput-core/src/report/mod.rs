@@ -2,6 +2,7 @@
 //! are the model): each takes a list of results, so a sweep or a comparison
 //! is never a special case.
 pub mod console;
+pub mod html;
 pub mod json;
 pub mod records;
 pub mod saved;
