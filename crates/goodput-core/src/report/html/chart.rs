@@ -8,32 +8,24 @@
 //! counts them. Points that cannot be placed (not finite, or not positive
 //! on a log axis) are left out of both the drawing and the count.
 //!
-//! Axes are this module's own [`Scale`]: ticks at 1–2–5 steps, as many as
+//! Axes are [`Scale`]s: ticks at 1–2–5 steps, as many as
 //! fit without their labels touching, on a log scale where the data spans
-//! more than [`LOG_RATIO`] (a latency axis from 10 ms to 5 s), else linear.
+//! more than `scale::LOG_RATIO` (a latency axis from 10 ms to 5 s), else linear.
 //! All text plotters draws is ours (tick labels, axis titles); the SVG
 //! backend escapes it. Names from results files (labels, series names) go
 //! only into the HTML legend, through [`super::escape`].
 
-use std::ops::Range;
-
-use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 use plotters::prelude::*;
 
 use super::escape;
-
-/// Above this max/min ratio an automatic axis is logarithmic.
-pub(super) const LOG_RATIO: f64 = 50.0;
+use super::scale::{wants_log, Scale, CHAR_PX, LABEL_PX};
 
 /// The SVG's own size (its viewBox); CSS scales it to the page width.
 const WIDTH: u32 = 640;
 const HEIGHT: u32 = 380;
-/// Tick label and axis title sizes (plotters writes `font-size` as this
-/// over 1.24: 17 is a 13.7 px font at the viewBox scale).
-const LABEL_PX: u32 = 17;
+/// Axis title size (plotters writes `font-size` as this over 1.24: 17 is
+/// a 13.7 px font at the viewBox scale); tick labels are `LABEL_PX`.
 const DESC_PX: u32 = 17;
-/// A crude width of one label character at `LABEL_PX`, for spacing ticks.
-const CHAR_PX: f64 = 8.5;
 /// Marker radius (px); a series with more than `DENSE` points (a CDF's
 /// 101 quantiles) gets small dots that read as the line itself.
 const DOT_R: u32 = 3;
@@ -165,7 +157,7 @@ pub(super) struct Mark {
 /// How an axis maps values.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum AxisKind {
-    /// Log where the values span more than [`LOG_RATIO`], else linear.
+    /// Log where the values span more than [`super::scale::LOG_RATIO`], else linear.
     Auto,
     /// Linear from zero (throughputs, counts).
     FromZero,
@@ -497,279 +489,4 @@ fn series_values(series: &[Series], x: bool) -> Vec<f64> {
         .iter()
         .flat_map(|s| s.points.iter().map(move |p| if x { p.0 } else { p.1 }))
         .collect()
-}
-
-fn wants_log(kind: AxisKind, values: &[f64], extra: &[f64]) -> bool {
-    if kind != AxisKind::Auto {
-        return false;
-    }
-    let finite: Vec<f64> = values
-        .iter()
-        .chain(extra)
-        .copied()
-        .filter(|v| v.is_finite())
-        .collect();
-    if finite.is_empty() || finite.iter().any(|&v| v <= 0.0) {
-        return false;
-    }
-    let (lo, hi) = min_max(&finite);
-    hi / lo > LOG_RATIO
-}
-
-fn min_max(v: &[f64]) -> (f64, f64) {
-    v.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
-            (lo.min(x), hi.max(x))
-        })
-}
-
-/// An axis: its range, whether it is logarithmic, and its ticks (major
-/// ones labelled; minor ones a lighter grid).
-#[derive(Debug, Clone)]
-pub(super) struct Scale {
-    lo: f64,
-    hi: f64,
-    log: bool,
-    major: Vec<f64>,
-    minor: Vec<f64>,
-    /// Decimals of linear tick labels.
-    decimals: usize,
-}
-
-impl Scale {
-    /// `pixels`: the axis length; `horizontal`: labels side by side (their
-    /// width limits the tick count), else stacked (their height does).
-    fn new(values: &[f64], kind: AxisKind, log: bool, pixels: f64, horizontal: bool) -> Scale {
-        let (mut lo, mut hi) = match kind {
-            AxisKind::Fixed(a, b) => (a, b),
-            _ if values.is_empty() => (0.0, 1.0),
-            _ => min_max(values),
-        };
-        if kind == AxisKind::FromZero {
-            lo = lo.min(0.0);
-        }
-        if log {
-            return Scale::log(lo, hi, pixels, horizontal);
-        }
-        if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
-            let pad = if hi == 0.0 { 1.0 } else { hi.abs() * 0.1 };
-            (lo, hi) = (lo - pad, hi + pad);
-            if kind == AxisKind::FromZero {
-                lo = lo.max(0.0);
-            }
-        }
-        let fits = |n: usize, step: f64| -> bool {
-            let decimals = decimals_for(step);
-            let widest = (0..=n)
-                .map(|i| linear_label(lo + i as f64 * step, decimals).chars().count())
-                .max()
-                .unwrap_or(1) as f64;
-            let room = if horizontal {
-                widest * CHAR_PX + 18.0
-            } else {
-                f64::from(LABEL_PX) * 2.2
-            };
-            (n as f64) * room <= pixels
-        };
-        // The smallest 1–2–5 step whose labels fit.
-        let span = hi - lo;
-        let mut step = 10f64.powf((span / 12.0).log10().floor());
-        let mut k = 0;
-        loop {
-            let s = step * [1.0, 2.0, 5.0][k % 3] * 10f64.powi((k / 3) as i32);
-            let n = ((hi / s).ceil() - (lo / s).floor()) as usize;
-            if n <= 10 && fits(n.max(1), s) || k > 30 {
-                step = s;
-                break;
-            }
-            k += 1;
-        }
-        let decimals = decimals_for(step);
-        let (first, last) = ((lo / step).floor(), (hi / step).ceil());
-        let (nlo, nhi) = match kind {
-            AxisKind::Fixed(a, b) => (a, b),
-            _ => (first * step, last * step),
-        };
-        let major: Vec<f64> = (0..=((last - first) as usize))
-            .map(|i| (first + i as f64) * step)
-            .filter(|v| *v >= nlo - step * 1e-9 && *v <= nhi + step * 1e-9)
-            .collect();
-        let minor: Vec<f64> = major
-            .iter()
-            .map(|v| v + step / 2.0)
-            .filter(|v| *v < nhi)
-            .collect();
-        // A little room beyond the last ticks so marks on the edge show whole.
-        let pad = (nhi - nlo) * 0.02;
-        let lo_pad =
-            if kind == AxisKind::FromZero && nlo >= 0.0 || matches!(kind, AxisKind::Fixed(..)) {
-                nlo
-            } else {
-                nlo - pad
-            };
-        Scale {
-            lo: lo_pad,
-            hi: nhi + pad,
-            log: false,
-            major,
-            minor,
-            decimals,
-        }
-    }
-
-    fn log(lo: f64, hi: f64, pixels: f64, horizontal: bool) -> Scale {
-        let (lo, hi) = (lo / 1.25, hi * 1.25);
-        let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
-        let ticks = |mults: &[f64], every: i32| -> Vec<f64> {
-            (d0..=d1)
-                .filter(|d| (d - d0) % every == 0)
-                .flat_map(|d| mults.iter().map(move |m| m * 10f64.powi(d)))
-                .filter(|v| *v >= lo && *v <= hi)
-                .collect()
-        };
-        let fits = |t: &[f64]| -> bool {
-            if horizontal {
-                // Log ticks crowd at the top of each decade: check neighbours.
-                let px = |v: f64| (v.ln() - lo.ln()) / (hi.ln() - lo.ln()) * pixels;
-                t.windows(2).all(|w| {
-                    let need = (log_label(w[0]).chars().count() + log_label(w[1]).chars().count())
-                        as f64
-                        * CHAR_PX
-                        / 2.0
-                        + 12.0;
-                    px(w[1]) - px(w[0]) >= need
-                })
-            } else {
-                t.len() as f64 * f64::from(LABEL_PX) * 2.0 <= pixels
-            }
-        };
-        let mut major = ticks(&[1.0, 2.0, 5.0], 1);
-        if !fits(&major) {
-            major = ticks(&[1.0, 3.0], 1);
-        }
-        if !fits(&major) {
-            major = ticks(&[1.0], 1);
-        }
-        let mut every = 2;
-        while !fits(&major) && every < 10 {
-            major = ticks(&[1.0], every);
-            every += 1;
-        }
-        let minor: Vec<f64> = ticks(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], 1)
-            .into_iter()
-            .filter(|v| !major.contains(v))
-            .collect();
-        Scale {
-            lo,
-            hi,
-            log: true,
-            major,
-            minor,
-            decimals: 0,
-        }
-    }
-
-    fn fraction(&self, v: f64) -> f64 {
-        if self.log {
-            (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln())
-        } else {
-            (v - self.lo) / (self.hi - self.lo)
-        }
-    }
-
-    fn label(&self, v: f64) -> String {
-        if self.log {
-            log_label(v)
-        } else {
-            linear_label(v, self.decimals)
-        }
-    }
-}
-
-impl Ranged for Scale {
-    type FormatOption = NoDefaultFormatting;
-    type ValueType = f64;
-
-    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        let t = self.fraction(*value);
-        let px = f64::from(limit.0) + t * f64::from(limit.1 - limit.0);
-        px.round().clamp(-1e6, 1e6) as i32
-    }
-
-    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
-        if hint.weight().allow_light_points() {
-            self.minor.clone()
-        } else {
-            self.major.clone()
-        }
-    }
-
-    fn range(&self) -> Range<f64> {
-        self.lo..self.hi
-    }
-}
-
-impl ValueFormatter<f64> for Scale {
-    fn format_ext(&self, value: &f64) -> String {
-        self.label(*value)
-    }
-}
-
-fn decimals_for(step: f64) -> usize {
-    (-step.log10().floor()).max(0.0) as usize
-}
-
-/// A linear tick: fixed decimals, thousands as `k` from 10,000.
-fn linear_label(v: f64, decimals: usize) -> String {
-    let v = if v.abs() < 1e-12 { 0.0 } else { v };
-    if v.abs() >= 10_000.0 {
-        return format!("{}k", super::trim(format!("{:.3}", v / 1000.0)));
-    }
-    format!("{v:.decimals$}")
-}
-
-/// A log tick (1, 2, 5 × a power of ten): as short as it can be.
-fn log_label(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{}M", super::trim(format!("{:.1}", v / 1e6)))
-    } else if v >= 10_000.0 {
-        format!("{}k", super::trim(format!("{:.1}", v / 1e3)))
-    } else if v >= 1.0 {
-        format!("{v:.0}")
-    } else {
-        let d = (-v.log10().floor()) as usize;
-        format!("{v:.d$}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn linear_ticks_are_round_and_cover_the_data() {
-        let s = Scale::new(&[3.0, 97.0], AxisKind::FromZero, false, 500.0, true);
-        assert_eq!(s.major.first(), Some(&0.0));
-        assert!(s.major.last().unwrap() >= &97.0);
-        assert!(s.major.len() >= 3 && s.major.len() <= 11, "{:?}", s.major);
-        assert!(s.lo <= 3.0 && s.hi >= 97.0);
-    }
-
-    #[test]
-    fn log_ticks_step_one_two_five() {
-        let s = Scale::log(10.0, 5000.0, 500.0, false);
-        for v in [10.0, 20.0, 50.0, 100.0, 1000.0] {
-            assert!(s.major.contains(&v), "{:?}", s.major);
-        }
-        assert_eq!(log_label(20_000.0), "20k");
-        assert_eq!(log_label(0.5), "0.5");
-    }
-
-    #[test]
-    fn automatic_axes_go_log_past_the_ratio() {
-        assert!(wants_log(AxisKind::Auto, &[10.0, 5000.0], &[]));
-        assert!(!wants_log(AxisKind::Auto, &[10.0, 400.0], &[]));
-        assert!(!wants_log(AxisKind::Auto, &[0.0, 5000.0], &[]));
-        assert!(!wants_log(AxisKind::FromZero, &[10.0, 5000.0], &[]));
-    }
 }

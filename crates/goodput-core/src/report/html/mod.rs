@@ -50,6 +50,7 @@
 
 mod chart;
 mod run;
+mod scale;
 mod sweep;
 #[cfg(test)]
 mod tests;
