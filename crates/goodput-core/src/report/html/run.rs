@@ -102,18 +102,27 @@ fn headline_percentiles(d: &Distribution) -> Vec<f64> {
     ps
 }
 
-fn slo_cell(m: &RunMetrics) -> String {
+/// The run's SLO verdict as a badge.
+fn slo_badge(m: &RunMetrics) -> String {
     match &m.slo {
         None => "<span class=\"muted\">no SLO given</span>".into(),
         Some(s) if s.meets && s.inconclusive => badge("inconclusive", "meets (inconclusive)"),
         Some(s) if s.meets => badge("pass", "meets"),
-        Some(s) => {
-            let mut cell = badge("fail", "fails");
+        Some(_) => badge("fail", "fails"),
+    }
+}
+
+/// The verdict with the reasons it fails, for the headline table.
+fn slo_cell(m: &RunMetrics) -> String {
+    match &m.slo {
+        Some(s) if !s.meets => {
+            let mut cell = slo_badge(m);
             for reason in &s.reasons {
                 cell.push_str(&format!("<br><span class=\"ci\">{}</span>", escape(reason)));
             }
             cell
         }
+        _ => slo_badge(m),
     }
 }
 
@@ -492,13 +501,20 @@ fn detail(source: Source, r: &RunResult, several: bool) -> String {
         out.push_str("<div data-section=\"slo\">\n<h4>SLO</h4>\n");
         out.push_str(&format!(
             "<p>{} {} · {} of {} requests good ({}) · request goodput {} req/s</p>\n",
-            slo_cell(m),
+            slo_badge(m),
             escape(&slo.slo.describe()),
             slo.good_requests,
             m.completed + m.failed,
             share(slo.attainment),
             num(slo.request_goodput)
         ));
+        if !slo.reasons.is_empty() {
+            out.push_str("<ul class=\"plain\">\n");
+            for reason in &slo.reasons {
+                out.push_str(&format!("<li>{}</li>\n", escape(reason)));
+            }
+            out.push_str("</ul>\n");
+        }
         out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr><th>Term</th><th>Judged on</th><th>Estimate [95 %]</th><th>Verdict</th><th>More requests to settle</th></tr></thead>\n<tbody>\n");
         for t in &slo.terms {
             let verdict = match t.verdict {

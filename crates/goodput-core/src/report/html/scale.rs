@@ -200,8 +200,19 @@ impl Scale {
         }
     }
 
+    /// A tick's label. From a thousand up it is written in thousands
+    /// (`12.5k`) when the axis reaches 10,000, and in millions from a
+    /// million when it reaches 10,000,000, so one axis never shows both
+    /// `8000` and `10k`.
     pub fn label(&self, v: f64) -> String {
-        if self.log {
+        let top = self.major.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let scaled =
+            |div: f64, unit: &str| format!("{}{unit}", super::trim(format!("{:.3}", v / div)));
+        if top >= 1e7 && v.abs() >= 1e6 {
+            scaled(1e6, "M")
+        } else if top >= 1e4 && v.abs() >= 1e3 {
+            scaled(1e3, "k")
+        } else if self.log {
             log_label(v)
         } else {
             linear_label(v, self.decimals)
@@ -242,22 +253,15 @@ fn decimals_for(step: f64) -> usize {
     (-step.log10().floor()).max(0.0) as usize
 }
 
-/// A linear tick: fixed decimals, thousands as `k` from 10,000.
+/// A linear tick: the step's decimals.
 fn linear_label(v: f64, decimals: usize) -> String {
     let v = if v.abs() < 1e-12 { 0.0 } else { v };
-    if v.abs() >= 10_000.0 {
-        return format!("{}k", super::trim(format!("{:.3}", v / 1000.0)));
-    }
     format!("{v:.decimals$}")
 }
 
 /// A log tick (1, 2, 5 × a power of ten): as short as it can be.
 fn log_label(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{}M", super::trim(format!("{:.1}", v / 1e6)))
-    } else if v >= 10_000.0 {
-        format!("{}k", super::trim(format!("{:.1}", v / 1e3)))
-    } else if v >= 1.0 {
+    if v >= 1.0 {
         format!("{v:.0}")
     } else {
         let d = (-v.log10().floor()) as usize;
@@ -284,8 +288,21 @@ mod tests {
         for v in [10.0, 20.0, 50.0, 100.0, 1000.0] {
             assert!(s.major.contains(&v), "{:?}", s.major);
         }
-        assert_eq!(log_label(20_000.0), "20k");
         assert_eq!(log_label(0.5), "0.5");
+        assert_eq!(s.label(2000.0), "2000");
+    }
+
+    #[test]
+    fn an_axis_past_ten_thousand_writes_thousands_throughout() {
+        let s = Scale::new(&[4000.0, 13_000.0], AxisKind::Auto, false, 500.0, true);
+        let labels: Vec<String> = s.major.iter().map(|v| s.label(*v)).collect();
+        assert!(labels.contains(&"10k".to_string()), "{labels:?}");
+        assert!(labels.iter().all(|l| l.ends_with('k')), "{labels:?}");
+        let s = Scale::log(10.0, 50_000.0, 500.0, false);
+        assert_eq!(
+            (s.label(20.0), s.label(2000.0), s.label(20_000.0)),
+            ("20".into(), "2k".into(), "20k".into())
+        );
     }
 
     #[test]
