@@ -403,10 +403,11 @@ fn write_sample_reports() {
         let path = std::path::Path::new("/tmp/samples").join(name);
         (name.to_string(), Saved::read(&path).unwrap())
     };
-    let pages: [(&str, Vec<(String, Saved)>); 6] = [
+    let pages: [(&str, Vec<(String, Saved)>); 7] = [
         ("run", vec![read("run.json")]),
         ("run-a100", vec![read("run-a100.json")]),
         ("sweep", vec![read("sweep.json")]),
+        ("runs", vec![read("run.json"), read("run-a100.json")]),
         ("overlay", vec![read("sweep.json"), read("sweep-a100.json")]),
         (
             "fixture-run",
