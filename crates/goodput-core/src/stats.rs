@@ -90,8 +90,9 @@ pub enum CiMethod {
 
 /// Summary of one per-request (or pooled) metric, in its unit (ms).
 /// Serialized as `{count, mean_ms, std_ms, min_ms, max_ms, median_ms,
-/// p90_ms, ..., ci: {mean: [lo, hi], p90: [lo, hi], ...}, ci_method}` (an open
-/// bound is `null`), and read back from the same.
+/// p90_ms, ..., ci: {mean: [lo, hi], p90: [lo, hi], ...}, ci_method,
+/// quantiles_ms: [p0, ..., p100]}` (an open bound is `null`; `quantiles_ms`
+/// only when known), and read back from the same.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {
     pub count: usize,
@@ -102,6 +103,24 @@ pub struct Distribution {
     /// `(percentile, estimate)` in the order requested.
     pub percentiles: Vec<(f64, Estimate)>,
     pub ci_method: CiMethod,
+    /// The whole distribution's shape, for a CDF drawn without the records:
+    /// [`QUANTILE_COUNT`] values, p0 (the minimum) to p100 (the maximum) in
+    /// steps of one percentile, rounded to 1 µs. Empty in results written
+    /// before it existed (`quantiles_ms` absent).
+    pub quantiles: Vec<f64>,
+}
+
+/// How many quantiles a [`Distribution`] keeps: p0, p1, ..., p100.
+pub const QUANTILE_COUNT: usize = 101;
+
+/// The `QUANTILE_COUNT` quantiles of sorted data, to 1 µs (values in ms):
+/// bounded in size whatever the sample count, and at a resolution finer
+/// than any latency goodput measures.
+fn quantiles_sorted(sorted: &[f64]) -> Vec<f64> {
+    (0..QUANTILE_COUNT)
+        .filter_map(|i| percentile_sorted(sorted, i as f64 * 100.0 / (QUANTILE_COUNT - 1) as f64))
+        .map(|x| (x * 1000.0).round() / 1000.0)
+        .collect()
 }
 
 /// `99` → `"99"`, `99.9` → `"99.9"`, as vLLM spells percentile keys.
@@ -135,6 +154,9 @@ impl Serialize for Distribution {
         }
         o.insert("ci".into(), Value::Object(ci));
         o.insert("ci_method".into(), json!(self.ci_method));
+        if !self.quantiles.is_empty() {
+            o.insert("quantiles_ms".into(), json!(self.quantiles));
+        }
         Value::Object(o).serialize(s)
     }
 }
@@ -190,6 +212,12 @@ impl<'de> Deserialize<'de> for Distribution {
             max: num("max_ms")?,
             percentiles,
             ci_method: serde_json::from_value(v["ci_method"].clone()).map_err(D::Error::custom)?,
+            // Absent in results written before quantiles were kept.
+            quantiles: match v.get("quantiles_ms") {
+                None | Some(serde_json::Value::Null) => Vec::new(),
+                Some(q) => serde_json::from_value(q.clone())
+                    .map_err(|e| D::Error::custom(format!("distribution: 'quantiles_ms': {e}")))?,
+            },
         })
     }
 }
@@ -236,6 +264,7 @@ pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distributio
         max: values[n - 1],
         percentiles: pct,
         ci_method: CiMethod::Binomial,
+        quantiles: quantiles_sorted(&values),
     })
 }
 
@@ -466,6 +495,13 @@ mod tests {
         assert_eq!(d.mean.value, 2.0);
         assert!((d.std - 1.0).abs() < 1e-12);
         assert!(d.percentiles[1].1.inconclusive());
+        // p0 is the minimum, p50 the median, p100 the maximum.
+        assert_eq!(d.quantiles.len(), QUANTILE_COUNT);
+        assert_eq!(
+            (d.quantiles[0], d.quantiles[50], d.quantiles[100]),
+            (1.0, 2.0, 3.0)
+        );
+        assert_eq!(d.quantiles[25], 1.5);
         let values: Vec<f32> = (0..400)
             .map(|i| ((i * 37 + (i / 20) * 11) % 101) as f32)
             .collect();

@@ -3,6 +3,7 @@
 //! is never a special case.
 pub mod console;
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod records;
 pub mod saved;

@@ -1,0 +1,320 @@
+//! The HTML report: saved results in, one self-contained HTML page out.
+//!
+//! Pure: [`render`] takes labelled results (a file name and what it holds)
+//! and returns the page; nothing is read or written. The page needs no
+//! network and no JavaScript: CSS is inline, every chart is inline SVG drawn
+//! by plotters' SVG backend (text as `<text>`, so no font files), and the
+//! page holds no `<script>` at all. Several files overlay their curves on
+//! the same charts, one colour per file, named in each chart's legend.
+//!
+//! What it shows:
+//! - runs: headline figures with their 95 % intervals and the SLO verdict,
+//!   the TTFT, TPOT, ITL and E2EL distributions as CDFs (from each
+//!   distribution's saved quantiles, so the per-request records are not
+//!   needed), throughput, requests and in-flight requests through the run,
+//!   errors by kind, the workload and the full configuration;
+//! - sweeps: the latency–throughput curves (p50 and p99 of TTFT, TPOT and
+//!   E2EL against achieved request throughput) with the SLO thresholds, the
+//!   knees and the goodput point marked; throughput against offered load;
+//!   cost per million good output tokens along the curve (when costed); and
+//!   the interactivity trade-off (output tokens/s per user, 1000 / p50 TPOT,
+//!   against output tokens/s per GPU), then each sweep's points.
+//!
+//! Every text that comes from a results file (labels, model names, the
+//! configuration, workload descriptions, notes, error messages) goes
+//! through [`escape`].
+//!
+//! # Hooks for browser tests
+//!
+//! Each chart is `<figure class="chart" data-chart="ID" data-points="N">`,
+//! with one `<svg>` inside. Every plotted data point is exactly one
+//! `<circle>` in that SVG and nothing else there is a circle (lines are
+//! polylines, SLO thresholds dashed polylines, knee and goodput marks
+//! polygons, legends HTML outside the SVG), so counting `svg circle` in the
+//! figure gives `N`. Chart IDs, each at most once per page:
+//!
+//! | ID | points (circles) |
+//! |---|---|
+//! | `cdf-ttft`, `cdf-tpot`, `cdf-itl`, `cdf-e2el` | per run: the distribution's 101 quantiles (older files: min, the saved percentiles, max); open-loop runs add TTFT and E2EL from the scheduled arrival |
+//! | `ts-throughput` | per run: one per time bin (output tokens/s) |
+//! | `ts-requests` | per run: one per time bin for completions/s, and for sends/s |
+//! | `ts-in-flight` | per run: one per time bin (mean requests in flight) |
+//! | `ts-failures` | per failure kind (one run) or per run: one per time bin; only with failures |
+//! | `sweep-ttft`, `sweep-tpot`, `sweep-e2el` | per sweep: one per curve point with a p50, one per curve point with a p99 |
+//! | `sweep-throughput` | per sweep: one per curve point |
+//! | `sweep-cost` | per sweep: one per costed curve point; only when some point is costed |
+//! | `sweep-interactivity` | per sweep: one per curve point with a p50 TPOT above zero |
+//!
+//! Sections carry `data-section`: `runs`, `sweeps`, and per run `slo`
+//! (only with an SLO), `errors` (only with failures), `workload`, `config`.
+
+mod chart;
+mod run;
+mod scale;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+use crate::report::saved::Saved;
+use crate::report::Exporter;
+use crate::result::RunResult;
+use crate::stats::Estimate;
+use crate::sweep::SweepResult;
+
+/// The HTML exporter: the page for a list of results.
+pub struct Html;
+
+impl Html {
+    /// The page for labelled saved results (runs and sweeps).
+    pub fn render(&self, items: &[(String, Saved)]) -> String {
+        render(items)
+    }
+}
+
+impl Exporter for Html {
+    /// The page for runs, each labelled by its run id.
+    fn export(&self, results: &[RunResult]) -> Vec<u8> {
+        let items: Vec<(String, Saved)> = results
+            .iter()
+            .map(|r| (r.run_id.clone(), Saved::Run(Box::new(r.clone()))))
+            .collect();
+        render(&items).into_bytes()
+    }
+}
+
+/// One file's place in the page: its label and its colour.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Source<'a> {
+    pub label: &'a str,
+    /// Index into the chart palette, by position in the input.
+    pub colour: usize,
+}
+
+/// The page for labelled saved results: `label` is what the reader knows
+/// the file by (its name); runs and sweeps may be mixed.
+pub fn render(items: &[(String, Saved)]) -> String {
+    let mut runs: Vec<(Source, &RunResult)> = Vec::new();
+    let mut sweeps: Vec<(Source, &SweepResult)> = Vec::new();
+    for (i, (label, saved)) in items.iter().enumerate() {
+        let source = Source { label, colour: i };
+        match saved {
+            Saved::Run(r) => runs.push((source, r)),
+            Saved::Sweep(s) => sweeps.push((source, s)),
+        }
+    }
+    let labels: Vec<&str> = items.iter().map(|(l, _)| l.as_str()).collect();
+    let mut out = String::new();
+    out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    out.push_str("<meta name=\"generator\" content=\"goodput ");
+    out.push_str(env!("CARGO_PKG_VERSION"));
+    out.push_str("\">\n");
+    out.push_str(&format!(
+        "<title>goodput report: {}</title>\n",
+        escape(&labels.join(", "))
+    ));
+    out.push_str("<style>\n");
+    out.push_str(include_str!("style.css"));
+    out.push_str("</style>\n</head>\n<body>\n<main>\n");
+    out.push_str(&header(items));
+    if !sweeps.is_empty() {
+        out.push_str(&sweep::section(&sweeps));
+    }
+    if !runs.is_empty() {
+        out.push_str(&run::section(&runs));
+    }
+    if items.is_empty() {
+        out.push_str("<p class=\"warn\">No results were given.</p>\n");
+    }
+    out.push_str(&format!(
+        "<footer>Written by goodput {}. Intervals are 95 %; an open side (–) needs more samples to bound.</footer>\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    out.push_str("</main>\n</body>\n</html>\n");
+    out
+}
+
+fn header(items: &[(String, Saved)]) -> String {
+    let mut out = String::from("<header>\n<h1>goodput report</h1>\n<ul class=\"files\">\n");
+    for (i, (label, saved)) in items.iter().enumerate() {
+        let what = match saved {
+            Saved::Run(r) => format!(
+                "run · {} · {} · started {}",
+                r.model,
+                r.config["workload"]["summary"]
+                    .as_str()
+                    .unwrap_or("workload not recorded"),
+                r.started_at
+            ),
+            Saved::Sweep(s) => {
+                let model = s
+                    .points
+                    .first()
+                    .map(|p| p.result.model.as_str())
+                    .unwrap_or("no points");
+                format!(
+                    "sweep · {model} · {} · {} points",
+                    s.workload,
+                    s.curve.len()
+                )
+            }
+        };
+        out.push_str(&format!(
+            "<li>{}<b>{}</b> <span class=\"muted\">{}</span></li>\n",
+            swatch(i),
+            escape(label),
+            escape(&what)
+        ));
+    }
+    out.push_str("</ul>\n</header>\n");
+    out
+}
+
+/// A file's colour key, as in the chart legends.
+fn swatch(colour: usize) -> String {
+    let (r, g, b) = chart::PALETTE[colour % chart::PALETTE.len()];
+    format!("<span class=\"key\" style=\"--c:#{r:02x}{g:02x}{b:02x}\"><i class=\"ln\"></i><i class=\"dot\"></i></span>")
+}
+
+/// Text made safe for HTML, in element content and in quoted attributes.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `12.500` → `12.5`, `3.000` → `3`.
+fn trim(s: String) -> String {
+    if !s.contains('.') {
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A figure to about three significant digits, thousands grouped:
+/// `1,465`, `20.7`, `8.07`, `0.00587`.
+pub(super) fn num(x: f64) -> String {
+    if !x.is_finite() {
+        return "–".into();
+    }
+    let a = x.abs();
+    if a >= 100.0 {
+        let s = format!("{:.0}", a);
+        let mut grouped = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(c);
+        }
+        return if x < 0.0 {
+            format!("-{grouped}")
+        } else {
+            grouped
+        };
+    }
+    if a == 0.0 {
+        return "0".into();
+    }
+    let decimals = (2.0 - a.log10().floor()).max(1.0) as usize;
+    format!("{x:.decimals$}")
+}
+
+/// A set value (a rate asked for, a factor) without trailing zeros:
+/// `2`, `12.5`, `0.2`.
+pub(super) fn short(x: f64) -> String {
+    trim(num(x))
+}
+
+/// A latency: `35.7 ms`, `3.76 s`.
+pub(super) fn ms(x: f64) -> String {
+    if x.is_finite() && x.abs() >= 1000.0 {
+        format!("{} s", num(x / 1000.0))
+    } else {
+        format!("{} ms", num(x))
+    }
+}
+
+/// A set latency (an SLO threshold): `200 ms`, `1.5 s`.
+pub(super) fn ms_short(x: f64) -> String {
+    if x.abs() >= 1000.0 {
+        format!("{} s", short(x / 1000.0))
+    } else {
+        format!("{} ms", short(x))
+    }
+}
+
+/// A share as a percentage: `12.3 %`.
+pub(super) fn share(x: f64) -> String {
+    format!("{} %", num(x * 100.0))
+}
+
+/// An estimate with its 95 % interval: value, then `[lo, hi]` smaller.
+pub(super) fn estimate(e: &Estimate, fmt: fn(f64) -> String) -> String {
+    if e.lo.is_none() && e.hi.is_none() {
+        return format!("{} <span class=\"ci\">[open]</span>", escape(&fmt(e.value)));
+    }
+    let bound = |b: Option<f64>| b.map(fmt).unwrap_or_else(|| "–".into());
+    format!(
+        "{} <span class=\"ci\">[{}, {}]</span>",
+        escape(&fmt(e.value)),
+        escape(&bound(e.lo)),
+        escape(&bound(e.hi))
+    )
+}
+
+/// A pass / fail / inconclusive badge.
+pub(super) fn badge(class: &str, text: &str) -> String {
+    format!(
+        "<span class=\"badge {}\">{}</span>",
+        escape(class),
+        escape(text)
+    )
+}
+
+/// `<tr><th>name</th><td>…</td>…</tr>`, cells already HTML.
+pub(super) fn row(name: &str, cells: &[String]) -> String {
+    let mut out = format!("<tr><th scope=\"row\">{}</th>", escape(name));
+    for c in cells {
+        out.push_str("<td>");
+        out.push_str(c);
+        out.push_str("</td>");
+    }
+    out.push_str("</tr>\n");
+    out
+}
+
+/// A table with one column per source, headed by its swatch and label.
+pub(super) fn table_by_source(first: &str, sources: &[Source], rows: &[String]) -> String {
+    let mut out =
+        String::from("<div class=\"table-wrap\"><table class=\"by-source\">\n<thead><tr>");
+    out.push_str(&format!("<th>{}</th>", escape(first)));
+    for s in sources {
+        out.push_str(&format!("<th>{}{}</th>", swatch(s.colour), escape(s.label)));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for r in rows {
+        out.push_str(r);
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// A configuration object, pretty-printed and escaped, folded away.
+pub(super) fn config_block(title: &str, config: &serde_json::Value) -> String {
+    let text = serde_json::to_string_pretty(config).unwrap_or_default();
+    format!(
+        "<details data-section=\"config\"><summary>{}</summary>\n<pre>{}</pre>\n</details>\n",
+        escape(title),
+        escape(&text)
+    )
+}

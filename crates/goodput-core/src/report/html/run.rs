@@ -1,0 +1,672 @@
+//! The runs of the HTML report: headline figures side by side, latency
+//! CDFs and time series overlaid (one colour per file), then each run's
+//! SLO verdict, errors, notes, workload and configuration.
+
+use serde_json::Value;
+
+use super::chart::{Axis, AxisKind, Chart, Guide, Series};
+use super::{
+    badge, config_block, escape, estimate, ms, num, row, share, swatch, table_by_source, Source,
+};
+use crate::metrics::{Metric, RunMetrics, TimeSeries};
+use crate::result::RunResult;
+use crate::schedule::Load;
+use crate::stats::{pct_label, Distribution, QUANTILE_COUNT};
+use crate::verdict::Verdict;
+
+/// Most points a time-series line gets: finer buckets are summed into bins.
+const MAX_BINS: usize = 60;
+/// Narrowest bin (s): at tens of requests/s, a 0.1 s bucket holds a
+/// handful of completions and its rate is mostly noise.
+const MIN_BIN_S: f64 = 0.5;
+
+/// The metrics drawn as CDFs, with their chart IDs.
+const CDFS: [(Metric, &str); 4] = [
+    (Metric::Ttft, "cdf-ttft"),
+    (Metric::Tpot, "cdf-tpot"),
+    (Metric::Itl, "cdf-itl"),
+    (Metric::E2el, "cdf-e2el"),
+];
+
+pub(super) fn section(runs: &[(Source, &RunResult)]) -> String {
+    let mut out = String::from("<section data-section=\"runs\">\n");
+    out.push_str(if runs.len() == 1 {
+        "<h2>Run</h2>\n"
+    } else {
+        "<h2>Runs</h2>\n"
+    });
+    let sources: Vec<Source> = runs.iter().map(|(s, _)| *s).collect();
+    out.push_str(&table_by_source("Figure", &sources, &headline_rows(runs)));
+
+    let cdfs: Vec<Chart> = CDFS
+        .iter()
+        .map(|&(m, id)| cdf_chart(runs, m, id))
+        .filter(Chart::has_points)
+        .collect();
+    if !cdfs.is_empty() {
+        out.push_str("<h3>Latency distributions</h3>\n<div class=\"charts\">\n");
+        for c in &cdfs {
+            out.push_str(&c.render());
+        }
+        out.push_str("</div>\n");
+    }
+    let series: Vec<Chart> = time_charts(runs)
+        .into_iter()
+        .filter(Chart::has_points)
+        .collect();
+    if !series.is_empty() {
+        out.push_str("<h3>Through the run</h3>\n<div class=\"charts\">\n");
+        for c in &series {
+            out.push_str(&c.render());
+        }
+        out.push_str("</div>\n");
+    }
+    for (source, r) in runs {
+        out.push_str(&detail(*source, r, runs.len() > 1));
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// The load in words: `open loop, 15 req/s (poisson)`.
+pub(super) fn load_words(load: &Load) -> String {
+    match *load {
+        Load::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
+        Load::Open {
+            rate,
+            arrival,
+            max_concurrency,
+        } => {
+            let rate = if rate.is_finite() {
+                format!("{} req/s", super::short(rate))
+            } else {
+                "all at once".into()
+            };
+            let cap = max_concurrency
+                .map(|c| format!(", at most {c} in flight"))
+                .unwrap_or_default();
+            format!("open loop, {rate} ({arrival}){cap}")
+        }
+    }
+}
+
+/// The median and the highest saved percentile (p99 by default).
+fn headline_percentiles(d: &Distribution) -> Vec<f64> {
+    let mut ps = Vec::new();
+    if d.percentiles.iter().any(|(p, _)| *p == 50.0) {
+        ps.push(50.0);
+    }
+    if let Some((p, _)) = d.percentiles.iter().rev().find(|(p, _)| *p > 50.0) {
+        ps.push(*p);
+    }
+    ps
+}
+
+/// The run's SLO verdict as a badge.
+fn slo_badge(m: &RunMetrics) -> String {
+    match &m.slo {
+        None => "<span class=\"muted\">no SLO given</span>".into(),
+        Some(s) if s.meets && s.inconclusive => badge("inconclusive", "meets (inconclusive)"),
+        Some(s) if s.meets => badge("pass", "meets"),
+        Some(_) => badge("fail", "fails"),
+    }
+}
+
+/// The verdict with the reasons it fails, for the headline table.
+fn slo_cell(m: &RunMetrics) -> String {
+    match &m.slo {
+        Some(s) if !s.meets => {
+            let mut cell = slo_badge(m);
+            for reason in &s.reasons {
+                cell.push_str(&format!("<br><span class=\"ci\">{}</span>", escape(reason)));
+            }
+            cell
+        }
+        _ => slo_badge(m),
+    }
+}
+
+fn headline_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
+    let cells = |f: &dyn Fn(&RunResult) -> String| -> Vec<String> {
+        runs.iter().map(|(_, r)| f(r)).collect()
+    };
+    let mut rows = vec![
+        row("Model", &cells(&|r| escape(&r.model))),
+        row("Load", &cells(&|r| escape(&load_words(&r.load)))),
+        row(
+            "Duration",
+            &cells(&|r| format!("{} s", num(r.metrics.duration_s))),
+        ),
+        row(
+            "Requests",
+            &cells(&|r| {
+                let m = &r.metrics;
+                let mut s = format!("{} completed, {} failed", m.completed, m.failed);
+                if m.incomplete > 0 {
+                    s.push_str(&format!(", {} incomplete", m.incomplete));
+                }
+                s
+            }),
+        ),
+        row(
+            "Request throughput (req/s)",
+            &cells(&|r| estimate(&r.metrics.throughput.request, num)),
+        ),
+        row(
+            "Output throughput (tokens/s)",
+            &cells(&|r| estimate(&r.metrics.throughput.output, num)),
+        ),
+        row(
+            "Total token throughput (tokens/s)",
+            &cells(&|r| num(r.metrics.throughput.total_token)),
+        ),
+    ];
+    // Latency percentiles: the union of what the runs saved.
+    for (metric, _) in CDFS {
+        let mut ps: Vec<f64> = Vec::new();
+        for (_, r) in runs {
+            if let Some(d) = r.metrics.get(metric) {
+                for p in headline_percentiles(d) {
+                    if !ps.contains(&p) {
+                        ps.push(p);
+                    }
+                }
+            }
+        }
+        ps.sort_by(f64::total_cmp);
+        for p in ps {
+            let name = format!("p{} {}", pct_label(p), metric.info().short);
+            rows.push(row(
+                &name,
+                &cells(&|r| {
+                    r.metrics
+                        .get(metric)
+                        .and_then(|d| d.percentiles.iter().find(|(q, _)| *q == p))
+                        .map(|(_, e)| estimate(e, ms))
+                        .unwrap_or_else(|| "–".into())
+                }),
+            ));
+        }
+    }
+    if runs.iter().any(|(_, r)| r.metrics.slo.is_some()) {
+        rows.push(row("SLO", &cells(&|r| slo_cell(&r.metrics))));
+        rows.push(row(
+            "Request goodput (req/s)",
+            &cells(&|r| {
+                r.metrics
+                    .slo
+                    .as_ref()
+                    .map(|s| num(s.request_goodput))
+                    .unwrap_or_else(|| "–".into())
+            }),
+        ));
+    }
+    if runs.iter().any(|(_, r)| r.metrics.failed > 0) {
+        rows.push(row(
+            "Error rate",
+            &cells(&|r| share(r.metrics.errors.error_rate)),
+        ));
+    }
+    if runs.iter().any(|(_, r)| r.cost.is_some()) {
+        rows.push(row(
+            "Cost per million output tokens",
+            &cells(&|r| {
+                r.cost
+                    .as_ref()
+                    .and_then(|c| c.per_million_output_tokens)
+                    .map(num)
+                    .unwrap_or_else(|| "–".into())
+            }),
+        ));
+    }
+    if runs.iter().any(|(_, r)| r.metrics.saturation.saturated) {
+        rows.push(row(
+            "Saturation",
+            &cells(&|r| {
+                if r.metrics.saturation.saturated {
+                    badge("fail", "saturated")
+                } else {
+                    "no".into()
+                }
+            }),
+        ));
+    }
+    rows
+}
+
+/// The CDF's points: `(value, % at or below)`, from the saved quantiles,
+/// else from what older files hold (min, the percentiles, max).
+pub(super) fn cdf_points(d: &Distribution) -> (Vec<(f64, f64)>, bool) {
+    if d.quantiles.len() == QUANTILE_COUNT {
+        let step = 100.0 / (QUANTILE_COUNT - 1) as f64;
+        let pts = d
+            .quantiles
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (v, i as f64 * step))
+            .collect();
+        return (pts, true);
+    }
+    let mut pts = vec![(d.min, 0.0)];
+    pts.extend(d.percentiles.iter().map(|(p, e)| (e.value, *p)));
+    pts.push((d.max, 100.0));
+    pts.sort_by(|a, b| a.1.total_cmp(&b.1));
+    (pts, false)
+}
+
+/// The SLO terms' thresholds on `metric`, as guides.
+fn slo_thresholds(r: &RunResult, metric: Metric, vertical: bool) -> Vec<Guide> {
+    let Some(slo) = r.metrics.slo.as_ref().map(|s| &s.slo) else {
+        return Vec::new();
+    };
+    slo.terms
+        .iter()
+        .filter(|t| t.metric == metric)
+        .map(|t| {
+            let name = format!(
+                "SLO: p{} {} ≤ {}",
+                pct_label(t.percentile),
+                metric.info().short,
+                super::ms_short(t.threshold_ms)
+            );
+            if vertical {
+                Guide::Vertical {
+                    x: t.threshold_ms,
+                    name,
+                }
+            } else {
+                Guide::Horizontal {
+                    y: t.threshold_ms,
+                    name,
+                }
+            }
+        })
+        .collect()
+}
+
+fn cdf_chart(runs: &[(Source, &RunResult)], metric: Metric, id: &str) -> Chart {
+    let info = metric.info();
+    let of = if info.pooled {
+        "token gaps"
+    } else {
+        "requests"
+    };
+    let mut chart = Chart::new(
+        id,
+        &format!("{} distribution", info.short),
+        Axis::new(format!("{} (ms)", info.short), AxisKind::Auto),
+        Axis::new(format!("{of} at or below (%)"), AxisKind::Fixed(0.0, 100.0)),
+    );
+    // Open-loop latencies also from the scheduled arrival (what the SLO judges).
+    let from_schedule = match metric {
+        Metric::Ttft => Some(Metric::TtftFromSchedule),
+        Metric::E2el => Some(Metric::E2elFromSchedule),
+        _ => None,
+    };
+    let mut coarse = false;
+    for (source, r) in runs {
+        let name = |what: &str| -> String {
+            match (runs.len() > 1, what.is_empty()) {
+                (true, true) => source.label.to_string(),
+                (true, false) => format!("{} · {what}", source.label),
+                (false, true) => info.short.to_string(),
+                (false, false) => format!("{} {what}", info.short),
+            }
+        };
+        if let Some(d) = r.metrics.get(metric) {
+            let (pts, fine) = cdf_points(d);
+            coarse |= !fine;
+            chart.series.push(Series::new(name(""), source.colour, pts));
+        }
+        if let Some(d) = from_schedule.and_then(|m| r.metrics.get(m)) {
+            let (pts, fine) = cdf_points(d);
+            coarse |= !fine;
+            chart
+                .series
+                .push(Series::new(name("from scheduled arrival"), source.colour, pts).dashed());
+        }
+        chart.guides.extend(slo_thresholds(r, metric, true));
+    }
+    let mut note = format!(
+        "Share of {of} whose {} was at most x; read a percentile across at its height.",
+        info.short
+    );
+    if from_schedule.is_some() && chart.series.iter().any(|s| s.hollow) {
+        note.push_str(" Open-loop runs also show it timed from each request's scheduled arrival, as the SLO judges it.");
+    }
+    if coarse {
+        note.push_str(" A file written before quantiles were saved gives only min, its percentiles and max: a coarse outline.");
+    }
+    chart.note(note)
+}
+
+/// Buckets summed (`mean` false) or averaged into at most [`MAX_BINS`]
+/// bins: `(bin midpoint s, value per second or mean)`. A last bin shorter
+/// than half the others joins the one before it, so a few buckets at the
+/// end do not make a rate of their own.
+pub(super) fn bin(ts: &TimeSeries, values: &[f64], mean: bool) -> Vec<(f64, f64)> {
+    if ts.bucket_s <= 0.0 || values.is_empty() {
+        return Vec::new();
+    }
+    let per = values
+        .len()
+        .div_ceil(MAX_BINS)
+        .max((MIN_BIN_S / ts.bucket_s).round() as usize)
+        .max(1);
+    let mut bounds: Vec<(usize, usize)> = (0..values.len())
+        .step_by(per)
+        .map(|start| (start, (start + per).min(values.len())))
+        .collect();
+    if bounds.len() > 1 {
+        if let Some(&(start, end)) = bounds.last() {
+            if (end - start) * 2 < per {
+                bounds.pop();
+                if let Some(prev) = bounds.last_mut() {
+                    prev.1 = end;
+                }
+            }
+        }
+    }
+    bounds
+        .into_iter()
+        .map(|(start, end)| {
+            let chunk = &values[start..end];
+            let width = chunk.len() as f64 * ts.bucket_s;
+            let sum: f64 = chunk.iter().sum();
+            let v = if mean {
+                sum / chunk.len() as f64
+            } else {
+                sum / width
+            };
+            (start as f64 * ts.bucket_s + width / 2.0, v)
+        })
+        .collect()
+}
+
+fn time_charts(runs: &[(Source, &RunResult)]) -> Vec<Chart> {
+    let time = || Axis::new("time since the first measured send (s)", AxisKind::FromZero);
+    let single = runs.len() == 1;
+    let mut throughput = Chart::new(
+        "ts-throughput",
+        "Output throughput through the run",
+        time(),
+        Axis::new("output tokens/s", AxisKind::FromZero),
+    );
+    let mut requests = Chart::new(
+        "ts-requests",
+        "Requests through the run",
+        time(),
+        Axis::new("requests/s", AxisKind::FromZero),
+    );
+    let mut in_flight = Chart::new(
+        "ts-in-flight",
+        "Requests in flight",
+        time(),
+        Axis::new("requests in flight (mean)", AxisKind::FromZero),
+    );
+    let mut failures = Chart::new(
+        "ts-failures",
+        "Failures through the run",
+        time(),
+        Axis::new("failures/s", AxisKind::FromZero),
+    );
+    for (source, r) in runs {
+        let ts = &r.metrics.timeseries;
+        let label = |what: &str| -> String {
+            if single {
+                what.to_string()
+            } else if what.is_empty() {
+                source.label.to_string()
+            } else {
+                format!("{} · {what}", source.label)
+            }
+        };
+        throughput.series.push(Series::new(
+            label(""),
+            source.colour,
+            bin(ts, &ts.output_tokens, false),
+        ));
+        requests.series.push(Series::new(
+            label("completions/s"),
+            source.colour,
+            bin(ts, &ts.completions, false),
+        ));
+        requests
+            .series
+            .push(Series::new(label("sends/s"), source.colour, bin(ts, &ts.sends, false)).dashed());
+        in_flight.series.push(Series::new(
+            label(""),
+            source.colour,
+            bin(ts, &ts.in_flight, true),
+        ));
+        if single {
+            if let Some(s) = &r.metrics.steady_state {
+                throughput.guides.push(Guide::Span {
+                    x0: s.start_s,
+                    x1: s.end_s,
+                    name: "steady-state window".into(),
+                });
+            }
+            for (k, (kind, v)) in ts.failures.iter().enumerate() {
+                failures.series.push(Series::new(
+                    kind.clone(),
+                    source.colour + 1 + k,
+                    bin(ts, v, false),
+                ));
+            }
+        } else if !ts.failures.is_empty() {
+            let len = ts.failures.values().map(Vec::len).max().unwrap_or(0);
+            let mut total = vec![0.0; len];
+            for v in ts.failures.values() {
+                for (t, x) in total.iter_mut().zip(v) {
+                    *t += x;
+                }
+            }
+            failures.series.push(Series::new(
+                label(""),
+                source.colour,
+                bin(ts, &total, false),
+            ));
+        }
+    }
+    let bins = "Each point is the rate over one bin (at least 0.5 s, at most 60 bins).";
+    vec![
+        throughput.note(bins),
+        requests.note(format!(
+            "{bins} Sends stop at the end of the sending window; completions drain after it."
+        )),
+        in_flight.note("Each point is the mean number of requests in flight over its bin."),
+        failures.note(format!("{bins} By the time each failure ended.")),
+    ]
+}
+
+fn detail(source: Source, r: &RunResult, several: bool) -> String {
+    let m = &r.metrics;
+    let mut out = String::from("<section class=\"run-detail\">\n");
+    out.push_str(&format!(
+        "<h3>{}{}</h3>\n",
+        if several {
+            swatch(source.colour)
+        } else {
+            String::new()
+        },
+        escape(source.label)
+    ));
+    out.push_str(&format!(
+        "<p class=\"muted\">Run {} · started {}</p>\n",
+        escape(&r.run_id),
+        escape(&r.started_at)
+    ));
+    if let Some(slo) = &m.slo {
+        out.push_str("<div data-section=\"slo\">\n<h4>SLO</h4>\n");
+        out.push_str(&format!(
+            "<p>{} {} · {} of {} requests good ({}) · request goodput {} req/s</p>\n",
+            slo_badge(m),
+            escape(&slo.slo.describe()),
+            slo.good_requests,
+            m.completed + m.failed,
+            share(slo.attainment),
+            num(slo.request_goodput)
+        ));
+        if !slo.reasons.is_empty() {
+            out.push_str("<ul class=\"plain\">\n");
+            for reason in &slo.reasons {
+                out.push_str(&format!("<li>{}</li>\n", escape(reason)));
+            }
+            out.push_str("</ul>\n");
+        }
+        out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr><th>Term</th><th>Judged on</th><th>Estimate [95 %]</th><th>Verdict</th><th>More requests to settle</th></tr></thead>\n<tbody>\n");
+        for t in &slo.terms {
+            let verdict = match t.verdict {
+                Verdict::Pass => badge("pass", "pass"),
+                Verdict::Fail => badge("fail", "fail"),
+                Verdict::Inconclusive if t.passes => {
+                    badge("inconclusive", "inconclusive (passes as estimated)")
+                }
+                Verdict::Inconclusive => badge("inconclusive", "inconclusive (fails as estimated)"),
+            };
+            out.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+                escape(&format!(
+                    "p{} {} ≤ {}",
+                    pct_label(t.term.percentile),
+                    t.term.metric.info().short,
+                    super::ms_short(t.term.threshold_ms)
+                )),
+                escape(t.judged.key()),
+                t.estimate
+                    .as_ref()
+                    .map(|e| estimate(e, ms))
+                    .unwrap_or_else(|| "no data".into()),
+                verdict,
+                t.more_requests_to_settle
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "–".into())
+            ));
+        }
+        out.push_str("</tbody></table></div>\n");
+        if !slo.error_rate_ok {
+            out.push_str(&format!(
+                "<p class=\"warn\">Error rate {} is above the SLO's {}.</p>\n",
+                share(m.errors.error_rate),
+                share(slo.slo.max_error_rate)
+            ));
+        }
+        out.push_str("</div>\n");
+    }
+    if m.failed > 0 || !m.errors.by_kind.is_empty() {
+        out.push_str("<div data-section=\"errors\">\n<h4>Errors by kind</h4>\n");
+        out.push_str(&format!(
+            "<p>{} of {} requests failed ({}).</p>\n",
+            m.failed,
+            m.completed + m.failed,
+            share(m.errors.error_rate)
+        ));
+        out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr><th>Kind</th><th>Count</th><th>Share of failures</th><th>Example</th></tr></thead>\n<tbody>\n");
+        let total: u64 = m.errors.by_kind.values().sum();
+        for (kind, n) in &m.errors.by_kind {
+            let example = m
+                .errors
+                .examples
+                .get(kind)
+                .map(String::as_str)
+                .unwrap_or("");
+            out.push_str(&format!(
+                "<tr><td>{}</td><td class=\"num\">{n}</td><td class=\"num\">{}</td><td class=\"example\">{}</td></tr>\n",
+                escape(kind),
+                share(*n as f64 / total.max(1) as f64),
+                escape(example)
+            ));
+        }
+        out.push_str("</tbody></table></div>\n</div>\n");
+    }
+    let mut notes: Vec<String> = r.notes.clone();
+    notes.extend(m.saturation.findings.iter().cloned());
+    if r.exec.interrupted {
+        notes.push("The run was interrupted.".into());
+    }
+    if r.exec.drain_timed_out {
+        notes.push("The drain timed out: requests still in flight are counted incomplete.".into());
+    }
+    if r.exec.records_lost > 0 {
+        notes.push(format!("{} records were lost.", r.exec.records_lost));
+    }
+    if !notes.is_empty() {
+        out.push_str("<div data-section=\"notes\">\n<h4>Notes</h4>\n<ul class=\"plain\">\n");
+        for n in &notes {
+            out.push_str(&format!("<li>{}</li>\n", escape(n)));
+        }
+        out.push_str("</ul>\n</div>\n");
+    }
+    out.push_str(&workload(r));
+    out.push_str(&config_block("Full configuration (JSON)", &r.config));
+    out.push_str("</section>\n");
+    out
+}
+
+/// A JSON value in a table cell: strings as they are, others as JSON.
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The workload as asked (`config.workload`) and as sent (the measured mix).
+pub(super) fn workload(r: &RunResult) -> String {
+    let w = &r.config["workload"];
+    let mut out = String::from("<div data-section=\"workload\">\n<h4>Workload</h4>\n");
+    if let Some(summary) = w["summary"].as_str() {
+        out.push_str(&format!("<p>{}</p>\n", escape(summary)));
+    }
+    let mut rows = String::new();
+    let tokenizer = w["tokenizer"]["spec"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| r.tokenizer.clone());
+    rows.push_str(&row("tokenizer", &[escape(&tokenizer)]));
+    if let Some(o) = w.as_object() {
+        for (k, v) in o {
+            if matches!(k.as_str(), "summary" | "tokenizer" | "measured") {
+                continue;
+            }
+            rows.push_str(&row(k, &[escape(&plain(v))]));
+        }
+    }
+    out.push_str(&format!(
+        "<div class=\"table-wrap\"><table>\n<tbody>\n{rows}</tbody></table></div>\n"
+    ));
+    let mix = &r.metrics.workload;
+    if mix.input_tokens.is_some() || mix.output_tokens.is_some() {
+        out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr><th>Length as sent (tokens)</th><th>Requests</th><th>Mean</th><th>p50</th><th>p90</th><th>Max</th></tr></thead>\n<tbody>\n");
+        for (name, l) in [("input", &mix.input_tokens), ("output", &mix.output_tokens)] {
+            if let Some(l) = l {
+                out.push_str(&format!(
+                    "<tr><th scope=\"row\">{name}</th><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                    l.count,
+                    num(l.mean),
+                    l.p50,
+                    l.p90,
+                    l.max
+                ));
+            }
+        }
+        out.push_str("</tbody></table></div>\n");
+    }
+    let shares: Vec<String> = [
+        ("cacheable by prefix (client count)", mix.cacheable_share),
+        ("served from cache (server count)", mix.cached_share),
+    ]
+    .iter()
+    .filter_map(|(name, v)| v.map(|v| format!("{name}: {}", share(v))))
+    .collect();
+    if !shares.is_empty() {
+        out.push_str(&format!(
+            "<p>Prompt tokens {}.</p>\n",
+            escape(&shares.join("; "))
+        ));
+    }
+    out.push_str("</div>\n");
+    out
+}
