@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::result::RunResult;
 use crate::schedule::Load;
+use crate::slo::Slo;
 use crate::stats::pct_label;
 
 /// Why the two results may not be comparable.
@@ -168,9 +169,19 @@ pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warni
         );
     }
     if cb["slo"] != cn["slo"] {
+        let words = |c: &Value| match serde_json::from_value::<Option<Slo>>(c["slo"].clone()) {
+            Ok(Some(s)) if !s.describe().is_empty() => s.describe(),
+            Ok(Some(_)) => "an error-rate limit only".into(),
+            Ok(None) => "none".into(),
+            Err(_) => show(&c["slo"]),
+        };
         warn(
             WarningKind::Slo,
-            "SLO differs: request_goodput counts good requests against different thresholds".into(),
+            format!(
+                "SLO differs: BASE {}; NEW {}: goodput counts good requests against different thresholds",
+                words(cb),
+                words(cn)
+            ),
         );
     }
     let only = |a: &[f64], b: &[f64]| -> Vec<String> {

@@ -121,14 +121,6 @@ pub(super) fn compare(
             gn.map(|g| g.rate),
             Significance::NOT_AVAILABLE,
         ));
-        if let (Some(b), Some(n)) = (gb, gn) {
-            if b.slo != n.slo {
-                warnings.push(Warning {
-                    kind: WarningKind::Slo,
-                    message: format!("the goodput SLOs differ: BASE {}, NEW {}", b.slo, n.slo),
-                });
-            }
-        }
     }
     let ((open_b, cb), (open_n, cn)) = (curve(base), curve(new));
     let unit = |open| if open { "req/s" } else { "concurrency" };
