@@ -29,6 +29,8 @@ pub enum Command {
     Sweep(Box<crate::sweep_cmd::SweepArgs>),
     /// Serve the built-in simulated LLM engine over an OpenAI-compatible HTTP API.
     Sim(Box<goodput_sim::SimArgs>),
+    /// Two saved results side by side, with the significance of every change, and a pass/fail exit code for CI.
+    Compare(Box<crate::compare_cmd::CompareArgs>),
 }
 
 /// `goodput run`: every group of flags.
