@@ -90,8 +90,8 @@ pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warni
                     format!(
                         "tokenizer files differ: '{}' in both, sha256 {}… in BASE, {}… in NEW",
                         base.tokenizer,
-                        &hb[..hb.len().min(12)],
-                        &hn[..hn.len().min(12)]
+                        hb.chars().take(12).collect::<String>(),
+                        hn.chars().take(12).collect::<String>()
                     ),
                 );
             }

@@ -184,11 +184,15 @@ fn check_one(g: &FailOn, figures: &[Figure]) -> Result<GateOutcome, GateError> {
         return Err(GateError::NotInResults {
             expression: g.expression.clone(),
             figure: g.figure.clone(),
-            valid: figures
-                .iter()
-                .map(|f| f.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
+            valid: if figures.is_empty() {
+                "none (a sweep without an SLO has no goodput)".into()
+            } else {
+                figures
+                    .iter()
+                    .map(|f| f.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
         });
     };
     let missing = |side| GateError::Missing {

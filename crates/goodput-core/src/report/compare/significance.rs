@@ -189,6 +189,9 @@ pub fn two_proportions(x_base: u64, n_base: u64, x_new: u64, n_new: u64) -> Sign
 
 /// P(|Z| ≥ z) for a standard normal Z.
 fn two_sided_p(z: f64) -> f64 {
+    if z <= 0.0 {
+        return 1.0;
+    }
     erfc(z / std::f64::consts::SQRT_2).min(1.0)
 }
 

@@ -438,3 +438,46 @@ fn text_and_json_carry_the_same_verdict() {
     assert_eq!(p99["significant"], false);
     assert!((p99["relative_change"].as_f64().unwrap() - 0.2).abs() < 1e-9);
 }
+
+#[test]
+fn sweep_points_use_the_records_of_their_own_runs() {
+    let (b, n) = (
+        Saved::Sweep(Box::new(sweep(&[2.0, 6.0], None))),
+        Saved::Sweep(Box::new(sweep(&[2.0, 6.0], None))),
+    );
+    // Records of the first point only (run ids are the point indices).
+    let ttft = |k: f64| {
+        let v: Vec<f64> = (0..19).map(|i| (100 + i) as f64 * k).collect();
+        Samples::from_values(BTreeMap::from([(Metric::Ttft, v)]))
+    };
+    let rb = RecordSamples::from_runs([(format!("{:016x}", 0), ttft(1.0))]);
+    let rn = RecordSamples::from_runs([(format!("{:016x}", 0), ttft(1.5))]);
+    let c = compare(
+        Input {
+            records: Some(&rb),
+            ..run_input("a", &b)
+        },
+        Input {
+            records: Some(&rn),
+            ..run_input("b", &n)
+        },
+        &[],
+    )
+    .unwrap();
+    let s = c.sweep.unwrap();
+    let at = |i: usize| find(&s.points[i].figures, "median_ttft_ms").significance;
+    assert_eq!(
+        (at(0).method, at(0).significant),
+        (Method::MannWhitney, Some(true))
+    );
+    assert_eq!(at(1).method, Method::Intervals);
+    // Without an SLO there is no goodput, and nothing to gate.
+    assert!(c.figures.is_empty());
+    let g: FailOn = "goodput<-5%".parse().unwrap();
+    let e = compare(run_input("a", &b), run_input("b", &n), &[g]).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("they have: none (a sweep without an SLO has no goodput)"),
+        "{e}"
+    );
+}
