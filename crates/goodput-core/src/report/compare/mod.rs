@@ -111,7 +111,7 @@ pub struct Figure {
 }
 
 impl Figure {
-    /// The figure, its changes computed; not significant-or-not (n/a) unless both sides have it.
+    /// The figure with its changes computed; its significance is n/a unless both sides have a value.
     pub fn new(
         name: impl Into<String>,
         unit: Unit,
