@@ -31,6 +31,8 @@ pub enum Command {
     Sim(Box<goodput_sim::SimArgs>),
     /// Turn saved results (runs and sweeps) into a console table, CSV or HTML.
     Report(Box<crate::report_cmd::ReportArgs>),
+    /// Two saved results side by side, with the significance of every change, and a pass/fail exit code for CI.
+    Compare(Box<crate::compare_cmd::CompareArgs>),
 }
 
 /// `goodput run`: every group of flags.

@@ -6,6 +6,7 @@
 //! fault of goodput, 130 interrupted before any request was sent.
 
 mod cli;
+mod compare_cmd;
 mod progress;
 mod report_cmd;
 mod run_cmd;
@@ -32,6 +33,7 @@ fn main() {
         cli::Command::Sweep(args) => sweep_cmd::main(*args),
         cli::Command::Sim(args) => sim_cmd::main(*args),
         cli::Command::Report(args) => report_cmd::main(*args),
+        cli::Command::Compare(args) => compare_cmd::main(*args),
     };
     match code {
         Ok(c) => std::process::exit(c),

@@ -1,6 +1,7 @@
 //! Report: pure exporters. Results in, bytes out (hyperfine's exporters
 //! are the model): each takes a list of results, so a sweep or a comparison
 //! is never a special case.
+pub mod compare;
 pub mod console;
 pub mod csv;
 pub mod html;
