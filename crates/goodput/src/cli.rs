@@ -342,6 +342,9 @@ pub struct OutputArgs {
     /// Append one JSON line per request to this file as each finishes.
     #[arg(long, help_heading = "Output")]
     pub records: Option<PathBuf>,
+    /// Write a self-contained HTML report (charts as inline SVG, no script, opens offline).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
     /// Write a CSV summary: one row per run or sweep point, every scalar figure a column
     /// with its unit in the header.
     #[arg(long, value_name = "FILE", help_heading = "Output")]

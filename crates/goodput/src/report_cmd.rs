@@ -1,5 +1,6 @@
 //! `goodput report FILE...`: saved results (runs and sweeps alike) turned
-//! back into the console summary and, on request, a CSV file.
+//! back into the console summary and, on request, an HTML report and a CSV
+//! file.
 
 use std::path::PathBuf;
 
@@ -18,6 +19,9 @@ pub struct ReportArgs {
     /// Results files written by `run --out` or `sweep --out`.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// Write one HTML report of every file here (several files overlay their curves).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Write the CSV summary (one row per run or sweep point) here.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
@@ -58,6 +62,10 @@ pub fn main(args: ReportArgs) -> Result<i32, Exit> {
                 Saved::Sweep(s) => print!("{}", console::sweep_summary(s)),
             }
         }
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, goodput_core::report::html::render(&items))
+            .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.csv {
         std::fs::write(path, goodput_core::report::csv::render(&items))

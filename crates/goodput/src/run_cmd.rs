@@ -90,11 +90,11 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         }
     }
     session.out.write(&report::Json.export(&results))?;
-    let [result] = results;
     let label = session.out.label().unwrap_or_else(|| "run".into());
+    let items = [(label, Saved::Run(Box::new(results[0].clone())))];
+    session.csv.write(report::csv::render(&items).as_bytes())?;
     session
-        .csv
-        .write(report::csv::render(&[(label, Saved::Run(Box::new(result.clone())))]).as_bytes())?;
-    let results = [result];
+        .html
+        .write(report::html::render(&items).as_bytes())?;
     setup::gate(&results[0], args.slo.max_error_rate)
 }

@@ -133,6 +133,8 @@ pub struct Session {
     pub out: OutFile,
     /// `--csv`: one row per run or sweep point.
     pub csv: OutFile,
+    /// `--html`: the report.
+    pub html: OutFile,
     _sim: Option<goodput_sim::SimServer>,
 }
 
@@ -207,6 +209,7 @@ impl Session {
         };
         let out = OutFile::open(output.out.as_deref(), "results")?;
         let csv = OutFile::open(output.csv.as_deref(), "CSV")?;
+        let html = OutFile::open(output.html.as_deref(), "HTML")?;
         let mut sim = None;
         let (url, model) = match &target.url {
             Some(u) => (u.clone(), target.model.clone()),
@@ -277,6 +280,7 @@ impl Session {
             sink: RecordsSink::new(records, output.records_itl),
             out,
             csv,
+            html,
             _sim: sim,
         })
     }

@@ -166,6 +166,7 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         sink,
         out,
         csv,
+        html,
         ..
     } = &mut session;
     let mut write_error = None;
@@ -216,13 +217,12 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
     }
     out.write(&document_bytes(&result))?;
     let label = out.label().unwrap_or_else(|| "sweep".into());
-    csv.write(
-        goodput_core::report::csv::render(&[(
-            label,
-            goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
-        )])
-        .as_bytes(),
-    )?;
+    let items = [(
+        label,
+        goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
+    )];
+    csv.write(goodput_core::report::csv::render(&items).as_bytes())?;
+    html.write(goodput_core::report::html::render(&items).as_bytes())?;
     if !quiet {
         print!("{}", console::sweep_summary(&result));
     } else if let Some(h) = sweep::headline(&result) {

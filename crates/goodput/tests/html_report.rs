@@ -33,3 +33,190 @@ fn the_browser_harness_sees_errors_requests_dialogs_and_marks() {
     );
     assert_eq!(marks, serde_json::json!("[[\"2\",2]]"));
 }
+
+/// Where screenshots go (for a person to look at after the tests).
+fn shots() -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Open a report; no console errors, no requests, no dialogs; every chart
+/// one circle per data point; a screenshot. Returns the chart ids.
+fn check_page(b: &mut Browser, page: &std::path::Path, shot: &str) -> Vec<String> {
+    let mut log = b.open(page, 1280);
+    let marks = b.eval(
+        "JSON.stringify([...document.querySelectorAll('figure.chart')].map(f => [f.dataset.chart, +f.dataset.points, f.querySelectorAll('svg circle').length]))",
+        &mut log,
+    );
+    let marks: Vec<(String, u64, u64)> = serde_json::from_str(marks.as_str().unwrap()).unwrap();
+    let scripts = b.eval("document.querySelectorAll('script').length", &mut log);
+    b.screenshot(&shots().join(shot), &mut log);
+    assert!(
+        log.errors.is_empty(),
+        "{shot}: console errors {:?}",
+        log.errors
+    );
+    assert!(
+        log.requests.is_empty(),
+        "{shot}: network requests {:?}",
+        log.requests
+    );
+    assert!(
+        log.dialogs.is_empty(),
+        "{shot}: a script ran: {:?}",
+        log.dialogs
+    );
+    assert_eq!(
+        scripts,
+        serde_json::json!(0),
+        "{shot}: the report has no script"
+    );
+    for (id, points, circles) in &marks {
+        assert!(*points > 0, "{shot}: {id} is empty");
+        assert_eq!(
+            points, circles,
+            "{shot}: chart {id} has {circles} marks for {points} points"
+        );
+    }
+    marks.into_iter().map(|m| m.0).collect()
+}
+
+#[test]
+fn run_and_sweep_reports_open_offline_with_one_mark_per_point() {
+    let Some(exe) = chromium() else { return };
+    let (run_json, run_html) = (tmp("run.json"), tmp("run.html"));
+    let (code, _, err) = goodput(&[
+        "run",
+        "--request-rate",
+        "20",
+        "--num-prompts",
+        "80",
+        "--input-tokens",
+        "128",
+        "--output-tokens",
+        "32",
+        "--slo",
+        "ttft:p99<=300ms",
+        "--quiet",
+        "--out",
+        run_json.to_str().unwrap(),
+        "--html",
+        run_html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (sweep_json, sweep_html) = (tmp("sweep.json"), tmp("sweep.html"));
+    let (code, _, err) = goodput(&[
+        "sweep",
+        "--rates",
+        "4,8,16",
+        "--point-time",
+        "2s",
+        "--input-tokens",
+        "128",
+        "--output-tokens",
+        "32",
+        "--slo",
+        "ttft:p99<=300ms",
+        "--cost-per-hour",
+        "3",
+        "--quiet",
+        "--out",
+        sweep_json.to_str().unwrap(),
+        "--html",
+        sweep_html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let both = tmp("both.html");
+    let (code, _, err) = goodput(&[
+        "report",
+        "--quiet",
+        run_json.to_str().unwrap(),
+        sweep_json.to_str().unwrap(),
+        sweep_json.to_str().unwrap(),
+        "--html",
+        both.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut b = Browser::launch(&exe);
+    let run = check_page(&mut b, &run_html, "run.png");
+    for id in [
+        "cdf-ttft",
+        "cdf-tpot",
+        "cdf-itl",
+        "cdf-e2el",
+        "ts-throughput",
+        "ts-in-flight",
+    ] {
+        assert!(
+            run.iter().any(|c| c == id),
+            "run report lacks {id}: {run:?}"
+        );
+    }
+    let sweep = check_page(&mut b, &sweep_html, "sweep.png");
+    for id in [
+        "sweep-ttft",
+        "sweep-tpot",
+        "sweep-e2el",
+        "sweep-throughput",
+        "sweep-cost",
+        "sweep-interactivity",
+    ] {
+        assert!(
+            sweep.iter().any(|c| c == id),
+            "sweep report lacks {id}: {sweep:?}"
+        );
+    }
+    check_page(&mut b, &both, "run-and-two-sweeps.png");
+}
+
+/// Text from a dataset file name, a model name and a server's error body
+/// is shown as text, never run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_from_results_cannot_run_as_script() {
+    let Some(exe) = chromium() else { return };
+    let server = start(Script {
+        behavior: std::sync::Arc::new(|id| {
+            if id % 2 == 0 {
+                Behavior::Ok
+            } else {
+                Behavior::Status(500)
+            }
+        }),
+        ..Script::quick()
+    })
+    .await;
+    let data = tmp("<img src=x onerror=alert(1)>.jsonl");
+    std::fs::write(&data, "{\"prompt\": \"<script>alert(2)</script>\"}\n").unwrap();
+    let html = tmp("evil.html");
+    let (code, _, err) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &server.url(),
+        "--model",
+        "<script>alert(3)</script>",
+        "--dataset",
+        data.to_str().unwrap(),
+        "--dataset-exhausted",
+        "cycle",
+        "--num-prompts",
+        "6",
+        "--quiet",
+        "--html",
+        html.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(code == 1 || code == 0, "{err}");
+    let text = std::fs::read_to_string(&html).unwrap();
+    assert!(!text.contains("<script"), "raw script in the report");
+    assert!(
+        text.contains("&lt;script&gt;alert(3)"),
+        "the model name is shown, escaped"
+    );
+    assert!(
+        text.contains("onerror=alert(1)&gt;") || text.contains("&lt;img"),
+        "the file name is shown, escaped"
+    );
+    let mut b = Browser::launch(&exe);
+    check_page(&mut b, &html, "escaped.png");
+}
