@@ -611,7 +611,17 @@ impl Collector {
                 distributions.insert(m, d);
             }
         }
-        let saturation = self.saturation(&distributions, achieved_request_rate, &in_flight);
+        let mut saturation = self.saturation(&distributions, achieved_request_rate, &in_flight);
+        // Most requests still running when the run ended: no trend can be
+        // fitted to completions that never came, but the server is behind.
+        if self.incomplete >= 5 && self.incomplete > self.completed {
+            saturation.saturated = true;
+            saturation.findings.push(format!(
+                "{} of {} requests sent were still running when the run ended: the server is far behind the offered load",
+                self.incomplete,
+                self.completed + self.failed + self.incomplete
+            ));
+        }
         let slo = slo.map(|slo| self.judge(slo, &distributions, duration_s));
         RunMetrics {
             completed: self.completed,
@@ -880,7 +890,8 @@ impl Collector {
             return None;
         }
         let span = (eb - sb) as f64 * BUCKET_S;
-        let sum = |v: &[f64]| v.iter().skip(sb).take(eb - sb).sum::<f64>();
+        // A fold from +0.0: an empty sum of f64 is -0.0.
+        let sum = |v: &[f64]| v.iter().skip(sb).take(eb - sb).fold(0.0, |a, b| a + b);
         Some(SteadyState {
             start_s: sb as f64 * BUCKET_S,
             end_s: eb as f64 * BUCKET_S,
@@ -936,6 +947,30 @@ mod tests {
             c.add(r, &RequestMetrics::derive(r, &tok));
         }
         c.summarize(&[50.0, 99.0], None, 0, None)
+    }
+
+    /// A run that ended with most of its requests still running is
+    /// saturated even though no trend could be fitted, and an empty
+    /// steady-state window reads +0, not -0.
+    #[test]
+    fn a_backlog_at_the_end_is_saturation() {
+        let mut recs = vec![ok(0, 3000 * MS)];
+        for i in 0..10u64 {
+            let mut r = ok(i * 100 * MS, 5000 * MS);
+            r.events.clear();
+            r.error = Some(RequestError {
+                kind: ErrorKind::Incomplete,
+                message: "drain timeout".into(),
+                retry_after: None,
+            });
+            recs.push(r);
+        }
+        let m = collect(0, &recs);
+        assert!(m.saturation.saturated, "{:?}", m.saturation);
+        assert!(m.saturation.findings.iter().any(|f| f.contains("10 of 11")));
+        if let Some(s) = &m.steady_state {
+            assert!(s.request_throughput.is_sign_positive());
+        }
     }
 
     /// A request that never got a connection has no send time: it is a
