@@ -32,10 +32,8 @@ pub const BUCKET_S: f64 = 0.1;
 pub struct Collector {
     /// Per-request values of each non-pooled metric (ms).
     values: BTreeMap<Metric, Vec<f64>>,
-    itl: Vec<f32>,
-    itl_groups: Vec<u32>,
-    icl: Vec<f32>,
-    icl_groups: Vec<u32>,
+    itl: super::pooled::Pooled,
+    icl: super::pooled::Pooled,
     completed: u64,
     failed: u64,
     incomplete: u64,
@@ -389,14 +387,8 @@ impl Collector {
                 self.values.entry(metric).or_default().push(x);
             }
         }
-        if !m.itl_ms.is_empty() {
-            self.itl.extend_from_slice(&m.itl_ms);
-            self.itl_groups.push(self.itl.len() as u32);
-        }
-        if !m.icl_ms.is_empty() {
-            self.icl.extend_from_slice(&m.icl_ms);
-            self.icl_groups.push(self.icl.len() as u32);
-        }
+        self.itl.add(&m.itl_ms);
+        self.icl.add(&m.icl_ms);
         self.total_input_tokens += m.input_tokens.unwrap_or(0) as u64;
         self.total_output_tokens += m.output_tokens as u64;
         if let Some(s) = m.input_source {
@@ -535,6 +527,12 @@ impl RunMetrics {
 }
 
 impl Collector {
+    /// Whether the pooled ITL went past its exact limit and is kept as a
+    /// 0.1 %-resolution histogram (see [`super::pooled`]).
+    pub fn itl_bounded(&self) -> bool {
+        self.itl.bounded() || self.icl.bounded()
+    }
+
     /// Compute the run's figures. `ramp_end_ns`: when the target load was
     /// first reached (for the steady-state window).
     pub fn summarize(
@@ -599,12 +597,12 @@ impl Collector {
                 distributions.insert(*m, d);
             }
         }
-        let itl = stats::describe_pooled(&self.itl, &self.itl_groups, percentiles, seed + 2);
+        let itl = self.itl.describe(percentiles, seed + 2);
         // With one token per event ICL equals ITL: do not compute it twice.
-        let icl = if self.icl == self.itl && self.icl_groups == self.itl_groups {
+        let icl = if self.icl.same_as(&self.itl) {
             itl.clone()
         } else {
-            stats::describe_pooled(&self.icl, &self.icl_groups, percentiles, seed + 3)
+            self.icl.describe(percentiles, seed + 3)
         };
         for (m, d) in [(Metric::Itl, itl), (Metric::Icl, icl)] {
             if let Some(d) = d {

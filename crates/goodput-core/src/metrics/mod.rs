@@ -9,6 +9,7 @@
 
 mod collector;
 pub mod mix;
+pub mod pooled;
 pub mod registry;
 pub mod saturation;
 
