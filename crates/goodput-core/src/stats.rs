@@ -13,14 +13,154 @@ use serde::{Deserialize, Serialize};
 
 /// Percentile `p` (0–100) of sorted data, numpy's linear interpolation.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    if sorted.is_empty() {
+    percentile_of(sorted, p)
+}
+
+/// A sample in ascending order: exactly (a sorted slice), or within a
+/// bounded relative error (a [`LogHistogram`]), for the order statistics the
+/// percentiles and their binomial intervals read.
+pub trait Ordered {
+    fn count(&self) -> usize;
+    /// The value at 0-based position `i` of the ascending order.
+    fn at(&self, i: usize) -> f64;
+    /// How many values are at most `x`.
+    fn count_le(&self, x: f64) -> usize;
+}
+
+impl Ordered for [f64] {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn at(&self, i: usize) -> f64 {
+        self[i]
+    }
+    fn count_le(&self, x: f64) -> usize {
+        self.partition_point(|&v| v <= x)
+    }
+}
+
+impl Ordered for Vec<f64> {
+    fn count(&self) -> usize {
+        self.len()
+    }
+    fn at(&self, i: usize) -> f64 {
+        self[i]
+    }
+    fn count_le(&self, x: f64) -> usize {
+        self.as_slice().count_le(x)
+    }
+}
+
+/// The `p`-th percentile by linear interpolation between order statistics.
+pub fn percentile_of(o: &(impl Ordered + ?Sized), p: f64) -> Option<f64> {
+    let n = o.count();
+    if n == 0 {
         return None;
     }
-    let rank = (p / 100.0).clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
     let lo = rank.floor() as usize;
     let hi = rank.ceil() as usize;
     let frac = rank - lo as f64;
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
+    let a = o.at(lo);
+    Some(a + (o.at(hi) - a) * frac)
+}
+
+/// Values in bins 0.1 % wide on a log scale: every order statistic within
+/// 0.1 % of the exact one; count, sum, sum of squares, min and max exact.
+/// Memory is bounded by the range of values (about 2,300 bins a decade),
+/// never by their number.
+#[derive(Debug, Clone, Default)]
+pub struct LogHistogram {
+    bins: Vec<u64>,
+    count: u64,
+    sum: f64,
+    sum_sq: f64,
+    min: f64,
+    max: f64,
+}
+
+impl LogHistogram {
+    /// The relative width of a bin.
+    pub const REL_ERROR: f64 = 0.001;
+    /// Smallest value binned apart from zero (1 ns in ms).
+    const FLOOR: f64 = 1e-6;
+
+    fn bin_of(v: f64) -> usize {
+        if !(v >= Self::FLOOR) {
+            return 0;
+        }
+        1 + ((v / Self::FLOOR).ln() / Self::REL_ERROR.ln_1p()).floor() as usize
+    }
+
+    fn value_of(b: usize) -> f64 {
+        if b == 0 {
+            return 0.0;
+        }
+        Self::FLOOR * ((b as f64 - 0.5) * Self::REL_ERROR.ln_1p()).exp()
+    }
+
+    pub fn add(&mut self, v: f64) {
+        let b = Self::bin_of(v);
+        if b >= self.bins.len() {
+            self.bins.resize(b + 1, 0);
+        }
+        self.bins[b] += 1;
+        if self.count == 0 {
+            self.min = v;
+            self.max = v;
+        }
+        self.count += 1;
+        self.sum += v;
+        self.sum_sq += v * v;
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    pub fn bins(&self) -> usize {
+        self.bins.len()
+    }
+
+    pub fn min(&self) -> f64 {
+        self.min
+    }
+
+    pub fn max(&self) -> f64 {
+        self.max
+    }
+
+    /// Mean and sample standard deviation, exact.
+    pub fn mean_std(&self) -> (f64, f64) {
+        let n = self.count as f64;
+        let mean = self.sum / n;
+        let std = if self.count > 1 {
+            ((self.sum_sq - n * mean * mean) / (n - 1.0))
+                .max(0.0)
+                .sqrt()
+        } else {
+            0.0
+        };
+        (mean, std)
+    }
+}
+
+impl Ordered for LogHistogram {
+    fn count(&self) -> usize {
+        self.count as usize
+    }
+    fn at(&self, i: usize) -> f64 {
+        let mut acc = 0u64;
+        for (b, &n) in self.bins.iter().enumerate() {
+            acc += n;
+            if acc > i as u64 {
+                return Self::value_of(b).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+    fn count_le(&self, x: f64) -> usize {
+        let last = Self::bin_of(x);
+        self.bins.iter().take(last + 1).sum::<u64>() as usize
+    }
 }
 
 /// 1-based ranks `(l, u)` of the order statistics bounding the `q`-quantile
@@ -116,9 +256,9 @@ pub const QUANTILE_COUNT: usize = 101;
 /// The `QUANTILE_COUNT` quantiles of sorted data, to 1 µs (values in ms):
 /// bounded in size whatever the sample count, and at a resolution finer
 /// than any latency goodput measures.
-fn quantiles_sorted(sorted: &[f64]) -> Vec<f64> {
+fn quantiles_sorted(sorted: &(impl Ordered + ?Sized)) -> Vec<f64> {
     (0..QUANTILE_COUNT)
-        .filter_map(|i| percentile_sorted(sorted, i as f64 * 100.0 / (QUANTILE_COUNT - 1) as f64))
+        .filter_map(|i| percentile_of(sorted, i as f64 * 100.0 / (QUANTILE_COUNT - 1) as f64))
         .map(|x| (x * 1000.0).round() / 1000.0)
         .collect()
 }
@@ -239,20 +379,31 @@ pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distributio
         return None;
     }
     values.sort_by(f64::total_cmp);
-    let n = values.len();
     let (mean, std) = mean_std(&values);
+    Some(describe_ordered(values.as_slice(), mean, std, percentiles))
+}
+
+/// [`describe`] from order statistics (sorted values or a histogram), with
+/// the mean and standard deviation given.
+pub fn describe_ordered(
+    o: &(impl Ordered + ?Sized),
+    mean: f64,
+    std: f64,
+    percentiles: &[f64],
+) -> Distribution {
+    let n = o.count();
     let half = 1.96 * std / (n as f64).sqrt();
     let pct = percentiles
         .iter()
         .map(|&p| {
             let (l, u) = binomial_ci_ranks(n, p / 100.0);
-            let value = percentile_sorted(&values, p).unwrap_or(f64::NAN);
-            let lo = (l >= 1).then(|| values[l - 1]);
-            let hi = (u <= n).then(|| values[u - 1]);
+            let value = percentile_of(o, p).unwrap_or(f64::NAN);
+            let lo = (l >= 1).then(|| o.at(l - 1));
+            let hi = (u <= n).then(|| o.at(u - 1));
             (p, Estimate { value, lo, hi })
         })
         .collect();
-    Some(Distribution {
+    Distribution {
         count: n,
         mean: Estimate {
             value: mean,
@@ -260,12 +411,12 @@ pub fn describe(mut values: Vec<f64>, percentiles: &[f64]) -> Option<Distributio
             hi: (n > 1).then_some(mean + half),
         },
         std,
-        min: values[0],
-        max: values[n - 1],
+        min: o.at(0),
+        max: o.at(n - 1),
         percentiles: pct,
         ci_method: CiMethod::Binomial,
-        quantiles: quantiles_sorted(&values),
-    })
+        quantiles: quantiles_sorted(o),
+    }
 }
 
 /// Resamples of the pooled bootstrap.

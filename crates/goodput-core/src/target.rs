@@ -275,6 +275,12 @@ impl PreparedTarget {
             notes.push(format!("records file: {e}"));
         }
         notes.extend(token_notes(&metrics.tokens, &self.params));
+        if collector.values_bounded() {
+            notes.push(format!(
+                "past {} requests, per-request figures were kept as histograms with 0.1% bins (memory stays flat): percentiles and their intervals within 0.1% of exact, means exact",
+                crate::metrics::samples::EXACT_LIMIT
+            ));
+        }
         if collector.itl_bounded() {
             notes.push(format!(
                 "ITL and ICL past {} values were kept as histograms with 0.1% bins (memory stays flat): their percentiles are within 0.1% of exact, the mean exact, the intervals from a reservoir of whole requests",

@@ -48,7 +48,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{binomial_ci_ranks, percentile_sorted, Estimate};
+use crate::stats::{binomial_ci_ranks, percentile_of, Estimate, Ordered};
 
 /// Default overall probability of a wrong settled verdict in a
 /// [`SequentialTest`].
@@ -99,13 +99,13 @@ pub struct TermJudgement {
 /// Judge the term "the `q`-quantile is `<= threshold`" on `sorted`, the
 /// run's per-request values sorted ascending (finite values; `q` a fraction
 /// in (0, 1)). See the module documentation for the rule.
-pub fn judge(sorted: &[f64], q: f64, threshold: f64) -> TermJudgement {
-    let n = sorted.len();
+pub fn judge(sorted: &(impl Ordered + ?Sized), q: f64, threshold: f64) -> TermJudgement {
+    let n = sorted.count();
     let (l, u) = binomial_ci_ranks(n, q);
     let (lo, hi) = bounds(sorted, l, u);
-    let value = percentile_sorted(sorted, q * 100.0).unwrap_or(f64::NAN);
+    let value = percentile_of(sorted, q * 100.0).unwrap_or(f64::NAN);
     let verdict = verdict_of(lo, hi, threshold);
-    let within = sorted.partition_point(|&x| x <= threshold);
+    let within = sorted.count_le(threshold);
     let more_requests_to_settle = match verdict {
         Verdict::Pass | Verdict::Fail => Some(0),
         Verdict::Inconclusive if threshold.is_nan() => None,
@@ -123,8 +123,9 @@ pub fn judge(sorted: &[f64], q: f64, threshold: f64) -> TermJudgement {
 }
 
 /// The order statistics at 1-based ranks `l` and `u`; `None` outside `1..=n`.
-fn bounds(sorted: &[f64], l: usize, u: usize) -> (Option<f64>, Option<f64>) {
-    let at = |r: usize| r.checked_sub(1).and_then(|i| sorted.get(i)).copied();
+fn bounds(sorted: &(impl Ordered + ?Sized), l: usize, u: usize) -> (Option<f64>, Option<f64>) {
+    let n = sorted.count();
+    let at = |r: usize| (1..=n).contains(&r).then(|| sorted.at(r - 1));
     (at(l), at(u))
 }
 
@@ -567,7 +568,7 @@ mod tests {
         let more = j.more_requests_to_settle.unwrap();
         assert!((200..400).contains(&more), "{more}");
 
-        let empty = judge(&[], 0.99, 1.0);
+        let empty = judge(&[][..], 0.99, 1.0);
         assert_eq!(empty.verdict, Verdict::Inconclusive);
         assert!(!empty.point_passes);
         assert_eq!(empty.more_requests_to_settle, None);

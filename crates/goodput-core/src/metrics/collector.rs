@@ -21,7 +21,7 @@ use super::saturation::{self, Saturation};
 use super::{RequestMetrics, TokenSource};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::slo::{self, Slo, SloOutcome, TermOutcome, Threshold};
-use crate::stats::{self, Distribution, Estimate};
+use crate::stats::{self, Distribution, Estimate, Ordered};
 use crate::verdict::{self, Verdict};
 
 /// Width of the time-series buckets.
@@ -31,7 +31,7 @@ pub const BUCKET_S: f64 = 0.1;
 #[derive(Debug, Default)]
 pub struct Collector {
     /// Per-request values of each non-pooled metric (ms).
-    values: BTreeMap<Metric, Vec<f64>>,
+    values: BTreeMap<Metric, super::samples::Samples>,
     itl: super::pooled::Pooled,
     icl: super::pooled::Pooled,
     completed: u64,
@@ -73,6 +73,10 @@ pub struct Collector {
     good_output_tokens: u64,
     /// (send time since the origin in s, the TTFT a user saw in ms).
     ttft_points: Vec<(f32, f32)>,
+    /// Every `ttft_stride`-th TTFT point is kept (doubling as the run
+    /// grows past [`TTFT_POINTS`]): the trend fit needs a bounded sample.
+    ttft_stride: u64,
+    ttft_seen: u64,
     /// The measured phase's scheduled times: first, last, count.
     sched_first_ns: Option<u64>,
     sched_last_ns: u64,
@@ -94,6 +98,9 @@ struct SessionAcc {
     turns: u32,
     failed: bool,
 }
+
+/// Most (send time, TTFT) points kept for the saturation trend.
+const TTFT_POINTS: usize = 1 << 16;
 
 /// One turn index across sessions.
 #[derive(Debug, Default)]
@@ -238,19 +245,22 @@ impl Collector {
                 all_pass = false;
                 continue;
             }
-            let mut v = self.values.get(&judged).cloned().unwrap_or_default();
-            v.sort_by(f64::total_cmp);
+            let v = self
+                .values
+                .get(&judged)
+                .map(|s| s.view())
+                .unwrap_or(super::samples::View::Sorted(Vec::new()));
             let q = term.percentile / 100.0;
             // Pass: failed and in-flight requests as if infinitely slow (after v).
-            let n_pass = v.len() + (self.failed + pending) as usize;
+            let n_pass = v.count() + (self.failed + pending) as usize;
             let (_, u) = verdict::binomial_ci_ranks_at(n_pass, q, conf);
-            let passes = u >= 1 && u <= v.len() && v[u - 1] <= term.threshold_ms;
+            let passes = u >= 1 && u <= v.count() && v.at(u - 1) <= term.threshold_ms;
             // Fail: in-flight requests as if instant (before v).
-            let n_fail = v.len() + pending as usize;
+            let n_fail = v.count() + pending as usize;
             let (l, _) = verdict::binomial_ci_ranks_at(n_fail, q, conf);
             let fails = l > pending as usize
                 && l <= n_fail
-                && v[l - 1 - pending as usize] > term.threshold_ms;
+                && v.at(l - 1 - pending as usize) > term.threshold_ms;
             all_pass &= passes;
             any_fail |= fails;
         }
@@ -370,7 +380,19 @@ impl Collector {
             slo::judged_metric(Metric::Ttft, self.open_loop).value(m),
         ) {
             let at = t_send.saturating_sub(origin) as f64 / 1e9;
-            self.ttft_points.push((at as f32, ttft as f32));
+            self.ttft_seen += 1;
+            if self.ttft_seen % self.ttft_stride.max(1) == 0 {
+                self.ttft_points.push((at as f32, ttft as f32));
+                if self.ttft_points.len() >= TTFT_POINTS {
+                    // Keep every other point; from now on take half as many.
+                    let mut i = 0;
+                    self.ttft_points.retain(|_| {
+                        i += 1;
+                        i % 2 == 0
+                    });
+                    self.ttft_stride = self.ttft_stride.max(1) * 2;
+                }
+            }
         }
         for (e, &k) in rec.events.iter().zip(&m.event_tokens) {
             let b = self.bucket(e.at_ns);
@@ -533,6 +555,14 @@ impl Collector {
         self.itl.bounded() || self.icl.bounded()
     }
 
+    /// Whether per-request values went past their exact limit and are kept
+    /// as 0.1 %-resolution histograms (see [`super::samples`]).
+    pub fn values_bounded(&self) -> bool {
+        self.values
+            .values()
+            .any(super::samples::Samples::is_bounded)
+    }
+
     /// Compute the run's figures. `ramp_end_ns`: when the target load was
     /// first reached (for the steady-state window).
     pub fn summarize(
@@ -593,7 +623,7 @@ impl Collector {
         }
         let mut distributions = Distributions::new();
         for (m, v) in &self.values {
-            if let Some(d) = stats::describe(v.clone(), percentiles) {
+            if let Some(d) = v.describe(percentiles) {
                 distributions.insert(*m, d);
             }
         }
@@ -862,12 +892,10 @@ impl Collector {
             };
             return out;
         }
-        let mut v = self.values.get(&judged).cloned().unwrap_or_default();
-        if v.is_empty() {
+        let Some(v) = self.values.get(&judged).filter(|v| !v.is_empty()) else {
             return out;
-        }
-        v.sort_by(f64::total_cmp);
-        let j = verdict::judge(&v, term.percentile / 100.0, term.threshold_ms);
+        };
+        let j = v.judge(term.percentile / 100.0, term.threshold_ms);
         out.estimate = Some(j.estimate);
         out.passes = j.point_passes;
         out.verdict = j.verdict;

@@ -11,6 +11,7 @@ mod collector;
 pub mod mix;
 pub mod pooled;
 pub mod registry;
+pub mod samples;
 pub mod saturation;
 
 use serde::{Deserialize, Serialize};

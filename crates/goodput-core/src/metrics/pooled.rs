@@ -20,7 +20,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::stats::{self, Distribution};
+use crate::stats::{self, Distribution, LogHistogram, Ordered};
 
 /// Values kept exactly before the pool becomes bounded (4 MiB).
 pub const EXACT_LIMIT: usize = 1 << 20;
@@ -28,10 +28,7 @@ pub const EXACT_LIMIT: usize = 1 << 20;
 pub const RESERVOIR_VALUES: usize = 1 << 19;
 /// The histogram's relative bin width: a percentile is within this share of
 /// the exact value.
-pub const REL_ERROR: f64 = 0.001;
-
-/// Smallest value binned apart from zero (1 ns, in ms).
-const MIN_MS: f64 = 1e-6;
+pub const REL_ERROR: f64 = LogHistogram::REL_ERROR;
 
 #[derive(Debug, Default)]
 pub struct Pooled {
@@ -44,13 +41,7 @@ pub struct Pooled {
 
 #[derive(Debug)]
 struct Bounded {
-    /// Counts per log bin; bin 0 holds values below [`MIN_MS`].
-    bins: Vec<u64>,
-    count: u64,
-    sum: f64,
-    sum_sq: f64,
-    min: f64,
-    max: f64,
+    hist: LogHistogram,
     requests: u64,
     /// The reservoir: whole requests.
     reservoir: Vec<Box<[f32]>>,
@@ -58,35 +49,10 @@ struct Bounded {
     rng: StdRng,
 }
 
-fn bin_of(v: f64) -> usize {
-    if v < MIN_MS {
-        return 0;
-    }
-    1 + ((v / MIN_MS).ln() / REL_ERROR.ln_1p()).floor() as usize
-}
-
-/// The geometric middle of bin `b` (its value within half a bin, 0.05 %).
-fn value_of(b: usize) -> f64 {
-    if b == 0 {
-        return 0.0;
-    }
-    MIN_MS * ((b as f64 - 0.5) * REL_ERROR.ln_1p()).exp()
-}
-
 impl Bounded {
     fn add(&mut self, request: &[f32]) {
         for &v in request {
-            let v = v as f64;
-            let b = bin_of(v);
-            if b >= self.bins.len() {
-                self.bins.resize(b + 1, 0);
-            }
-            self.bins[b] += 1;
-            self.count += 1;
-            self.sum += v;
-            self.sum_sq += v * v;
-            self.min = self.min.min(v);
-            self.max = self.max.max(v);
+            self.hist.add(v as f64);
         }
         self.requests += 1;
         // Algorithm R over requests: every request equally likely to be in
@@ -97,24 +63,16 @@ impl Bounded {
         } else {
             let j = self.rng.random_range(0..self.requests) as usize;
             if j < self.reservoir.len() {
-                self.reservoir_values = self.reservoir_values + request.len() - self.reservoir[j].len();
+                self.reservoir_values =
+                    self.reservoir_values + request.len() - self.reservoir[j].len();
                 self.reservoir[j] = request.into();
             }
         }
     }
 
-    /// The value at quantile `q` (0..=1) of the histogram, clamped to the
-    /// exact min and max.
+    /// The value at quantile `q` (0..=1), interpolated as the exact path does.
     fn quantile(&self, q: f64) -> f64 {
-        let target = (q * self.count as f64).ceil().max(1.0) as u64;
-        let mut acc = 0;
-        for (b, &n) in self.bins.iter().enumerate() {
-            acc += n;
-            if acc >= target {
-                return value_of(b).clamp(self.min, self.max);
-            }
-        }
-        self.max
+        stats::percentile_of(&self.hist, q * 100.0).unwrap_or(f64::NAN)
     }
 }
 
@@ -142,12 +100,7 @@ impl Pooled {
 
     fn make_bounded(&mut self) {
         let mut b = Bounded {
-            bins: Vec::new(),
-            count: 0,
-            sum: 0.0,
-            sum_sq: 0.0,
-            min: f64::INFINITY,
-            max: f64::NEG_INFINITY,
+            hist: LogHistogram::default(),
             requests: 0,
             reservoir: Vec::new(),
             reservoir_values: 0,
@@ -194,22 +147,19 @@ impl Pooled {
             e.lo = e.lo.map(|lo| full - (old - lo) * scale);
             e.hi = e.hi.map(|hi| full + (hi - old) * scale);
         };
-        let n = b.count as f64;
-        let mean = b.sum / n;
+        let (mean, std) = b.hist.mean_std();
         recentre(&mut d.mean, mean);
         for (p, e) in d.percentiles.iter_mut() {
             recentre(e, b.quantile(*p / 100.0));
         }
-        d.count = b.count as usize;
-        d.std = if b.count > 1 {
-            ((b.sum_sq - n * mean * mean) / (n - 1.0)).max(0.0).sqrt()
-        } else {
-            0.0
-        };
-        d.min = b.min;
-        d.max = b.max;
+        d.count = b.hist.count();
+        d.std = std;
+        d.min = b.hist.min();
+        d.max = b.hist.max();
         d.quantiles = (0..stats::QUANTILE_COUNT)
-            .map(|i| (b.quantile(i as f64 / (stats::QUANTILE_COUNT - 1) as f64) * 1e3).round() / 1e3)
+            .map(|i| {
+                (b.quantile(i as f64 / (stats::QUANTILE_COUNT - 1) as f64) * 1e3).round() / 1e3
+            })
             .collect();
         Some(d)
     }
@@ -237,7 +187,7 @@ mod tests {
         assert!(pooled.bounded());
         let b = pooled.bounded.as_ref().unwrap();
         assert!(b.reservoir_values <= RESERVOIR_VALUES);
-        assert!(b.bins.len() < 30_000, "{} bins", b.bins.len());
+        assert!(b.hist.bins() < 30_000, "{} bins", b.hist.bins());
         let ps = [50.0, 90.0, 99.0, 99.9];
         let d = pooled.describe(&ps, 1).unwrap();
         let exact = stats::describe(all.clone(), &ps).unwrap();
@@ -245,7 +195,11 @@ mod tests {
             let rel = (e.value - x.value).abs() / x.value;
             assert!(rel <= REL_ERROR, "p{p}: {} vs {} ({rel})", e.value, x.value);
             let (lo, hi) = (e.lo.unwrap(), e.hi.unwrap());
-            assert!(lo <= e.value && e.value <= hi, "p{p}: [{lo}, {hi}] around {}", e.value);
+            assert!(
+                lo <= e.value && e.value <= hi,
+                "p{p}: [{lo}, {hi}] around {}",
+                e.value
+            );
         }
         assert!((d.mean.value - exact.mean.value).abs() < 1e-6 * exact.mean.value);
         assert!((d.std - exact.std).abs() < 1e-6 * exact.std);
