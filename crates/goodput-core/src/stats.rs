@@ -86,7 +86,7 @@ impl LogHistogram {
     const FLOOR: f64 = 1e-6;
 
     fn bin_of(v: f64) -> usize {
-        if !(v >= Self::FLOOR) {
+        if v.is_nan() || v < Self::FLOOR {
             return 0;
         }
         1 + ((v / Self::FLOOR).ln() / Self::REL_ERROR.ln_1p()).floor() as usize
