@@ -479,15 +479,21 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// A fresh path in a per-test temporary directory.
+/// A fresh path in a new temporary directory. The name holds the time as
+/// well as the process id: a process id is reused, and a directory left by
+/// an earlier process would hand its old records file (appended to, not
+/// replaced) to a new test.
 pub fn tmp(name: &str) -> std::path::PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let dir = std::env::temp_dir().join(format!(
-        "goodput-test-{}-{}",
+        "goodput-test-{}-{nanos}-{}",
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
     dir.join(name)
 }
 
