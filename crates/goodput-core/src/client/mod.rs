@@ -35,7 +35,9 @@ use crate::record::{ErrorKind, RequestError, RequestRecord};
 use crate::transport::Transport;
 use h1::{Conn, Stream};
 pub use response::snippet;
-use response::{err, read_body, read_head, read_stream, whole_response, Reader};
+use response::{
+    describe_body, err, read_body, read_head, read_stream, status_message, whole_response, Reader,
+};
 pub use target::BaseUrl;
 use watchdog::Watchdog;
 
@@ -439,9 +441,31 @@ impl Client {
                 .unwrap_or_default();
             return Err(RequestError {
                 kind: ErrorKind::HttpStatus,
-                message: format!("HTTP {}: {}", head.status, snippet(&body)),
+                message: status_message(&head, &body),
                 retry_after: head.retry_after.clone(),
             });
+        }
+        if head.is_html() {
+            // A web page is never the API's answer, whatever its status: a
+            // proxy's sign-in page, a gateway's error page. Parsing it as a
+            // stream would find no event and blame a cut.
+            let body = read_body(&mut conn, &head, &mut timer, 2048)
+                .await
+                .unwrap_or_default();
+            return Err(err(
+                ErrorKind::Malformed,
+                format!(
+                    "HTTP {} with content-type {} where {} was asked for (a proxy's or gateway's page?): {}",
+                    head.status,
+                    head.content_type.as_deref().unwrap_or_default(),
+                    if req.stream {
+                        "an event stream (text/event-stream)"
+                    } else {
+                        "JSON"
+                    },
+                    describe_body(&head, &body)
+                ),
+            ));
         }
         let reusable = if req.stream {
             read_stream(&mut conn, &head, &mut timer, rec).await?

@@ -10,7 +10,7 @@ use crate::clock::RunClock;
 use crate::protocol::chunk::Chunk;
 use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
 
-use super::h1::{BodyDecoder, Conn, Head};
+use super::h1::{BodyDecoder, BodyKind, Conn, Head};
 use super::sse::{self, SseParser};
 use super::watchdog::{Fired, Guard};
 
@@ -73,6 +73,9 @@ impl Reader {
                 Some(f) => Err(fired_error(f)),
                 None => Ok((n, at)),
             },
+            Err(e) if self.bytes == 0 => Err(self.failure(format!(
+                "connection broken before any byte of the response: {e}"
+            ))),
             Err(e) => Err(self.failure(format!("connection broken: {e}"))),
         }
     }
@@ -158,9 +161,11 @@ pub(super) async fn read_stream(
     rec.events
         .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
     let mut at = rec.t_head.or(rec.t_send).unwrap_or_default();
+    let mut body_bytes = 0usize;
     loop {
         let n = decoder
             .decode(conn.buffered(), |data| {
+                body_bytes += data.len();
                 parser.feed(data, |ev| state.on_event(ev, at, rec))
             })
             .map_err(|e| {
@@ -212,6 +217,28 @@ pub(super) async fn read_stream(
             return Err(e);
         }
         if !state.done && rec.finish_reason.is_none() {
+            if state.events == 0 {
+                if let Some(t) = head.media_type().filter(|t| t != "text/event-stream") {
+                    return Err(err(
+                        ErrorKind::Malformed,
+                        format!(
+                            "HTTP {} with content-type {t} and not one event: not an event stream (did the server ignore \"stream\": true?)",
+                            head.status
+                        ),
+                    ));
+                }
+                // The body's framing ended it (a length, the last chunk),
+                // not a closed connection: nothing was cut, nothing was said.
+                if body_bytes == 0 && head.body != BodyKind::UntilClose && decoder.is_done() {
+                    return Err(err(
+                        ErrorKind::EmptyResponse,
+                        format!(
+                            "HTTP {} with an empty body: the response ended, properly framed, without one event",
+                            head.status
+                        ),
+                    ));
+                }
+            }
             return Err(err(
                 ErrorKind::StreamCut,
                 format!(
@@ -228,6 +255,8 @@ pub(super) async fn read_stream(
 struct StreamState {
     done: bool,
     failure: Option<RequestError>,
+    /// Events received (any `data`, `[DONE]` included).
+    events: u64,
 }
 
 impl StreamState {
@@ -235,8 +264,24 @@ impl StreamState {
         if self.done || self.failure.is_some() {
             return;
         }
+        self.events += 1;
         if data == b"[DONE]" {
             self.done = true;
+            return;
+        }
+        // An event stream is UTF-8 throughout; bytes that are not would be
+        // accepted by the JSON parser in fields goodput skips, and mangled
+        // text in the fields it reads.
+        if let Err(e) = std::str::from_utf8(data) {
+            let at_byte = e.valid_up_to();
+            self.failure = Some(err(
+                ErrorKind::Malformed,
+                format!(
+                    "event is not valid UTF-8 (byte 0x{:02x} at offset {at_byte}): {}",
+                    data[at_byte],
+                    snippet(data)
+                ),
+            ));
             return;
         }
         let chunk = match Chunk::parse(data) {
@@ -324,6 +369,55 @@ fn is_plain_text(data: &[u8]) -> bool {
         && std::str::from_utf8(t).is_ok_and(|s| s.chars().any(char::is_alphabetic))
 }
 
+/// What a non-2xx answer said: its status, where a redirect points
+/// (goodput follows none: following would send the request a second time),
+/// and its body.
+pub(super) fn status_message(head: &Head, body: &[u8]) -> String {
+    let redirect = match (&head.location, head.status) {
+        (Some(to), 300..=399) => format!(" (a redirect to {to}, not followed)"),
+        (None, 300..=399) => " (a redirect without a Location, not followed)".to_string(),
+        _ => String::new(),
+    };
+    format!(
+        "HTTP {}{redirect}: {}",
+        head.status,
+        describe_body(head, body)
+    )
+}
+
+/// A body in a few words: an HTML page by its title, anything else as an excerpt.
+pub(super) fn describe_body(head: &Head, body: &[u8]) -> String {
+    let starts_html = {
+        let t = body.trim_ascii_start();
+        t.len() >= 5
+            && (t[..5].eq_ignore_ascii_case(b"<!doc") || t[..5].eq_ignore_ascii_case(b"<html"))
+    };
+    if !(head.is_html() || starts_html) {
+        return snippet(body);
+    }
+    match html_title(body) {
+        Some(title) => format!("an HTML page titled \"{title}\""),
+        None => format!("an HTML page: {}", snippet(body)),
+    }
+}
+
+/// The text of an HTML page's `<title>`, whitespace collapsed.
+fn html_title(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    let lower = text.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title: String = text[start..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(120)
+        .collect();
+    (!title.is_empty()).then_some(title)
+}
+
 /// A short, printable excerpt of a body.
 pub fn snippet(b: &[u8]) -> String {
     let s = String::from_utf8_lossy(&b[..b.len().min(300)]);
@@ -332,4 +426,64 @@ pub fn snippet(b: &[u8]) -> String {
         s.push('…');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(raw: &[u8]) -> Head {
+        crate::client::h1::parse_head(raw).unwrap().unwrap().0
+    }
+
+    #[test]
+    fn a_redirect_says_where_it_points_and_that_it_was_not_followed() {
+        let h = head(b"HTTP/1.1 301 Moved Permanently\r\nLocation: https://api.example.com/v1/chat/completions\r\nContent-Type: text/html\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(
+            status_message(&h, b"<html><head><title>301 Moved Permanently</title></head></html>"),
+            "HTTP 301 (a redirect to https://api.example.com/v1/chat/completions, not followed): an HTML page titled \"301 Moved Permanently\""
+        );
+        let h = head(b"HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n");
+        assert!(status_message(&h, b"").contains("a redirect without a Location"));
+    }
+
+    #[test]
+    fn an_html_page_is_named_by_its_title_and_json_is_quoted() {
+        let html = head(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: 0\r\n\r\n");
+        let page = b"<!DOCTYPE html>\n<HTML><HEAD><TITLE>\n  503   Service\n Temporarily Unavailable </TITLE></HEAD><body>...</body></HTML>";
+        assert_eq!(
+            status_message(&html, page),
+            "HTTP 503: an HTML page titled \"503 Service Temporarily Unavailable\""
+        );
+        // A page sent without its content type is still a page.
+        let json = head(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: 0\r\n\r\n");
+        assert!(describe_body(&json, b"  <!doctype html><p>oops</p>").starts_with("an HTML page: "));
+        assert_eq!(
+            status_message(&json, br#"{"error":{"message":"boom"}}"#),
+            r#"HTTP 500: {"error":{"message":"boom"}}"#
+        );
+        assert_eq!(html_title(b"<title></title>"), None);
+        assert_eq!(html_title(b"<title>never closed"), None);
+    }
+
+    #[test]
+    fn an_event_that_is_not_utf8_is_malformed_and_says_where() {
+        let mut rec = RequestRecord::default();
+        let mut state = StreamState::default();
+        // Valid JSON, but for two bytes that are not UTF-8 in a field
+        // the JSON parser would skip without looking.
+        let mut data = br#"{"id":""#.to_vec();
+        data.extend_from_slice(&[0xff, 0xfe]);
+        data.extend_from_slice(br#"","choices":[{"index":0,"delta":{"content":"hi"}}]}"#);
+        state.on_event(&data, 1, &mut rec);
+        let e = state.failure.expect("a failure");
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        assert!(
+            e.message
+                .starts_with("event is not valid UTF-8 (byte 0xff at offset 7)"),
+            "{}",
+            e.message
+        );
+        assert!(rec.events.is_empty());
+    }
 }
