@@ -40,6 +40,9 @@ pub enum Behavior {
     /// A 200 `text/html` page where a stream was asked for: what a proxy's
     /// sign-in page looks like to a client.
     HtmlPage,
+    /// A whole JSON completion (`application/json`) where a stream was
+    /// asked for, as a server that ignores `"stream": true` answers.
+    NotStreamed,
     /// Read the request and never answer, the connection open.
     Hang,
     /// Send the response head only after this long.

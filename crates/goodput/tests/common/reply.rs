@@ -205,7 +205,7 @@ pub fn reply(script: &Script, req: &Incoming) -> Reply {
         _ => Duration::ZERO,
     };
     let words: String = (0..script.tokens_per_event).map(|_| script.word).collect();
-    if v["stream"] != true {
+    if v["stream"] != true || behavior == Behavior::NotStreamed {
         let text: String = (0..script.events * script.tokens_per_event)
             .map(|_| " the")
             .collect();
