@@ -477,10 +477,34 @@ pub fn spawn_goodput(args: &[&str]) -> std::process::Child {
         .expect("spawn goodput")
 }
 
-/// Send SIGINT (Ctrl-C) to a child process.
-pub fn sigint(child: &std::process::Child) {
+/// Send a signal to a child process.
+pub fn signal(child: &std::process::Child, signal: i32) {
     // SAFETY: signalling our own child process.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
+}
+
+/// Send SIGINT (Ctrl-C) to a child process.
+pub fn sigint(child: &std::process::Child) {
+    signal(child, libc::SIGINT);
+}
+
+/// Send SIGTERM (what `kill`, systemd and Kubernetes send) to a child process.
+pub fn sigterm(child: &std::process::Child) {
+    signal(child, libc::SIGTERM);
+}
+
+/// Poll `ready` every 20 ms until it holds; panic naming `what` after `within`.
+pub async fn wait_until(what: &str, within: Duration, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < within, "not {what} after {within:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Lines in a file so far (0 when it does not exist yet).
+pub fn line_count(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |s| s.lines().count())
 }
