@@ -42,7 +42,8 @@ pub enum ErrorKind {
     /// or a 2xx that is not the API's answer (an HTML page, a body of another
     /// content type without one event).
     Malformed,
-    /// The server sent an error object inside the stream.
+    /// The server sent an error object inside the stream (or as a whole 2xx
+    /// JSON answer where a stream was asked for).
     ServerError,
     /// The client cancelled the request (second Ctrl-C).
     Cancelled,

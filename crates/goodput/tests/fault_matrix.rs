@@ -72,8 +72,10 @@ const FAULTS: &[(Behavior, Expect)] = &[
     // The body ended (properly framed) without [DONE] or a finish reason:
     // the engine stopped mid-answer.
     (Behavior::CutAfter(2), Expect::Kind("stream_cut")),
-    // An error object in the stream is the server's own report.
+    // An error object in the stream is the server's own report; so is one
+    // sent as a whole 200 JSON answer instead of a stream.
     (Behavior::ErrorAfter(2), Expect::Kind("server_error")),
+    (Behavior::JsonError, Expect::Kind("server_error")),
     // An event that is not JSON, or not UTF-8 (an event stream is UTF-8
     // throughout; a proxy re-encoding it breaks it): `malformed`.
     (Behavior::MalformedAfter(2), Expect::Kind("malformed")),
@@ -267,6 +269,7 @@ async fn matrix(mode: &[&str]) {
                 says(PROXY_PAGE_TITLE);
             }
             Behavior::NotStreamed => says("content-type application/json and not one event"),
+            Behavior::JsonError => says("scripted overload (HTTP 200: an error object"),
             Behavior::InvalidUtf8After(_) => says("not valid UTF-8"),
             Behavior::EmptyBody => says("empty body"),
             Behavior::ResetBeforeHead => says("before any byte of the response"),

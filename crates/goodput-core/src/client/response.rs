@@ -162,10 +162,17 @@ pub(super) async fn read_stream(
         .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
     let mut at = rec.t_head.or(rec.t_send).unwrap_or_default();
     let mut body_bytes = 0usize;
+    // A body whose type says it is no event stream keeps its start: if no
+    // event comes, it is read as a whole answer (an error object, a quote).
+    let other_type = head.media_type().filter(|t| t != "text/event-stream");
+    let mut kept = Vec::new();
     loop {
         let n = decoder
             .decode(conn.buffered(), |data| {
                 body_bytes += data.len();
+                if other_type.is_some() && kept.len() < KEPT {
+                    kept.extend_from_slice(&data[..data.len().min(KEPT - kept.len())]);
+                }
                 parser.feed(data, |ev| state.on_event(ev, at, rec))
             })
             .map_err(|e| {
@@ -218,14 +225,8 @@ pub(super) async fn read_stream(
         }
         if !state.done && rec.finish_reason.is_none() {
             if state.events == 0 {
-                if let Some(t) = head.media_type().filter(|t| t != "text/event-stream") {
-                    return Err(err(
-                        ErrorKind::Malformed,
-                        format!(
-                            "HTTP {} with content-type {t} and not one event: not an event stream (did the server ignore \"stream\": true?)",
-                            head.status
-                        ),
-                    ));
+                if let Some(t) = other_type {
+                    return Err(not_a_stream(head.status, &t, &kept));
                 }
                 // The body's framing ended it (a length, the last chunk),
                 // not a closed connection: nothing was cut, nothing was said.
@@ -331,6 +332,29 @@ impl StreamState {
     }
 }
 
+/// Bytes kept of a body that is not an event stream, for its message.
+const KEPT: usize = 4096;
+
+/// A 2xx of another content type where a stream was asked for, and not one
+/// event in it: the server's error object if it is one, else malformed.
+fn not_a_stream(status: u16, media_type: &str, body: &[u8]) -> RequestError {
+    if let Some(msg) = Chunk::parse(body).ok().and_then(|c| c.error_message()) {
+        return err(
+            ErrorKind::ServerError,
+            format!(
+                "{msg} (HTTP {status}: an error object as {media_type} where a stream was asked for)"
+            ),
+        );
+    }
+    err(
+        ErrorKind::Malformed,
+        format!(
+            "HTTP {status} with content-type {media_type} and not one event: not an event stream (did the server ignore \"stream\": true?): {}",
+            snippet(body)
+        ),
+    )
+}
+
 /// A non-streamed response: the whole answer is one event at the end.
 pub(super) fn whole_response(
     body: &[u8],
@@ -338,6 +362,12 @@ pub(super) fn whole_response(
     rec: &mut RequestRecord,
 ) -> Result<(), RequestError> {
     rec.t_done = at;
+    if body.trim_ascii().is_empty() {
+        return Err(err(
+            ErrorKind::EmptyResponse,
+            format!("an empty body ({} bytes of whitespace at most)", body.len()),
+        ));
+    }
     let chunk = Chunk::parse(body).map_err(|e| {
         err(
             ErrorKind::Malformed,
@@ -464,6 +494,46 @@ mod tests {
         );
         assert_eq!(html_title(b"<title></title>"), None);
         assert_eq!(html_title(b"<title>never closed"), None);
+    }
+
+    #[test]
+    fn a_body_that_is_no_stream_is_the_servers_error_or_malformed() {
+        let e = not_a_stream(
+            200,
+            "application/json",
+            br#"{"error":{"message":"model overloaded","code":503}}"#,
+        );
+        assert_eq!(e.kind, ErrorKind::ServerError);
+        assert!(
+            e.message
+                .starts_with("model overloaded (HTTP 200: an error object as application/json"),
+            "{}",
+            e.message
+        );
+        let e = not_a_stream(
+            200,
+            "application/json",
+            br#"{"choices":[{"message":{"content":"hi"}}]}"#,
+        );
+        assert_eq!(e.kind, ErrorKind::Malformed);
+        assert!(
+            e.message.contains("did the server ignore")
+                && e.message
+                    .ends_with(r#"{"choices":[{"message":{"content":"hi"}}]}"#),
+            "{}",
+            e.message
+        );
+        let e = not_a_stream(200, "text/plain", b"");
+        assert_eq!(e.kind, ErrorKind::Malformed);
+    }
+
+    #[test]
+    fn an_empty_whole_response_is_empty_not_malformed() {
+        let mut rec = RequestRecord::default();
+        let e = whole_response(b" \r\n", 5, &mut rec).unwrap_err();
+        assert_eq!((e.kind, rec.t_done), (ErrorKind::EmptyResponse, 5));
+        let e = whole_response(b"<html>", 5, &mut rec).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Malformed);
     }
 
     #[test]

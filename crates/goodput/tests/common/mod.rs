@@ -43,6 +43,8 @@ pub enum Behavior {
     /// A whole JSON completion (`application/json`) where a stream was
     /// asked for, as a server that ignores `"stream": true` answers.
     NotStreamed,
+    /// A 200 `application/json` error object where a stream was asked for.
+    JsonError,
     /// Read the request and never answer, the connection open.
     Hang,
     /// Send the response head only after this long.

@@ -195,6 +195,12 @@ pub fn reply(script: &Script, req: &Incoming) -> Reply {
                 .header("location", REDIRECT_TO)
         }
         Behavior::HtmlPage => return Reply::html(200, &html_page(PROXY_PAGE_TITLE)),
+        Behavior::JsonError => {
+            return Reply::json(
+                200,
+                r#"{"error":{"message":"scripted overload","type":"server_error"}}"#,
+            )
+        }
         Behavior::Hang => return Reply::no_answer(HeadPlan::Never),
         Behavior::CloseBeforeHead => return Reply::no_answer(HeadPlan::Close),
         Behavior::ResetBeforeHead => return Reply::no_answer(HeadPlan::Reset),
