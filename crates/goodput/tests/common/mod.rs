@@ -3,7 +3,10 @@
 //! It streams on a known schedule (first content event `ttft` after the
 //! request is read, then one event every `interval`), logs its own receive
 //! and write times per request, and misbehaves on demand, chosen per request
-//! by the integer suffix of the `x-request-id` header goodput sends.
+//! by the integer suffix of the `x-request-id` header goodput sends. Each
+//! answer is a [`reply::Reply`], played by hyper ([`start`], [`start_tls`])
+//! or, for what hyper will not do to a connection, over raw TCP
+//! ([`start_raw`]). Also: helpers to run, spawn and signal the binary.
 #![allow(dead_code)]
 
 use std::convert::Infallible;
