@@ -178,7 +178,7 @@ fn check_sent_once(server: &ScriptedServer) {
     assert!(twice.is_empty(), "read more than once: {twice:?}");
 }
 
-/// One mode of the matrix: the mixed run, then the refused and idle-close runs.
+/// One mode of the matrix: the mixed run, then a run against a closed port.
 async fn matrix(mode: &[&str]) {
     let server = start_raw(Script {
         ttft: TTFT,
