@@ -35,11 +35,15 @@ pub enum ErrorKind {
     /// The stream ended (or the connection broke) before the response was complete.
     StreamCut,
     /// A 2xx response that carried no content at all (`[DONE]` right after
-    /// the role chunk, or a finish with zero tokens).
+    /// the role chunk, a finish with zero tokens, or a body that ended,
+    /// properly framed, before any event).
     EmptyResponse,
-    /// An event that is not valid JSON or not a completion chunk.
+    /// An event that is not valid JSON, not UTF-8 or not a completion chunk;
+    /// or a 2xx that is not the API's answer (an HTML page, a body of another
+    /// content type without one event).
     Malformed,
-    /// The server sent an error object inside the stream.
+    /// The server sent an error object inside the stream (or as a whole 2xx
+    /// JSON answer where a stream was asked for).
     ServerError,
     /// The client cancelled the request (second Ctrl-C).
     Cancelled,

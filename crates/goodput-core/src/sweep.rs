@@ -284,6 +284,12 @@ impl Runner<'_> {
         let wall_s = t0.elapsed().as_secs_f64();
         self.result.load_time_s += wall_s;
         let interrupted = result.exec.interrupted && result.early_stop.is_none();
+        if interrupted && result.exec.sent_measured == 0 {
+            // Stopped in its warm-up: a point that measured nothing is no
+            // point of the curve (its warm-up records are in the records file).
+            self.result.stopped = Some("interrupted".into());
+            return Ok(Step::Stop);
+        }
         self.result.points.push(SweepPoint {
             role,
             meets,

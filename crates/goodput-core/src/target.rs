@@ -307,32 +307,102 @@ impl PreparedTarget {
 
     /// Everything needed to rerun, minus secrets.
     fn config(&self, spec: &RunSpec) -> serde_json::Value {
-        let c = &self.options.client;
-        let plan = &spec.plan;
-        json!({
-            "url": c.url,
-            "endpoint": c.endpoint,
-            "model": self.model,
-            "headers": c.headers.iter().map(|h| redact_header(h)).collect::<Vec<_>>(),
-            "timeout_s": c.timeout.as_secs_f64(),
-            "idle_timeout_s": c.idle_timeout.as_secs_f64(),
-            "load": plan.load,
-            "num_prompts": plan.num_prompts,
-            "duration_s": plan.duration.map(|d| d.as_secs_f64()),
-            "warmup": plan.warmup,
-            "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
-            "seed": plan.seed,
-            "workload": spec.workload.describe(&self.tokenizer, c.endpoint),
-            "stream": self.params.stream,
-            "temperature": self.params.temperature,
-            "min_tokens_sent": self.params.min_tokens,
-            "ignore_eos_sent": self.params.ignore_eos,
-            "tokenizer": self.tokenizer.spec(),
-            "percentiles": spec.reported_percentiles(),
-            "slo": spec.slo,
-            "cache_bust": true,
-        })
+        config(
+            &self.options,
+            &self.model,
+            &self.params,
+            &self.tokenizer,
+            spec,
+        )
     }
+
+    /// The result of a run a signal stopped before it sent a request (while
+    /// its connections opened): see [`unstarted`].
+    pub fn unstarted(&self, spec: &RunSpec) -> RunResult {
+        let mut r = unstarted(&self.options, spec);
+        r.config = self.config(spec);
+        r.model = self.model.clone();
+        r.notes.splice(0..0, self.notes.iter().cloned());
+        r
+    }
+}
+
+/// The result of a run a signal stopped before it sent any request (during
+/// model discovery, the probe, or while connections opened): every count 0
+/// and `run.interrupted` set. Nothing was measured, but the results file
+/// still holds a valid document that says so, never an empty file.
+pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
+    let params = RequestParams {
+        endpoint: opts.client.endpoint,
+        model: opts.model.clone().unwrap_or_default(),
+        stream: opts.stream,
+        min_tokens: opts.pin_output,
+        ignore_eos: opts.pin_output,
+        temperature: opts.temperature,
+    };
+    let percentiles = spec.reported_percentiles();
+    let metrics = Collector::new(
+        spec.slo
+            .as_ref()
+            .map(Slo::request_thresholds)
+            .unwrap_or_default(),
+        spec.plan.load.is_open(),
+    )
+    .summarize(&percentiles, None, spec.plan.seed, spec.slo.as_ref());
+    RunResult {
+        run_id: format!("{:016x}", rand::random::<u64>()),
+        config: config(opts, &params.model, &params, &opts.tokenizer, spec),
+        model: params.model.clone(),
+        tokenizer: opts.tokenizer.spec().to_string(),
+        load: spec.plan.load,
+        percentiles,
+        metrics,
+        exec: executor::ExecSummary {
+            interrupted: true,
+            ..Default::default()
+        },
+        stale_connections_discarded: 0,
+        early_stop: None,
+        cost: None,
+        notes: vec!["interrupted before any request was sent: nothing was measured".into()],
+        started_at: now_rfc3339(),
+        clock_origin_monotonic_ns: None,
+    }
+}
+
+/// Everything needed to rerun, minus secrets.
+fn config(
+    opts: &TargetOptions,
+    model: &str,
+    params: &RequestParams,
+    tokenizer: &Tokenizer,
+    spec: &RunSpec,
+) -> serde_json::Value {
+    let c = &opts.client;
+    let plan = &spec.plan;
+    json!({
+        "url": c.url,
+        "endpoint": c.endpoint,
+        "model": model,
+        "headers": c.headers.iter().map(|h| redact_header(h)).collect::<Vec<_>>(),
+        "timeout_s": c.timeout.as_secs_f64(),
+        "idle_timeout_s": c.idle_timeout.as_secs_f64(),
+        "load": plan.load,
+        "num_prompts": plan.num_prompts,
+        "duration_s": plan.duration.map(|d| d.as_secs_f64()),
+        "warmup": plan.warmup,
+        "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
+        "seed": plan.seed,
+        "workload": spec.workload.describe(tokenizer, c.endpoint),
+        "stream": params.stream,
+        "temperature": params.temperature,
+        "min_tokens_sent": params.min_tokens,
+        "ignore_eos_sent": params.ignore_eos,
+        "tokenizer": tokenizer.spec(),
+        "percentiles": spec.reported_percentiles(),
+        "slo": spec.slo,
+        "cache_bust": true,
+    })
 }
 
 /// How many measured requests a plan will send, for planning early looks.

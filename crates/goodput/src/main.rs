@@ -3,7 +3,7 @@
 //! `main` parses the command line, runs the command, prints any error with
 //! its whole chain, and exits with the documented code: 0 ok, 1 a gate
 //! failed, 2 usage or input error, 3 no request completed, 4 an internal
-//! fault of goodput, 130 interrupted before any request was sent.
+//! fault of goodput, 130 interrupted before any measured request was sent.
 
 mod cli;
 mod compare_cmd;

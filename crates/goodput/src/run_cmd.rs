@@ -13,6 +13,7 @@ use goodput_core::executor::Progress;
 use goodput_core::report::saved::Saved;
 use goodput_core::report::{self, Exporter};
 use goodput_core::schedule::{Arrival, Load};
+use goodput_core::target::RunError;
 
 use crate::cli::RunArgs;
 use crate::setup::{self, run_error, Session};
@@ -60,7 +61,11 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         &args.cost,
         &args.output,
     )?;
-    let mut session = Session::start(&args.target, &args.workload, &args.output).await?;
+    let unstarted = |o: &goodput_core::target::TargetOptions| {
+        report::Json.export(&[goodput_core::target::unstarted(o, &spec)])
+    };
+    let mut session =
+        Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
     let progress = Arc::new(Progress::default());
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
     crate::progress::spawn(
@@ -78,7 +83,22 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         .await;
     let _ = done_tx.send(true);
     tokio::task::yield_now().await;
-    let results = [result.map_err(run_error)?];
+    let result = match result {
+        Ok(r) => r,
+        Err(RunError::Interrupted) => {
+            // Stopped while its connections opened: nothing sent, but the
+            // results file still says so.
+            session
+                .out
+                .write(&report::Json.export(&[session.target.unstarted(&spec)]))?;
+            return Err(run_error(RunError::Interrupted));
+        }
+        Err(e) => return Err(run_error(e)),
+    };
+    // A signal during the warm-up: no measured request was sent, so there
+    // is no result to judge (exit 130), but what ran is written all the same.
+    let before_measuring = result.exec.interrupted && result.exec.sent_measured == 0;
+    let results = [result];
     if !args.output.quiet {
         print!(
             "{}",
@@ -96,5 +116,12 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
     session
         .html
         .write(report::html::render(&items).as_bytes())?;
+    if before_measuring {
+        eprintln!(
+            "goodput: interrupted before any measured request was sent ({} warm-up requests ran)",
+            results[0].exec.sent_warmup
+        );
+        return Ok(setup::EXIT_INTERRUPTED);
+    }
     setup::gate(&results[0], args.slo.max_error_rate)
 }

@@ -22,7 +22,8 @@ use goodput_core::workload::{
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 use crate::Exit;
 
-/// Exit code of a run interrupted before any request was sent (128 + SIGINT).
+/// Exit code of a run interrupted before any measured request was sent, or
+/// of a sweep before any point measured one (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// Exit code of an internal fault of goodput itself (never the server's).
 pub const EXIT_INTERNAL: i32 = 4;
@@ -187,11 +188,15 @@ impl OutFile {
 
 impl Session {
     /// Open the output files, start the simulator when there is no `--url`,
-    /// and prepare the target. Signals are watched from the first instant.
+    /// and prepare the target. Signals are watched from the first instant;
+    /// one that stops the preparation (model discovery, the probe) ends it
+    /// with `unstarted`'s document in `--out` (a valid document saying
+    /// nothing was sent, never an empty file) and exit code 130.
     pub async fn start(
         target: &TargetArgs,
         workload: &WorkloadArgs,
         output: &OutputArgs,
+        unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
     ) -> Result<Session, Exit> {
         let control = RunControl::new();
         watch_signals(control.clone());
@@ -271,9 +276,15 @@ impl Session {
             temperature: None,
             tokenizer: workload.tokenizer.clone(),
         };
-        let prepared = PreparedTarget::prepare(options, &control)
-            .await
-            .map_err(run_error)?;
+        let prepared = match PreparedTarget::prepare(options.clone(), &control).await {
+            Ok(p) => p,
+            Err(RunError::Interrupted) => {
+                let mut out = out;
+                out.write(&unstarted(&options))?;
+                return Err(run_error(RunError::Interrupted));
+            }
+            Err(e) => return Err(run_error(e)),
+        };
         Ok(Session {
             control,
             target: prepared,

@@ -158,7 +158,17 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         probe_time: s.probe_time.min(point_time),
         max_time: s.max_time,
     };
-    let mut session = Session::start(&args.target, &args.workload, &args.output).await?;
+    let unstarted = |_: &goodput_core::target::TargetOptions| {
+        document_bytes(&SweepResult {
+            mode: Some(spec.mode.clone()),
+            stopped: Some("interrupted before any request was sent".into()),
+            seconds_per_point: spec.point_time.as_secs_f64(),
+            workload: sweep::describe_workload(args.target.endpoint, &spec.base),
+            ..SweepResult::default()
+        })
+    };
+    let mut session =
+        Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
     let quiet = args.output.quiet;
     let Session {
         control,
@@ -227,6 +237,12 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         print!("{}", console::sweep_summary(&result));
     } else if let Some(h) = sweep::headline(&result) {
         println!("{h}");
+    }
+    if result.points.is_empty() && control.is_stopping() {
+        return Err(Exit(
+            setup::EXIT_INTERRUPTED,
+            anyhow!("interrupted before any sweep point measured a request"),
+        ));
     }
     if result.points.is_empty() {
         return Err(Exit(

@@ -100,6 +100,32 @@ pub struct Head {
     pub body: BodyKind,
     /// The server will close the connection after this response.
     pub close: bool,
+    /// `Content-Type`, as sent.
+    pub content_type: Option<String>,
+    /// `Location` (where a redirect points), as sent.
+    pub location: Option<String>,
+}
+
+impl Head {
+    /// The media type (`Content-Type` without its parameters), lower-cased.
+    pub fn media_type(&self) -> Option<String> {
+        let ct = self.content_type.as_deref()?;
+        let t = ct
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        (!t.is_empty()).then_some(t)
+    }
+
+    /// The body is a web page (`text/html`, XHTML): never an API's answer.
+    pub fn is_html(&self) -> bool {
+        matches!(
+            self.media_type().as_deref(),
+            Some("text/html" | "application/xhtml+xml")
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -224,6 +250,8 @@ pub fn parse_head(data: &[u8]) -> Result<Option<(Head, usize)>, String> {
             retry_after: None,
             body: BodyKind::UntilClose,
             close: resp.version == Some(0),
+            content_type: None,
+            location: None,
         };
         let mut chunked = false;
         let mut length = None;
@@ -242,6 +270,10 @@ pub fn parse_head(data: &[u8]) -> Result<Option<(Head, usize)>, String> {
                 }
             } else if h.name.eq_ignore_ascii_case("retry-after") {
                 head.retry_after = Some(v.to_string());
+            } else if h.name.eq_ignore_ascii_case("content-type") {
+                head.content_type = Some(v.to_string());
+            } else if h.name.eq_ignore_ascii_case("location") {
+                head.location = Some(v.to_string());
             }
         }
         head.body = if chunked {
@@ -475,6 +507,26 @@ mod tests {
         assert_eq!((h.body, h.close), (BodyKind::UntilClose, true));
         assert_eq!(parse_head(b"HTTP/1.1 200 OK\r\nContent-Len").unwrap(), None);
         assert!(parse_head(b"garbage\r\n\r\n").is_err());
+        let (h, _) = parse_head(b"HTTP/1.1 302 Found\r\nContent-Type: Text/HTML; charset=utf-8\r\nLocation: https://example.com/login\r\nContent-Length: 0\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (
+                h.media_type().as_deref(),
+                h.is_html(),
+                h.location.as_deref()
+            ),
+            (Some("text/html"), true, Some("https://example.com/login"))
+        );
+        let (h, _) = parse_head(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            (h.media_type().as_deref(), h.is_html()),
+            (Some("text/event-stream"), false)
+        );
     }
 
     fn decode_all(kind: BodyKind, parts: &[&[u8]]) -> (Vec<u8>, bool, usize) {

@@ -15,6 +15,7 @@
 
 pub mod h1;
 pub mod proxy;
+mod response;
 pub mod sse;
 pub mod target;
 pub mod tls;
@@ -29,14 +30,16 @@ use bytes::Bytes;
 use tokio::net::TcpStream;
 
 use crate::clock::RunClock;
-use crate::protocol::chunk::Chunk;
 use crate::protocol::{Endpoint, PreparedRequest};
-use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
+use crate::record::{ErrorKind, RequestError, RequestRecord};
 use crate::transport::Transport;
-use h1::{BodyDecoder, Conn, Head, Stream};
-use sse::SseParser;
+use h1::{Conn, Stream};
+pub use response::snippet;
+use response::{
+    describe_body, err, read_body, read_head, read_stream, status_message, whole_response, Reader,
+};
 pub use target::BaseUrl;
-use watchdog::{Fired, Guard, Watchdog};
+use watchdog::Watchdog;
 
 /// Errors setting the client up (not request failures: those are records).
 #[derive(Debug, thiserror::Error)]
@@ -438,9 +441,31 @@ impl Client {
                 .unwrap_or_default();
             return Err(RequestError {
                 kind: ErrorKind::HttpStatus,
-                message: format!("HTTP {}: {}", head.status, snippet(&body)),
+                message: status_message(&head, &body),
                 retry_after: head.retry_after.clone(),
             });
+        }
+        if head.is_html() {
+            // A web page is never the API's answer, whatever its status: a
+            // proxy's sign-in page, a gateway's error page. Parsing it as a
+            // stream would find no event and blame a cut.
+            let body = read_body(&mut conn, &head, &mut timer, 2048)
+                .await
+                .unwrap_or_default();
+            return Err(err(
+                ErrorKind::Malformed,
+                format!(
+                    "HTTP {} with content-type {} where {} was asked for (a proxy's or gateway's page?): {}",
+                    head.status,
+                    head.content_type.as_deref().unwrap_or_default(),
+                    if req.stream {
+                        "an event stream (text/event-stream)"
+                    } else {
+                        "JSON"
+                    },
+                    describe_body(&head, &body)
+                ),
+            ));
         }
         let reusable = if req.stream {
             read_stream(&mut conn, &head, &mut timer, rec).await?
@@ -519,317 +544,4 @@ impl Client {
         }
         text
     }
-}
-
-fn err(kind: ErrorKind, message: String) -> RequestError {
-    RequestError {
-        kind,
-        message,
-        retry_after: None,
-    }
-}
-
-/// Reads of one request. Timeouts and cancellation come from the
-/// [`Watchdog`], which shuts the socket down; a read then ends and the
-/// reason is reported instead of a broken stream.
-struct Reader {
-    clock: RunClock,
-    /// The registration; dropped (deregistered) before the connection is
-    /// reused (explicitly) or closed (it is declared after the connection, so
-    /// it drops first).
-    guard: Option<Guard>,
-    /// Bytes read so far on this request.
-    bytes: usize,
-}
-
-impl Reader {
-    fn new(clock: RunClock, guard: Option<Guard>) -> Self {
-        Reader {
-            clock,
-            guard,
-            bytes: 0,
-        }
-    }
-
-    fn fired(&self) -> Option<Fired> {
-        self.guard.as_ref().and_then(|g| g.watch.fired())
-    }
-
-    /// The error for a failed read or write: the watchdog's reason if it
-    /// stopped the request, else a broken stream.
-    fn failure(&self, message: String) -> RequestError {
-        match self.fired() {
-            Some(f) => fired_error(f),
-            None => err(ErrorKind::StreamCut, message),
-        }
-    }
-
-    /// One read; returns the bytes read (0 at end of stream) and when.
-    async fn read(&mut self, conn: &mut Conn) -> Result<(usize, u64), RequestError> {
-        let r = conn.fill().await;
-        let at = self.clock.now_ns();
-        match r {
-            Ok(n) if n > 0 && self.fired().is_none() => {
-                if let Some(g) = &self.guard {
-                    g.watch.touch(at);
-                }
-                self.bytes += n;
-                Ok((n, at))
-            }
-            Ok(n) => match self.fired() {
-                Some(f) => Err(fired_error(f)),
-                None => Ok((n, at)),
-            },
-            Err(e) => Err(self.failure(format!("connection broken: {e}"))),
-        }
-    }
-}
-
-fn fired_error(f: Fired) -> RequestError {
-    let message = match f {
-        Fired::TotalTimeout => "total timeout reached".to_string(),
-        Fired::IdleTimeout => "no bytes for the idle timeout".to_string(),
-        Fired::Cancelled => "cancelled by the user".to_string(),
-        Fired::Incomplete => "still running when the drain timeout ended the run".to_string(),
-    };
-    err(f.kind(), message)
-}
-
-/// Read until a complete response head; returns it and when it arrived.
-async fn read_head(conn: &mut Conn, timer: &mut Reader) -> Result<(Head, u64), RequestError> {
-    let mut at = timer.clock.now_ns();
-    loop {
-        match conn.parse_head() {
-            Ok(Some(head)) => return Ok((head, at)),
-            Ok(None) => {}
-            Err(e) => return Err(err(ErrorKind::Malformed, e)),
-        }
-        let (n, t) = timer.read(conn).await?;
-        at = t;
-        if n == 0 {
-            return Err(err(
-                ErrorKind::StreamCut,
-                "connection closed before the response head".into(),
-            ));
-        }
-    }
-}
-
-/// Read a whole (non-streamed) body, keeping at most `limit` bytes.
-async fn read_body(
-    conn: &mut Conn,
-    head: &Head,
-    timer: &mut Reader,
-    limit: usize,
-) -> Result<Vec<u8>, RequestError> {
-    let mut decoder = BodyDecoder::new(head.body);
-    let mut body = Vec::new();
-    loop {
-        let n = decoder
-            .decode(conn.buffered(), |d| {
-                let room = limit.saturating_sub(body.len());
-                body.extend_from_slice(&d[..d.len().min(room)]);
-            })
-            .map_err(|e| err(ErrorKind::Malformed, e))?;
-        conn.consume(n);
-        if decoder.is_done() {
-            return Ok(body);
-        }
-        let (read, _) = timer.read(conn).await?;
-        if read == 0 {
-            if decoder.eof() {
-                return Ok(body);
-            }
-            return Err(err(
-                ErrorKind::StreamCut,
-                "connection closed mid-body".into(),
-            ));
-        }
-    }
-}
-
-/// Read a streamed (SSE) response into `rec`. Returns whether the body was
-/// read to its end (so the connection may be reused).
-async fn read_stream(
-    conn: &mut Conn,
-    head: &Head,
-    timer: &mut Reader,
-    rec: &mut RequestRecord,
-) -> Result<bool, RequestError> {
-    let mut decoder = BodyDecoder::new(head.body);
-    let mut parser = SseParser::new();
-    let mut state = StreamState::default();
-    rec.events
-        .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
-    let mut at = rec.t_head.or(rec.t_send).unwrap_or_default();
-    loop {
-        let n = decoder
-            .decode(conn.buffered(), |data| {
-                parser.feed(data, |ev| state.on_event(ev, at, rec))
-            })
-            .map_err(|e| {
-                err(
-                    ErrorKind::Malformed,
-                    format!("invalid chunked encoding: {e}"),
-                )
-            })?;
-        conn.consume(n);
-        if let Some(e) = state.failure.take() {
-            rec.t_done = at;
-            return Err(e);
-        }
-        if parser.overflowed() {
-            rec.t_done = at;
-            return Err(err(
-                ErrorKind::Malformed,
-                format!(
-                    "an event or line longer than {} MiB without an end: not an SSE stream",
-                    sse::MAX_EVENT >> 20
-                ),
-            ));
-        }
-        if state.done && rec.t_done == 0 {
-            rec.t_done = at;
-        }
-        if decoder.is_done() {
-            break;
-        }
-        if state.done {
-            // [DONE] seen; the body's terminator normally came with it. Wait
-            // briefly for it so the connection can be reused, else drop it.
-            match tokio::time::timeout(Duration::from_millis(50), timer.read(conn)).await {
-                Ok(Ok((r, _))) if r > 0 => continue,
-                _ => return Ok(false),
-            }
-        }
-        let (read, t) = timer.read(conn).await?;
-        at = t;
-        if read == 0 {
-            decoder.eof();
-            break;
-        }
-    }
-    if !state.done {
-        parser.finish(|ev| state.on_event(ev, at, rec));
-        rec.t_done = at;
-        if let Some(e) = state.failure.take() {
-            return Err(e);
-        }
-        if !state.done && rec.finish_reason.is_none() {
-            return Err(err(
-                ErrorKind::StreamCut,
-                format!(
-                    "stream ended after {} content events without [DONE] or finish_reason",
-                    rec.events.len()
-                ),
-            ));
-        }
-    }
-    Ok(decoder.is_done())
-}
-
-#[derive(Default)]
-struct StreamState {
-    done: bool,
-    failure: Option<RequestError>,
-}
-
-impl StreamState {
-    fn on_event(&mut self, data: &[u8], at: u64, rec: &mut RequestRecord) {
-        if self.done || self.failure.is_some() {
-            return;
-        }
-        if data == b"[DONE]" {
-            self.done = true;
-            return;
-        }
-        let chunk = match Chunk::parse(data) {
-            Ok(c) => c,
-            // Plain text where a JSON chunk belongs (`data: channel closed`,
-            // as an engine whose worker died sends) is the server's error,
-            // in its own words; broken JSON is malformed.
-            Err(_) if is_plain_text(data) => {
-                self.failure = Some(err(
-                    ErrorKind::ServerError,
-                    format!("the server sent a text event: {}", snippet(data)),
-                ));
-                return;
-            }
-            Err(e) => {
-                self.failure = Some(err(
-                    ErrorKind::Malformed,
-                    format!("event is not valid JSON ({e}): {}", snippet(data)),
-                ));
-                return;
-            }
-        };
-        if let Some(msg) = chunk.error_message() {
-            self.failure = Some(err(ErrorKind::ServerError, msg));
-            return;
-        }
-        let d = chunk.deliver(&mut rec.output_text);
-        if let Some(u) = chunk.usage {
-            rec.usage = Some(u.into());
-        }
-        if d.answer_bytes + d.reasoning_bytes > 0 {
-            let per_chunk_usage = if chunk.choices.as_ref().is_some_and(|c| !c.is_empty()) {
-                chunk.usage.and_then(|u| u.completion_tokens)
-            } else {
-                None
-            };
-            rec.events.push(Event {
-                at_ns: at,
-                text_end: rec.output_text.len() as u32,
-                usage_completion_tokens: per_chunk_usage,
-                reasoning: d.answer_bytes == 0,
-            });
-        }
-        if d.finish_reason.is_some() {
-            rec.finish_reason = d.finish_reason;
-        }
-    }
-}
-
-/// A non-streamed response: the whole answer is one event at the end.
-fn whole_response(body: &[u8], at: u64, rec: &mut RequestRecord) -> Result<(), RequestError> {
-    rec.t_done = at;
-    let chunk = Chunk::parse(body).map_err(|e| {
-        err(
-            ErrorKind::Malformed,
-            format!("response is not valid JSON ({e}): {}", snippet(body)),
-        )
-    })?;
-    if let Some(msg) = chunk.error_message() {
-        return Err(err(ErrorKind::ServerError, msg));
-    }
-    let d = chunk.deliver(&mut rec.output_text);
-    rec.usage = chunk.usage.map(Into::into);
-    rec.finish_reason = d.finish_reason;
-    if d.answer_bytes + d.reasoning_bytes > 0 {
-        rec.events.push(Event {
-            at_ns: at,
-            text_end: rec.output_text.len() as u32,
-            usage_completion_tokens: None,
-            reasoning: d.answer_bytes == 0,
-        });
-    }
-    Ok(())
-}
-
-/// Text that does not even try to be JSON: it starts with no `{`, `[` or
-/// `"`, and is valid UTF-8 with a letter in it.
-fn is_plain_text(data: &[u8]) -> bool {
-    let t = data.trim_ascii_start();
-    !matches!(t.first(), None | Some(b'{' | b'[' | b'"'))
-        && std::str::from_utf8(t).is_ok_and(|s| s.chars().any(char::is_alphabetic))
-}
-
-/// A short, printable excerpt of a body.
-pub fn snippet(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(&b[..b.len().min(300)]);
-    let mut s = s.replace(['\n', '\r'], " ");
-    if b.len() > 300 {
-        s.push('…');
-    }
-    s
 }

@@ -3,7 +3,10 @@
 //! It streams on a known schedule (first content event `ttft` after the
 //! request is read, then one event every `interval`), logs its own receive
 //! and write times per request, and misbehaves on demand, chosen per request
-//! by the integer suffix of the `x-request-id` header goodput sends.
+//! by the integer suffix of the `x-request-id` header goodput sends. Each
+//! answer is a [`reply::Reply`], played by hyper ([`start`], [`start_tls`])
+//! or, for what hyper will not do to a connection, over raw TCP
+//! ([`start_raw`]). Also: helpers to run, spawn and signal the binary.
 #![allow(dead_code)]
 
 use std::convert::Infallible;
@@ -18,12 +21,37 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::sync::mpsc;
 
+pub mod raw;
+pub mod reply;
+
+#[allow(unused_imports)]
+pub use raw::start_raw;
+use reply::{Framing, HeadPlan, Incoming, Step};
+
 /// What the server does with one request.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Behavior {
     Ok,
-    /// Answer with this status (and `Retry-After: 7` for 429/503).
+    /// Answer with this status and a JSON error body (and `Retry-After: 7`
+    /// for 429/503).
     Status(u16),
+    /// Answer with this status and an HTML error page, as nginx or a load
+    /// balancer in front of the server does (`Retry-After: 7` for 429/503).
+    StatusHtml(u16),
+    /// Redirect (301, 302...) to [`reply::REDIRECT_TO`].
+    Redirect(u16),
+    /// A 200 `text/html` page where a stream was asked for: what a proxy's
+    /// sign-in page looks like to a client.
+    HtmlPage,
+    /// A whole JSON completion (`application/json`) where a stream was
+    /// asked for, as a server that ignores `"stream": true` answers.
+    NotStreamed,
+    /// A 200 `application/json` error object where a stream was asked for.
+    JsonError,
+    /// Read the request and never answer, the connection open.
+    Hang,
+    /// Send the response head only after this long.
+    SlowHead(Duration),
     /// Close the stream after this many content events, without `[DONE]`.
     CutAfter(usize),
     /// Stop sending (but keep the connection open) after this many events.
@@ -35,12 +63,32 @@ pub enum Behavior {
     /// Send a plain-text event (`data: channel closed`) and then `[DONE]`
     /// after this many events, as an engine whose worker died does.
     TextErrorAfter(usize),
+    /// After this many events, an event whose JSON string holds bytes that
+    /// are not UTF-8.
+    InvalidUtf8After(usize),
     /// A 200 stream with no content: the role chunk, a `stop` finish with
     /// zero tokens, `[DONE]`.
     Empty,
+    /// A 200 `text/event-stream` whose body is empty (properly framed).
+    EmptyBody,
     /// 401 whose body echoes the request's `Authorization` and `X-Api-Key`
     /// headers, as some gateways do.
     EchoAuth,
+    /// Raw server only: read the request, then close the connection before
+    /// any byte of the answer.
+    CloseBeforeHead,
+    /// Raw server only: read the request, then reset the connection (RST).
+    ResetBeforeHead,
+    /// Raw server only: `Connection: close`, the body delimited by the close
+    /// (`length`: with a `Content-Length` promising more than is sent), and
+    /// the connection closed after this many content events.
+    CloseMidBody {
+        after: usize,
+        length: bool,
+    },
+    /// Raw server only: a normal stream whose every chunk carries a chunk
+    /// extension and whose body ends with a trailer.
+    ChunkExtensions,
 }
 
 #[derive(Clone)]
@@ -60,6 +108,13 @@ pub struct Script {
     /// The last event's finish reason ("length" by default).
     pub finish: &'static str,
     pub behavior: Arc<dyn Fn(u64) -> Behavior + Send + Sync>,
+    /// What the pinning probe gets (`Ok`, or `Hang` to hold goodput in its probe).
+    pub probe: Behavior,
+    /// What `/v1/models` gets (`Ok`, or `Hang` to hold goodput in discovery).
+    pub models: Behavior,
+    /// Raw server only: close a keep-alive connection that carried no
+    /// request for this long, as servers with a keep-alive timeout do.
+    pub idle_close: Option<Duration>,
 }
 
 impl Script {
@@ -87,6 +142,9 @@ impl Default for Script {
             word: " the",
             finish: "length",
             behavior: Arc::new(|_| Behavior::Ok),
+            probe: Behavior::Ok,
+            models: Behavior::Ok,
+            idle_close: None,
         }
     }
 }
@@ -103,6 +161,9 @@ pub struct LogEntry {
 pub struct ScriptedServer {
     pub addr: SocketAddr,
     pub log: Arc<Mutex<Vec<LogEntry>>>,
+    /// The `x-request-id` of every request read, in order, whatever its
+    /// answer (a request read twice was sent twice).
+    pub seen: Arc<Mutex<Vec<String>>>,
     _shutdown: tokio::sync::oneshot::Sender<()>,
 }
 
@@ -124,10 +185,6 @@ impl ScriptedServer {
             .filter_map(|e| Some((e.request_tag.rsplit('-').next()?.parse().ok()?, e.clone())))
             .collect()
     }
-}
-
-fn request_id(tag: &str) -> Option<u64> {
-    tag.rsplit('-').next()?.parse().ok()
 }
 
 pub async fn start(script: Script) -> ScriptedServer {
@@ -158,8 +215,9 @@ pub async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::new(Mutex::new(Vec::new()));
     let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
-    let log2 = log.clone();
+    let (log2, seen2) = (log.clone(), seen.clone());
     tokio::spawn(async move {
         loop {
             let (stream, _) = tokio::select! {
@@ -170,11 +228,12 @@ pub async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) 
             // (Nagle would hold a small write behind an unacknowledged one).
             let _ = stream.set_nodelay(true);
             let script = script.clone();
-            let log = log2.clone();
+            let (log, seen) = (log2.clone(), seen2.clone());
             let tls = tls.clone();
             tokio::spawn(async move {
-                let svc =
-                    hyper::service::service_fn(move |req| handle(req, script.clone(), log.clone()));
+                let svc = hyper::service::service_fn(move |req| {
+                    handle(req, script.clone(), log.clone(), seen.clone())
+                });
                 let http = hyper::server::conn::http1::Builder::new();
                 let _ = match tls {
                     None => http.serve_connection(TokioIo::new(stream), svc).await,
@@ -189,6 +248,7 @@ pub async fn start_with(script: Script, tls: Option<tokio_rustls::TlsAcceptor>) 
     ScriptedServer {
         addr,
         log,
+        seen,
         _shutdown: tx,
     }
 }
@@ -199,19 +259,21 @@ async fn handle(
     req: Request<hyper::body::Incoming>,
     script: Script,
     log: Arc<Mutex<Vec<LogEntry>>>,
+    seen: Arc<Mutex<Vec<String>>>,
 ) -> Result<Response<Body>, Infallible> {
-    let tag = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let path = req.uri().path().to_string();
+    let header = |name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let tag = header("x-request-id").unwrap_or_default();
     let echoed = ["authorization", "x-api-key"]
         .iter()
-        .filter_map(|h| req.headers().get(*h).and_then(|v| v.to_str().ok()))
+        .filter_map(|h| header(h))
         .collect::<Vec<_>>()
         .join(" / ");
+    let path = req.uri().path().to_string();
     let body = req
         .into_body()
         .collect()
@@ -219,171 +281,79 @@ async fn handle(
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let received = Instant::now();
-    if path.ends_with("/models") {
-        return Ok(json_response(
-            200,
-            r#"{"object":"list","data":[{"id":"scripted","object":"model"}]}"#,
-        ));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    let chat = path.ends_with("/chat/completions");
-    if script.reject_pinning && (v.get("min_tokens").is_some() || v.get("ignore_eos").is_some()) {
-        log.lock().unwrap().push(LogEntry {
-            request_tag: format!("{tag}-rejected"),
-            received,
-            writes: vec![],
-        });
-        return Ok(json_response(
-            400,
-            r#"{"error":{"message":"Unrecognized request argument supplied: ignore_eos"}}"#,
-        ));
-    }
-    let behavior = if tag.ends_with("-probe") || path.ends_with("/models") {
-        // The probe and discovery see the same echo, when every request does.
-        match (script.behavior)(u64::MAX) {
-            Behavior::EchoAuth => Behavior::EchoAuth,
-            _ => Behavior::Ok,
-        }
-    } else {
-        request_id(&tag).map_or(Behavior::Ok, |id| (script.behavior)(id))
+    seen.lock().unwrap().push(tag.clone());
+    let incoming = Incoming {
+        tag,
+        path,
+        body: serde_json::from_slice(&body).unwrap_or_default(),
+        echoed,
     };
-    if behavior == Behavior::EchoAuth {
-        let body =
-            serde_json::json!({"error": {"message": format!("invalid credentials: {echoed}")}});
-        return Ok(json_response(401, &body.to_string()));
-    }
-    if let Behavior::Status(code) = behavior {
-        let mut r = json_response(code, r#"{"error":{"message":"scripted failure"}}"#);
-        if code == 429 || code == 503 {
-            r.headers_mut().insert("retry-after", "7".parse().unwrap());
+    let r = reply::reply(&script, &incoming);
+    match r.head {
+        HeadPlan::At(d) => tokio::time::sleep_until((received + d).into()).await,
+        HeadPlan::Never => std::future::pending::<()>().await,
+        HeadPlan::Close | HeadPlan::Reset => {
+            unimplemented!("{:?}: the raw server does this (start_raw)", r.head)
         }
-        return Ok(r);
     }
-    if v["stream"] != true {
-        let text: String = (0..script.events * script.tokens_per_event)
-            .map(|_| " the")
-            .collect();
-        tokio::time::sleep(script.ttft).await;
-        let body = if chat {
-            serde_json::json!({"choices":[{"message":{"role":"assistant","content":text},"finish_reason":"length"}],
-                "usage":{"prompt_tokens":1,"completion_tokens":script.events*script.tokens_per_event}})
-        } else {
-            serde_json::json!({"choices":[{"text":text,"finish_reason":"length"}],
-                "usage":{"prompt_tokens":1,"completion_tokens":script.events*script.tokens_per_event}})
-        };
-        log.lock().unwrap().push(LogEntry {
-            request_tag: tag,
-            received,
-            writes: vec![Instant::now()],
-        });
-        return Ok(json_response(200, &body.to_string()));
-    }
-    let max_tokens = v["max_tokens"].as_u64().unwrap_or(u64::MAX) as usize;
-    let events = if tag.ends_with("-probe") {
-        1
-    } else {
-        script
-            .events
-            .min(max_tokens.div_ceil(script.tokens_per_event))
-    };
-    let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(64);
-    let include_usage = script.usage && v["stream_options"]["include_usage"] == true;
-    tokio::spawn(async move {
-        let send = |s: String| {
-            let tx = tx.clone();
-            async move { tx.send(Ok(Frame::data(Bytes::from(s)))).await.is_ok() }
-        };
-        if chat && script.role_chunk {
-            send("data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n".into()).await;
-        }
-        let mut writes = Vec::with_capacity(events);
-        if behavior == Behavior::Empty {
-            tokio::time::sleep_until((received + script.ttft).into()).await;
-            send("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":0,\"total_tokens\":1}}\n\n".into()).await;
-            send("data: [DONE]\n\n".into()).await;
-            log.lock().unwrap().push(LogEntry {
-                request_tag: tag,
-                received,
-                writes,
-            });
-            return;
-        }
-        let words: String = (0..script.tokens_per_event).map(|_| script.word).collect();
-        for i in 0..events {
-            tokio::time::sleep_until((received + script.ttft + script.interval * i as u32).into())
-                .await;
-            match behavior {
-                Behavior::CutAfter(n)
-                | Behavior::StallAfter(n)
-                | Behavior::MalformedAfter(n)
-                | Behavior::ErrorAfter(n)
-                | Behavior::TextErrorAfter(n)
-                    if i == n =>
-                {
-                    match behavior {
-                        Behavior::TextErrorAfter(_) => {
-                            send("data: channel closed\n\n".into()).await;
-                            send("data: [DONE]\n\n".into()).await;
-                        }
-                        Behavior::MalformedAfter(_) => {
-                            send("data: {not json\n\n".into()).await;
-                        }
-                        Behavior::ErrorAfter(_) => {
-                            send("data: {\"error\":{\"message\":\"scripted engine error\",\"code\":500}}\n\n".into()).await;
-                        }
-                        Behavior::StallAfter(_) => {
-                            tokio::time::sleep(Duration::from_secs(30)).await;
-                        }
-                        _ => {}
+    let mut resp = match r.framing {
+        Framing::Length => {
+            let mut body = Vec::new();
+            let mut writes = Vec::new();
+            for step in &r.steps {
+                if let Step::Send { bytes, content } = step {
+                    body.extend_from_slice(bytes);
+                    if *content {
+                        writes.push(Instant::now());
                     }
+                }
+            }
+            if let Some(tag) = r.log_tag.clone() {
+                log.lock().unwrap().push(LogEntry {
+                    request_tag: tag,
+                    received,
+                    writes,
+                });
+            }
+            Response::new(BodyExt::boxed(Full::new(Bytes::from(body))))
+        }
+        Framing::Chunked { extensions: false } => {
+            let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, Infallible>>(64);
+            let (steps, tag) = (r.steps.clone(), r.log_tag.clone());
+            tokio::spawn(async move {
+                let mut writes = Vec::new();
+                for step in steps {
+                    match step {
+                        Step::At(d) => tokio::time::sleep_until((received + d).into()).await,
+                        Step::Stall(d) => tokio::time::sleep(d).await,
+                        Step::Send { bytes, content } => {
+                            if content {
+                                writes.push(Instant::now());
+                            }
+                            if tx.send(Ok(Frame::data(Bytes::from(bytes)))).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                }
+                if let Some(tag) = tag {
                     log.lock().unwrap().push(LogEntry {
-                        request_tag: tag.clone(),
+                        request_tag: tag,
                         received,
                         writes,
                     });
-                    return; // dropping tx ends the body without [DONE]
                 }
-                _ => {}
-            }
-            let finish = if i + 1 == events {
-                format!("\"{}\"", script.finish)
-            } else {
-                "null".to_string()
-            };
-            let ev = if chat {
-                format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{words}\"}},\"finish_reason\":{finish}}}]}}\n\n")
-            } else {
-                format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{words}\",\"finish_reason\":{finish}}}]}}\n\n")
-            };
-            writes.push(Instant::now());
-            if !send(ev).await {
-                break;
-            }
+                // Dropping tx ends the body (properly framed).
+            });
+            Response::new(BodyExt::boxed(StreamBody::new(tokio_stream_from(rx))))
         }
-        if include_usage {
-            let n = events * script.tokens_per_event;
-            send(format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":1,\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n", n + 1)).await;
-        }
-        send("data: [DONE]\n\n".into()).await;
-        log.lock().unwrap().push(LogEntry {
-            request_tag: tag,
-            received,
-            writes,
-        });
-    });
-    let body = StreamBody::new(tokio_stream_from(rx));
-    let mut resp = Response::new(BodyExt::boxed(body));
-    resp.headers_mut()
-        .insert("content-type", "text/event-stream".parse().unwrap());
+        other => unimplemented!("{other:?}: the raw server does this (start_raw)"),
+    };
+    *resp.status_mut() = hyper::StatusCode::from_u16(r.status).unwrap();
+    for (name, value) in &r.headers {
+        resp.headers_mut().insert(*name, value.parse().unwrap());
+    }
     Ok(resp)
-}
-
-fn json_response(code: u16, body: &str) -> Response<Body> {
-    let mut r = Response::new(BodyExt::boxed(Full::new(Bytes::from(body.to_string()))));
-    *r.status_mut() = hyper::StatusCode::from_u16(code).unwrap();
-    r.headers_mut()
-        .insert("content-type", "application/json".parse().unwrap());
-    r
 }
 
 /// Adapt an mpsc receiver into a `Stream` without extra crates.
@@ -479,15 +449,21 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// A fresh path in a per-test temporary directory.
+/// A fresh path in a new temporary directory. The name holds the time as
+/// well as the process id: a process id is reused, and a directory left by
+/// an earlier process would hand its old records file (appended to, not
+/// replaced) to a new test.
 pub fn tmp(name: &str) -> std::path::PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let dir = std::env::temp_dir().join(format!(
-        "goodput-test-{}-{}",
+        "goodput-test-{}-{nanos}-{}",
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
     dir.join(name)
 }
 
@@ -506,10 +482,34 @@ pub fn spawn_goodput(args: &[&str]) -> std::process::Child {
         .expect("spawn goodput")
 }
 
-/// Send SIGINT (Ctrl-C) to a child process.
-pub fn sigint(child: &std::process::Child) {
+/// Send a signal to a child process.
+pub fn signal(child: &std::process::Child, signal: i32) {
     // SAFETY: signalling our own child process.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
+}
+
+/// Send SIGINT (Ctrl-C) to a child process.
+pub fn sigint(child: &std::process::Child) {
+    signal(child, libc::SIGINT);
+}
+
+/// Send SIGTERM (what `kill`, systemd and Kubernetes send) to a child process.
+pub fn sigterm(child: &std::process::Child) {
+    signal(child, libc::SIGTERM);
+}
+
+/// Poll `ready` every 20 ms until it holds; panic naming `what` after `within`.
+pub async fn wait_until(what: &str, within: Duration, ready: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < within, "not {what} after {within:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Lines in a file so far (0 when it does not exist yet).
+pub fn line_count(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |s| s.lines().count())
 }
