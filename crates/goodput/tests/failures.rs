@@ -75,7 +75,7 @@ async fn empty_responses_and_text_error_events_are_failures_of_their_own() {
 }
 
 /// A gateway that echoes the caller's credentials in its 401 body: the key
-/// appears in no output — console, results, records, CSV.
+/// appears in no output — console, results, records, CSV, HTML.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn echoed_credentials_never_reach_any_output() {
     let server = start(Script {
@@ -83,7 +83,7 @@ async fn echoed_credentials_never_reach_any_output() {
         ..Script::default()
     })
     .await;
-    let (records, out, csv) = (tmp("r.jsonl"), tmp("r.json"), tmp("r.csv"));
+    let (records, out, csv, html) = (tmp("r.jsonl"), tmp("r.json"), tmp("r.csv"), tmp("r.html"));
     let url = server.url();
     let args = argv(&[
         "run",
@@ -103,6 +103,8 @@ async fn echoed_credentials_never_reach_any_output() {
         out.to_str().unwrap(),
         "--csv",
         csv.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
     ]);
     let output = tokio::task::spawn_blocking(move || {
         goodput_command()
@@ -118,11 +120,16 @@ async fn echoed_credentials_never_reach_any_output() {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     ];
-    for f in [&records, &out, &csv] {
+    for f in [&records, &out, &csv, &html] {
         texts.push(std::fs::read_to_string(f).unwrap_or_default());
     }
-    // stdout, stderr, records, results, CSV: the failures are there, the key is not.
+    // stdout, stderr, records, results, CSV, HTML: the failures are there,
+    // the key is not.
     assert!(texts[2].contains("http_status") && texts[3].contains("http_401"));
+    assert!(
+        texts[5].contains("http_401"),
+        "the HTML report shows the failures"
+    );
     for (i, t) in texts.iter().enumerate() {
         for secret in ["sk-secret-12345", "hdr-secret-999"] {
             assert!(!t.contains(secret), "output {i} leaks {secret}: {t}");
