@@ -19,6 +19,7 @@ pub mod fuzz;
 pub mod knee;
 pub mod metrics;
 pub mod protocol;
+pub mod quality;
 pub mod record;
 pub mod report;
 pub mod result;

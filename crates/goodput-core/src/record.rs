@@ -136,6 +136,8 @@ pub struct RequestRecord {
     /// Leading prompt tokens sent before in this run (what a prefix cache
     /// could reuse at most).
     pub cacheable_tokens: u32,
+    /// The expected answer, when the workload has one (quality).
+    pub reference: Option<std::sync::Arc<str>>,
     /// `max_tokens` sent.
     pub max_tokens: Option<u32>,
     /// Whether the response was streamed.

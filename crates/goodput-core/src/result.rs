@@ -139,7 +139,7 @@ impl RunResult {
         workload["measured"] = json!(m.workload);
         o.insert("workload".into(), workload);
         o.insert("cost".into(), json!(self.cost));
-        o.insert("quality".into(), Value::Null);
+        o.insert("quality".into(), json!(m.quality));
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert(
             "run".into(),
@@ -216,6 +216,7 @@ impl RunResult {
             errors: field(doc, "errors")?,
             tokens: field(doc, "tokens")?,
             workload: field::<Option<_>>(doc, "workload.measured")?.unwrap_or_default(),
+            quality: field(doc, "quality")?,
             timeseries: field(doc, "timeseries")?,
             saturation: field(doc, "saturation")?,
             slo: field(doc, "slo")?,

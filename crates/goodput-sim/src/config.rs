@@ -163,7 +163,7 @@ impl SimConfig {
     /// Check every field; the message names the field and what is valid.
     pub fn validate(&self) -> Result<(), SimError> {
         let tp = self.tensor_parallel;
-        if tp == 0 || self.model.attention_heads % tp != 0 {
+        if tp == 0 || !self.model.attention_heads.is_multiple_of(tp) {
             return Err(SimError::invalid(
                 "tensor_parallel",
                 format!(

@@ -80,7 +80,7 @@ impl FaultSpec {
     pub fn fires(&self, seed: u64, salt: u64, index: u64) -> bool {
         match *self {
             FaultSpec::Never => false,
-            FaultSpec::Every(n) => (index + 1) % n == 0,
+            FaultSpec::Every(n) => (index + 1).is_multiple_of(n),
             FaultSpec::Rate(r) => {
                 let u = mix(mix(seed ^ salt.wrapping_mul(0x2545_f491_4f6c_dd1d)) ^ index);
                 ((u >> 11) as f64 / (1u64 << 53) as f64) < r

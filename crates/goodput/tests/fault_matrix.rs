@@ -109,7 +109,7 @@ const FAULTS: &[(Behavior, Expect)] = &[
 
 /// Every other request is normal; the others cycle through [`FAULTS`].
 fn fate(id: u64) -> (Behavior, Expect) {
-    if id % 2 == 0 {
+    if id.is_multiple_of(2) {
         (Behavior::Ok, Expect::Ok)
     } else {
         FAULTS[(id / 2) as usize % FAULTS.len()]

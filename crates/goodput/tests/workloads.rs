@@ -264,3 +264,39 @@ async fn malformed_files_exit_2_before_any_request() {
     assert_eq!(code, 2, "{err}");
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+/// Dataset rows with references: the run scores every completed output
+/// against its reference (BLEU, ROUGE-L, exact match) and says so.
+#[test]
+fn a_dataset_with_references_reports_quality() {
+    let data = tmp("refs.jsonl");
+    let rows: String = (0..6)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({"prompt": format!("Question {i}?"), "output_tokens": 12,
+                                   "reference": "the answer is the one that the model gives"})
+            )
+        })
+        .collect();
+    std::fs::write(&data, rows).unwrap();
+    let v = run(&[
+        "--dataset",
+        data.to_str().unwrap(),
+        "--num-prompts",
+        "6",
+        "--concurrency",
+        "3",
+    ]);
+    let q = &v["quality"];
+    assert_eq!(q["scored"], 6, "{q}");
+    let bleu = f(&q["bleu"]);
+    assert!((0.0..=100.0).contains(&bleu), "{q}");
+    let rouge = f(&q["rouge_l_f1"]);
+    assert!((0.0..=1.0).contains(&rouge), "{q}");
+    assert!(
+        q["bleu_stats"]["hyp_len"].as_u64().unwrap() > 0,
+        "outputs were scored: {q}"
+    );
+    assert_eq!(q["exact_match_share"], 0.0);
+}

@@ -47,6 +47,7 @@ pub struct Collector {
     count_compared: u64,
     length_mismatches: u64,
     mix: super::mix::MixAcc,
+    quality: crate::quality::QualityAcc,
     /// Completed with a `stop` finish before the `max_tokens` sent.
     stopped_before_max: u64,
     /// Σ (server − client) prompt tokens, and over how many requests.
@@ -381,7 +382,7 @@ impl Collector {
         ) {
             let at = t_send.saturating_sub(origin) as f64 / 1e9;
             self.ttft_seen += 1;
-            if self.ttft_seen % self.ttft_stride.max(1) == 0 {
+            if self.ttft_seen.is_multiple_of(self.ttft_stride.max(1)) {
                 self.ttft_points.push((at as f32, ttft as f32));
                 if self.ttft_points.len() >= TTFT_POINTS {
                     // Keep every other point; from now on take half as many.
@@ -431,6 +432,9 @@ impl Collector {
             self.length_mismatches += 1;
         }
         self.mix.add(rec, m);
+        if let Some(reference) = &rec.reference {
+            self.quality.add(reference, &rec.output_text);
+        }
         if rec.finish_reason.as_deref() == Some("stop")
             && rec.max_tokens.is_some_and(|mt| m.output_tokens < mt)
         {
@@ -534,6 +538,8 @@ pub struct RunMetrics {
     pub tokens: TokenSummary,
     /// The workload as sent: length mix and prefix-cache shares.
     pub workload: super::mix::WorkloadMix,
+    /// Outputs against their references, where the workload has them.
+    pub quality: Option<crate::quality::Quality>,
     pub timeseries: TimeSeries,
     pub saturation: Saturation,
     /// Against the SLO, when one was given (`--slo`, `--goodput`).
@@ -695,6 +701,7 @@ impl Collector {
                     .then(|| self.input_server_minus_client as f64 / self.input_compared as f64),
             },
             workload: self.mix.summary(),
+            quality: self.quality.summary(),
             timeseries: TimeSeries {
                 bucket_s: BUCKET_S,
                 sends: self.bucket_sends.clone(),

@@ -132,6 +132,8 @@ pub struct PreparedRequest {
     /// history, a trace's repeated blocks): what a prefix cache could reuse
     /// at most.
     pub cacheable_tokens: u32,
+    /// The expected answer (a dataset row's `reference`), for quality.
+    pub reference: Option<std::sync::Arc<str>>,
     /// Set for a turn of a multi-turn session.
     pub session: Option<Box<SessionTurn>>,
 }
@@ -150,6 +152,7 @@ impl PreparedRequest {
             t_sched,
             prompt_tokens_client: self.prompt_tokens,
             cacheable_tokens: self.cacheable_tokens,
+            reference: self.reference.clone(),
             max_tokens: self.max_tokens,
             streamed: self.stream,
             ..Default::default()

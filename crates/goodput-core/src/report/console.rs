@@ -136,6 +136,19 @@ fn workload(out: &mut String, r: &RunResult) {
     if let Some(o) = &mix_.output_tokens {
         line(out, "Output tokens (received):", mix(o));
     }
+    if let Some(q) = &r.metrics.quality {
+        line(
+            out,
+            "Quality vs references:",
+            format!(
+                "BLEU {:.2}, ROUGE-L F1 {:.3}, exact {:.1}% ({} scored)",
+                q.bleu,
+                q.rouge_l_f1,
+                q.exact_match_share * 100.0,
+                q.scored
+            ),
+        );
+    }
     if mix_.cacheable_share.is_some() || mix_.cached_share.is_some() {
         let pct = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{:.1}%", x * 100.0));
         line(

@@ -159,6 +159,10 @@ impl RequestSource for DatasetSource {
                 cacheable_tokens: cacheable,
                 max_tokens: Some(output),
                 stream: self.params.stream,
+                // Warm-up requests are salted copies: not scored.
+                reference: (!warmup)
+                    .then(|| row.reference.as_deref().map(Into::into))
+                    .flatten(),
                 ..Default::default()
             },
             at: None,

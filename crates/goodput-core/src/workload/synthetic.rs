@@ -328,6 +328,7 @@ impl FollowUps for Builder {
             body: request_body(&self.params, Prompt::Messages(&history), output),
             prompt_tokens: before.zip(message_tokens).map(|(a, b)| a + b),
             cacheable_tokens: before.unwrap_or(0),
+            reference: None,
             max_tokens: Some(output),
             stream: self.params.stream,
             session: Some(Box::new(SessionTurn {
