@@ -30,6 +30,7 @@ pub mod sweep;
 pub mod target;
 pub mod timer;
 pub mod transport;
+pub mod traps;
 pub mod verdict;
 pub mod workload;
 

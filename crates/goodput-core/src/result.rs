@@ -40,8 +40,10 @@ pub struct RunResult {
     /// The SLO verdict that ended the run before its planned end (a sweep's search).
     pub early_stop: Option<crate::verdict::Verdict>,
     pub cost: Option<crate::cost::Cost>,
-    /// Things the user should know (dropped fields, flags, warnings).
+    /// Things the user should know (dropped fields, flags).
     pub notes: Vec<String>,
+    /// The classic traps the run fell into ([`crate::traps`]).
+    pub warnings: Vec<crate::traps::Warning>,
     /// Wall-clock start of the run (RFC 3339, UTC).
     pub started_at: String,
     /// The run's origin on `CLOCK_MONOTONIC` (ns): `sched_s`/`send_s` in the
@@ -140,6 +142,7 @@ impl RunResult {
         o.insert("workload".into(), workload);
         o.insert("cost".into(), json!(self.cost));
         o.insert("quality".into(), json!(m.quality));
+        o.insert("warnings".into(), json!(self.warnings));
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert(
             "run".into(),
@@ -243,6 +246,7 @@ impl RunResult {
             early_stop: field(run, "early_stop")?,
             cost: field(doc, "cost")?,
             notes: field(run, "notes")?,
+            warnings: field::<Option<_>>(doc, "warnings")?.unwrap_or_default(),
             started_at: field(run, "started_at")?,
             clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,
         })

@@ -41,6 +41,21 @@ pub struct TargetOptions {
     pub pin_output: bool,
     pub temperature: Option<f64>,
     pub tokenizer: Tokenizer,
+    /// The server runs in this process (the built-in simulator): the
+    /// process's CPU is not the client's alone.
+    #[doc(hidden)]
+    pub server_in_process: bool,
+}
+
+/// User plus system CPU seconds of this process so far.
+fn process_cpu_s() -> Option<f64> {
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills the struct it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return None;
+    }
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    Some(t(u.ru_utime) + t(u.ru_stime))
 }
 
 /// One run's plan, workload and reporting.
@@ -168,6 +183,8 @@ impl PreparedTarget {
         }
         let started_at = now_rfc3339();
         let run_origin_ns = self.clock.now_ns();
+        let cpu_before = process_cpu_s();
+        let wall_before = std::time::Instant::now();
         let nonce = rand::random::<u64>();
         let run_id = format!("{nonce:016x}");
         self.client.begin_run(nonce);
@@ -275,6 +292,19 @@ impl PreparedTarget {
             notes.push(format!("records file: {e}"));
         }
         notes.extend(token_notes(&metrics.tokens, &self.params));
+        let wall = wall_before.elapsed().as_secs_f64();
+        let warnings = crate::traps::check(
+            &metrics,
+            &crate::traps::RunFacts {
+                load: spec.plan.load,
+                pinned: self.params.min_tokens || self.params.ignore_eos,
+                client_cpu_cores: (!self.options.server_in_process && wall > 1.0)
+                    .then(|| process_cpu_s().zip(cpu_before).map(|(a, b)| (a - b) / wall))
+                    .flatten(),
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+            &percentiles,
+        );
         if collector.values_bounded() {
             notes.push(format!(
                 "past {} requests, per-request figures were kept as histograms with 0.1% bins (memory stays flat): percentiles and their intervals within 0.1% of exact, means exact",
@@ -300,6 +330,7 @@ impl PreparedTarget {
             early_stop,
             cost,
             notes,
+            warnings,
             started_at,
             clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
         })
@@ -365,6 +396,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         early_stop: None,
         cost: None,
         notes: vec!["interrupted before any request was sent: nothing was measured".into()],
+        warnings: Vec::new(),
         started_at: now_rfc3339(),
         clock_origin_monotonic_ns: None,
     }

@@ -108,6 +108,9 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         for n in &results[0].notes {
             eprintln!("goodput: note: {n}");
         }
+        for w in &results[0].warnings {
+            eprintln!("goodput: warning: {}", w.message);
+        }
     }
     session.out.write(&report::Json.export(&results))?;
     let label = session.out.label().unwrap_or_else(|| "run".into());

@@ -275,6 +275,7 @@ impl Session {
             pin_output: !workload.no_pin_output,
             temperature: None,
             tokenizer: workload.tokenizer.clone(),
+            server_in_process: sim.is_some(),
         };
         let prepared = match PreparedTarget::prepare(options.clone(), &control).await {
             Ok(p) => p,

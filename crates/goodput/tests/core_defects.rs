@@ -424,6 +424,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             stream: true,
             pin_output: true,
             temperature: None,
+            server_in_process: false,
             tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
         },
         &control,

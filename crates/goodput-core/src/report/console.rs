@@ -377,6 +377,9 @@ pub fn summary(r: &RunResult) -> String {
     for n in &r.notes {
         let _ = writeln!(out, "note: {n}");
     }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {}", w.message);
+    }
     out
 }
 
@@ -621,6 +624,7 @@ pub(crate) mod tests {
             early_stop: None,
             cost: None,
             notes: vec!["an example note".into()],
+            warnings: Vec::new(),
             percentiles,
             started_at: "2026-01-01T00:00:00Z".into(),
             clock_origin_monotonic_ns: None,

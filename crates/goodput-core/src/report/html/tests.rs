@@ -80,6 +80,7 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         early_stop: None,
         cost: None,
         notes: Vec::new(),
+        warnings: Vec::new(),
         percentiles,
         started_at: "2026-01-01T00:00:00Z".into(),
         clock_origin_monotonic_ns: None,

@@ -1,0 +1,137 @@
+//! Warnings about the classic traps: runs whose honest numbers mislead
+//! anyway. Each is computed from the finished run alone (pure), printed
+//! under the summary and saved under `warnings` in the results.
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::{Metric, RunMetrics};
+use crate::schedule::Load;
+
+/// One trap the run fell into.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Warning {
+    /// A stable name: `concurrency_one`, `prefix_cache`, `unpinned_output`,
+    /// `early_stops`, `client_limited`, `saturated`, `too_few_for_percentile`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// What the checks need beyond the metrics.
+pub struct RunFacts {
+    pub load: Load,
+    /// `min_tokens`/`ignore_eos` were sent.
+    pub pinned: bool,
+    /// The client's own CPU over the run, in cores (user + system / wall).
+    pub client_cpu_cores: Option<f64>,
+    /// Cores the machine has.
+    pub cores: usize,
+}
+
+fn warn(kind: &str, message: String) -> Warning {
+    Warning {
+        kind: kind.into(),
+        message,
+    }
+}
+
+/// Requests needed before the `p`-th percentile's 95 % interval closes on
+/// the high side: about 3 / (1 − p) (300 for p99).
+pub fn requests_to_bound(p: f64) -> u64 {
+    // Less a hair: 1 − 0.999 is not exactly 0.001 in binary.
+    (3.0 / (1.0 - p / 100.0) - 1e-6).ceil() as u64
+}
+
+/// The traps `m` shows, given the run's facts and reported percentiles.
+pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warning> {
+    let mut w = Vec::new();
+    if let Load::Closed { concurrency: 1 } = facts.load {
+        w.push(warn(
+            "concurrency_one",
+            "a concurrency-1 run measures the latency floor only: it says nothing about capacity (sweep the load for that)".into(),
+        ));
+    }
+    if let Some(share) = m.workload.cached_share.filter(|&s| s >= 0.5) {
+        w.push(warn(
+            "prefix_cache",
+            format!(
+                "{:.0}% of prompt tokens were served from the server's prefix cache: these figures describe the cache (use --cache-bust or fewer shared prefixes to measure prefill)",
+                share * 100.0
+            ),
+        ));
+    }
+    if !facts.pinned && m.completed > 0 {
+        w.push(warn(
+            "unpinned_output",
+            "output lengths were not pinned (min_tokens/ignore_eos not sent or not accepted): they vary with the model's answers, so TPOT, E2EL and throughput are not comparable across servers".into(),
+        ));
+    } else if let Some(share) = m
+        .tokens
+        .stopped_before_max_tokens_share
+        .filter(|&s| s > 0.05)
+    {
+        w.push(warn(
+            "early_stops",
+            format!(
+                "{:.1}% of requests ended before max_tokens: output lengths differ from the plan, so E2EL and throughput are not comparable",
+                share * 100.0
+            ),
+        ));
+    }
+    let lag_p99 = m.get(Metric::ScheduleLag).and_then(|d| {
+        d.percentiles
+            .iter()
+            .find(|(p, _)| *p == 99.0)
+            .map(|(_, e)| e.value)
+    });
+    let busy = facts
+        .client_cpu_cores
+        .filter(|&c| c >= 0.9 * facts.cores.max(1) as f64);
+    if facts.load.is_open() && lag_p99.is_some_and(|l| l > 10.0) || busy.is_some() {
+        let mut why = Vec::new();
+        if let Some(l) = lag_p99.filter(|&l| l > 10.0 && facts.load.is_open()) {
+            why.push(format!("p99 schedule lag {l:.1} ms"));
+        }
+        if let Some(c) = busy {
+            why.push(format!("the client used {c:.2} of {} cores", facts.cores));
+        }
+        w.push(warn(
+            "client_limited",
+            format!(
+                "the client may have limited the run ({}): its own delays are in the figures; give it more cores or a lower load",
+                why.join(", ")
+            ),
+        ));
+    }
+    if m.saturation.saturated {
+        w.push(warn(
+            "saturated",
+            "the server was saturated (queues grew through the run): latency figures depend on how long the run lasted, not only on the load".into(),
+        ));
+    }
+    for &p in percentiles {
+        let need = requests_to_bound(p);
+        let n = m.completed;
+        if p > 50.0 && n > 0 && n < need {
+            w.push(warn(
+                "too_few_for_percentile",
+                format!(
+                    "p{} was asked of {n} requests: its interval cannot close above the estimate before about {need} requests",
+                    crate::stats::pct_label(p)
+                ),
+            ));
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_needed_to_bound_a_percentile() {
+        assert_eq!(requests_to_bound(99.0), 300);
+        assert_eq!(requests_to_bound(99.9), 3000);
+        assert_eq!(requests_to_bound(90.0), 30);
+    }
+}
