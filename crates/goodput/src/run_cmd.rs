@@ -28,12 +28,8 @@ pub fn main(args: RunArgs) -> Result<i32, Exit> {
         )));
     }
     setup::raise_fd_limit();
-    let l = &args.load;
-    let streams = match l.request_rate {
-        Some(_) => l.max_concurrency,
-        None => Some(l.concurrency.or(l.max_concurrency).unwrap_or(8)),
-    };
-    setup::check_fd_limit(streams, args.target.url.is_none())?;
+    // Closed loop and capped open loop know their streams in advance.
+    setup::check_fd_limit(load(&args).concurrency_cap(), args.target.url.is_none())?;
     setup::runtime()?.block_on(run_async(args))
 }
 

@@ -200,7 +200,6 @@ async fn requests_that_never_got_a_connection_have_no_send_time() {
         out.to_str().unwrap().to_string(),
     );
     let output = tokio::task::spawn_blocking(move || {
-        use std::os::unix::process::CommandExt;
         let mut cmd = goodput_command();
         cmd.args([
             "run",
@@ -224,18 +223,9 @@ async fn requests_that_never_got_a_connection_have_no_send_time() {
             "--warmup",
             "0",
         ]);
-        // SAFETY: setrlimit in the child before exec; a hard limit of 64
-        // descriptors cannot be raised, so some connects fail with EMFILE.
-        unsafe {
-            cmd.pre_exec(|| {
-                let lim = libc::rlimit {
-                    rlim_cur: 64,
-                    rlim_max: 64,
-                };
-                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-                Ok(())
-            });
-        }
+        // A hard limit of 64 descriptors cannot be raised, so some connects
+        // fail with EMFILE.
+        limit_open_files(&mut cmd, 64);
         cmd.output().unwrap()
     })
     .await

@@ -146,7 +146,6 @@ async fn too_few_file_descriptors_exit_2_before_sending() {
     let server = start(Script::quick()).await;
     let url = server.url();
     let output = tokio::task::spawn_blocking(move || {
-        use std::os::unix::process::CommandExt;
         let mut cmd = goodput_command();
         cmd.args([
             "run",
@@ -159,17 +158,8 @@ async fn too_few_file_descriptors_exit_2_before_sending() {
             "--num-prompts",
             "10",
         ]);
-        // SAFETY: setrlimit in the child before exec (a hard limit of 64).
-        unsafe {
-            cmd.pre_exec(|| {
-                let lim = libc::rlimit {
-                    rlim_cur: 64,
-                    rlim_max: 64,
-                };
-                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-                Ok(())
-            });
-        }
+        // A hard limit of 64 descriptors.
+        limit_open_files(&mut cmd, 64);
         cmd.output().unwrap()
     })
     .await

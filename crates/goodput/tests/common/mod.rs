@@ -292,8 +292,13 @@ async fn handle(
     match r.head {
         HeadPlan::At(d) => tokio::time::sleep_until((received + d).into()).await,
         HeadPlan::Never => std::future::pending::<()>().await,
+        // hyper cannot drop a connection before its head: a test that
+        // scripts it must serve with start_raw, and is wrong otherwise.
         HeadPlan::Close | HeadPlan::Reset => {
-            unimplemented!("{:?}: the raw server does this (start_raw)", r.head)
+            panic!(
+                "{:?} needs the raw server: start the test with start_raw",
+                r.head
+            )
         }
     }
     let mut resp = match r.framing {
@@ -347,7 +352,8 @@ async fn handle(
             });
             Response::new(BodyExt::boxed(StreamBody::new(tokio_stream_from(rx))))
         }
-        other => unimplemented!("{other:?}: the raw server does this (start_raw)"),
+        // Chunk extensions and close-delimited bodies are written by hand.
+        other => panic!("{other:?} needs the raw server: start the test with start_raw"),
     };
     *resp.status_mut() = hyper::StatusCode::from_u16(r.status).unwrap();
     for (name, value) in &r.headers {
@@ -412,6 +418,23 @@ pub fn goodput_command() -> std::process::Command {
         c.env_remove(v);
     }
     c
+}
+
+/// Give the child `cmd` starts a hard open-files limit of `n`, which it
+/// cannot raise (set between fork and exec).
+pub fn limit_open_files(cmd: &mut std::process::Command, n: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit in the child before exec, on a local struct.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: n as libc::rlim_t,
+                rlim_max: n as libc::rlim_t,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            Ok(())
+        });
+    }
 }
 
 /// Run the goodput binary with these arguments; returns (exit code, stdout, stderr).
