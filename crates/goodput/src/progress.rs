@@ -35,10 +35,13 @@ struct Rate {
 impl Rate {
     fn update(&mut self, now: Instant, finished: u64) -> f64 {
         self.samples.push_back((now, finished));
-        while self
-            .samples
-            .front()
-            .is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(3))
+        // Over the last 3 s, but always from the previous sample: a plain
+        // line comes every 5 s.
+        while self.samples.len() > 2
+            && self
+                .samples
+                .front()
+                .is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(3))
         {
             self.samples.pop_front();
         }

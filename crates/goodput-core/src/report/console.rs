@@ -374,6 +374,13 @@ pub fn summary(r: &RunResult) -> String {
     for f in &m.saturation.findings {
         let _ = writeln!(out, "saturation: {f}");
     }
+    if r.exec.interrupted {
+        let _ = writeln!(
+            out,
+            "note: stopped by a signal after {} measured requests were sent; the figures cover those",
+            r.exec.sent_measured
+        );
+    }
     for n in &r.notes {
         let _ = writeln!(out, "note: {n}");
     }
