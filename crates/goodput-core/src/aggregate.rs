@@ -74,12 +74,19 @@ pub fn spawn(
     tokenizer: Tokenizer,
     ctx: LineContext,
     collector: Collector,
-    early: Option<EarlyHook>,
-    progress: std::sync::Arc<Progress>,
+    watchers: Watchers,
 ) -> std::io::Result<std::thread::JoinHandle<(Collector, RecordsSink)>> {
     std::thread::Builder::new()
         .name("goodput-aggregator".into())
-        .spawn(move || aggregate(rx, sink, tokenizer, ctx, collector, early, progress))
+        .spawn(move || aggregate(rx, sink, tokenizer, ctx, collector, watchers))
+}
+
+/// Who watches the run through the aggregator: live displays (`progress`),
+/// an early end once the SLO verdict is settled, the live exposition.
+pub struct Watchers {
+    pub progress: std::sync::Arc<Progress>,
+    pub early: Option<EarlyHook>,
+    pub live: Option<std::sync::Arc<crate::live::LiveMetrics>>,
 }
 
 /// The median of the last few TTFTs, for live displays.
@@ -124,9 +131,13 @@ fn aggregate(
     tokenizer: Tokenizer,
     ctx: LineContext,
     mut collector: Collector,
-    early: Option<EarlyHook>,
-    progress: std::sync::Arc<Progress>,
+    watchers: Watchers,
 ) -> (Collector, RecordsSink) {
+    let Watchers {
+        progress,
+        early,
+        live,
+    } = watchers;
     let mut measured_done = 0u64;
     let mut recent = RecentTtft::default();
     lower_thread_priority();
@@ -145,6 +156,9 @@ fn aggregate(
                         recent.push(t);
                     }
                     collector.add(&rec, &m);
+                    if let Some(live) = &live {
+                        live.observe(&rec, &m);
+                    }
                     line.clear();
                     record_line(&mut line, &rec, &m, sink.itl, &ctx);
                     sink.write(&line);

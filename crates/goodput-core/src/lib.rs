@@ -17,6 +17,7 @@ pub mod cost;
 pub mod executor;
 pub mod fuzz;
 pub mod knee;
+pub mod live;
 pub mod metrics;
 pub mod protocol;
 pub mod quality;

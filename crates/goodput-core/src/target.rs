@@ -118,6 +118,8 @@ pub struct PreparedTarget {
     /// What preparing found that every run should say (dropped fields...).
     notes: Vec<String>,
     options: TargetOptions,
+    /// The live exposition, when `--metrics-listen` serves one.
+    live: Option<Arc<crate::live::LiveMetrics>>,
 }
 
 impl PreparedTarget {
@@ -157,7 +159,13 @@ impl PreparedTarget {
             tokenizer: opts.tokenizer.clone(),
             notes,
             options: opts,
+            live: None,
         })
+    }
+
+    /// Feed every run's figures to this live exposition.
+    pub fn set_live(&mut self, live: Arc<crate::live::LiveMetrics>) {
+        self.live = Some(live);
     }
 
     pub fn model(&self) -> &str {
@@ -233,10 +241,16 @@ impl PreparedTarget {
             self.tokenizer.clone(),
             line_ctx,
             collector,
-            hook,
-            progress.clone(),
+            aggregate::Watchers {
+                progress: progress.clone(),
+                early: hook,
+                live: self.live.clone(),
+            },
         )
         .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
+        if let Some(live) = &self.live {
+            live.begin_run(&spec.plan.load, progress.clone());
+        }
         let stale_before = self.client.stale_connections_discarded();
         let timer = PreciseTimer::new();
         let mut exec = executor::execute(

@@ -355,6 +355,14 @@ pub struct OutputArgs {
     /// Percentiles to report, comma-separated.
     #[arg(long, alias = "metric-percentiles", default_value = "50,90,95,99", value_parser = percentiles, help_heading = "Output")]
     pub percentiles: Percentiles,
+    /// Serve the client's live figures (requests by outcome and kind, TTFT/TPOT/E2EL/ITL
+    /// histograms, in-flight, tokens, schedule lag) in Prometheus' format at
+    /// http://ADDR/metrics while the command runs (port 0: any free port, printed on stderr).
+    #[arg(long, value_name = "ADDR", value_parser = listen_addr, help_heading = "Output")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Keep serving --metrics-listen this long after the end, so a scraper sees the final counts.
+    #[arg(long, value_name = "DURATION", value_parser = duration, default_value = "0s", requires = "metrics_listen", help_heading = "Output")]
+    pub metrics_linger: std::time::Duration,
     /// No summary table and no progress display (files are still written).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
@@ -373,6 +381,16 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
 
 fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_positive_duration(s)
+}
+
+fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    s.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            format!("invalid address '{s}': expected HOST:PORT, for example 127.0.0.1:9464")
+        })
 }
 
 fn rate(s: &str) -> Result<f64, String> {

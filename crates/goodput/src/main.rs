@@ -7,6 +7,7 @@
 
 mod cli;
 mod compare_cmd;
+mod exposition;
 mod progress;
 mod report_cmd;
 mod run_cmd;

@@ -115,6 +115,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
     session
         .html
         .write(report::html::render(&items).as_bytes())?;
+    session.finish().await;
     if before_measuring {
         eprintln!(
             "goodput: interrupted before any measured request was sent ({} warm-up requests ran)",

@@ -136,6 +136,8 @@ pub struct Session {
     pub csv: OutFile,
     /// `--html`: the report.
     pub html: OutFile,
+    /// `--metrics-listen`: the live exposition.
+    exposition: Option<crate::exposition::Exposition>,
     _sim: Option<goodput_sim::SimServer>,
 }
 
@@ -215,6 +217,10 @@ impl Session {
         let out = OutFile::open(output.out.as_deref(), "results")?;
         let csv = OutFile::open(output.csv.as_deref(), "CSV")?;
         let html = OutFile::open(output.html.as_deref(), "HTML")?;
+        let exposition = output
+            .metrics_listen
+            .map(|a| crate::exposition::Exposition::start(a, output.metrics_linger))
+            .transpose()?;
         let mut sim = None;
         let (url, model) = match &target.url {
             Some(u) => (u.clone(), target.model.clone()),
@@ -277,7 +283,7 @@ impl Session {
             tokenizer: workload.tokenizer.clone(),
             server_in_process: sim.is_some(),
         };
-        let prepared = match PreparedTarget::prepare(options.clone(), &control).await {
+        let mut prepared = match PreparedTarget::prepare(options.clone(), &control).await {
             Ok(p) => p,
             Err(RunError::Interrupted) => {
                 let mut out = out;
@@ -286,6 +292,9 @@ impl Session {
             }
             Err(e) => return Err(run_error(e)),
         };
+        if let Some(e) = &exposition {
+            prepared.set_live(e.live.clone());
+        }
         Ok(Session {
             control,
             target: prepared,
@@ -293,8 +302,16 @@ impl Session {
             out,
             csv,
             html,
+            exposition,
             _sim: sim,
         })
+    }
+
+    /// The command's work is done: let a live exposition linger for its last scrape.
+    pub async fn finish(&mut self) {
+        if let Some(e) = self.exposition.take() {
+            e.finish(&self.control).await;
+        }
     }
 }
 

@@ -238,7 +238,9 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
     } else if let Some(h) = sweep::headline(&result) {
         println!("{h}");
     }
-    if result.points.is_empty() && control.is_stopping() {
+    let stopping = control.is_stopping();
+    session.finish().await;
+    if result.points.is_empty() && stopping {
         return Err(Exit(
             setup::EXIT_INTERRUPTED,
             anyhow!("interrupted before any sweep point measured a request"),

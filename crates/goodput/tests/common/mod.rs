@@ -536,3 +536,51 @@ pub async fn wait_until(what: &str, within: Duration, ready: impl Fn() -> bool) 
 pub fn line_count(path: &std::path::Path) -> usize {
     std::fs::read_to_string(path).map_or(0, |s| s.lines().count())
 }
+
+/// A plain HTTP/1.1 GET on loopback (`Connection: close`, read to the end):
+/// the status and the body.
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                break;
+            }
+            out.push_str(&after[..n]);
+            rest = &after[n + 2..];
+        }
+        out
+    } else {
+        body.to_string()
+    };
+    (status, body)
+}
+
+/// The value of one Prometheus series (`name{labels}` exactly as exposed).
+pub fn prom_value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
