@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod protocol;
 pub mod quality;
 pub mod record;
+pub mod repeat;
 pub mod report;
 pub mod result;
 pub mod schedule;

@@ -49,6 +49,9 @@ pub struct RunResult {
     /// The run's origin on `CLOCK_MONOTONIC` (ns): `sched_s`/`send_s` in the
     /// records are seconds after it.
     pub clock_origin_monotonic_ns: Option<u64>,
+    /// (request id, hash of the output) of completed requests, when the
+    /// run kept them (`--repeat`); not saved.
+    pub output_hashes: Vec<(u64, u64)>,
 }
 
 fn interval(e: &Estimate) -> Value {
@@ -249,6 +252,7 @@ impl RunResult {
             warnings: field::<Option<_>>(doc, "warnings")?.unwrap_or_default(),
             started_at: field(run, "started_at")?,
             clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,
+            output_hashes: Vec::new(),
         })
     }
 }

@@ -69,6 +69,8 @@ pub struct RunSpec {
     /// End the run as soon as its SLO verdict is settled (a sweep's search).
     pub early_stop: bool,
     pub cost: Option<CostSpec>,
+    /// Keep a hash of every output (`--repeat` compares them across repeats).
+    pub keep_outputs: bool,
 }
 
 impl RunSpec {
@@ -234,7 +236,8 @@ impl PreparedTarget {
                 .unwrap_or_default(),
             spec.plan.load.is_open(),
         )
-        .with_early_stop(early);
+        .with_early_stop(early)
+        .with_output_hashes(spec.keep_outputs);
         let aggregator = aggregate::spawn(
             rx,
             std::mem::take(sink),
@@ -265,7 +268,7 @@ impl PreparedTarget {
         )
         .await;
         let joined = tokio::task::spawn_blocking(move || aggregator.join()).await;
-        let (collector, returned_sink) = match joined {
+        let (mut collector, returned_sink) = match joined {
             Ok(Ok(x)) => x,
             Ok(Err(panic)) => {
                 let why = panic
@@ -295,6 +298,7 @@ impl PreparedTarget {
             spec.slo.as_ref(),
         );
         let early_stop = collector.early_verdict();
+        let output_hashes = collector.take_output_hashes();
         if early_stop.is_some() {
             // Ended because its verdict was settled, not by a signal.
             exec.interrupted = false;
@@ -347,6 +351,7 @@ impl PreparedTarget {
             warnings,
             started_at,
             clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
+            output_hashes,
         })
     }
 
@@ -413,6 +418,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         warnings: Vec::new(),
         started_at: now_rfc3339(),
         clock_origin_monotonic_ns: None,
+        output_hashes: Vec::new(),
     }
 }
 

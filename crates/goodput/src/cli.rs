@@ -52,6 +52,11 @@ pub struct RunArgs {
     pub cost: CostArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Run the same plan (same seed, same prompts) K times and report each headline figure's
+    /// mean with a Student-t 95% interval across the repeats and its coefficient of variation;
+    /// with --temperature 0, the share of prompts answered identically in every repeat.
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = "SLO")]
+    pub repeat: u32,
 }
 
 /// Where requests go.
@@ -98,6 +103,9 @@ pub struct TargetArgs {
     /// The private key (PEM) of --client-cert.
     #[arg(long, value_name = "FILE", value_parser = pem_key, requires = "client_cert", help_heading = "Target")]
     pub client_key: Option<PathBuf>,
+    /// Sampling temperature sent with every request (not sent unless given: the server's default).
+    #[arg(long, value_name = "T", value_parser = temperature, help_heading = "Target")]
+    pub temperature: Option<f64>,
     /// Send non-streaming requests (TTFT then equals E2EL and is labelled so).
     #[arg(long, help_heading = "Target")]
     pub no_stream: bool,
@@ -381,6 +389,13 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
 
 fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_positive_duration(s)
+}
+
+fn temperature(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        _ => Err(format!("invalid temperature '{s}': expected a number >= 0")),
+    }
 }
 
 fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {

@@ -60,6 +60,7 @@ pub fn main(args: ReportArgs) -> Result<i32, Exit> {
             match saved {
                 Saved::Run(r) => print!("{}", console::summary(r)),
                 Saved::Sweep(s) => print!("{}", console::sweep_summary(s)),
+                Saved::Repeat(r) => print!("{}", console::repeat_summary(r)),
             }
         }
     }

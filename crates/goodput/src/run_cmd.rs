@@ -48,7 +48,7 @@ fn load(args: &RunArgs) -> Load {
 }
 
 async fn run_async(args: RunArgs) -> Result<i32, Exit> {
-    let spec = setup::run_spec(
+    let mut spec = setup::run_spec(
         load(&args),
         &args.target,
         &args.bounds,
@@ -57,44 +57,62 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         &args.cost,
         &args.output,
     )?;
+    let repeats = args.repeat as usize;
+    spec.keep_outputs = repeats > 1;
     let unstarted = |o: &goodput_core::target::TargetOptions| {
         report::Json.export(&[goodput_core::target::unstarted(o, &spec)])
     };
     let mut session =
         Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
-    let progress = Arc::new(Progress::default());
-    let (done_tx, done_rx) = tokio::sync::watch::channel(false);
-    crate::progress::spawn(
-        crate::progress::Watched::Run(progress.clone()),
-        crate::progress::Bounds {
-            requests: spec.plan.num_prompts,
-            duration: spec.plan.duration,
-        },
-        args.output.quiet,
-        done_rx,
-    );
-    let result = session
-        .target
-        .run(&spec, &mut session.sink, &session.control, progress)
-        .await;
-    let _ = done_tx.send(true);
-    tokio::task::yield_now().await;
-    let result = match result {
-        Ok(r) => r,
-        Err(RunError::Interrupted) => {
+    let mut results = Vec::with_capacity(repeats);
+    for i in 0..repeats {
+        if repeats > 1 && !args.output.quiet {
+            eprintln!("goodput: repeat {} of {repeats}", i + 1);
+        }
+        let progress = Arc::new(Progress::default());
+        let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+        crate::progress::spawn(
+            crate::progress::Watched::Run(progress.clone()),
+            crate::progress::Bounds {
+                requests: spec.plan.num_prompts,
+                duration: spec.plan.duration,
+            },
+            args.output.quiet,
+            done_rx,
+        );
+        let result = session
+            .target
+            .run(&spec, &mut session.sink, &session.control, progress)
+            .await;
+        let _ = done_tx.send(true);
+        tokio::task::yield_now().await;
+        match result {
+            Ok(r) => {
+                let stop = r.exec.interrupted;
+                results.push(r);
+                if stop {
+                    break;
+                }
+            }
             // Stopped while its connections opened: nothing sent, but the
             // results file still says so.
-            session
-                .out
-                .write(&report::Json.export(&[session.target.unstarted(&spec)]))?;
-            return Err(run_error(RunError::Interrupted));
+            Err(RunError::Interrupted) if results.is_empty() => {
+                session
+                    .out
+                    .write(&report::Json.export(&[session.target.unstarted(&spec)]))?;
+                return Err(run_error(RunError::Interrupted));
+            }
+            // A later repeat stopped before it sent: the earlier ones stand.
+            Err(RunError::Interrupted) => break,
+            Err(e) => return Err(run_error(e)),
         }
-        Err(e) => return Err(run_error(e)),
-    };
+    }
+    if repeats > 1 {
+        return finish_repeats(args, session, results, &spec).await;
+    }
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
-    let before_measuring = result.exec.interrupted && result.exec.sent_measured == 0;
-    let results = [result];
+    let before_measuring = results[0].exec.interrupted && results[0].exec.sent_measured == 0;
     if !args.output.quiet {
         print!(
             "{}",
@@ -124,4 +142,67 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         return Ok(setup::EXIT_INTERRUPTED);
     }
     setup::gate(&results[0], args.slo.max_error_rate)
+}
+
+/// Why the repeats' prompts differ (so their outputs cannot be compared),
+/// if they do: a per-run salt, per-run prefix words, a trace's per-run blocks.
+fn prompts_differ(spec: &goodput_core::target::RunSpec) -> Result<(), String> {
+    use goodput_core::workload::SourceSpec;
+    let w = &spec.workload;
+    if matches!(w.source, SourceSpec::Trace { .. }) {
+        return Err("a trace's prompts are built from blocks seeded by each run's nonce".into());
+    }
+    if w.synthetic.cache_bust {
+        return Err("each repeat salts its prompts (--cache-bust, the default for synthetic prompts) so that none is served from another's prefix cache; pass --no-cache-bust to compare outputs (later repeats may then hit the prefix cache)".into());
+    }
+    if w.synthetic.prefix.as_ref().is_some_and(|p| p.tokens > 0) {
+        return Err("each run's shared prefixes start with words of its own nonce, so the repeats' prompts differ".into());
+    }
+    Ok(())
+}
+
+/// Report a `--repeat` set: the summary across repeats on stdout, the
+/// repeat document in `--out`; the exit code is the worst repeat's.
+async fn finish_repeats(
+    args: RunArgs,
+    mut session: Session,
+    results: Vec<goodput_core::result::RunResult>,
+    spec: &goodput_core::target::RunSpec,
+) -> Result<i32, Exit> {
+    let summary =
+        goodput_core::repeat::summarize(&results, args.target.temperature, prompts_differ(spec));
+    let repeat = goodput_core::repeat::RepeatResult {
+        runs: results,
+        summary,
+    };
+    if !args.output.quiet {
+        print!("{}", report::console::repeat_summary(&repeat));
+    }
+    if repeat.runs.len() < args.repeat as usize {
+        eprintln!(
+            "goodput: stopped after {} of {} repeats",
+            repeat.runs.len(),
+            args.repeat
+        );
+    }
+    let mut doc =
+        serde_json::to_vec_pretty(&report::json::repeat_document(&repeat)).unwrap_or_default();
+    doc.push(b'\n');
+    session.out.write(&doc)?;
+    // The exit code: the worst repeat's (3 when one completed nothing).
+    let mut gate = Ok(0);
+    for r in &repeat.runs {
+        gate = match (gate, setup::gate(r, args.slo.max_error_rate)) {
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            (Ok(a), Ok(b)) => Ok(a.max(b)),
+        };
+    }
+    let label = session.out.label().unwrap_or_else(|| "repeat".into());
+    let items = [(label, Saved::Repeat(Box::new(repeat)))];
+    session.csv.write(report::csv::render(&items).as_bytes())?;
+    session
+        .html
+        .write(report::html::render(&items).as_bytes())?;
+    session.finish().await;
+    gate
 }

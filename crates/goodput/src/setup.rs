@@ -279,7 +279,7 @@ impl Session {
             model,
             stream: !target.no_stream,
             pin_output: !workload.no_pin_output,
-            temperature: None,
+            temperature: target.temperature,
             tokenizer: workload.tokenizer.clone(),
             server_in_process: sim.is_some(),
         };
@@ -393,6 +393,7 @@ pub fn run_spec(
         slo: slo(slo_args),
         early_stop: false,
         cost: cost(cost_args),
+        keep_outputs: false,
     })
 }
 

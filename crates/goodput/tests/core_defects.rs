@@ -442,6 +442,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
         slo: None,
         early_stop: false,
         cost: None,
+        keep_outputs: false,
     };
     let mut sink = RecordsSink::new(Some(Box::new(Panics)), false);
     let err = target

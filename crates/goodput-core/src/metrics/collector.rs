@@ -88,6 +88,9 @@ pub struct Collector {
     cut_intervals: Vec<(u64, u64)>,
     sessions: BTreeMap<u64, SessionAcc>,
     turns: BTreeMap<u32, TurnAcc>,
+    /// (request id, hash of the output text) of completed measured
+    /// requests, when kept (`--repeat`: outputs compared across repeats).
+    outputs: Option<Vec<(u64, u64)>>,
 }
 
 /// One session of the measured phase, so far.
@@ -219,6 +222,17 @@ impl Collector {
         self
     }
 
+    /// Keep a hash of each completed request's output (`--repeat`).
+    pub fn with_output_hashes(mut self, keep: bool) -> Self {
+        self.outputs = keep.then(Vec::new);
+        self
+    }
+
+    /// The kept output hashes, by request id (empty unless kept).
+    pub fn take_output_hashes(&mut self) -> Vec<(u64, u64)> {
+        self.outputs.take().unwrap_or_default()
+    }
+
     /// The early verdict, if the run was settled before its end.
     pub fn early_verdict(&self) -> Option<Verdict> {
         self.early.as_ref().and_then(EarlyStop::settled)
@@ -296,6 +310,12 @@ impl Collector {
     pub fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics) {
         if rec.warmup {
             return;
+        }
+        if let (Some(outputs), true) = (self.outputs.as_mut(), rec.ok()) {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            rec.output_text.hash(&mut h);
+            outputs.push((rec.request_id, h.finish()));
         }
         // Scheduled and sent requests count toward the send window, the
         // schedule's rate and the in-flight series whatever their outcome;

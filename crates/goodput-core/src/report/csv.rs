@@ -30,6 +30,16 @@ fn rows(items: &[(String, Saved)]) -> Vec<Row<'_>> {
                 role: None,
                 run: r,
             }),
+            Saved::Repeat(r) => {
+                for (i, run) in r.runs.iter().enumerate() {
+                    out.push(Row {
+                        source: label,
+                        point: Some(i),
+                        role: Some("repeat".into()),
+                        run,
+                    });
+                }
+            }
             Saved::Sweep(s) => {
                 for (i, p) in s.points.iter().enumerate() {
                     out.push(Row {

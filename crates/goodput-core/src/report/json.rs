@@ -14,6 +14,18 @@ pub fn document(results: &[RunResult]) -> Value {
     }
 }
 
+/// The `--repeat` document: every repeat as a run document under `runs`,
+/// and the summary across them under `across_repeats`; `"kind": "repeat"`.
+pub fn repeat_document(r: &crate::repeat::RepeatResult) -> Value {
+    json!({
+        "schema_version": crate::result::SCHEMA_VERSION,
+        "kind": "repeat",
+        "across_repeats": r.summary,
+        "runs": r.runs.iter().map(RunResult::to_document).collect::<Vec<_>>(),
+        "tool": {"name": "goodput", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
 /// The sweep document: every point as a run document, plus the curve, the
 /// knees and the goodput; `"kind": "sweep"` tells it from a run's.
 pub fn sweep_document(r: &crate::sweep::SweepResult) -> Value {

@@ -8,17 +8,34 @@ use serde_json::Value;
 use crate::result::RunResult;
 use crate::sweep::SweepResult;
 
-/// One results file: a run or a sweep.
+/// One results file: a run, a sweep, or a run's repeats.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Saved {
     Run(Box<RunResult>),
     Sweep(Box<SweepResult>),
+    Repeat(Box<crate::repeat::RepeatResult>),
 }
 
 impl Saved {
     /// Read a results document (`"kind": "sweep"` marks a sweep).
     pub fn from_document(doc: &Value) -> Result<Saved, String> {
-        if doc.get("kind").and_then(Value::as_str) == Some("sweep") {
+        if doc.get("kind").and_then(Value::as_str) == Some("repeat") {
+            let runs = doc["runs"]
+                .as_array()
+                .ok_or("a repeat result without 'runs'")?
+                .iter()
+                .enumerate()
+                .map(|(i, d)| {
+                    RunResult::from_document(d).map_err(|e| format!("repeat {}: {e}", i + 1))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let summary = serde_json::from_value(doc["across_repeats"].clone())
+                .map_err(|e| format!("'across_repeats': {e}"))?;
+            Ok(Saved::Repeat(Box::new(crate::repeat::RepeatResult {
+                runs,
+                summary,
+            })))
+        } else if doc.get("kind").and_then(Value::as_str) == Some("sweep") {
             serde_json::from_value(doc.clone())
                 .map(|s| Saved::Sweep(Box::new(s)))
                 .map_err(|e| format!("not a sweep result: {e}"))
@@ -41,6 +58,7 @@ impl Saved {
         match self {
             Saved::Run(r) => vec![r.as_ref()],
             Saved::Sweep(s) => s.points.iter().map(|p| &p.result).collect(),
+            Saved::Repeat(r) => r.runs.iter().collect(),
         }
     }
 }

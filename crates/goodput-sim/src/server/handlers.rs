@@ -124,6 +124,16 @@ fn prompt_tokens(
     }
 }
 
+/// The answer's key under greedy decoding: a hash of the prompt's tokens
+/// (top bit set, apart from the request indices other requests use).
+fn greedy_key(ids: &[u32]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for id in ids {
+        h = (h ^ u64::from(*id)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h | 1 << 63
+}
+
 /// Output length and why it ends.
 fn output_length(
     state: &AppState,
@@ -249,7 +259,14 @@ async fn completion(
         Ok(ids) => ids,
         Err(m) => return error(StatusCode::BAD_REQUEST, &m),
     };
-    let (output_tokens, reason) = match output_length(&state, &parsed, ids.len(), index) {
+    // Greedy decoding (temperature 0) answers the same prompt the same way,
+    // as a real model does; otherwise each request draws its own answer.
+    let text_key = if parsed.temperature == Some(0.0) {
+        greedy_key(&ids)
+    } else {
+        index
+    };
+    let (output_tokens, reason) = match output_length(&state, &parsed, ids.len(), text_key) {
         Ok(v) => v,
         Err(m) => return error(StatusCode::BAD_REQUEST, &m),
     };
@@ -299,7 +316,7 @@ async fn completion(
                 &state.model_json,
             ),
             seed: state.seed,
-            request_index: index,
+            request_index: text_key,
             reason,
             include_usage,
             faults: StreamFaults {
@@ -333,7 +350,7 @@ async fn completion(
         match rx.recv().await {
             Some(StreamEvent::Token { index: i, done }) => {
                 text.push(' ');
-                text.push_str(output_word(state.seed, index, i));
+                text.push_str(output_word(state.seed, text_key, i));
                 if let Some(f) = done {
                     break f;
                 }

@@ -27,6 +27,8 @@ pub struct CompletionRequest {
     pub stream: Option<bool>,
     pub stream_options: Option<StreamOptions>,
     pub n: Option<u64>,
+    /// 0: greedy decoding, so the same prompt gets the same answer.
+    pub temperature: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

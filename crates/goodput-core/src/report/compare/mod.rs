@@ -198,6 +198,8 @@ pub enum CompareError {
         base: &'static str,
         new: &'static str,
     },
+    #[error("a --repeat result holds several runs: compare one of them (`goodput report` shows each), or compare two --repeat results' across-repeat intervals by eye; a test across repeats is not built yet")]
+    Repeats,
     #[error("the {side} records have no measured request of {what} (the records of another run?)")]
     RecordsDoNotMatch { side: &'static str, what: String },
     #[error(transparent)]
@@ -208,13 +210,14 @@ fn kind(s: &Saved) -> &'static str {
     match s {
         Saved::Run(_) => "run",
         Saved::Sweep(_) => "sweep",
+        Saved::Repeat(_) => "repeat",
     }
 }
 
 fn side(input: &Input) -> Side {
     let run = match input.saved {
         Saved::Run(r) => Some(r.as_ref()),
-        Saved::Sweep(_) => None,
+        Saved::Sweep(_) | Saved::Repeat(_) => None,
     };
     Side {
         label: input.label.to_string(),
@@ -224,6 +227,7 @@ fn side(input: &Input) -> Side {
         load: run.map(|r| describe_load(&r.load)),
         points: match input.saved {
             Saved::Sweep(s) => Some(s.points.len()),
+            Saved::Repeat(r) => Some(r.runs.len()),
             Saved::Run(_) => None,
         },
         records: input.records.is_some(),
@@ -241,6 +245,7 @@ pub fn compare(base: Input, new: Input, gates: &[FailOn]) -> Result<Comparison, 
                     what: match input.saved {
                         Saved::Run(r) => format!("run {}", r.run_id),
                         Saved::Sweep(_) => "any point of the sweep".into(),
+                        Saved::Repeat(_) => "any repeat".into(),
                     },
                 });
             }
@@ -262,6 +267,7 @@ pub fn compare(base: Input, new: Input, gates: &[FailOn]) -> Result<Comparison, 
             let (warnings, figures, s) = sweep::compare(b, n, records);
             (warnings, figures, Some(s))
         }
+        (Saved::Repeat(_), _) | (_, Saved::Repeat(_)) => return Err(CompareError::Repeats),
         (b, n) => {
             return Err(CompareError::KindMismatch {
                 base: kind(b),

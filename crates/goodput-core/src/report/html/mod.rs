@@ -93,13 +93,30 @@ pub(super) struct Source<'a> {
 /// The page for labelled saved results: `label` is what the reader knows
 /// the file by (its name); runs and sweeps may be mixed.
 pub fn render(items: &[(String, Saved)]) -> String {
+    // Each repeat of a `--repeat` result is shown as a run of its own.
+    let repeat_labels: Vec<Vec<String>> = items
+        .iter()
+        .map(|(label, saved)| match saved {
+            Saved::Repeat(r) => (1..=r.runs.len())
+                .map(|i| format!("{label} · repeat {i}"))
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
     let mut runs: Vec<(Source, &RunResult)> = Vec::new();
     let mut sweeps: Vec<(Source, &SweepResult)> = Vec::new();
+    let mut repeats = Vec::new();
     for (i, (label, saved)) in items.iter().enumerate() {
         let source = Source { label, colour: i };
         match saved {
             Saved::Run(r) => runs.push((source, r)),
             Saved::Sweep(s) => sweeps.push((source, s)),
+            Saved::Repeat(r) => {
+                repeats.push((source, &r.summary));
+                for (run, label) in r.runs.iter().zip(&repeat_labels[i]) {
+                    runs.push((Source { label, colour: i }, run));
+                }
+            }
         }
     }
     let labels: Vec<&str> = items.iter().map(|(l, _)| l.as_str()).collect();
@@ -119,6 +136,9 @@ pub fn render(items: &[(String, Saved)]) -> String {
     out.push_str(&header(items));
     if !sweeps.is_empty() {
         out.push_str(&sweep::section(&sweeps));
+    }
+    for (source, summary) in &repeats {
+        out.push_str(&repeat_section(source, summary));
     }
     if !runs.is_empty() {
         out.push_str(&run::section(&runs));
@@ -146,6 +166,15 @@ fn header(items: &[(String, Saved)]) -> String {
                     .unwrap_or("workload not recorded"),
                 r.started_at
             ),
+            Saved::Repeat(r) => format!(
+                "{} repeats · {} · {}",
+                r.runs.len(),
+                r.runs.first().map_or("", |r| r.model.as_str()),
+                r.runs
+                    .first()
+                    .and_then(|r| r.config["workload"]["summary"].as_str())
+                    .unwrap_or("workload not recorded"),
+            ),
             Saved::Sweep(s) => {
                 let model = s
                     .points
@@ -167,6 +196,57 @@ fn header(items: &[(String, Saved)]) -> String {
         ));
     }
     out.push_str("</ul>\n</header>\n");
+    out
+}
+
+/// Consistency across repeats: each headline figure's mean with its
+/// Student-t interval, its coefficient of variation and every repeat's value.
+fn repeat_section(source: &Source, s: &crate::repeat::RepeatSummary) -> String {
+    let mut out = format!(
+        "<section>\n<h2>{}{} across {} repeats</h2>\n",
+        swatch(source.colour),
+        escape(source.label),
+        s.repeats
+    );
+    let fmt = |x: f64| trim(format!("{x:.3}"));
+    out.push_str("<table>\n<thead><tr><th>figure</th><th>mean [95 % interval, Student t]</th><th>CV</th><th>each repeat</th></tr></thead>\n<tbody>\n");
+    for f in &s.figures {
+        let interval = match (f.lo, f.hi) {
+            (Some(lo), Some(hi)) => format!(" [{}, {}]", fmt(lo), fmt(hi)),
+            _ => String::new(),
+        };
+        let values: Vec<String> = f.values.iter().map(|v| v.map_or("–".into(), fmt)).collect();
+        out.push_str(&format!(
+            "<tr><td>{} <span class=\"muted\">{}</span></td><td class=\"num\">{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+            escape(&f.name),
+            escape(&f.unit),
+            fmt(f.mean),
+            interval,
+            f.cv.map_or("–".into(), |c| format!("{:.1} %", c * 100.0)),
+            values.join(", ")
+        ));
+    }
+    out.push_str("</tbody>\n</table>\n");
+    match (&s.identical_outputs, &s.identical_outputs_note) {
+        (Some(i), _) => out.push_str(&format!(
+            "<p>Identical outputs in every repeat: <b>{}</b> of {} prompts{}{}.</p>\n",
+            i.identical,
+            i.prompts_compared,
+            i.share
+                .map_or(String::new(), |s| format!(" ({:.1} %)", s * 100.0)),
+            match i.temperature {
+                Some(t) => format!(", temperature {t}"),
+                None => ", the server's default temperature (not 0: outputs may differ by design)"
+                    .into(),
+            }
+        )),
+        (None, Some(note)) => out.push_str(&format!(
+            "<p class=\"muted\">Outputs not compared: {}</p>\n",
+            escape(note)
+        )),
+        _ => {}
+    }
+    out.push_str("</section>\n");
     out
 }
 

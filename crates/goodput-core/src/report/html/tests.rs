@@ -84,6 +84,7 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         percentiles,
         started_at: "2026-01-01T00:00:00Z".into(),
         clock_origin_monotonic_ns: None,
+        output_hashes: Vec::new(),
     }
 }
 
