@@ -52,6 +52,8 @@ pub struct RunResult {
     /// (request id, hash of the output) of completed requests, when the
     /// run kept them (`--repeat`); not saved.
     pub output_hashes: Vec<(u64, u64)>,
+    /// What the server's own metrics said over the run (`--server-metrics`).
+    pub server_metrics: Option<crate::server_metrics::ServerMetrics>,
 }
 
 fn interval(e: &Estimate) -> Value {
@@ -146,6 +148,7 @@ impl RunResult {
         o.insert("cost".into(), json!(self.cost));
         o.insert("quality".into(), json!(m.quality));
         o.insert("warnings".into(), json!(self.warnings));
+        o.insert("server_metrics".into(), json!(self.server_metrics));
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert(
             "run".into(),
@@ -253,6 +256,7 @@ impl RunResult {
             started_at: field(run, "started_at")?,
             clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,
             output_hashes: Vec::new(),
+            server_metrics: field::<Option<_>>(doc, "server_metrics")?,
         })
     }
 }

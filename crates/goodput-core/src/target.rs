@@ -24,6 +24,7 @@ use crate::metrics::{Collector, EarlyStop};
 use crate::protocol::{request_body, Prompt, RequestParams};
 use crate::result::{now_rfc3339, RunResult};
 use crate::schedule::Load;
+use crate::server_metrics::{ScrapeOptions, Scraper};
 use crate::slo::Slo;
 use crate::timer::PreciseTimer;
 use crate::tokenizer::Tokenizer;
@@ -45,6 +46,20 @@ pub struct TargetOptions {
     /// process's CPU is not the client's alone.
     #[doc(hidden)]
     pub server_in_process: bool,
+    /// Where to scrape the server's own metrics during each run.
+    pub server_metrics: ServerMetricsChoice,
+}
+
+/// Whether and where the server's Prometheus metrics are scraped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerMetricsChoice {
+    Off,
+    /// The target's own `/metrics`, when it answers with Prometheus text.
+    Auto {
+        interval: std::time::Duration,
+    },
+    /// This URL; an error if it does not answer.
+    Url(ScrapeOptions),
 }
 
 /// User plus system CPU seconds of this process so far.
@@ -95,6 +110,8 @@ pub enum RunError {
     Models { url: String, why: String },
     #[error("interrupted before any request was sent")]
     Interrupted,
+    #[error("--server-metrics: {0}")]
+    ServerMetrics(String),
     /// A fault of goodput itself, never the server's: lost records, a panicked thread.
     #[error("internal error (a bug in goodput, please report it): {0}")]
     Internal(String),
@@ -122,6 +139,8 @@ pub struct PreparedTarget {
     options: TargetOptions,
     /// The live exposition, when `--metrics-listen` serves one.
     live: Option<Arc<crate::live::LiveMetrics>>,
+    /// The server's metrics, scraped during each run.
+    scraper: Option<Scraper>,
 }
 
 impl PreparedTarget {
@@ -137,6 +156,32 @@ impl PreparedTarget {
     async fn prepare_inner(opts: TargetOptions) -> Result<Self, RunError> {
         let clock = RunClock::start();
         let client = Client::new(opts.client.clone(), clock).await?;
+        // The server's metrics are checked first: a --server-metrics URL
+        // that does not answer is an error before any request is sent.
+        let mut scraper = match &opts.server_metrics {
+            ServerMetricsChoice::Off => None,
+            ServerMetricsChoice::Auto { interval } => {
+                match crate::server_metrics::default_url(&opts.client.url) {
+                    Some(url) => Scraper::connect(
+                        &ScrapeOptions {
+                            url,
+                            interval: *interval,
+                        },
+                        &opts.client,
+                        opts.model.clone(),
+                        clock,
+                    )
+                    .await
+                    .ok(),
+                    None => None,
+                }
+            }
+            ServerMetricsChoice::Url(o) => Some(
+                Scraper::connect(o, &opts.client, opts.model.clone(), clock)
+                    .await
+                    .map_err(|e| RunError::ServerMetrics(e.to_string()))?,
+            ),
+        };
         let model = match &opts.model {
             Some(m) => m.clone(),
             None => discover_model(&client).await?,
@@ -149,6 +194,9 @@ impl PreparedTarget {
             ignore_eos: opts.pin_output,
             temperature: opts.temperature,
         };
+        if let Some(s) = scraper.as_mut() {
+            s.set_model(model.clone());
+        }
         let mut notes = Vec::new();
         if opts.pin_output {
             probe_pinning(&client, &mut params, &mut notes).await;
@@ -162,6 +210,7 @@ impl PreparedTarget {
             notes,
             options: opts,
             live: None,
+            scraper,
         })
     }
 
@@ -255,6 +304,11 @@ impl PreparedTarget {
             live.begin_run(&spec.plan.load, progress.clone());
         }
         let stale_before = self.client.stale_connections_discarded();
+        let scrape = self.scraper.as_ref().map(|s| {
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+            let warmup = !matches!(spec.plan.warmup, executor::Warmup::None);
+            (stop_tx, s.spawn(progress.clone(), warmup, stop_rx))
+        });
         let timer = PreciseTimer::new();
         let mut exec = executor::execute(
             &spec.plan,
@@ -267,6 +321,13 @@ impl PreparedTarget {
             progress,
         )
         .await;
+        let server_metrics = match scrape {
+            Some((stop, task)) => {
+                let _ = stop.send(());
+                task.await.ok()
+            }
+            None => None,
+        };
         let joined = tokio::task::spawn_blocking(move || aggregator.join()).await;
         let (mut collector, returned_sink) = match joined {
             Ok(Ok(x)) => x,
@@ -335,6 +396,14 @@ impl PreparedTarget {
                 crate::metrics::pooled::EXACT_LIMIT
             ));
         }
+        let server_metrics = server_metrics.map(|mut s| {
+            s.set_client_ttft(
+                metrics
+                    .get(crate::metrics::Metric::Ttft)
+                    .map(|d| d.mean.value),
+            );
+            s
+        });
         Ok(RunResult {
             run_id,
             config: self.config(spec),
@@ -352,6 +421,7 @@ impl PreparedTarget {
             started_at,
             clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
             output_hashes,
+            server_metrics,
         })
     }
 
@@ -419,6 +489,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         started_at: now_rfc3339(),
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
+        server_metrics: None,
     }
 }
 

@@ -103,6 +103,21 @@ pub struct TargetArgs {
     /// The private key (PEM) of --client-cert.
     #[arg(long, value_name = "FILE", value_parser = pem_key, requires = "client_cert", help_heading = "Target")]
     pub client_key: Option<PathBuf>,
+    /// Scrape the server's Prometheus metrics from this URL during every run (vLLM, SGLang, TGI
+    /// and llama.cpp names understood) [default: the target's /metrics, when it answers].
+    #[arg(
+        long,
+        value_name = "URL",
+        conflicts_with = "no_server_metrics",
+        help_heading = "Target"
+    )]
+    pub server_metrics: Option<String>,
+    /// Do not scrape the server's metrics.
+    #[arg(long, help_heading = "Target")]
+    pub no_server_metrics: bool,
+    /// How often to scrape --server-metrics.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = positive_duration, help_heading = "Target")]
+    pub server_metrics_interval: std::time::Duration,
     /// Sampling temperature sent with every request (not sent unless given: the server's default).
     #[arg(long, value_name = "T", value_parser = temperature, help_heading = "Target")]
     pub temperature: Option<f64>,

@@ -11,8 +11,9 @@ use goodput_core::client::ClientOptions;
 use goodput_core::cost::CostSpec;
 use goodput_core::executor::{RunControl, RunPlan, Warmup, WarmupPolicy};
 use goodput_core::schedule::{Arrival, Load, RampUp};
+use goodput_core::server_metrics::ScrapeOptions;
 use goodput_core::slo::Slo;
-use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
+use goodput_core::target::{PreparedTarget, RunError, RunSpec, ServerMetricsChoice, TargetOptions};
 use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
 use goodput_core::workload::trace::{load_trace, TraceOptions};
 use goodput_core::workload::{
@@ -282,6 +283,16 @@ impl Session {
             temperature: target.temperature,
             tokenizer: workload.tokenizer.clone(),
             server_in_process: sim.is_some(),
+            server_metrics: match (&target.server_metrics, target.no_server_metrics) {
+                (_, true) => ServerMetricsChoice::Off,
+                (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {
+                    url: url.clone(),
+                    interval: target.server_metrics_interval,
+                }),
+                (None, false) => ServerMetricsChoice::Auto {
+                    interval: target.server_metrics_interval,
+                },
+            },
         };
         let mut prepared = match PreparedTarget::prepare(options.clone(), &control).await {
             Ok(p) => p,

@@ -280,6 +280,26 @@ impl Client {
         request_tag: &str,
     ) -> Result<(u16, Bytes), ClientError> {
         let path = self.inner.base.path(route);
+        self.simple_at(method, path, body, request_tag).await
+    }
+
+    /// A plain GET of a path outside the API prefix (a server's `/metrics`).
+    pub async fn get_path(
+        &self,
+        path: &str,
+        request_tag: &str,
+    ) -> Result<(u16, Bytes), ClientError> {
+        self.simple_at("GET", path.to_string(), None, request_tag)
+            .await
+    }
+
+    async fn simple_at(
+        &self,
+        method: &str,
+        path: String,
+        body: Option<Bytes>,
+        request_tag: &str,
+    ) -> Result<(u16, Bytes), ClientError> {
         let clock = self.inner.clock;
         let fut = async {
             let mut conn = self

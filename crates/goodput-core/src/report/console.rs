@@ -374,6 +374,9 @@ pub fn summary(r: &RunResult) -> String {
     for f in &m.saturation.findings {
         let _ = writeln!(out, "saturation: {f}");
     }
+    if let Some(sm) = &r.server_metrics {
+        server_section(&mut out, sm);
+    }
     if r.exec.interrupted {
         let _ = writeln!(
             out,
@@ -388,6 +391,94 @@ pub fn summary(r: &RunResult) -> String {
         let _ = writeln!(out, "warning: {}", w.message);
     }
     out
+}
+
+/// What the server's own metrics said over the window, beside the client's view.
+fn server_section(out: &mut String, sm: &crate::server_metrics::ServerMetrics) {
+    let engine = sm
+        .engine
+        .and_then(|e| serde_json::to_value(e).ok())
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "unknown engine".into());
+    rule(out, &format!("Server ({engine})"), '-');
+    let Some(s) = &sm.summary else {
+        for n in &sm.notes {
+            let _ = writeln!(out, "{n}");
+        }
+        return;
+    };
+    let opt = |x: Option<f64>| x.map(num).unwrap_or_else(|| "-".into());
+    let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
+    if let Some(h) = &s.ttft_ms {
+        let client = match (s.client_mean_ttft_ms, s.ttft_gap_ms) {
+            (Some(c), Some(g)) => format!(" (client {}, gap {g:+.2})", num(c)),
+            _ => String::new(),
+        };
+        line(
+            out,
+            "Server mean TTFT (ms):",
+            format!("{}{client}", opt(h.mean)),
+        );
+        line(
+            out,
+            "Server median / P99 TTFT (ms):",
+            format!("{} / {} (within buckets)", opt(h.p50), opt(h.p99)),
+        );
+    }
+    for (label, h) in [
+        ("Server mean queue time (ms):", &s.queue_time_ms),
+        ("Server mean TPOT (ms):", &s.tpot_ms),
+        ("Server mean ITL (ms):", &s.itl_ms),
+        ("Server mean E2EL (ms):", &s.e2e_ms),
+    ] {
+        if let Some(h) = h {
+            line(out, label, opt(h.mean));
+        }
+    }
+    if s.peak_kv_usage.is_some() {
+        line(
+            out,
+            "KV-cache usage, peak / mean:",
+            format!("{} / {}", pct(s.peak_kv_usage), pct(s.mean_kv_usage)),
+        );
+    }
+    if s.peak_running.is_some() || s.peak_waiting.is_some() {
+        line(
+            out,
+            "Running / waiting, peak:",
+            format!(
+                "{} / {}",
+                s.peak_running.map_or("-".into(), |v| format!("{v:.0}")),
+                s.peak_waiting.map_or("-".into(), |v| format!("{v:.0}"))
+            ),
+        );
+    }
+    if let Some(p) = s.preemptions {
+        line(out, "Preemptions:", format!("{p:.0}"));
+    }
+    if s.prefix_cache_hit_share.is_some() {
+        line(
+            out,
+            "Prefix-cache hit share:",
+            pct(s.prefix_cache_hit_share),
+        );
+    }
+    if let Some(n) = s.requests_finished {
+        line(out, "Requests finished (server):", format!("{n:.0}"));
+    }
+    if sm.failed_scrapes > 0 {
+        let _ = writeln!(
+            out,
+            "{} of {} scrapes of {} failed: {}",
+            sm.failed_scrapes,
+            sm.failed_scrapes + sm.scrapes,
+            sm.url,
+            sm.last_error.as_deref().unwrap_or("")
+        );
+    }
+    for n in &sm.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
 }
 
 /// A `--repeat` result: the last repeat's summary (every repeat is in the
@@ -691,6 +782,7 @@ pub(crate) mod tests {
             started_at: "2026-01-01T00:00:00Z".into(),
             clock_origin_monotonic_ns: None,
             output_hashes: Vec::new(),
+            server_metrics: None,
         }
     }
 

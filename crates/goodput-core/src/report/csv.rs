@@ -226,6 +226,39 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
     c.push(col("server_cached_prompt_share", move |r| {
         opt(mix(r).cached_share)
     }));
+    let quality = |f: fn(&crate::quality::Quality) -> f64| {
+        move |r: &Row| opt(r.run.metrics.quality.as_ref().map(f))
+    };
+    c.push(col("quality_scored", |r| {
+        r.run.metrics.quality.as_ref().map(|q| q.scored.to_string())
+    }));
+    c.push(col(
+        "quality_exact_match_share",
+        quality(|q| q.exact_match_share),
+    ));
+    c.push(col("quality_rouge_l_f1", quality(|q| q.rouge_l_f1)));
+    c.push(col("quality_bleu", quality(|q| q.bleu)));
+    let server = |f: fn(&crate::server_metrics::ServerSummary) -> Option<f64>| {
+        move |r: &Row| {
+            opt(r
+                .run
+                .server_metrics
+                .as_ref()
+                .and_then(|m| m.summary.as_ref())
+                .and_then(f))
+        }
+    };
+    c.push(col(
+        "server_mean_ttft_ms",
+        server(|s| s.ttft_ms.as_ref()?.mean),
+    ));
+    c.push(col("server_ttft_gap_ms", server(|s| s.ttft_gap_ms)));
+    c.push(col("server_peak_kv_usage", server(|s| s.peak_kv_usage)));
+    c.push(col("server_preemptions", server(|s| s.preemptions)));
+    c.push(col(
+        "server_prefix_cache_hit_share",
+        server(|s| s.prefix_cache_hit_share),
+    ));
     c
 }
 

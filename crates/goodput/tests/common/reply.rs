@@ -145,6 +145,11 @@ fn event(bytes: impl Into<Vec<u8>>) -> Step {
 pub fn reply(script: &Script, req: &Incoming) -> Reply {
     let tag = &req.tag;
     let v = &req.body;
+    // No Prometheus endpoint here, as on a hosted API: goodput's default
+    // look at the target's /metrics finds nothing and scrapes nothing.
+    if req.path == "/metrics" {
+        return Reply::json(404, r#"{"detail":"Not Found"}"#);
+    }
     if req.path.ends_with("/models") {
         if script.models == Behavior::Hang {
             return Reply::no_answer(HeadPlan::Never);

@@ -61,10 +61,155 @@ pub(super) fn section(runs: &[(Source, &RunResult)]) -> String {
         }
         out.push_str("</div>\n");
     }
+    out.push_str(&server_block(runs));
     for (source, r) in runs {
         out.push_str(&detail(*source, r, runs.len() > 1));
     }
     out.push_str("</section>\n");
+    out
+}
+
+/// What the server's own metrics said (`--server-metrics`): its TTFT beside
+/// the client's, KV-cache use, the batch and the queue through the run.
+fn server_block(runs: &[(Source, &RunResult)]) -> String {
+    let with: Vec<(Source, &RunResult, &crate::server_metrics::ServerMetrics)> = runs
+        .iter()
+        .filter_map(|(s, r)| r.server_metrics.as_ref().map(|m| (*s, *r, m)))
+        .collect();
+    if with.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<div data-section=\"server\">\n<h3>What the server saw</h3>\n");
+    let sources: Vec<Source> = with.iter().map(|(s, _, _)| *s).collect();
+    let sum = |f: &dyn Fn(&crate::server_metrics::ServerSummary) -> Option<f64>,
+               fmt: &dyn Fn(f64) -> String|
+     -> Vec<String> {
+        with.iter()
+            .map(|(_, _, m)| m.summary.as_ref().and_then(f).map_or("–".into(), fmt))
+            .collect()
+    };
+    let ms = |v: f64| num(v);
+    let pct = |v: f64| format!("{:.1} %", v * 100.0);
+    let count = |v: f64| format!("{v:.0}");
+    let rows = vec![
+        row(
+            "Engine",
+            &with
+                .iter()
+                .map(|(_, _, m)| {
+                    escape(
+                        &m.engine
+                            .and_then(|e| serde_json::to_value(e).ok())
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_else(|| "unknown".into()),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ),
+        row(
+            "Server mean TTFT (ms)",
+            &sum(&|s| s.ttft_ms.as_ref()?.mean, &ms),
+        ),
+        row(
+            "Client mean TTFT (ms)",
+            &sum(&|s| s.client_mean_ttft_ms, &ms),
+        ),
+        row(
+            "Client minus server TTFT (ms)",
+            &sum(&|s| s.ttft_gap_ms, &|v| format!("{v:+.2}")),
+        ),
+        row(
+            "Server P99 TTFT (ms, within buckets)",
+            &sum(&|s| s.ttft_ms.as_ref()?.p99, &ms),
+        ),
+        row(
+            "Server mean queue time (ms)",
+            &sum(&|s| s.queue_time_ms.as_ref()?.mean, &ms),
+        ),
+        row("Peak KV-cache usage", &sum(&|s| s.peak_kv_usage, &pct)),
+        row(
+            "Peak running / waiting",
+            &with
+                .iter()
+                .map(|(_, _, m)| {
+                    m.summary.as_ref().map_or("–".into(), |s| {
+                        format!(
+                            "{} / {}",
+                            s.peak_running.map_or("–".into(), count),
+                            s.peak_waiting.map_or("–".into(), count)
+                        )
+                    })
+                })
+                .collect::<Vec<_>>(),
+        ),
+        row("Preemptions", &sum(&|s| s.preemptions, &count)),
+        row(
+            "Prefix-cache hit share",
+            &sum(&|s| s.prefix_cache_hit_share, &pct),
+        ),
+    ];
+    out.push_str(&table_by_source("Figure", &sources, &rows));
+    let time = || {
+        Axis::new(
+            "time since the measured phase started (s)",
+            AxisKind::FromZero,
+        )
+    };
+    let mut kv = Chart::new(
+        "server-kv",
+        "Server KV-cache usage",
+        time(),
+        Axis::new("KV-cache usage (%)", AxisKind::FromZero),
+    );
+    let mut batch = Chart::new(
+        "server-batch",
+        "Server: running and waiting requests",
+        time(),
+        Axis::new("requests", AxisKind::FromZero),
+    );
+    let single = with.len() == 1;
+    for (source, _, m) in &with {
+        let label = |what: &str| {
+            if single {
+                what.to_string()
+            } else {
+                format!("{} · {what}", source.label)
+            }
+        };
+        let points = |f: &dyn Fn(&crate::server_metrics::ServerSample) -> Option<f64>| {
+            m.series
+                .iter()
+                .filter(|p| p.t_s >= 0.0)
+                .filter_map(|p| f(p).map(|v| (p.t_s, v)))
+                .collect::<Vec<_>>()
+        };
+        kv.series.push(Series::new(
+            label("KV-cache usage"),
+            source.colour,
+            points(&|p| p.kv_usage.map(|v| v * 100.0)),
+        ));
+        batch.series.push(Series::new(
+            label("running"),
+            source.colour,
+            points(&|p| p.running),
+        ));
+        batch
+            .series
+            .push(Series::new(label("waiting"), source.colour, points(&|p| p.waiting)).dashed());
+    }
+    let charts: Vec<Chart> = [kv, batch]
+        .into_iter()
+        .filter(Chart::has_points)
+        .map(|c| c.note("Each point is one scrape of the server's /metrics."))
+        .collect();
+    if !charts.is_empty() {
+        out.push_str("<div class=\"charts\">\n");
+        for c in &charts {
+            out.push_str(&c.render());
+        }
+        out.push_str("</div>\n");
+    }
+    out.push_str("</div>\n");
     out
 }
 
@@ -161,6 +306,22 @@ fn headline_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
             &cells(&|r| num(r.metrics.throughput.total_token)),
         ),
     ];
+    if runs.iter().any(|(_, r)| r.metrics.quality.is_some()) {
+        rows.push(row(
+            "Quality vs references",
+            &cells(&|r| {
+                r.metrics.quality.as_ref().map_or("–".into(), |q| {
+                    format!(
+                        "BLEU {:.2} · ROUGE-L F1 {:.3} · exact {:.1} % ({} scored)",
+                        q.bleu,
+                        q.rouge_l_f1,
+                        q.exact_match_share * 100.0,
+                        q.scored
+                    )
+                })
+            }),
+        ));
+    }
     // Latency percentiles: the union of what the runs saved.
     for (metric, _) in CDFS {
         let mut ps: Vec<f64> = Vec::new();

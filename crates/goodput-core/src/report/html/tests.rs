@@ -85,6 +85,7 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         started_at: "2026-01-01T00:00:00Z".into(),
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
+        server_metrics: None,
     }
 }
 

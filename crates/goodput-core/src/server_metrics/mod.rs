@@ -1,0 +1,482 @@
+//! What the server saw: its Prometheus `/metrics` scraped during every run
+//! (`--server-metrics URL`; by default the target's own `/metrics` when it
+//! answers), read whatever the engine calls things ([`engines`]: vLLM,
+//! SGLang, TGI, llama.cpp), kept as a time series and summarised over the
+//! measured window: peak KV-cache use, preemptions, the prefix-cache hit
+//! share, and the server's own TTFT beside the client's, so the gap —
+//! network, HTTP stack, tokenization and queueing outside the engine's
+//! clock — is visible.
+//!
+//! The window: a baseline scrape as the measured phase starts (at once
+//! when there is no warm-up; as soon as the first measured request is sent
+//! otherwise) and a final one after the last measured request finished.
+//! Counters and histograms are the difference of the two
+//! ([`engines::Snapshot::delta`]); a counter that went backwards (the server
+//! restarted) voids the window, and the summary says so. Scraping runs on
+//! its own task and connection, never on the request path; a scrape that
+//! fails is counted, not fatal.
+
+pub mod engines;
+pub mod fixtures;
+pub mod parse;
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::{Client, ClientError, ClientOptions};
+use crate::clock::RunClock;
+use crate::executor::Progress;
+use engines::{Engine, Snapshot};
+
+/// Where the server's metrics are, and how often to look.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScrapeOptions {
+    /// The full URL (`http://host:8000/metrics`).
+    pub url: String,
+    pub interval: Duration,
+}
+
+/// A prepared scraper: its own client, the path, the model to filter by.
+#[derive(Clone)]
+pub struct Scraper {
+    client: Client,
+    url: String,
+    path: String,
+    interval: Duration,
+    model: Option<String>,
+    engine: Option<Engine>,
+}
+
+/// Why the server's metrics could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeError {
+    #[error("{0}")]
+    Url(String),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} holds no Prometheus metrics")]
+    Empty { url: String },
+}
+
+/// Split `http://host:port/path` into the base (`http://host:port`) and the path.
+fn split_url(url: &str) -> Result<(String, String), ScrapeError> {
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| ScrapeError::Url(format!("invalid --server-metrics URL '{url}': {e}")))?;
+    let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+        return Err(ScrapeError::Url(format!(
+            "invalid --server-metrics URL '{url}': it needs a scheme and a host, for example http://localhost:8000/metrics"
+        )));
+    };
+    let path = match uri.path_and_query().map(|p| p.as_str()) {
+        None | Some("") | Some("/") => "/metrics".to_string(),
+        Some(p) => p.to_string(),
+    };
+    Ok((format!("{scheme}://{authority}"), path))
+}
+
+/// The target's own `/metrics`: its scheme and authority, at the root.
+pub fn default_url(target_url: &str) -> Option<String> {
+    split_url(target_url)
+        .ok()
+        .map(|(base, _)| format!("{base}/metrics"))
+}
+
+impl Scraper {
+    /// Build a client for `opts.url` and read it once: an answer that is
+    /// not Prometheus text is an error. The target's credentials go with it
+    /// only when it is on the target's host and port.
+    pub async fn connect(
+        opts: &ScrapeOptions,
+        target: &ClientOptions,
+        model: Option<String>,
+        clock: RunClock,
+    ) -> Result<Scraper, ScrapeError> {
+        let (base, path) = split_url(&opts.url)?;
+        let same_host = split_url(&target.url).is_ok_and(|(b, _)| b == base);
+        let client_opts = ClientOptions {
+            url: base,
+            api_key: target.api_key.clone().filter(|_| same_host),
+            headers: if same_host {
+                target.headers.clone()
+            } else {
+                Vec::new()
+            },
+            timeout: opts.interval.max(Duration::from_secs(2)),
+            ..target.clone()
+        };
+        let client = Client::new(client_opts, clock).await?;
+        let mut scraper = Scraper {
+            client,
+            url: opts.url.clone(),
+            path,
+            interval: opts.interval,
+            model,
+            engine: None,
+        };
+        let first = scraper.scrape().await?;
+        scraper.engine = first.engine;
+        Ok(scraper)
+    }
+
+    /// Keep only the series of this model (where the engine labels by model).
+    pub fn set_model(&mut self, model: String) {
+        self.model = Some(model);
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn engine(&self) -> Option<Engine> {
+        self.engine
+    }
+
+    async fn scrape(&self) -> Result<Snapshot, ScrapeError> {
+        let (status, body) = self.client.get_path(&self.path, "metrics").await?;
+        if status != 200 {
+            return Err(ScrapeError::Status {
+                url: self.url.clone(),
+                status,
+            });
+        }
+        let text = String::from_utf8_lossy(&body);
+        let parsed = parse::parse(&text);
+        if parsed.samples.is_empty() {
+            return Err(ScrapeError::Empty {
+                url: self.url.clone(),
+            });
+        }
+        Ok(engines::snapshot(&parsed.samples, self.model.as_deref()))
+    }
+
+    /// Scrape until `stop` fires, then once more; the baseline is taken when
+    /// the measured phase starts (`progress.sent_measured` > 0, or at once
+    /// with no warm-up).
+    pub fn spawn(
+        &self,
+        progress: Arc<Progress>,
+        warmup: bool,
+        stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> tokio::task::JoinHandle<ServerMetrics> {
+        let scraper = self.clone();
+        tokio::spawn(async move { scraper.run(progress, warmup, stop).await })
+    }
+
+    async fn run(
+        self,
+        progress: Arc<Progress>,
+        warmup: bool,
+        mut stop: tokio::sync::oneshot::Receiver<()>,
+    ) -> ServerMetrics {
+        let started = Instant::now();
+        let mut acc = Acc::new(&self, started);
+        if !warmup {
+            acc.baseline(self.scrape().await, started);
+        }
+        let mut next_tick = Instant::now() + self.interval;
+        loop {
+            // Poll for the measured phase's start every 10 ms until it has
+            // a baseline (atomics only), else sleep to the next tick.
+            let wake = if acc.base.is_none() {
+                (Instant::now() + Duration::from_millis(10)).min(next_tick)
+            } else {
+                next_tick
+            };
+            tokio::select! {
+                biased;
+                _ = &mut stop => break,
+                _ = tokio::time::sleep_until(wake.into()) => {}
+            }
+            if acc.base.is_none() && progress.sent_measured.load(Relaxed) > 0 {
+                acc.baseline(self.scrape().await, Instant::now());
+                continue;
+            }
+            if Instant::now() >= next_tick {
+                next_tick += self.interval;
+                if next_tick < Instant::now() {
+                    next_tick = Instant::now() + self.interval;
+                }
+                let s = self.scrape().await;
+                acc.sample(s, Instant::now());
+            }
+        }
+        let last = self.scrape().await;
+        acc.finish(last, Instant::now())
+    }
+}
+
+/// One point of the server's time series.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSample {
+    /// Seconds since the measured phase started (negative: warm-up).
+    pub t_s: f64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    /// KV-cache use, 0..1.
+    pub kv_usage: Option<f64>,
+    /// Preemptions since the window started.
+    pub preemptions: Option<f64>,
+    /// Tokens the server generated per second since the previous sample.
+    pub generation_tokens_per_s: Option<f64>,
+}
+
+/// The server's figures over the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub window_s: f64,
+    pub peak_kv_usage: Option<f64>,
+    pub mean_kv_usage: Option<f64>,
+    pub peak_running: Option<f64>,
+    pub mean_running: Option<f64>,
+    pub peak_waiting: Option<f64>,
+    pub mean_waiting: Option<f64>,
+    pub preemptions: Option<f64>,
+    pub prefix_cache_queries: Option<f64>,
+    pub prefix_cache_hits: Option<f64>,
+    /// Hits over queries in the window; or the engine's hit-rate gauge at
+    /// the end where it has no counters (SGLang's older builds).
+    pub prefix_cache_hit_share: Option<f64>,
+    pub prompt_tokens: Option<f64>,
+    pub generation_tokens: Option<f64>,
+    pub requests_finished: Option<f64>,
+    /// The server's own latency histograms over the window: mean (exact,
+    /// from the sums) and median / p99 (interpolated inside buckets, as
+    /// Prometheus' `histogram_quantile`: as coarse as the buckets).
+    pub ttft_ms: Option<HistSummary>,
+    pub queue_time_ms: Option<HistSummary>,
+    pub tpot_ms: Option<HistSummary>,
+    pub itl_ms: Option<HistSummary>,
+    pub e2e_ms: Option<HistSummary>,
+    /// The client's mean TTFT over the same requests (filled by the run).
+    pub client_mean_ttft_ms: Option<f64>,
+    /// Client minus server mean TTFT: time outside the engine's clock.
+    pub ttft_gap_ms: Option<f64>,
+}
+
+/// A server histogram over the window, in ms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistSummary {
+    pub count: f64,
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+}
+
+fn hist_summary(h: &Option<engines::Hist>) -> Option<HistSummary> {
+    let h = h.as_ref().filter(|h| h.count > 0.0)?;
+    Some(HistSummary {
+        count: h.count,
+        mean: h.mean().map(|s| s * 1e3),
+        p50: h.quantile(0.5).map(|s| s * 1e3),
+        p99: h.quantile(0.99).map(|s| s * 1e3),
+    })
+}
+
+/// What was scraped during one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerMetrics {
+    pub url: String,
+    pub engine: Option<Engine>,
+    pub interval_s: f64,
+    pub scrapes: u64,
+    pub failed_scrapes: u64,
+    /// The last scrape error, if any.
+    pub last_error: Option<String>,
+    /// None when there was no window (no baseline, or the server restarted).
+    pub summary: Option<ServerSummary>,
+    pub notes: Vec<String>,
+    pub series: Vec<ServerSample>,
+}
+
+/// The scraper's running state.
+struct Acc {
+    out: ServerMetrics,
+    /// Samples' times are kept from here until the window's start is known.
+    started: Instant,
+    base: Option<(Snapshot, Instant)>,
+    prev: Option<(Snapshot, Instant)>,
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+impl Acc {
+    fn new(s: &Scraper, started: Instant) -> Acc {
+        Acc {
+            started,
+            out: ServerMetrics {
+                url: s.url.clone(),
+                engine: s.engine,
+                interval_s: s.interval.as_secs_f64(),
+                scrapes: 0,
+                failed_scrapes: 0,
+                last_error: None,
+                summary: None,
+                notes: Vec::new(),
+                series: Vec::new(),
+            },
+            base: None,
+            prev: None,
+        }
+    }
+
+    fn take(&mut self, s: Result<Snapshot, ScrapeError>) -> Option<Snapshot> {
+        match s {
+            Ok(s) => {
+                self.out.scrapes += 1;
+                self.out.engine = self.out.engine.or(s.engine);
+                Some(s)
+            }
+            Err(e) => {
+                self.out.failed_scrapes += 1;
+                self.out.last_error = Some(e.to_string());
+                None
+            }
+        }
+    }
+
+    fn baseline(&mut self, s: Result<Snapshot, ScrapeError>, at: Instant) {
+        if let Some(s) = self.take(s) {
+            self.base = Some((s.clone(), at));
+            self.push(&s, at);
+        }
+    }
+
+    fn sample(&mut self, s: Result<Snapshot, ScrapeError>, at: Instant) {
+        if let Some(s) = self.take(s) {
+            self.push(&s, at);
+        }
+    }
+
+    /// A point, timed from the scraper's start (shifted to the window's
+    /// start at the end).
+    fn push(&mut self, s: &Snapshot, at: Instant) {
+        let t_s = at.saturating_duration_since(self.started).as_secs_f64();
+        let preemptions = self
+            .base
+            .as_ref()
+            .and_then(|(b, _)| Some(s.preemptions? - b.preemptions?).filter(|d| *d >= 0.0));
+        let rate = self.prev.as_ref().and_then(|(p, t)| {
+            let dt = at.checked_duration_since(*t)?.as_secs_f64();
+            let d = s.generation_tokens? - p.generation_tokens?;
+            (dt > 0.0 && d >= 0.0).then(|| d / dt)
+        });
+        self.out.series.push(ServerSample {
+            t_s,
+            running: s.running,
+            waiting: s.waiting,
+            kv_usage: s.kv_usage,
+            preemptions,
+            generation_tokens_per_s: rate,
+        });
+        self.prev = Some((s.clone(), at));
+    }
+
+    fn finish(mut self, last: Result<Snapshot, ScrapeError>, at: Instant) -> ServerMetrics {
+        let last = self.take(last);
+        if let Some(s) = &last {
+            self.push(s, at);
+        }
+        if let Some((_, base_at)) = &self.base {
+            let offset = base_at
+                .saturating_duration_since(self.started)
+                .as_secs_f64();
+            for p in &mut self.out.series {
+                p.t_s -= offset;
+            }
+        }
+        let (Some((base, base_at)), Some(last)) = (self.base.clone(), last) else {
+            self.out.notes.push(match &self.out.last_error {
+                Some(e) => format!("no window of server metrics: {e}"),
+                None => "no window of server metrics: the measured phase never started".into(),
+            });
+            return self.out;
+        };
+        let Some(d) = last.delta(&base) else {
+            self.out.notes.push(
+                "the server's counters went backwards during the run (a restart?): no window of server metrics".into(),
+            );
+            return self.out;
+        };
+        let window: Vec<&ServerSample> = self.out.series.iter().filter(|p| p.t_s >= 0.0).collect();
+        let mean = |f: &dyn Fn(&ServerSample) -> Option<f64>| {
+            let v: Vec<f64> = window.iter().filter_map(|p| f(p)).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        let peak = |f: &dyn Fn(&ServerSample) -> Option<f64>| {
+            window.iter().fold(None, |m, p| max_opt(m, f(p)))
+        };
+        let hit_share = match (d.prefix_hits, d.prefix_queries) {
+            (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+            _ => d.cache_hit_rate,
+        };
+        if d.prefix_hits.is_none() && d.cache_hit_rate.is_some() {
+            self.out.notes.push("the prefix-cache hit share is the engine's hit-rate gauge at the end of the run (it has no hit counters): the rate of its last step, not of the window".into());
+        }
+        self.out.summary = Some(ServerSummary {
+            window_s: at.saturating_duration_since(base_at).as_secs_f64(),
+            peak_kv_usage: peak(&|p| p.kv_usage),
+            mean_kv_usage: mean(&|p| p.kv_usage),
+            peak_running: peak(&|p| p.running),
+            mean_running: mean(&|p| p.running),
+            peak_waiting: peak(&|p| p.waiting),
+            mean_waiting: mean(&|p| p.waiting),
+            preemptions: d.preemptions,
+            prefix_cache_queries: d.prefix_queries,
+            prefix_cache_hits: d.prefix_hits,
+            prefix_cache_hit_share: hit_share,
+            prompt_tokens: d.prompt_tokens,
+            generation_tokens: d.generation_tokens,
+            requests_finished: d.requests_finished,
+            ttft_ms: hist_summary(&d.ttft),
+            queue_time_ms: hist_summary(&d.queue_time),
+            tpot_ms: hist_summary(&d.tpot),
+            itl_ms: hist_summary(&d.itl),
+            e2e_ms: hist_summary(&d.e2e),
+            client_mean_ttft_ms: None,
+            ttft_gap_ms: None,
+        });
+        self.out
+    }
+}
+
+impl ServerMetrics {
+    /// Put the client's mean TTFT beside the server's.
+    pub fn set_client_ttft(&mut self, client_mean_ttft_ms: Option<f64>) {
+        if let Some(s) = self.summary.as_mut() {
+            s.client_mean_ttft_ms = client_mean_ttft_ms;
+            s.ttft_gap_ms = client_mean_ttft_ms
+                .zip(s.ttft_ms.as_ref().and_then(|h| h.mean))
+                .map(|(c, srv)| c - srv);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_and_default_to_the_root_metrics() {
+        assert_eq!(
+            split_url("http://h:8000/metrics").unwrap(),
+            ("http://h:8000".into(), "/metrics".into())
+        );
+        assert_eq!(split_url("https://h").unwrap().1, "/metrics");
+        assert_eq!(
+            default_url("http://127.0.0.1:9/v1").as_deref(),
+            Some("http://127.0.0.1:9/metrics")
+        );
+        assert!(split_url("localhost:8000").is_err());
+    }
+}
