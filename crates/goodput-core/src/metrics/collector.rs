@@ -91,6 +91,9 @@ pub struct Collector {
     /// (request id, hash of the output text) of completed measured
     /// requests, when kept (`--repeat`: outputs compared across repeats).
     outputs: Option<Vec<(u64, u64)>>,
+    /// Reasoning tokens of completed requests, and whether any reasoned.
+    reasoning_tokens: u64,
+    reasoned: bool,
 }
 
 /// One session of the measured phase, so far.
@@ -434,6 +437,10 @@ impl Collector {
         self.icl.add(&m.icl_ms);
         self.total_input_tokens += m.input_tokens.unwrap_or(0) as u64;
         self.total_output_tokens += m.output_tokens as u64;
+        if let Some(r) = m.reasoning_tokens {
+            self.reasoning_tokens += u64::from(r);
+            self.reasoned = true;
+        }
         if let Some(s) = m.input_source {
             *self.input_sources.entry(s).or_default() += 1;
         }
@@ -512,6 +519,13 @@ pub struct TokenSummary {
     /// model's tokenizer and the client's.
     #[serde(default)]
     pub input_server_minus_client_mean: Option<f64>,
+    /// Reasoning tokens of completed requests, where any reasoned (the
+    /// server's `reasoning_tokens` where reported, else the reasoning
+    /// events' tokens); the rest of the output is the answer.
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
+    #[serde(default)]
+    pub answer_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -719,6 +733,11 @@ impl Collector {
                     .then(|| self.stopped_before_max as f64 / self.completed as f64),
                 input_server_minus_client_mean: (self.input_compared > 0)
                     .then(|| self.input_server_minus_client as f64 / self.input_compared as f64),
+                reasoning_tokens: self.reasoned.then_some(self.reasoning_tokens),
+                answer_tokens: self.reasoned.then(|| {
+                    self.total_output_tokens
+                        .saturating_sub(self.reasoning_tokens)
+                }),
             },
             workload: self.mix.summary(),
             quality: self.quality.summary(),

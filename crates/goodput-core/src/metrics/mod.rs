@@ -66,6 +66,16 @@ pub struct RequestMetrics {
     pub ttft_sched_ms: Option<f64>,
     /// Time to the first non-reasoning token; only when reasoning deltas occurred.
     pub ttfot_ms: Option<f64>,
+    /// Time to the first reasoning token; only when reasoning deltas occurred.
+    pub ttfrt_ms: Option<f64>,
+    /// Reasoning tokens (the server's `reasoning_tokens` where reported,
+    /// else the reasoning events' tokens); only when reasoning occurred.
+    pub reasoning_tokens: Option<u32>,
+    /// Time per token over the reasoning: (last − first reasoning event) /
+    /// (reasoning tokens − 1), for at least two reasoning tokens.
+    pub reasoning_tpot_ms: Option<f64>,
+    /// The same over the answer after the reasoning.
+    pub answer_tpot_ms: Option<f64>,
     /// `t_send − t_sched`; `None` for a request that was never sent.
     pub schedule_lag_ms: Option<f64>,
     pub connect_ms: Option<f64>,
@@ -131,6 +141,9 @@ impl RequestMetrics {
             m.tpot_ms = Some(ms(first.at_ns, last.at_ns) / (m.output_tokens - 1) as f64);
         }
         m.event_tokens = event_tokens(rec, tokenizer, m.output_tokens);
+        if rec.events.iter().any(|e| e.reasoning) {
+            m.reasoning(rec, t_send);
+        }
         let mut carried = 0u64;
         let mut max_itl = None::<f64>;
         for (i, pair) in rec.events.windows(2).enumerate() {
@@ -151,6 +164,41 @@ impl RequestMetrics {
         }
         m.max_itl_ms = max_itl;
         m
+    }
+}
+
+impl RequestMetrics {
+    /// Reasoning and answer apart: when each began, how many tokens each
+    /// took, and the time per token over each.
+    fn reasoning(&mut self, rec: &RequestRecord, t_send: u64) {
+        let (mut first_r, mut last_r, mut first_a, mut last_a) = (None, None, None, None);
+        let (mut r_tokens, mut a_tokens) = (0u32, 0u32);
+        for (e, &k) in rec.events.iter().zip(&self.event_tokens) {
+            if e.reasoning {
+                first_r.get_or_insert(e.at_ns);
+                last_r = Some(e.at_ns);
+                r_tokens += k;
+            } else {
+                first_a.get_or_insert(e.at_ns);
+                last_a = Some(e.at_ns);
+                a_tokens += k;
+            }
+        }
+        // The server's own split, where it reports one, sets the counts.
+        if let Some(r) = rec.usage.and_then(|u| u.reasoning_tokens) {
+            r_tokens = r.min(self.output_tokens);
+            a_tokens = self.output_tokens - r_tokens;
+        }
+        self.ttfrt_ms = first_r.map(|t| ms(t_send, t));
+        self.reasoning_tokens = Some(r_tokens);
+        let per = |first: Option<u64>, last: Option<u64>, n: u32| {
+            first
+                .zip(last)
+                .filter(|_| n >= 2)
+                .map(|(f, l)| ms(f, l) / (n - 1) as f64)
+        };
+        self.reasoning_tpot_ms = per(first_r, last_r, r_tokens);
+        self.answer_tpot_ms = per(first_a, last_a, a_tokens);
     }
 }
 

@@ -15,7 +15,10 @@ pub enum Metric {
     Ttft,
     TtftFromSchedule,
     TimeToFirstOutputToken,
+    TimeToFirstReasoningToken,
     Tpot,
+    ReasoningTpot,
+    AnswerTpot,
     Itl,
     Icl,
     E2el,
@@ -60,11 +63,14 @@ pub struct Info {
 
 impl Metric {
     /// In the order reports show them.
-    pub const ALL: [Metric; 11] = [
+    pub const ALL: [Metric; 14] = [
         Metric::Ttft,
         Metric::TtftFromSchedule,
+        Metric::TimeToFirstReasoningToken,
         Metric::TimeToFirstOutputToken,
         Metric::Tpot,
+        Metric::ReasoningTpot,
+        Metric::AnswerTpot,
         Metric::Itl,
         Metric::Icl,
         Metric::E2el,
@@ -123,6 +129,36 @@ impl Metric {
             "TTFOT",
             "Time to First Output Token",
             "first answer token, after the reasoning",
+            None,
+            false,
+            false,
+            Shown::Always,
+        );
+        static TTFRT: Info = info(
+            "time_to_first_reasoning_token",
+            "TTFRT",
+            "Time to First Reasoning Token",
+            "reasoning models: the first reasoning delta",
+            None,
+            false,
+            false,
+            Shown::Always,
+        );
+        static REASONING_TPOT: Info = info(
+            "reasoning_tpot",
+            "reasoning TPOT",
+            "Time per Reasoning Token",
+            "over the reasoning: (last - first reasoning event) / (reasoning tokens - 1)",
+            None,
+            false,
+            false,
+            Shown::Always,
+        );
+        static ANSWER_TPOT: Info = info(
+            "answer_tpot",
+            "answer TPOT",
+            "Time per Answer Token",
+            "over the answer after the reasoning",
             None,
             false,
             false,
@@ -212,7 +248,10 @@ impl Metric {
             Metric::Ttft => &TTFT,
             Metric::TtftFromSchedule => &TTFT_SCHED,
             Metric::TimeToFirstOutputToken => &TTFOT,
+            Metric::TimeToFirstReasoningToken => &TTFRT,
             Metric::Tpot => &TPOT,
+            Metric::ReasoningTpot => &REASONING_TPOT,
+            Metric::AnswerTpot => &ANSWER_TPOT,
             Metric::Itl => &ITL,
             Metric::Icl => &ICL,
             Metric::E2el => &E2EL,
@@ -245,7 +284,10 @@ impl Metric {
             Metric::Ttft => m.ttft_ms,
             Metric::TtftFromSchedule => m.ttft_sched_ms,
             Metric::TimeToFirstOutputToken => m.ttfot_ms,
+            Metric::TimeToFirstReasoningToken => m.ttfrt_ms,
             Metric::Tpot => m.tpot_ms,
+            Metric::ReasoningTpot => m.reasoning_tpot_ms,
+            Metric::AnswerTpot => m.answer_tpot_ms,
             Metric::Itl => m.max_itl_ms,
             Metric::Icl => m.icl_ms.iter().copied().fold(None, |a: Option<f64>, x| {
                 Some(a.map_or(x as f64, |a| a.max(x as f64)))

@@ -115,6 +115,8 @@ pub struct Script {
     /// Raw server only: close a keep-alive connection that carried no
     /// request for this long, as servers with a keep-alive timeout do.
     pub idle_close: Option<Duration>,
+    /// The first this many events carry `reasoning_content` (a reasoning model).
+    pub reasoning_events: usize,
 }
 
 impl Script {
@@ -145,6 +147,7 @@ impl Default for Script {
             probe: Behavior::Ok,
             models: Behavior::Ok,
             idle_close: None,
+            reasoning_events: 0,
         }
     }
 }

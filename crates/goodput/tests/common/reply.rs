@@ -314,8 +314,15 @@ pub fn reply(script: &Script, req: &Incoming) -> Reply {
         } else {
             "null".to_string()
         };
+        // A reasoning model's first events carry `reasoning_content`, as
+        // vLLM's and SGLang's reasoning parsers stream them.
+        let field = if i < script.reasoning_events {
+            "reasoning_content"
+        } else {
+            "content"
+        };
         let ev = if chat {
-            format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{words}\"}},\"finish_reason\":{finish}}}]}}\n\n")
+            format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"{field}\":\"{words}\"}},\"finish_reason\":{finish}}}]}}\n\n")
         } else {
             format!("data: {{\"choices\":[{{\"index\":0,\"text\":\"{words}\",\"finish_reason\":{finish}}}]}}\n\n")
         };
@@ -326,7 +333,15 @@ pub fn reply(script: &Script, req: &Incoming) -> Reply {
     }
     if include_usage {
         let n = events * script.tokens_per_event;
-        steps.push(event(format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":1,\"completion_tokens\":{n},\"total_tokens\":{}}}}}\n\n", n + 1)));
+        let details = if script.reasoning_events > 0 {
+            format!(
+                ",\"completion_tokens_details\":{{\"reasoning_tokens\":{}}}",
+                script.reasoning_events * script.tokens_per_event
+            )
+        } else {
+            String::new()
+        };
+        steps.push(event(format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":1,\"completion_tokens\":{n},\"total_tokens\":{}{details}}}}}\n\n", n + 1)));
     }
     steps.push(event("data: [DONE]\n\n"));
     r
