@@ -401,6 +401,7 @@ impl PreparedTarget {
                 metrics
                     .get(crate::metrics::Metric::Ttft)
                     .map(|d| d.mean.value),
+                metrics.completed,
             );
             s
         });

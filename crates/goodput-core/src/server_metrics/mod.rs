@@ -10,6 +10,13 @@
 //! The window: a baseline scrape as the measured phase starts (at once
 //! when there is no warm-up; as soon as the first measured request is sent
 //! otherwise) and a final one after the last measured request finished.
+//! Engines observe TTFT when a request's first token is produced, so the
+//! server's TTFT histogram over this window holds the measured requests
+//! (and only the warm-up requests whose first token came after the first
+//! measured send); finished-request counters and E2EL, observed at the end
+//! of each request, also hold the warm-up requests still running when the
+//! measured phase began. When the server's TTFT count differs from the
+//! requests the client measured, a note says so.
 //! Counters and histograms are the difference of the two
 //! ([`engines::Snapshot::delta`]); a counter that went backwards (the server
 //! restarted) voids the window, and the summary says so. Scraping runs on
@@ -451,9 +458,23 @@ impl Acc {
 }
 
 impl ServerMetrics {
-    /// Put the client's mean TTFT beside the server's.
-    pub fn set_client_ttft(&mut self, client_mean_ttft_ms: Option<f64>) {
+    /// Put the client's mean TTFT beside the server's; `completed`: the
+    /// client's completed measured requests, to say when the two windows
+    /// did not hold the same requests.
+    pub fn set_client_ttft(&mut self, client_mean_ttft_ms: Option<f64>, completed: u64) {
         if let Some(s) = self.summary.as_mut() {
+            // The server's TTFT count is the one aligned with the measured
+            // requests (observed at each first token).
+            if let Some(n) = s
+                .ttft_ms
+                .as_ref()
+                .map(|h| h.count)
+                .filter(|n| (n - completed as f64).abs() >= 0.5)
+            {
+                self.notes.push(format!(
+                    "the server observed {n:.0} first tokens in the window and the client measured {completed} requests (warm-up requests whose first token came after the first measured send, failed requests, or another client's): the TTFT comparison is approximate"
+                ));
+            }
             s.client_mean_ttft_ms = client_mean_ttft_ms;
             s.ttft_gap_ms = client_mean_ttft_ms
                 .zip(s.ttft_ms.as_ref().and_then(|h| h.mean))
@@ -465,6 +486,37 @@ impl ServerMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ttft_gap_is_the_client_minus_the_server_and_a_count_mismatch_is_said() {
+        let summary = |count: f64| ServerSummary {
+            ttft_ms: Some(HistSummary {
+                count,
+                mean: Some(100.0),
+                p50: None,
+                p99: None,
+            }),
+            ..ServerSummary::default()
+        };
+        let mut m = ServerMetrics {
+            url: "u".into(),
+            engine: Some(Engine::Vllm),
+            interval_s: 1.0,
+            scrapes: 2,
+            failed_scrapes: 0,
+            last_error: None,
+            summary: Some(summary(300.0)),
+            notes: Vec::new(),
+            series: Vec::new(),
+        };
+        m.set_client_ttft(Some(104.5), 300);
+        let s = m.summary.as_ref().unwrap();
+        assert_eq!(s.ttft_gap_ms, Some(4.5));
+        assert!(m.notes.is_empty());
+        m.summary = Some(summary(308.0));
+        m.set_client_ttft(Some(104.5), 300);
+        assert!(m.notes[0].contains("308 first tokens"), "{:?}", m.notes);
+    }
 
     #[test]
     fn urls_split_and_default_to_the_root_metrics() {
