@@ -114,11 +114,13 @@ impl Default for LiveMetrics {
     }
 }
 
-fn phase(rec: &RequestRecord) -> PhaseLabel {
-    if rec.warmup {
-        PhaseLabel::warmup
-    } else {
-        PhaseLabel::measure
+/// The record's phase as a label value.
+impl From<crate::record::Phase> for PhaseLabel {
+    fn from(p: crate::record::Phase) -> Self {
+        match p {
+            crate::record::Phase::Warmup => PhaseLabel::warmup,
+            crate::record::Phase::Measure => PhaseLabel::measure,
+        }
     }
 }
 
@@ -243,7 +245,7 @@ impl LiveMetrics {
 
     /// Count one finished request (called by the aggregator).
     pub fn observe(&self, rec: &RequestRecord, m: &RequestMetrics) {
-        let phase = phase(rec);
+        let phase = PhaseLabel::from(rec.phase());
         let (outcome, kind) = match &rec.error {
             None => ("completed", "ok"),
             Some(e) if rec.incomplete() => ("incomplete", e.kind.as_str()),

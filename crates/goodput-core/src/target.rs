@@ -158,29 +158,27 @@ impl PreparedTarget {
         let client = Client::new(opts.client.clone(), clock).await?;
         // The server's metrics are checked first: a --server-metrics URL
         // that does not answer is an error before any request is sent.
-        let mut scraper = match &opts.server_metrics {
+        // (where, whether it must answer)
+        let scrape = match &opts.server_metrics {
             ServerMetricsChoice::Off => None,
             ServerMetricsChoice::Auto { interval } => {
-                match crate::server_metrics::default_url(&opts.client.url) {
-                    Some(url) => Scraper::connect(
-                        &ScrapeOptions {
-                            url,
-                            interval: *interval,
-                        },
-                        &opts.client,
-                        opts.model.clone(),
-                        clock,
-                    )
-                    .await
-                    .ok(),
-                    None => None,
-                }
+                crate::server_metrics::default_url(&opts.client.url).map(|url| {
+                    let o = ScrapeOptions {
+                        url,
+                        interval: *interval,
+                    };
+                    (o, false)
+                })
             }
-            ServerMetricsChoice::Url(o) => Some(
-                Scraper::connect(o, &opts.client, opts.model.clone(), clock)
-                    .await
-                    .map_err(|e| RunError::ServerMetrics(e.to_string()))?,
-            ),
+            ServerMetricsChoice::Url(o) => Some((o.clone(), true)),
+        };
+        let mut scraper = match scrape {
+            None => None,
+            Some((o, required)) => match Scraper::connect(&o, &opts.client, clock).await {
+                Ok(s) => Some(s),
+                Err(_) if !required => None,
+                Err(e) => return Err(RunError::ServerMetrics(e.to_string())),
+            },
         };
         let model = match &opts.model {
             Some(m) => m.clone(),

@@ -127,12 +127,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
         }
     }
     session.out.write(&report::Json.export(&results))?;
-    let label = session.out.label().unwrap_or_else(|| "run".into());
-    let items = [(label, Saved::Run(Box::new(results[0].clone())))];
-    session.csv.write(report::csv::render(&items).as_bytes())?;
-    session
-        .html
-        .write(report::html::render(&items).as_bytes())?;
+    session.write_reports(Saved::Run(Box::new(results[0].clone())), "run")?;
     session.finish().await;
     if before_measuring {
         eprintln!(
@@ -144,23 +139,6 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
     setup::gate(&results[0], args.slo.max_error_rate)
 }
 
-/// Why the repeats' prompts differ (so their outputs cannot be compared),
-/// if they do: a per-run salt, per-run prefix words, a trace's per-run blocks.
-fn prompts_differ(spec: &goodput_core::target::RunSpec) -> Result<(), String> {
-    use goodput_core::workload::SourceSpec;
-    let w = &spec.workload;
-    if matches!(w.source, SourceSpec::Trace { .. }) {
-        return Err("a trace's prompts are built from blocks seeded by each run's nonce".into());
-    }
-    if w.synthetic.cache_bust {
-        return Err("each repeat salts its prompts (--cache-bust, the default for synthetic prompts) so that none is served from another's prefix cache; pass --no-cache-bust to compare outputs (later repeats may then hit the prefix cache)".into());
-    }
-    if w.synthetic.prefix.as_ref().is_some_and(|p| p.tokens > 0) {
-        return Err("each run's shared prefixes start with words of its own nonce, so the repeats' prompts differ".into());
-    }
-    Ok(())
-}
-
 /// Report a `--repeat` set: the summary across repeats on stdout, the
 /// repeat document in `--out`; the exit code is the worst repeat's.
 async fn finish_repeats(
@@ -169,8 +147,11 @@ async fn finish_repeats(
     results: Vec<goodput_core::result::RunResult>,
     spec: &goodput_core::target::RunSpec,
 ) -> Result<i32, Exit> {
-    let summary =
-        goodput_core::repeat::summarize(&results, args.target.temperature, prompts_differ(spec));
+    let summary = goodput_core::repeat::summarize(
+        &results,
+        args.target.temperature,
+        spec.workload.same_prompts_every_run(),
+    );
     let repeat = goodput_core::repeat::RepeatResult {
         runs: results,
         summary,
@@ -197,12 +178,7 @@ async fn finish_repeats(
             (Ok(a), Ok(b)) => Ok(a.max(b)),
         };
     }
-    let label = session.out.label().unwrap_or_else(|| "repeat".into());
-    let items = [(label, Saved::Repeat(Box::new(repeat)))];
-    session.csv.write(report::csv::render(&items).as_bytes())?;
-    session
-        .html
-        .write(report::html::render(&items).as_bytes())?;
+    session.write_reports(Saved::Repeat(Box::new(repeat)), "repeat")?;
     session.finish().await;
     gate
 }

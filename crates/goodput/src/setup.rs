@@ -318,6 +318,21 @@ impl Session {
         })
     }
 
+    /// Write `--csv` and `--html` for a result, labelled with the `--out`
+    /// file's name (else `default`).
+    pub fn write_reports(
+        &mut self,
+        saved: goodput_core::report::saved::Saved,
+        default: &str,
+    ) -> Result<(), Exit> {
+        let label = self.out.label().unwrap_or_else(|| default.into());
+        let items = [(label, saved)];
+        self.csv
+            .write(goodput_core::report::csv::render(&items).as_bytes())?;
+        self.html
+            .write(goodput_core::report::html::render(&items).as_bytes())
+    }
+
     /// The command's work is done: let a live exposition linger for its last scrape.
     pub async fn finish(&mut self) {
         if let Some(e) = self.exposition.take() {

@@ -175,8 +175,6 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         target,
         sink,
         out,
-        csv,
-        html,
         ..
     } = &mut session;
     let mut write_error = None;
@@ -226,19 +224,16 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         return Err(e);
     }
     out.write(&document_bytes(&result))?;
-    let label = out.label().unwrap_or_else(|| "sweep".into());
-    let items = [(
-        label,
+    let stopping = control.is_stopping();
+    session.write_reports(
         goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
-    )];
-    csv.write(goodput_core::report::csv::render(&items).as_bytes())?;
-    html.write(goodput_core::report::html::render(&items).as_bytes())?;
+        "sweep",
+    )?;
     if !quiet {
         print!("{}", console::sweep_summary(&result));
     } else if let Some(h) = sweep::headline(&result) {
         println!("{h}");
     }
-    let stopping = control.is_stopping();
     session.finish().await;
     if result.points.is_empty() && stopping {
         return Err(Exit(

@@ -292,25 +292,8 @@ async fn matrix(mode: &[&str]) {
     let port = closed.local_addr().unwrap().port();
     drop(closed);
     let (records, out) = (tmp("records.jsonl"), tmp("results.json"));
-    let mut args = argv(&[
-        "run",
-        "--url",
-        &format!("http://127.0.0.1:{port}"),
-        "--model",
-        "m",
-        "--num-prompts",
-        "6",
-        "--input-tokens",
-        "8",
-        "--output-tokens",
-        "4",
-        "--records",
-        records.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    args.extend(mode.iter().map(|a| a.to_string()));
+    let mut args = six_requests(&format!("http://127.0.0.1:{port}"), &records, &out, mode);
+    args.extend(argv(&["--model", "m"]));
     let (code, _, stderr) = goodput_async(args).await;
     assert_eq!(code, 3, "nothing completed: {stderr}");
     let v = read_json(&out);
@@ -327,20 +310,18 @@ async fn matrix(mode: &[&str]) {
     }
 }
 
-/// A server closing keep-alive connections idle for 60 ms, and requests
-/// that leave them idle longer: closed loop through sessions whose users
-/// think between turns, open loop at 5 requests/s.
-async fn idle_close(mode: &[&str]) {
-    let server = start_raw(Script {
-        idle_close: Some(Duration::from_millis(60)),
-        ..Script::quick()
-    })
-    .await;
-    let (records, out) = (tmp("records.jsonl"), tmp("results.json"));
+/// A quiet run of six small requests against `url`, with records and
+/// results, in the load `mode`.
+fn six_requests(
+    url: &str,
+    records: &std::path::Path,
+    out: &std::path::Path,
+    mode: &[&str],
+) -> Vec<String> {
     let mut args = argv(&[
         "run",
         "--url",
-        &server.url(),
+        url,
         "--num-prompts",
         "6",
         "--input-tokens",
@@ -353,7 +334,21 @@ async fn idle_close(mode: &[&str]) {
         out.to_str().unwrap(),
         "--quiet",
     ]);
-    args.extend(mode.iter().map(|a| a.to_string()));
+    args.extend(argv(mode));
+    args
+}
+
+/// A server closing keep-alive connections idle for 60 ms, and requests
+/// that leave them idle longer: closed loop through sessions whose users
+/// think between turns, open loop at 5 requests/s.
+async fn idle_close(mode: &[&str]) {
+    let server = start_raw(Script {
+        idle_close: Some(Duration::from_millis(60)),
+        ..Script::quick()
+    })
+    .await;
+    let (records, out) = (tmp("records.jsonl"), tmp("results.json"));
+    let args = six_requests(&server.url(), &records, &out, mode);
     let (code, stdout, stderr) = goodput_async(args).await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let v = read_json(&out);

@@ -395,11 +395,7 @@ pub fn summary(r: &RunResult) -> String {
 
 /// What the server's own metrics said over the window, beside the client's view.
 fn server_section(out: &mut String, sm: &crate::server_metrics::ServerMetrics) {
-    let engine = sm
-        .engine
-        .and_then(|e| serde_json::to_value(e).ok())
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_else(|| "unknown engine".into());
+    let engine = sm.engine.map_or("unknown engine", |e| e.as_str());
     rule(out, &format!("Server ({engine})"), '-');
     let Some(s) = &sm.summary else {
         for n in &sm.notes {
@@ -719,6 +715,43 @@ pub(crate) mod tests {
     use crate::schedule::Load;
     use crate::tokenizer::Tokenizer;
 
+    /// Request `i` of a deterministic run, sent at `send` (ns): TTFT
+    /// 100 + i ms, then five tokens 10 ms apart with the server's usage; or,
+    /// given a `failure`, a 503 that ended 2 ms after its send.
+    pub(crate) fn sample_record(i: u64, send: u64, failure: Option<RequestError>) -> RequestRecord {
+        const MS: u64 = 1_000_000;
+        let mut r = RequestRecord {
+            request_id: i,
+            t_sched: send,
+            t_send: Some(send),
+            max_tokens: Some(5),
+            prompt_tokens_client: Some(32),
+            ..Default::default()
+        };
+        if let Some(e) = failure {
+            r.http_status = Some(503);
+            r.t_done = send + 2 * MS;
+            r.error = Some(e);
+            return r;
+        }
+        for k in 0..5u64 {
+            r.output_text.push_str(" the");
+            r.events.push(Event {
+                at_ns: send + (100 + i) * MS + k * 10 * MS,
+                text_end: r.output_text.len() as u32,
+                usage_completion_tokens: None,
+                reasoning: false,
+            });
+        }
+        r.t_done = r.events.last().map_or(send, |e| e.at_ns);
+        r.usage = Some(ServerUsage {
+            prompt_tokens: Some(32),
+            completion_tokens: Some(5),
+            ..Default::default()
+        });
+        r
+    }
+
     /// A deterministic run: 20 requests, 10 ms apart, TTFT 100 + i ms, one
     /// token every 10 ms, and one 503.
     pub(crate) fn sample_result() -> RunResult {
@@ -726,40 +759,12 @@ pub(crate) mod tests {
         let mut c = Collector::default();
         const MS: u64 = 1_000_000;
         for i in 0..20u64 {
-            let send = i * 10 * MS;
-            let mut r = RequestRecord {
-                request_id: i,
-                t_sched: send,
-                t_send: Some(send),
-                max_tokens: Some(5),
-                prompt_tokens_client: Some(32),
-                ..Default::default()
-            };
-            if i == 7 {
-                r.http_status = Some(503);
-                r.t_done = send + 2 * MS;
-                r.error = Some(RequestError {
-                    kind: ErrorKind::HttpStatus,
-                    message: "HTTP 503: overloaded".into(),
-                    retry_after: Some("1".into()),
-                });
-            } else {
-                for k in 0..5u64 {
-                    r.output_text.push_str(" the");
-                    r.events.push(Event {
-                        at_ns: send + (100 + i) * MS + k * 10 * MS,
-                        text_end: r.output_text.len() as u32,
-                        usage_completion_tokens: None,
-                        reasoning: false,
-                    });
-                }
-                r.t_done = r.events.last().unwrap().at_ns;
-                r.usage = Some(ServerUsage {
-                    prompt_tokens: Some(32),
-                    completion_tokens: Some(5),
-                    ..Default::default()
-                });
-            }
+            let failure = (i == 7).then(|| RequestError {
+                kind: ErrorKind::HttpStatus,
+                message: "HTTP 503: overloaded".into(),
+                retry_after: Some("1".into()),
+            });
+            let r = sample_record(i, i * 10 * MS, failure);
             let m = RequestMetrics::derive(&r, &tok);
             c.add(&r, &m);
         }

@@ -65,6 +65,17 @@ impl Engine {
         (Engine::LlamaCpp, "llamacpp:"),
     ];
 
+    /// The name the results use for it (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vllm",
+            Engine::Sglang => "sglang",
+            Engine::Tgi => "tgi",
+            Engine::LlamaCpp => "llama_cpp",
+            Engine::Unknown => "unknown",
+        }
+    }
+
     /// The engine whose prefix most samples carry (a gateway such as Dynamo
     /// may add its own series next to the engine's); `Unknown` when none
     /// does, `None` for an empty scrape.
@@ -626,6 +637,19 @@ mod tests {
         // A gateway's own series do not hide the engine behind it.
         let mixed = format!("{}dynamo_frontend_requests_total 1\n", fixtures::SGLANG);
         assert_eq!(engine(&mixed), Some(Engine::Sglang));
+    }
+
+    #[test]
+    fn engine_names_are_the_serialized_ones() {
+        for e in [
+            Engine::Vllm,
+            Engine::Sglang,
+            Engine::Tgi,
+            Engine::LlamaCpp,
+            Engine::Unknown,
+        ] {
+            assert_eq!(serde_json::to_value(e).unwrap(), e.as_str());
+        }
     }
 
     #[test]

@@ -101,7 +101,6 @@ impl Scraper {
     pub async fn connect(
         opts: &ScrapeOptions,
         target: &ClientOptions,
-        model: Option<String>,
         clock: RunClock,
     ) -> Result<Scraper, ScrapeError> {
         let (base, path) = split_url(&opts.url)?;
@@ -123,7 +122,7 @@ impl Scraper {
             url: opts.url.clone(),
             path,
             interval: opts.interval,
-            model,
+            model: None,
             engine: None,
         };
         let first = scraper.scrape().await?;

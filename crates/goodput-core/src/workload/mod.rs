@@ -156,6 +156,24 @@ impl WorkloadSpec {
         }
     }
 
+    /// Whether two runs of this workload (same seed) send the same prompt
+    /// text in the same order; `Err` says what makes each run's differ (a
+    /// per-run salt, per-run prefix words, a trace's per-run blocks).
+    pub fn same_prompts_every_run(&self) -> Result<(), String> {
+        if matches!(self.source, SourceSpec::Trace { .. }) {
+            return Err(
+                "a trace's prompts are built from blocks seeded by each run's nonce".into(),
+            );
+        }
+        if self.synthetic.cache_bust {
+            return Err("each repeat salts its prompts (--cache-bust, the default for synthetic prompts) so that none is served from another's prefix cache; pass --no-cache-bust to compare outputs (later repeats may then hit the prefix cache)".into());
+        }
+        if self.synthetic.prefix.as_ref().is_some_and(|p| p.tokens > 0) {
+            return Err("each run's shared prefixes start with words of its own nonce, so the repeats' prompts differ".into());
+        }
+        Ok(())
+    }
+
     /// A trace's mean arrival rate at its replay speed (requests/s).
     pub fn trace_rate(&self) -> Option<f64> {
         let SourceSpec::Trace { trace, speed, .. } = &self.source else {

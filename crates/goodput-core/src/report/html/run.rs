@@ -96,14 +96,7 @@ fn server_block(runs: &[(Source, &RunResult)]) -> String {
             "Engine",
             &with
                 .iter()
-                .map(|(_, _, m)| {
-                    escape(
-                        &m.engine
-                            .and_then(|e| serde_json::to_value(e).ok())
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_else(|| "unknown".into()),
-                    )
-                })
+                .map(|(_, _, m)| m.engine.map_or("unknown", |e| e.as_str()).to_string())
                 .collect::<Vec<_>>(),
         ),
         row(

@@ -6,7 +6,7 @@ use super::*;
 use crate::cost::{Cost, CostSpec};
 use crate::executor::ExecSummary;
 use crate::metrics::{Collector, RequestMetrics};
-use crate::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
+use crate::record::{ErrorKind, RequestError};
 use crate::schedule::{Arrival, Load};
 use crate::slo::{parse_terms, Slo};
 use crate::sweep::{CurvePoint, Goodput, KneeAt, Knees, PointRole, SweepPoint};
@@ -21,40 +21,12 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
     let mut c = Collector::default();
     const MS: u64 = 1_000_000;
     for i in 0..40u64 {
-        let send = i * 50 * MS;
-        let mut r = RequestRecord {
-            request_id: i,
-            t_sched: send,
-            t_send: Some(send),
-            max_tokens: Some(5),
-            prompt_tokens_client: Some(32),
-            ..Default::default()
-        };
-        if fail && i % 10 == 7 {
-            r.http_status = Some(503);
-            r.t_done = send + 2 * MS;
-            r.error = Some(RequestError {
-                kind: ErrorKind::HttpStatus,
-                message: message.into(),
-                retry_after: None,
-            });
-        } else {
-            for k in 0..5u64 {
-                r.output_text.push_str(" the");
-                r.events.push(Event {
-                    at_ns: send + (100 + i) * MS + k * 10 * MS,
-                    text_end: r.output_text.len() as u32,
-                    usage_completion_tokens: None,
-                    reasoning: false,
-                });
-            }
-            r.t_done = r.events.last().unwrap().at_ns;
-            r.usage = Some(ServerUsage {
-                prompt_tokens: Some(32),
-                completion_tokens: Some(5),
-                ..Default::default()
-            });
-        }
+        let failure = (fail && i % 10 == 7).then(|| RequestError {
+            kind: ErrorKind::HttpStatus,
+            message: message.into(),
+            retry_after: None,
+        });
+        let r = crate::report::console::tests::sample_record(i, i * 50 * MS, failure);
         let m = RequestMetrics::derive(&r, &tok);
         c.add(&r, &m);
     }
