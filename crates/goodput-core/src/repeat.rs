@@ -64,6 +64,16 @@ pub struct RepeatResult {
     pub summary: RepeatSummary,
 }
 
+impl RepeatSummary {
+    /// `3 repeats`, `1 repeat`.
+    pub fn repeats_words(&self) -> String {
+        match self.repeats {
+            1 => "1 repeat".into(),
+            n => format!("{n} repeats"),
+        }
+    }
+}
+
 /// The two-sided 95 % quantile of Student's t with `df` degrees of freedom.
 pub fn t_975(df: usize) -> f64 {
     const TABLE: [f64; 30] = [

@@ -108,6 +108,7 @@ pub struct TargetArgs {
     #[arg(
         long,
         value_name = "URL",
+        value_parser = server_metrics_url,
         conflicts_with = "no_server_metrics",
         help_heading = "Target"
     )]
@@ -404,6 +405,10 @@ fn duration(s: &str) -> Result<std::time::Duration, String> {
 
 fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_positive_duration(s)
+}
+
+fn server_metrics_url(s: &str) -> Result<String, String> {
+    goodput_core::server_metrics::check_url(s).map(|_| s.to_string())
 }
 
 fn temperature(s: &str) -> Result<f64, String> {

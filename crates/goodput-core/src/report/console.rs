@@ -486,7 +486,7 @@ pub fn repeat_summary(r: &crate::repeat::RepeatResult) -> String {
         out.push_str(&summary(last));
     }
     let s = &r.summary;
-    rule(&mut out, &format!(" Across {} repeats ", s.repeats), '=');
+    rule(&mut out, &format!(" Across {} ", s.repeats_words()), '=');
     let _ = writeln!(
         out,
         "{:<32} {:>30} {:>7}  each repeat",

@@ -87,6 +87,11 @@ fn split_url(url: &str) -> Result<(String, String), ScrapeError> {
     Ok((format!("{scheme}://{authority}"), path))
 }
 
+/// Check a `--server-metrics` URL (a scheme and a host), for the flag's parser.
+pub fn check_url(url: &str) -> Result<(), String> {
+    split_url(url).map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// The target's own `/metrics`: its scheme and authority, at the root.
 pub fn default_url(target_url: &str) -> Option<String> {
     split_url(target_url)
@@ -474,6 +479,14 @@ impl ServerMetrics {
                     "the server observed {n:.0} first tokens in the window and the client measured {completed} requests (warm-up requests whose first token came after the first measured send, failed requests, or another client's): the TTFT comparison is approximate"
                 ));
             }
+            if let Some(n) = s
+                .requests_finished
+                .filter(|n| (n - completed as f64).abs() >= 0.5)
+            {
+                self.notes.push(format!(
+                    "the server finished {n:.0} requests in the window and the client measured {completed}: its E2EL and token counts include warm-up requests still running when the measured phase began (--warmup 0 makes them match)"
+                ));
+            }
             s.client_mean_ttft_ms = client_mean_ttft_ms;
             s.ttft_gap_ms = client_mean_ttft_ms
                 .zip(s.ttft_ms.as_ref().and_then(|h| h.mean))
@@ -515,6 +528,19 @@ mod tests {
         m.summary = Some(summary(308.0));
         m.set_client_ttft(Some(104.5), 300);
         assert!(m.notes[0].contains("308 first tokens"), "{:?}", m.notes);
+        // Warm-up requests that finish in the window are in the server's E2EL and counts.
+        m.notes.clear();
+        m.summary = Some(ServerSummary {
+            requests_finished: Some(309.0),
+            ..summary(300.0)
+        });
+        m.set_client_ttft(Some(104.5), 300);
+        assert_eq!(m.notes.len(), 1);
+        assert!(
+            m.notes[0].contains("finished 309 requests"),
+            "{:?}",
+            m.notes
+        );
     }
 
     #[test]

@@ -203,10 +203,10 @@ fn header(items: &[(String, Saved)]) -> String {
 /// Student-t interval, its coefficient of variation and every repeat's value.
 fn repeat_section(source: &Source, s: &crate::repeat::RepeatSummary) -> String {
     let mut out = format!(
-        "<section>\n<h2>{}{} across {} repeats</h2>\n",
+        "<section>\n<h2>{}{} across {}</h2>\n",
         swatch(source.colour),
         escape(source.label),
-        s.repeats
+        s.repeats_words()
     );
     let fmt = |x: f64| trim(format!("{x:.3}"));
     out.push_str("<table>\n<thead><tr><th>figure</th><th>mean [95 % interval, Student t]</th><th>CV</th><th>each repeat</th></tr></thead>\n<tbody>\n");
