@@ -26,6 +26,7 @@ pub mod repeat;
 pub mod report;
 pub mod result;
 pub mod schedule;
+pub mod search;
 pub mod server_metrics;
 pub mod slo;
 pub mod stats;

@@ -137,6 +137,7 @@ impl RunResult {
         o.insert("tokens".into(), tokens);
         o.insert("slo".into(), json!(m.slo));
         o.insert("saturation".into(), json!(m.saturation));
+        o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
         // What the workload was asked to be (from `config`), and what was sent.
         let mut workload = match self.config.get("workload") {
@@ -229,6 +230,7 @@ impl RunResult {
             timeseries: field(doc, "timeseries")?,
             saturation: field(doc, "saturation")?,
             slo: field(doc, "slo")?,
+            schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
         };
         Ok(RunResult {

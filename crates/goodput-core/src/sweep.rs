@@ -44,6 +44,7 @@ use crate::knee;
 use crate::metrics::Metric;
 use crate::result::RunResult;
 use crate::schedule::{Arrival, Load};
+use crate::search::{Observation, Search, SearchConfig, Step as SearchStep};
 use crate::target::{PreparedTarget, RunError, RunSpec};
 
 /// Which points to run.
@@ -74,6 +75,10 @@ pub struct SweepSpec {
     /// Sending window of the floor run and the capacity probe's points.
     pub probe_time: Duration,
     pub max_time: Option<Duration>,
+    /// Load time a goodput search may spend after its floor run.
+    pub search_time: Duration,
+    /// Least sending window of a search's measuring point.
+    pub measure_time: Duration,
 }
 
 /// Why a point was run.
@@ -86,9 +91,13 @@ pub enum PointRole {
     Probe,
     /// A point of the curve.
     Grid,
-    /// A rate tried by the goodput search.
+    /// A rate tried by the goodput search while it locates the edge
+    /// (short, ending as soon as its verdict is settled).
     Search,
-    /// The full-length rerun at the search's answer.
+    /// A long point near the edge whose margin the search's fit uses.
+    Measure,
+    /// The full-length rerun at an earlier search's answer (documents
+    /// written before the fitted search).
     Confirm,
 }
 
@@ -150,8 +159,16 @@ pub struct Goodput {
     pub workload: String,
     /// Why it is 0, or what to know about it.
     pub notes: Vec<String>,
-    /// The full-length rerun at `rate` met the SLO.
+    /// A measuring point within the precision of `rate` met the SLO.
     pub confirmed: bool,
+    /// 95 % interval of the rate at which the SLO's margin crosses zero:
+    /// the rates the measurements do not settle as pass or fail.
+    #[serde(default)]
+    pub interval: Option<(f64, f64)>,
+    /// How `rate` was reached: `fit` (the margin's zero fitted over the
+    /// points near the edge) or `bracket` (the highest passing rate).
+    #[serde(default)]
+    pub method: Option<crate::search::Method>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -200,8 +217,47 @@ struct Runner<'a> {
 }
 
 enum Step {
-    Ran(bool),
+    Ran,
     Stop,
+}
+
+/// One point to run.
+struct PointPlan {
+    role: PointRole,
+    load: Load,
+    window: Duration,
+    early: bool,
+    requests: Option<u64>,
+    control: Option<crate::metrics::control::ControlSpec>,
+}
+
+impl PointPlan {
+    fn new(role: PointRole, load: Load, window: Duration, early: bool) -> Self {
+        PointPlan {
+            role,
+            load,
+            window,
+            early,
+            requests: None,
+            control: None,
+        }
+    }
+}
+
+/// Whether a point passes: it met the SLO (the settled early verdict, else
+/// the point estimate, with the error-rate and attainment limits applied to
+/// what it measured) and its queue was not growing. A saturated point that
+/// met the SLO did so only because it ended before its queue built.
+fn point_meets(result: &RunResult) -> Option<bool> {
+    let met = match (result.early_stop, &result.metrics.slo) {
+        (Some(crate::verdict::Verdict::Pass), Some(s)) => {
+            Some(s.error_rate_ok && s.slo.attainment.is_none_or(|a| s.attainment >= a))
+        }
+        (Some(v), _) => Some(v == crate::verdict::Verdict::Pass),
+        (None, Some(s)) => Some(s.meets),
+        (None, None) => None,
+    };
+    met.map(|m| m && !result.metrics.saturation.saturated)
 }
 
 impl Runner<'_> {
@@ -224,17 +280,21 @@ impl Runner<'_> {
         false
     }
 
-    /// Run one point; `window` bounds its sending.
-    async fn point(
-        &mut self,
-        role: PointRole,
-        load: Load,
-        window: Duration,
-        early: bool,
-    ) -> Result<Step, RunError> {
+    /// Run one point; `window` bounds its sending, `requests` (when given)
+    /// its measured requests, `control` adjusts its SLO percentiles for its
+    /// own schedule.
+    async fn point(&mut self, p: PointPlan) -> Result<Step, RunError> {
         if self.out_of_time() {
             return Ok(Step::Stop);
         }
+        let PointPlan {
+            role,
+            load,
+            window,
+            early,
+            requests,
+            control,
+        } = p;
         let mut spec = self.spec.base.clone();
         spec.plan.load = load;
         // The floor run warms a cold server; the capacity probe's points
@@ -244,11 +304,23 @@ impl Runner<'_> {
             _ => self.spec.warmup.resolve(&load),
         };
         spec.plan.duration = Some(spec.plan.duration.map_or(window, |d| d.min(window)));
+        if let Some(n) = requests {
+            // The search sized this point: its count, and time enough for
+            // a sparse sample of it.
+            spec.plan.num_prompts = Some(n);
+            spec.plan.duration = Some(window);
+        }
+        if matches!(role, PointRole::Search | PointRole::Measure) {
+            // Each search point its own sample of the arrival process, so
+            // that the fit averages over samples instead of inheriting one.
+            spec.plan.seed = spec.plan.seed.wrapping_add(self.result.points.len() as u64);
+        }
         // Cutting the probe's drain short would save time but bias its
         // throughput low (measured: capacity 7.7 instead of 16.9 req/s on the
         // default preset), and a low capacity costs the search more points.
         spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
         spec.early_stop = early;
+        spec.schedule_control = control;
         let control = self.control.child();
         let progress = Arc::new(Progress::default());
         if let Ok(mut c) = self.live.current.lock() {
@@ -271,16 +343,7 @@ impl Runner<'_> {
             }
             Err(e) => return Err(e),
         };
-        // A settled latency verdict decides a point ended early, with the
-        // error-rate and attainment limits applied to what it measured.
-        let meets = match (result.early_stop, &result.metrics.slo) {
-            (Some(crate::verdict::Verdict::Pass), Some(s)) => {
-                Some(s.error_rate_ok && s.slo.attainment.is_none_or(|a| s.attainment >= a))
-            }
-            (Some(v), _) => Some(v == crate::verdict::Verdict::Pass),
-            (None, Some(s)) => Some(s.meets),
-            (None, None) => None,
-        };
+        let meets = point_meets(&result);
         let wall_s = t0.elapsed().as_secs_f64();
         self.result.load_time_s += wall_s;
         let interrupted = result.exec.interrupted && result.early_stop.is_none();
@@ -307,7 +370,7 @@ impl Runner<'_> {
                 .get_or_insert_with(|| "interrupted".into());
             return Ok(Step::Stop);
         }
-        Ok(Step::Ran(meets.unwrap_or(true)))
+        Ok(Step::Ran)
     }
 
     fn last(&self) -> Option<&SweepPoint> {
@@ -318,14 +381,14 @@ impl Runner<'_> {
     async fn floor(&mut self) -> Result<bool, RunError> {
         let window = self.spec.probe_time;
         Ok(matches!(
-            self.point(
+            self.point(PointPlan::new(
                 PointRole::Floor,
                 Load::Closed { concurrency: 1 },
                 window,
                 false
-            )
+            ))
             .await?,
-            Step::Ran(_)
+            Step::Ran
         ))
     }
 
@@ -339,12 +402,12 @@ impl Runner<'_> {
         let mut c = 2usize;
         while c <= 4096 {
             if let Step::Stop = self
-                .point(
+                .point(PointPlan::new(
                     PointRole::Probe,
                     Load::Closed { concurrency: c },
                     window,
                     false,
-                )
+                ))
                 .await?
             {
                 return Ok(false);
@@ -379,7 +442,12 @@ impl Runner<'_> {
         let mut saturated_in_a_row = 0;
         for load in loads {
             if let Step::Stop = self
-                .point(PointRole::Grid, load, self.spec.point_time, false)
+                .point(PointPlan::new(
+                    PointRole::Grid,
+                    load,
+                    self.spec.point_time,
+                    false,
+                ))
                 .await?
             {
                 return Ok(());
@@ -413,6 +481,8 @@ impl Runner<'_> {
             workload: self.result.workload.clone(),
             notes: Vec::new(),
             confirmed: false,
+            interval: None,
+            method: None,
         };
         if !self.floor().await? {
             self.result.goodput = self.floor_verdict(answer);
@@ -438,145 +508,106 @@ impl Runner<'_> {
             self.result.goodput = Some(answer);
             return Ok(());
         }
-        // Bracket by doubling from four times the concurrency-1 throughput
-        // (halving when that already fails): the floor run is the only probe
-        // the search needs, and failing points end as soon as they are settled.
-        let floor_throughput = self
-            .result
-            .points
-            .first()
-            .map_or(0.0, |p| p.result.metrics.throughput.request.value);
+        // Start from four times the concurrency-1 throughput: the floor run
+        // is the only probe the search needs, and failing points end as
+        // soon as they are settled.
+        let Some(floor) = self.result.points.first().map(|p| p.result.clone()) else {
+            self.result.goodput = self.floor_verdict(answer);
+            return Ok(());
+        };
+        let floor_throughput = floor.metrics.throughput.request.value;
         if floor_throughput <= 0.0 {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
-        let (mut lo, mut hi): (Option<f64>, Option<f64>) = (None, None);
-        let mut rate = 4.0 * floor_throughput;
-        while lo.is_none() || hi.is_none() {
-            match self
-                .point(
-                    PointRole::Search,
-                    self.open(rate),
-                    self.spec.point_time,
-                    true,
-                )
-                .await?
-            {
-                Step::Stop => break,
-                Step::Ran(true) => {
-                    lo = Some(rate);
-                    if hi.is_none() {
-                        if rate > 4096.0 * floor_throughput {
-                            answer.notes.push(format!(
-                                "still met the SLO at {rate:.2} req/s, 4096x the concurrency-1 throughput; the top of the search"
-                            ));
-                            break;
-                        }
-                        rate *= 2.0;
-                    }
-                }
-                Step::Ran(false) => {
-                    hi = Some(rate);
-                    if lo.is_none() {
-                        if rate < floor_throughput / 64.0 {
-                            answer.notes.push(format!(
-                                "the SLO is missed at every rate tried, down to {rate:.3} req/s"
-                            ));
-                            break;
-                        }
-                        rate *= 0.5;
-                    }
-                }
-            }
-        }
-        // Bisect.
-        while let (Some(l), Some(h)) = (lo, hi) {
-            if (h - l) / h <= precision {
-                break;
-            }
-            let mid = (l * h).sqrt();
-            match self
-                .point(
-                    PointRole::Search,
-                    self.open(mid),
-                    self.spec.point_time,
-                    true,
-                )
-                .await?
-            {
-                Step::Stop => break,
-                Step::Ran(true) => lo = Some(mid),
-                Step::Ran(false) => hi = Some(mid),
-            }
-        }
-        // Confirm at full length: at the answer, then (after a miss) at most
-        // twice a step of the precision lower. Only a rate that passed a
-        // full-length run is ever reported.
-        let mut candidate = lo;
-        let mut tries = 0;
-        while let Some(c) = candidate {
-            if tries >= 3 || self.result.stopped.is_some() {
-                break;
-            }
-            tries += 1;
-            match self
-                .point(
-                    PointRole::Confirm,
-                    self.open(c),
-                    self.spec.point_time,
+        let budget = self.spec.max_time.map_or(self.spec.search_time, |m| {
+            self.spec
+                .search_time
+                .min(m.saturating_sub(self.started.elapsed()))
+        });
+        let Some(slo) = self.spec.base.slo.as_ref() else {
+            self.result.goodput = Some(answer);
+            return Ok(());
+        };
+        let (config, control) = search_config(
+            p(&floor, Metric::Ttft, 50.0),
+            floor_throughput,
+            slo,
+            precision,
+            budget,
+            self.spec.point_time,
+            self.spec.measure_time,
+        );
+        let mut search = Search::new(config);
+        loop {
+            let (plan, measuring) = match search.next() {
+                SearchStep::Done => break,
+                SearchStep::Explore { rate } => (
+                    PointPlan {
+                        control,
+                        ..PointPlan::new(
+                            PointRole::Search,
+                            self.open(rate),
+                            self.spec.point_time,
+                            true,
+                        )
+                    },
                     false,
-                )
-                .await?
-            {
-                Step::Stop => break,
-                Step::Ran(true) => {
-                    answer.confirmed = true;
-                    lo = Some(c);
-                    break;
+                ),
+                SearchStep::Measure { rate, requests } => {
+                    // Twice the schedule's mean span, for a sparse sample.
+                    let window = Duration::from_secs_f64(2.0 * requests as f64 / rate + 1.0);
+                    (
+                        PointPlan {
+                            requests: Some(requests),
+                            control,
+                            ..PointPlan::new(PointRole::Measure, self.open(rate), window, true)
+                        },
+                        true,
+                    )
                 }
-                Step::Ran(false) => {
-                    answer.notes.push(format!(
-                        "the confirming rerun at {c:.2} req/s missed the SLO; stepped down"
-                    ));
-                    hi = Some(c);
-                    candidate = Some(c * (1.0 - precision));
-                }
+            };
+            if let Step::Stop = self.point(plan).await? {
+                break;
+            }
+            if let Some(pt) = self.last() {
+                search.record(observe(pt, measuring));
             }
         }
-        if !answer.confirmed {
-            // The highest rate below the lowest failure that passed a full-length run.
-            let below = hi.unwrap_or(f64::INFINITY);
-            lo = self
-                .result
-                .points
-                .iter()
-                .filter(|p| {
-                    p.meets == Some(true)
-                        && p.result.early_stop.is_none()
-                        && p.result.load.is_open()
-                })
-                .filter_map(|p| p.result.load.offered_rate())
-                .filter(|&r| r < below)
-                .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
-            if lo.is_some() {
-                answer
-                    .notes
-                    .push("unconfirmed: no full-length rerun at the answer met the SLO".into());
-            }
-        }
+        let found = search.answer();
         if let Some(why) = self.result.stopped.clone() {
-            if lo.is_none() {
-                // Stopped (a signal, --max-time) before any rate passed: unknown, not 0.
+            if found.bracket.0 <= 0.0 && found.bracket.1.is_none() {
+                // Stopped (a signal, --max-time) before any rate was settled: unknown, not 0.
                 return Ok(());
             }
             answer.notes.push(format!(
-                "the search stopped early ({why}): the bracket may be wider than the precision"
+                "the search stopped early ({why}): the interval may be wider than the precision"
             ));
         }
-        answer.rate = lo.unwrap_or(0.0);
-        answer.bracket = (lo.unwrap_or(0.0), hi);
-        if lo.is_none() && answer.notes.is_empty() {
-            answer.notes.push("no rate met the SLO".into());
+        answer.rate = found.rate;
+        answer.bracket = found.bracket;
+        answer.interval = found.interval;
+        answer.method = Some(found.method);
+        answer.notes.extend(found.notes);
+        answer.confirmed = self.result.points.iter().any(|p| {
+            p.role == PointRole::Measure
+                && p.meets == Some(true)
+                && p.result
+                    .load
+                    .offered_rate()
+                    .is_some_and(|r| (r / found.rate - 1.0).abs() <= precision)
+        });
+        if found.rate <= 0.0 && answer.notes.is_empty() {
+            answer.notes.push(match found.bracket.1 {
+                Some(h) => format!("the SLO is missed at every rate tried, down to {h:.3} req/s"),
+                None => "no rate met the SLO".into(),
+            });
+        }
+        if found.interval.is_none() && found.rate > 0.0 {
+            answer.notes.push(
+                "no interval: too few points near the edge to bound it (a longer --search-time gives more)"
+                    .into(),
+            );
         }
         self.result.goodput = Some(answer);
         Ok(())
@@ -638,6 +669,102 @@ impl Runner<'_> {
         };
         r.curve = curve;
     }
+}
+
+/// What a point shows the search: its SLO margin (each term's percentile,
+/// adjusted for the point's own schedule where it could be, over its
+/// threshold, in logs; the largest), whether it failed whatever its
+/// latencies (saturated, errors, attainment), its requests and its time.
+fn observe(pt: &SweepPoint, measuring: bool) -> Observation {
+    observe_metrics(
+        &pt.result.metrics,
+        &pt.result.load,
+        pt.result.early_stop,
+        pt.wall_s,
+        measuring,
+    )
+}
+
+/// [`observe`] from a run's metrics (a virtual-time model of a point has no
+/// whole [`RunResult`]).
+pub fn observe_metrics(
+    m: &crate::metrics::RunMetrics,
+    load: &Load,
+    early_stop: Option<crate::verdict::Verdict>,
+    wall_s: f64,
+    measuring: bool,
+) -> Observation {
+    let adjusted = |term: &str| {
+        m.schedule_control
+            .as_ref()
+            .and_then(|c| c.terms.iter().find(|t| t.term == term))
+            .map(|t| t.adjusted_ms)
+    };
+    let mut margin = m.slo.as_ref().and_then(|s| {
+        s.terms
+            .iter()
+            .filter_map(|t| {
+                let v = adjusted(&t.term.to_string()).or(t.estimate.map(|e| e.value))?;
+                Some((v.max(1e-9) / t.term.threshold_ms).ln())
+            })
+            .reduce(f64::max)
+    });
+    // A settled early verdict is the evidence: a point settled failing
+    // never passes on its partial estimate.
+    if early_stop == Some(crate::verdict::Verdict::Fail) {
+        margin = Some(margin.unwrap_or(f64::INFINITY).max(1e-6));
+    }
+    let hard_fail = m.saturation.saturated
+        || m.slo.as_ref().is_some_and(|s| {
+            !s.error_rate_ok || s.slo.attainment.is_some_and(|a| s.attainment < a)
+        });
+    Observation {
+        rate: load.offered_rate().unwrap_or(0.0),
+        requests: m.completed,
+        margin,
+        hard_fail,
+        wall_s,
+        measuring,
+    }
+}
+
+/// The search's configuration and the schedule adjustment of its points,
+/// from the concurrency-1 floor run (its median TTFT and throughput) and
+/// the SLO: the search starts at four times the floor's throughput, and
+/// its measuring points hold enough requests to bound every term's
+/// percentile.
+pub fn search_config(
+    floor_ttft_p50_ms: Option<f64>,
+    floor_throughput: f64,
+    slo: &crate::slo::Slo,
+    precision: f64,
+    budget: Duration,
+    explore: Duration,
+    measure: Duration,
+) -> (SearchConfig, Option<crate::metrics::control::ControlSpec>) {
+    // The surrogate queue of the schedule adjustment serves each request
+    // in the idle server's median TTFT.
+    let control = floor_ttft_p50_ms
+        .filter(|t| *t > 0.0)
+        .map(|t| crate::metrics::control::ControlSpec { service_s: t / 1e3 });
+    let min_requests = slo
+        .terms
+        .iter()
+        .filter(|t| !t.metric.info().pooled)
+        .map(|t| crate::verdict::requests_to_bound(t.percentile / 100.0))
+        .max()
+        .unwrap_or(0);
+    (
+        SearchConfig {
+            start_rate: 4.0 * floor_throughput,
+            precision,
+            budget_s: budget.as_secs_f64(),
+            explore_s: explore.as_secs_f64(),
+            measure_s: measure.as_secs_f64(),
+            min_requests,
+        },
+        control,
+    )
 }
 
 fn p(result: &RunResult, m: Metric, pct: f64) -> Option<f64> {
@@ -790,18 +917,25 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
         workload: r.workload.clone(),
         notes,
         confirmed: false,
+        interval: None,
+        method: Some(crate::search::Method::Bracket),
     }
 }
 
-/// The line that ends every sweep.
+/// The line that ends every sweep: the rate, its interval (where the
+/// search could bound it) and bracket, the SLO and the workload.
 pub fn headline(r: &SweepResult) -> Option<String> {
     let g = r.goodput.as_ref()?;
     let bracket = match g.bracket.1 {
         Some(hi) => format!("bracket {:.2}–{:.2}", g.bracket.0, hi),
         None => format!("bracket {:.2}–untested", g.bracket.0),
     };
+    let interval = g
+        .interval
+        .map(|(a, b)| format!("95% interval {a:.2}–{b:.2}; "))
+        .unwrap_or_default();
     Some(format!(
-        "goodput: {:.2} req/s ({bracket}) at {} ({}, {:.0} s per point)",
+        "goodput: {:.2} req/s ({interval}{bracket}) at {} ({}, {:.0} s per point)",
         g.rate, g.slo, g.workload, r.seconds_per_point
     ))
 }

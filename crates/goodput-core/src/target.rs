@@ -86,6 +86,9 @@ pub struct RunSpec {
     pub cost: Option<CostSpec>,
     /// Keep a hash of every output (`--repeat` compares them across repeats).
     pub keep_outputs: bool,
+    /// Adjust the SLO terms' percentiles for the run's own arrival
+    /// schedule (a goodput search's points; [`crate::metrics::control`]).
+    pub schedule_control: Option<crate::metrics::control::ControlSpec>,
 }
 
 impl RunSpec {
@@ -284,7 +287,12 @@ impl PreparedTarget {
             spec.plan.load.is_open(),
         )
         .with_early_stop(early)
-        .with_output_hashes(spec.keep_outputs);
+        .with_output_hashes(spec.keep_outputs)
+        .with_schedule_control(
+            spec.schedule_control,
+            spec.plan.load,
+            spec.slo.as_ref().map_or(&[][..], |s| &s.terms[..]),
+        );
         let aggregator = aggregate::spawn(
             rx,
             std::mem::take(sink),

@@ -420,6 +420,7 @@ pub fn run_spec(
         early_stop: false,
         cost: cost(cost_args),
         keep_outputs: false,
+        schedule_control: None,
     })
 }
 

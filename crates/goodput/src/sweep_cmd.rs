@@ -50,9 +50,18 @@ pub struct SweepPlanArgs {
     /// Relative precision of the goodput search, e.g. 5%.
     #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
     pub precision: f64,
-    /// Sending window of each point (a shorter --duration wins).
+    /// Sending window of each point (a shorter --duration wins); for a
+    /// goodput search, of each point that locates the edge.
     #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
     pub point_time: Duration,
+    /// Load time a goodput search may spend after its concurrency-1 run:
+    /// more time, more requests near the edge, a narrower interval.
+    #[arg(long, default_value = "270s", value_parser = positive_duration, help_heading = "Sweep")]
+    pub search_time: Duration,
+    /// Least sending window of a goodput search's measuring points (each
+    /// also holds enough requests to bound the SLO's percentile: 368 for p99).
+    #[arg(long, default_value = "40s", value_parser = positive_duration, help_heading = "Sweep")]
+    pub measure_time: Duration,
     /// Sending window of the floor run and of each capacity-probe point.
     #[arg(long, default_value = "3s", value_parser = positive_duration, help_heading = "Sweep")]
     pub probe_time: Duration,
@@ -157,6 +166,8 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         point_time,
         probe_time: s.probe_time.min(point_time),
         max_time: s.max_time,
+        search_time: s.search_time,
+        measure_time: s.measure_time,
     };
     let unstarted = |_: &goodput_core::target::TargetOptions| {
         document_bytes(&SweepResult {

@@ -444,6 +444,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
         early_stop: false,
         cost: None,
         keep_outputs: false,
+        schedule_control: None,
     };
     let mut sink = RecordsSink::new(Some(Box::new(Panics)), false);
     let err = target

@@ -83,6 +83,8 @@ pub struct Collector {
     sched_last_ns: u64,
     sched_count: u64,
     early: Option<EarlyStop>,
+    /// Send times and judged values for the schedule adjustment ([`super::control`]).
+    control: Option<super::control::ControlTrace>,
     /// (t_send, t_done) of requests cut by the drain timeout: in flight
     /// during the run, so part of Little's law up to the run's end.
     cut_intervals: Vec<(u64, u64)>,
@@ -225,6 +227,20 @@ impl Collector {
         self
     }
 
+    /// Adjust the SLO terms' percentiles for the burstiness of the run's own
+    /// arrival schedule ([`super::control`]); open loop only.
+    pub fn with_schedule_control(
+        mut self,
+        spec: Option<super::control::ControlSpec>,
+        load: crate::schedule::Load,
+        terms: &[slo::SloTerm],
+    ) -> Self {
+        self.control = spec
+            .filter(|_| load.is_open() && !terms.is_empty())
+            .map(|s| super::control::ControlTrace::new(s, load, terms.to_vec()));
+        self
+    }
+
     /// Keep a hash of each completed request's output (`--repeat`).
     pub fn with_output_hashes(mut self, keep: bool) -> Self {
         self.outputs = keep.then(Vec::new);
@@ -311,6 +327,18 @@ impl Collector {
 
     /// Add one request (warm-up requests are ignored).
     pub fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics) {
+        if let Some(c) = self.control.as_mut() {
+            let values = if rec.warmup || !rec.ok() {
+                Vec::new()
+            } else {
+                let open = self.open_loop;
+                c.terms()
+                    .iter()
+                    .map(|t| slo::judged_metric(t.metric, open).value(m))
+                    .collect()
+            };
+            c.push(rec.t_sched, !rec.warmup, values);
+        }
         if rec.warmup {
             return;
         }
@@ -578,6 +606,9 @@ pub struct RunMetrics {
     pub saturation: Saturation,
     /// Against the SLO, when one was given (`--slo`, `--goodput`).
     pub slo: Option<SloOutcome>,
+    /// The SLO terms' percentiles adjusted for the burstiness of the run's
+    /// own arrival schedule (a goodput search's points; [`super::control`]).
+    pub schedule_control: Option<super::control::ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
 }
@@ -691,6 +722,23 @@ impl Collector {
             ));
         }
         let slo = slo.map(|slo| self.judge(slo, &distributions, duration_s));
+        let schedule_control = self.control.as_ref().and_then(|c| {
+            let raw: Vec<Option<f64>> = c
+                .terms()
+                .iter()
+                .map(|t| {
+                    let judged = slo::judged_metric(t.metric, self.open_loop);
+                    if judged.info().pooled {
+                        return None;
+                    }
+                    distributions
+                        .get(&judged)
+                        .and_then(|d| d.percentiles.iter().find(|p| p.0 == t.percentile))
+                        .map(|p| p.1.value)
+                })
+                .collect();
+            c.finish(&raw)
+        });
         RunMetrics {
             completed: self.completed,
             failed: self.failed,
@@ -751,6 +799,7 @@ impl Collector {
             },
             saturation,
             slo,
+            schedule_control,
             sessions: self.session_summary(percentiles),
         }
     }

@@ -8,6 +8,7 @@
 //! seconds for durations, per second for throughputs.
 
 mod collector;
+pub mod control;
 pub mod mix;
 pub mod pooled;
 pub mod registry;

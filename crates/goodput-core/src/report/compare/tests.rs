@@ -325,6 +325,8 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
             workload: "w".into(),
             notes: vec![],
             confirmed: false,
+            interval: None,
+            method: None,
         }),
         ..Default::default()
     }

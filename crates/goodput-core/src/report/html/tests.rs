@@ -135,6 +135,8 @@ fn sweep(scale: f64) -> SweepResult {
             workload: "chat".into(),
             notes: Vec::new(),
             confirmed: false,
+            interval: None,
+            method: None,
         }),
         stopped: None,
         load_time_s: 16.0,

@@ -1,0 +1,106 @@
+//! How close the goodput search lands to the sustained goodput, over many
+//! arrival samples: the README's main job (Llama-3.1-8B / H100 preset,
+//! 1,024 in / 128 out, `ttft:p99<=200ms,tpot:p99<=50ms`, the sweep's
+//! default budget) run in virtual time with `--seed 0, 1, ...`, against the
+//! simulator's long-run pooled reference.
+//!
+//! `cargo run --release -p goodput --example search_accuracy -- [SEARCHES] [REF_SEEDS] [REF_REQUESTS] [SEARCH_TIME_S]`
+//! (defaults 40 searches; reference of 20 schedules × 4,000 requests, the
+//! converged one in BENCHMARKS.md; 270 s).
+
+mod virtual_search;
+
+use std::time::{Duration, Instant};
+
+use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
+use virtual_search::{Plan, Virtual};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let arg = |i: usize| std::env::args().nth(i);
+    let searches: u64 = arg(1).map_or(Ok(40), |s| s.parse())?;
+    let ref_seeds: u64 = arg(2).map_or(Ok(20), |s| s.parse())?;
+    let ref_requests: usize = arg(3).map_or(Ok(4000), |s| s.parse())?;
+    let budget: u64 = arg(4).map_or(Ok(270), |s| s.parse())?;
+    let config = SimConfig::default();
+    let t0 = Instant::now();
+    let reference = reference_goodput(
+        &config,
+        &RefWorkload {
+            input_tokens: 1024,
+            output_tokens: 128,
+        },
+        &[
+            RefTerm::new(RefMetric::Ttft, 99.0, 0.200),
+            RefTerm::new(RefMetric::Tpot, 99.0, 0.050),
+        ],
+        &RefPlan {
+            requests_per_point: ref_requests,
+            warmup_requests: 40,
+            seeds: ref_seeds,
+            seed: 0,
+            max_error_rate: 0.01,
+        },
+        1.0,
+        100.0,
+        0.005,
+    )?
+    .goodput;
+    println!(
+        "reference {reference:.3} req/s ({ref_seeds} schedules x {ref_requests} requests, {:.1?})",
+        t0.elapsed()
+    );
+    let v = Virtual {
+        config,
+        input_tokens: 1024,
+        output_tokens: 128,
+        slo: goodput_core::slo::Slo {
+            terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])?,
+            max_error_rate: 0.01,
+            ..Default::default()
+        },
+    };
+    let plan = Plan {
+        budget: Duration::from_secs(budget),
+        ..Plan::default()
+    };
+    println!("seed   goodput   error   interval          covers   points   load s");
+    let mut errors = Vec::new();
+    let (mut covered, mut bounded) = (0, 0);
+    for seed in 0..searches {
+        let (a, s) = v.search(plan, seed);
+        let err = a.rate / reference - 1.0;
+        errors.push(err);
+        let covers = a
+            .interval
+            .map(|(lo, hi)| lo <= reference && reference <= hi);
+        if let Some(c) = covers {
+            bounded += 1;
+            covered += usize::from(c);
+        }
+        let load: f64 = s.observations().iter().map(|o| o.wall_s).sum();
+        println!(
+            "{seed:>4}   {:>7.2}   {:>+5.1}%   {:<16}  {:<6}   {:>6}   {:>6.0}",
+            a.rate,
+            err * 100.0,
+            a.interval
+                .map_or("-".to_string(), |(lo, hi)| format!("{lo:.2}-{hi:.2}")),
+            covers.map_or("-", |c| if c { "yes" } else { "no" }),
+            s.observations().len(),
+            load
+        );
+    }
+    let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    let within = |x: f64| abs.iter().filter(|&&e| e <= x).count();
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    println!(
+        "{} searches: mean error {:+.1}%, median |error| {:.1}%, within 7%: {}, within 10%: {}, within 15%: {}; interval covers the reference in {covered} of {bounded}",
+        abs.len(),
+        mean * 100.0,
+        abs[abs.len() / 2] * 100.0,
+        within(0.07),
+        within(0.10),
+        within(0.15),
+    );
+    Ok(())
+}
