@@ -117,7 +117,11 @@ pub struct CurvePoint {
     pub point: usize,
     /// Offered rate (req/s, open loop) or concurrency (closed loop).
     pub offered: f64,
+    /// Completed requests / duration (first send to last response end),
+    /// req/s: the run's `request_throughput`.
     pub request_throughput: f64,
+    /// Output tokens of completed requests / duration, tok/s: the run's
+    /// `output_throughput`.
     pub output_throughput: f64,
     pub ttft_p50_ms: Option<f64>,
     pub ttft_p99_ms: Option<f64>,
@@ -321,7 +325,7 @@ impl Runner<'_> {
         spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
         spec.early_stop = early;
         spec.schedule_control = control;
-        let control = self.control.child();
+        let run_control = self.control.child();
         let progress = Arc::new(Progress::default());
         if let Ok(mut c) = self.live.current.lock() {
             let what = match load {
@@ -333,7 +337,7 @@ impl Runner<'_> {
         let t0 = Instant::now();
         let result = match self
             .target
-            .run(&spec, self.sink, &control, progress.clone())
+            .run(&spec, self.sink, &run_control, progress.clone())
             .await
         {
             Ok(r) => r,
@@ -343,8 +347,15 @@ impl Runner<'_> {
             }
             Err(e) => return Err(e),
         };
-        let meets = point_meets(&result);
         let wall_s = t0.elapsed().as_secs_f64();
+        // A search point is judged as the search judges it: on its
+        // percentiles adjusted for its own schedule.
+        let meets = match control {
+            Some(_) => Some(
+                observe_metrics(&result.metrics, &load, result.early_stop, wall_s, false).passes(),
+            ),
+            None => point_meets(&result),
+        };
         self.result.load_time_s += wall_s;
         let interrupted = result.exec.interrupted && result.early_stop.is_none();
         if interrupted && result.exec.sent_measured == 0 {
@@ -789,14 +800,13 @@ fn curve_point(i: usize, pt: &SweepPoint) -> CurvePoint {
     CurvePoint {
         point: i,
         offered,
-        request_throughput: m
-            .steady_state
-            .as_ref()
-            .map_or(m.throughput.request.value, |s| s.request_throughput),
-        output_throughput: m
-            .steady_state
-            .as_ref()
-            .map_or(m.throughput.output.value, |s| s.output_throughput),
+        // One throughput per point, the run's own (completed requests and
+        // their output tokens over the first send to the last response end),
+        // as the console's sweep table and the CSV show it. The steady-state
+        // window's figure read 0 at an overloaded point whose requests
+        // outlasted the window.
+        request_throughput: m.throughput.request.value,
+        output_throughput: m.throughput.output.value,
         ttft_p50_ms: p(r, Metric::Ttft, 50.0),
         ttft_p99_ms: p99(r, Metric::Ttft),
         tpot_p50_ms: p(r, Metric::Tpot, 50.0),
@@ -935,7 +945,7 @@ pub fn headline(r: &SweepResult) -> Option<String> {
         .map(|(a, b)| format!("95% interval {a:.2}–{b:.2}; "))
         .unwrap_or_default();
     Some(format!(
-        "goodput: {:.2} req/s ({interval}{bracket}) at {} ({}, {:.0} s per point)",
-        g.rate, g.slo, g.workload, r.seconds_per_point
+        "goodput: {:.2} req/s ({interval}{bracket}) at {} ({}, {:.0} s of load)",
+        g.rate, g.slo, g.workload, r.load_time_s
     ))
 }

@@ -65,6 +65,11 @@ pub struct Collector {
     bucket_tokens: Vec<f64>,
     bucket_sends: Vec<f64>,
     bucket_done: Vec<f64>,
+    /// Requests sent, and requests that got their first token (or ended
+    /// without one), per bucket: their running difference is the number
+    /// waiting for a first token — the server's queue, seen from outside.
+    bucket_waiting_in: Vec<f64>,
+    bucket_waiting_out: Vec<f64>,
     bucket_failures: BTreeMap<String, Vec<f64>>,
     /// Per-request thresholds of a good request, and whether latencies are
     /// judged from the schedule (open loop).
@@ -369,6 +374,11 @@ impl Collector {
             bump(&mut self.bucket_sends, b, 1.0);
             let b = self.bucket(rec.t_done);
             bump(&mut self.bucket_done, b, 1.0);
+            let b = self.bucket(t_send);
+            bump(&mut self.bucket_waiting_in, b, 1.0);
+            let first = rec.events.first().map_or(rec.t_done, |e| e.at_ns);
+            let b = self.bucket(first);
+            bump(&mut self.bucket_waiting_out, b, 1.0);
             if incomplete {
                 self.cut_intervals.push((t_send, rec.t_done));
             } else {
@@ -846,8 +856,9 @@ impl Collector {
         })
     }
 
-    /// The saturation checks ([`saturation`]): the schedule's own rate, and
-    /// trends of in-flight requests and TTFT after the pipeline filled.
+    /// The saturation checks ([`saturation`]): the schedule's own rate, the
+    /// queue of requests waiting for a first token over the sending window,
+    /// and the trends of in-flight requests and TTFT after the pipeline filled.
     fn saturation(
         &self,
         d: &Distributions,
@@ -861,7 +872,11 @@ impl Collector {
             _ => None,
         };
         let (Some(origin), Some(first)) = (self.origin_ns, self.first_send_ns) else {
-            return saturation::assess(intended, achieved, &[], &[], &[], (0.0, 0.0));
+            return saturation::assess(&saturation::Inputs {
+                intended_rate: intended,
+                achieved_rate: achieved,
+                ..Default::default()
+            });
         };
         let fill_s = d
             .get(&Metric::E2el)
@@ -872,23 +887,34 @@ impl Collector {
         // The pipeline fills in about one E2EL; a queued run's E2EL can be
         // longer than the window itself, so at most 30 % of it is skipped.
         let start = send_start + fill_s.min(0.3 * (end - send_start).max(0.0));
-        let series: Vec<(f64, f64)> = in_flight
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| ((i as f64 + 0.5) * BUCKET_S, x))
-            .collect();
+        let series = |v: &[f64]| -> Vec<(f64, f64)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| ((i as f64 + 0.5) * BUCKET_S, x))
+                .collect()
+        };
+        let mut waiting = Vec::with_capacity(self.bucket_waiting_in.len());
+        let mut acc = 0.0;
+        for i in 0..self.bucket_waiting_in.len() {
+            acc +=
+                self.bucket_waiting_in[i] - self.bucket_waiting_out.get(i).copied().unwrap_or(0.0);
+            waiting.push(acc.max(0.0));
+        }
         let ttft: Vec<(f64, f64)> = self
             .ttft_points
             .iter()
             .map(|&(t, v)| (t as f64, v as f64))
             .collect();
-        let sends: Vec<(f64, f64)> = self
-            .bucket_sends
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| ((i as f64 + 0.5) * BUCKET_S, x))
-            .collect();
-        saturation::assess(intended, achieved, &series, &sends, &ttft, (start, end))
+        saturation::assess(&saturation::Inputs {
+            intended_rate: intended,
+            achieved_rate: achieved,
+            in_flight: &series(in_flight),
+            waiting: &series(&waiting),
+            sends: &series(&self.bucket_sends),
+            ttft: &ttft,
+            window: (start, end),
+            sending: (send_start, end),
+        })
     }
 
     /// How the run did against `slo`.

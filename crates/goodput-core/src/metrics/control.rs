@@ -137,7 +137,7 @@ impl ControlTrace {
             || !rate.is_finite()
             || rate <= 0.0
             || matches!(arrival, Arrival::Trace)
-            || !(self.spec.service_s > 0.0)
+            || self.spec.service_s.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)
         {
             return None;
         }
@@ -149,7 +149,7 @@ impl ControlTrace {
         if measured.len() < 8 {
             return None;
         }
-        let stationary = stationary_waits(rate, arrival, self.spec.service_s);
+        let mut stationary = stationary_waits(rate, arrival, self.spec.service_s);
         let adjusted = self
             .terms
             .iter()
@@ -174,7 +174,7 @@ impl ControlTrace {
                 let mut w: Vec<f64> = pairs.iter().map(|p| p.0).collect();
                 w.sort_by(f64::total_cmp);
                 let control_s = stats::percentile_sorted(&w, term.percentile)?;
-                let expected_s = stats::percentile_sorted(&stationary, term.percentile)?;
+                let expected_s = quantile_in_place(&mut stationary, term.percentile)?;
                 let (beta, correlation) = slope_and_correlation(&pairs);
                 Some(AdjustedTerm {
                     term: term.to_string(),
@@ -209,9 +209,28 @@ pub fn surrogate_waits(times: &[f64], service_s: f64) -> Vec<f64> {
     out
 }
 
+/// The `p`-th percentile (numpy's linear interpolation) of `v`, which it
+/// reorders: O(n), where sorting a long schedule's waits for every point
+/// was most of a virtual-time search's cost.
+fn quantile_in_place(v: &mut [f64], p: f64) -> Option<f64> {
+    let n = v.len();
+    if n == 0 {
+        return None;
+    }
+    let rank = p / 100.0 * (n - 1) as f64;
+    let k = (rank.floor() as usize).min(n - 1);
+    let (_, &mut lo, right) = v.select_nth_unstable_by(k, f64::total_cmp);
+    let hi = right.iter().copied().fold(f64::INFINITY, f64::min);
+    Some(if hi.is_finite() {
+        lo + (hi - lo) * (rank - k as f64)
+    } else {
+        lo
+    })
+}
+
 /// The surrogate's waits over one long schedule of the arrival process
-/// (sorted; the first 1 % dropped as its start from empty). Seeded, so the
-/// same rate, process and service time always give the same `μ`.
+/// (the first 1 % dropped as its start from empty). Seeded, so the same
+/// rate, process and service time always give the same `μ`.
 fn stationary_waits(rate: f64, arrival: Arrival, service_s: f64) -> Vec<f64> {
     let gaps = match arrival {
         Arrival::Poisson => Gamma::new(1.0, 1.0 / rate).ok(),
@@ -229,7 +248,6 @@ fn stationary_waits(rate: f64, arrival: Arrival, service_s: f64) -> Vec<f64> {
         .collect();
     let mut w = surrogate_waits(&times, service_s);
     w.drain(..STATIONARY_ARRIVALS / 100);
-    w.sort_by(f64::total_cmp);
     w
 }
 
@@ -254,6 +272,20 @@ fn slope_and_correlation(pairs: &[(f64, f64)]) -> (f64, f64) {
 mod tests {
     use super::*;
     use crate::metrics::Metric;
+
+    #[test]
+    fn quantile_in_place_is_numpys_linear_percentile() {
+        let mut v: Vec<f64> = (0..101).rev().map(f64::from).collect();
+        let mut sorted = v.clone();
+        sorted.sort_by(f64::total_cmp);
+        for p in [0.0, 1.0, 50.0, 99.0, 99.5, 100.0] {
+            assert_eq!(
+                quantile_in_place(&mut v, p),
+                stats::percentile_sorted(&sorted, p),
+                "p{p}"
+            );
+        }
+    }
 
     #[test]
     fn lindley_waits_by_hand() {
@@ -287,8 +319,8 @@ mod tests {
     fn a_metric_that_is_the_surrogate_is_adjusted_to_its_stationary_value() {
         let service = 0.04;
         let rate = 8.0;
-        let stationary = stationary_waits(rate, Arrival::Poisson, service);
-        let mu = stats::percentile_sorted(&stationary, 99.0).unwrap();
+        let mut stationary = stationary_waits(rate, Arrival::Poisson, service);
+        let mu = quantile_in_place(&mut stationary, 99.0).unwrap();
         for seed in 0..5u64 {
             let mut s = crate::schedule::Schedule::new(open(rate, Arrival::Poisson), seed);
             let times: Vec<f64> = (0..300)

@@ -1,31 +1,43 @@
-//! Saturation, detected and said in words — without false alarms.
+//! Saturation, detected and said in words — both ways: every point whose
+//! queue grows is flagged, however long its requests take relative to the
+//! point, and no point is flagged because the client machine was busy or a
+//! Poisson sample bunched up.
 //!
-//! Three signals per run, each judged against the right baseline:
+//! A point is **saturated** when either queue signal shows growth:
 //!
-//! - **Sending fell behind the schedule**: the achieved send rate against the
-//!   rate the run's *own* seeded schedule intended (its t_sched times), not
-//!   the nominal `--request-rate`: a Poisson schedule of 32 arrivals at
-//!   0.16/s may itself run at 0.143/s, and that is sampling, not lag.
-//!   Flagged below 95 %.
-//! - **Requests staying longer in flight** and **TTFT rising** through the
-//!   run. In-flight requests alone would mistake a burst of arrivals for
-//!   saturation (a Poisson sample bunched at the end of a short run raises
-//!   them too), so each block's mean in-flight count is divided by the
-//!   block's arrivals per second — by Little's law, the time a request
-//!   spends in the system — and it is that residence time that must rise;
-//!   blocks with fewer than 2 sends are skipped. Each trend is an
-//!   ordinary least-squares slope over time whose 95 % interval excludes
-//!   zero *and* whose rise over the window is material (at least 20 % of the
-//!   level, and 2 requests or 5 ms), so that a long stable run, where any
-//!   tiny slope is "significant", is not flagged. The window starts once the
-//!   pipeline has filled (first send + median E2EL) and ends at the last
-//!   send: the fill at the start and the drain at the end are not trends.
-//!   A queue that grows without bound (past capacity) shows both.
-//!   Both series are first averaged over 1-second blocks and the slope is
-//!   fitted to the block means: neighbouring requests' latencies are
-//!   correlated (they queue together), which would make a per-request fit's
-//!   interval far too narrow; block means are close to independent. At least
-//!   4 blocks are needed, else no trend is judged.
+//! - **Requests waiting for a first token pile up.** Each request counts as
+//!   waiting from its send to its first token (or its end without one):
+//!   outside the server, that is the server's queue (a continuous-batching
+//!   engine admits a request and starts its prefill, or it waits). Its mean
+//!   over the last third of the sending window is compared with the first
+//!   third; growth must be material (≥ 5 requests and ≥ 4 × the square root
+//!   of the first third's level, so a Poisson fluctuation of a small queue
+//!   is not growth) and large (the last third at least twice the first, plus
+//!   2). It needs no completion and no fill time: past capacity the queue
+//!   grows from the first second, so a 6 s point at twice capacity is
+//!   caught as surely as a 30 s one, while a point whose requests are long
+//!   but served at once (long answers) has a short, flat queue.
+//! - **Requests stay longer and longer in flight** (the engine admits
+//!   everything and slows every request down, so nothing waits for a first
+//!   token): each 1 s block's mean in-flight count divided by its arrivals
+//!   per second is, by Little's law, the time a request spends in the
+//!   system, and it must rise — an ordinary least-squares slope over the
+//!   block means whose 95 % interval excludes zero and whose rise over the
+//!   window is material (at least 20 % of the level and 5 ms). In-flight
+//!   counts alone would mistake a burst of arrivals for saturation. The
+//!   window starts once the pipeline has filled (first send + median E2EL,
+//!   at most 30 % of the window) and ends at the last send.
+//!
+//! Two more findings are reported, neither of which is saturation:
+//! **sending fell behind the schedule** (the achieved send rate below 95 %
+//! of the rate the run's *own* seeded schedule intended: the client or
+//! `--max-concurrency` held requests back, see schedule lag), and **TTFT
+//! rose through the run** (a trend in block means, as above). The TTFT
+//! trend used to decide saturation; it also rises with longer prompts late
+//! in a run, with CPU contention on the client, or with one late burst of a
+//! short Poisson sample (it flagged a point at 62 % of capacity), so it is
+//! now said, not concluded from. The collector adds a third saturation
+//! signal: most requests still running when the run ended.
 
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +145,15 @@ pub struct Saturation {
     pub in_flight_slope: Option<Slope>,
     pub ttft_slope: Option<Slope>,
     pub behind_schedule: bool,
+    /// Mean requests waiting for a first token over the first and the last
+    /// third of the sending window.
+    #[serde(default)]
+    pub waiting: Option<(f64, f64)>,
+    /// The waiting queue grew through the sending window.
+    #[serde(default)]
+    pub queue_growing: bool,
     pub in_flight_rising: bool,
+    /// TTFT rose through the run: reported, not saturation on its own.
     pub ttft_rising: bool,
     /// Queues grew through the run: the server (or a cap) could not keep up.
     pub saturated: bool,
@@ -141,38 +161,79 @@ pub struct Saturation {
     pub findings: Vec<String>,
 }
 
-/// Inputs: the schedule's intended rate and the achieved one (open loop);
-/// the in-flight series (bucket start s, count); (send s, TTFT ms) pairs;
-/// the window to fit over.
-pub fn assess(
-    intended_rate: Option<f64>,
-    achieved_rate: Option<f64>,
-    in_flight: &[(f64, f64)],
-    sends: &[(f64, f64)],
-    ttft: &[(f64, f64)],
-    window: (f64, f64),
-) -> Saturation {
+/// What the checks read; series are (bucket start s, value) pairs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Inputs<'a> {
+    /// The run's own schedule's rate, and the achieved send rate (open loop).
+    pub intended_rate: Option<f64>,
+    pub achieved_rate: Option<f64>,
+    /// Requests in flight.
+    pub in_flight: &'a [(f64, f64)],
+    /// Requests sent and still waiting for their first token.
+    pub waiting: &'a [(f64, f64)],
+    /// Sends per bucket.
+    pub sends: &'a [(f64, f64)],
+    /// (send s, TTFT ms) of requests.
+    pub ttft: &'a [(f64, f64)],
+    /// The window the trends are fitted over (after the fill).
+    pub window: (f64, f64),
+    /// The whole sending window (first send to last send).
+    pub sending: (f64, f64),
+}
+
+/// Growth of the waiting queue: (first third's mean, last third's mean),
+/// when the sending window has at least 1.5 s.
+fn waiting_thirds(waiting: &[(f64, f64)], sending: (f64, f64)) -> Option<(f64, f64)> {
+    let (a, b) = sending;
+    let third = (b - a) / 3.0;
+    if third < 0.5 {
+        return None;
+    }
+    let mean = |lo: f64, hi: f64| {
+        let v: Vec<f64> = waiting
+            .iter()
+            .filter(|p| p.0 >= lo && p.0 < hi)
+            .map(|p| p.1)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    Some((mean(a, a + third)?, mean(b - third, b)?))
+}
+
+/// Run the checks (see the module comment).
+pub fn assess(i: &Inputs) -> Saturation {
     let mut s = Saturation {
-        intended_rate,
+        intended_rate: i.intended_rate,
         ..Default::default()
     };
-    if let (Some(i), Some(a)) = (intended_rate, achieved_rate) {
-        if i.is_finite() && i > 0.0 {
-            let ratio = a / i;
+    if let (Some(want), Some(a)) = (i.intended_rate, i.achieved_rate) {
+        if want.is_finite() && want > 0.0 {
+            let ratio = a / want;
             s.send_ratio = Some(ratio);
             if ratio < 0.95 {
                 s.behind_schedule = true;
                 s.findings.push(format!(
-                    "sending fell behind the schedule: {a:.2} req/s sent of the {i:.2} req/s this run's own schedule intended ({:.0}%): the client or --max-concurrency held requests back (see schedule lag)",
+                    "sending fell behind the schedule: {a:.2} req/s sent of the {want:.2} req/s this run's own schedule intended ({:.0}%): the client or --max-concurrency held requests back (see schedule lag)",
                     ratio * 100.0
                 ));
             }
         }
     }
+    if let Some((first, last)) = waiting_thirds(i.waiting, i.sending) {
+        s.waiting = Some((first, last));
+        let grew = last - first;
+        if grew >= 5.0_f64.max(4.0 * (first + 1.0).sqrt()) && last >= 2.0 * first + 2.0 {
+            s.queue_growing = true;
+            s.findings.push(format!(
+                "the queue grew: requests waiting for their first token rose from {first:.1} to {last:.1} on average between the first and the last third of the sending window: the server is not keeping up with the offered load"
+            ));
+        }
+    }
     // Per 1 s block: mean in flight / sends in the block (= arrivals per
     // second) is the mean time in the system (Little's law).
-    let arrivals = block_sums(sends, window);
-    let residence: Vec<(f64, f64)> = blocks(in_flight, window)
+    let window = i.window;
+    let arrivals = block_sums(i.sends, window);
+    let residence: Vec<(f64, f64)> = blocks(i.in_flight, window)
         .into_iter()
         .filter_map(|(x, l)| {
             // Pair each block with its own arrivals (by its index).
@@ -181,7 +242,7 @@ pub fn assess(
         })
         .collect();
     s.in_flight_slope = slope(&residence);
-    s.ttft_slope = slope(&blocks(ttft, window));
+    s.ttft_slope = slope(&blocks(i.ttft, window));
     if let Some(sl) = s.in_flight_slope.filter(|sl| sl.rising(0.005)) {
         s.in_flight_rising = true;
         s.findings.push(format!(
@@ -194,7 +255,7 @@ pub fn assess(
     if let Some(sl) = s.ttft_slope.filter(|sl| sl.rising(5.0)) {
         s.ttft_rising = true;
         s.findings.push(format!(
-            "TTFT rose through the run (+{:.0} ms over {:.1} s, slope {:.1} ms/s [{:.1}, {:.1}]): requests are queueing",
+            "TTFT rose through the run (+{:.0} ms over {:.1} s, slope {:.1} ms/s [{:.1}, {:.1}]); the queue did not grow, so longer prompts, a busy client or a late burst of arrivals are as likely as the server",
             sl.rise,
             window.1 - window.0,
             sl.per_s,
@@ -202,7 +263,17 @@ pub fn assess(
             sl.hi
         ));
     }
-    s.saturated = s.in_flight_rising || s.ttft_rising;
+    s.saturated = s.queue_growing || s.in_flight_rising;
+    if s.saturated && s.ttft_rising {
+        // The TTFT trend is then the queue's; say it once, as the queue.
+        if let Some(f) = s.findings.last_mut() {
+            *f = format!(
+                "TTFT rose through the run (+{:.0} ms over {:.1} s) as the queue grew",
+                s.ttft_slope.map_or(0.0, |sl| sl.rise),
+                window.1 - window.0
+            );
+        }
+    }
     s
 }
 
@@ -224,62 +295,126 @@ mod tests {
         assert!((b[0].1 - 3.9).abs() < 1e-9, "{b:?}");
     }
 
-    /// A flat noisy series is not rising, even when long; a growing queue is.
+    fn inputs<'a>(
+        in_flight: &'a [(f64, f64)],
+        waiting: &'a [(f64, f64)],
+        sends: &'a [(f64, f64)],
+        ttft: &'a [(f64, f64)],
+        window: (f64, f64),
+    ) -> Inputs<'a> {
+        Inputs {
+            intended_rate: Some(10.0),
+            achieved_rate: Some(10.0),
+            in_flight,
+            waiting,
+            sends,
+            ttft,
+            window,
+            sending: window,
+        }
+    }
+
+    fn series(n: usize, mut f: impl FnMut(usize) -> f64) -> Vec<(f64, f64)> {
+        (0..n).map(|i| (i as f64 * 0.1, f(i))).collect()
+    }
+
+    /// Flat noisy series are not saturation, even long; a TTFT trend alone
+    /// is a finding, not saturation; a growing queue is.
     #[test]
     fn flat_noise_is_not_saturation_and_a_growing_queue_is() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
         let mut false_alarms = 0;
         for _ in 0..200 {
-            let flat: Vec<(f64, f64)> = (0..600)
-                .map(|i| (i as f64 * 0.1, 20.0 + rng.random_range(-5.0..5.0)))
-                .collect();
-            let ttft: Vec<(f64, f64)> = (0..600)
-                .map(|i| (i as f64 * 0.1, 100.0 + rng.random_range(-30.0..30.0)))
-                .collect();
-            let sends: Vec<(f64, f64)> = (0..600).map(|i| (i as f64 * 0.1, 1.0)).collect();
-            if assess(Some(10.0), Some(9.9), &flat, &sends, &ttft, (0.0, 60.0)).saturated {
+            let flat = series(600, |_| 20.0 + rng.random_range(-5.0..5.0));
+            let waiting = series(600, |_| rng.random_range(0..6) as f64);
+            let ttft = series(600, |_| 100.0 + rng.random_range(-30.0..30.0));
+            let sends = series(600, |_| 1.0);
+            if assess(&inputs(&flat, &waiting, &sends, &ttft, (0.0, 60.0))).saturated {
                 false_alarms += 1;
             }
         }
         assert_eq!(false_alarms, 0);
-        let growing: Vec<(f64, f64)> = (0..100)
-            .map(|i| (i as f64 * 0.1, 10.0 + i as f64 * 0.5))
-            .collect();
-        let ttft: Vec<(f64, f64)> = (0..100)
-            .map(|i| (i as f64 * 0.1, 100.0 + i as f64 * 20.0))
-            .collect();
-        let sends: Vec<(f64, f64)> = (0..100).map(|i| (i as f64 * 0.1, 1.0)).collect();
-        let s = assess(Some(10.0), Some(10.0), &growing, &sends, &ttft, (0.0, 10.0));
-        assert!(s.saturated && s.in_flight_rising && s.ttft_rising, "{s:?}");
-        assert_eq!(s.findings.len(), 2);
+        let growing = series(100, |i| 10.0 + i as f64 * 0.5);
+        let waiting = series(100, |i| i as f64 * 0.4);
+        let ttft = series(100, |i| 100.0 + i as f64 * 20.0);
+        let sends = series(100, |_| 1.0);
+        let s = assess(&inputs(&growing, &waiting, &sends, &ttft, (0.0, 10.0)));
+        assert!(
+            s.saturated && s.queue_growing && s.in_flight_rising && s.ttft_rising,
+            "{s:?}"
+        );
+        assert_eq!(s.findings.len(), 3, "{:?}", s.findings);
+        assert!(
+            s.findings[2].contains("as the queue grew"),
+            "{:?}",
+            s.findings
+        );
+        // TTFT rising with a flat queue and flat residence: said, not concluded.
+        let flat = series(100, |_| 10.0);
+        let waiting = series(100, |_| 2.0);
+        let s = assess(&inputs(&flat, &waiting, &sends, &ttft, (0.0, 10.0)));
+        assert!(!s.saturated && s.ttft_rising, "{s:?}");
+        assert!(s.findings[0].contains("busy client"), "{:?}", s.findings);
+    }
+
+    /// Past capacity the waiting queue grows from the first second: a 6 s
+    /// point at twice capacity (12 req/s more than served) is flagged as
+    /// surely as a 30 s one, with no completion needed.
+    #[test]
+    fn a_queue_growing_past_capacity_is_caught_in_short_and_long_points() {
+        for secs in [6usize, 30] {
+            let n = secs * 10;
+            let waiting = series(n, |i| 1.2 * i as f64);
+            let s = assess(&Inputs {
+                waiting: &waiting,
+                sending: (0.0, secs as f64),
+                ..Default::default()
+            });
+            assert!(s.saturated && s.queue_growing, "{secs} s: {s:?}");
+        }
+        // Half a request a second more than served, over 6 s: not yet
+        // distinguishable from a fluctuation; over 60 s it is.
+        let slow = |secs: usize| {
+            let waiting = series(secs * 10, |i| 2.0 + 0.05 * i as f64);
+            assess(&Inputs {
+                waiting: &waiting,
+                sending: (0.0, secs as f64),
+                ..Default::default()
+            })
+            .queue_growing
+        };
+        assert!(!slow(6) && slow(60));
     }
 
     /// Arrivals bunched at the end of a run raise the in-flight count but not
-    /// the time requests spend in flight: not saturation.
+    /// the time requests spend in flight, and a late burst of a few waiting
+    /// requests is not a growing queue: not saturation.
     #[test]
     fn a_burst_of_arrivals_is_not_saturation() {
         // 10 blocks; arrivals per block rise from 5 to 14, each request stays 1 s.
-        let sends: Vec<(f64, f64)> = (0..100)
-            .map(|i| (i as f64 * 0.1, (5.0 + (i / 10) as f64) / 10.0))
-            .collect();
-        let in_flight: Vec<(f64, f64)> = (0..100)
-            .map(|i| (i as f64 * 0.1, 5.0 + (i / 10) as f64))
-            .collect();
-        let ttft: Vec<(f64, f64)> = (0..100)
-            .map(|i| (i as f64 * 0.1, 100.0 + (i % 3) as f64))
-            .collect();
-        let s = assess(Some(9.5), Some(9.5), &in_flight, &sends, &ttft, (0.0, 10.0));
+        let sends = series(100, |i| (5.0 + (i / 10) as f64) / 10.0);
+        let in_flight = series(100, |i| 5.0 + (i / 10) as f64);
+        let waiting = series(100, |i| if i >= 80 { 6.0 } else { 2.0 });
+        let ttft = series(100, |i| 100.0 + (i % 3) as f64);
+        let s = assess(&inputs(&in_flight, &waiting, &sends, &ttft, (0.0, 10.0)));
         assert!(!s.saturated, "{s:?}");
     }
 
     #[test]
     fn behind_schedule_is_judged_against_the_schedules_own_rate() {
         // The nominal rate was 0.16/s but the seeded schedule itself ran at 0.143/s.
-        assert!(!assess(Some(0.143), Some(0.1428), &[], &[], &[], (0.0, 1.0)).behind_schedule);
-        let s = assess(Some(100.0), Some(80.0), &[], &[], &[], (0.0, 1.0));
+        let judged = |want: f64, got: f64| {
+            assess(&Inputs {
+                intended_rate: Some(want),
+                achieved_rate: Some(got),
+                ..Default::default()
+            })
+        };
+        assert!(!judged(0.143, 0.1428).behind_schedule);
+        let s = judged(100.0, 80.0);
         assert!(
-            s.behind_schedule && s.findings[0].contains("80%"),
+            s.behind_schedule && !s.saturated && s.findings[0].contains("80%"),
             "{:?}",
             s.findings
         );

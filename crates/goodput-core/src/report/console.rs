@@ -621,6 +621,24 @@ pub fn sweep_summary(r: &SweepResult) -> String {
         if m.saturation.behind_schedule {
             notes.push("behind schedule".to_string());
         }
+        if let Some(c) = &m.schedule_control {
+            // What the search judged: the percentiles adjusted for the
+            // point's own arrival schedule.
+            let adjusted: Vec<String> = c
+                .terms
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} adj. {:.1}",
+                        t.term.split("<=").next().unwrap_or(""),
+                        t.adjusted_ms
+                    )
+                })
+                .collect();
+            if !adjusted.is_empty() {
+                notes.push(adjusted.join(", "));
+            }
+        }
         if let Some(v) = p.result.early_stop {
             notes.push(format!(
                 "ended early ({})",

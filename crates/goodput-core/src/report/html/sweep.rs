@@ -448,8 +448,8 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
     out.push_str("<h4>Points of the curve</h4>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
     for h in [
         "Offered",
-        "Achieved req/s",
-        "Output tokens/s",
+        "Request throughput (req/s)",
+        "Output throughput (tok/s)",
         "p50 TTFT",
         "p99 TTFT",
         "p50 TPOT",
@@ -500,6 +500,18 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody></table></div>\n");
+    out.push_str(
+        "<p class=\"note\">Throughput: completed requests and their output tokens over the point's duration (first send to last response end), as the console and the CSV show it.</p>\n",
+    );
+    for c in s.curve.iter().filter(|c| c.saturated) {
+        let findings = &s.points[c.point].result.metrics.saturation.findings;
+        out.push_str(&format!(
+            "<p class=\"note\" data-saturated=\"{}\">Saturated at {}: {}</p>\n",
+            c.point,
+            escape(&offered_words(s, c.offered)),
+            escape(&findings.join("; "))
+        ));
+    }
     if let Some(first) = s.points.first() {
         out.push_str(&workload(&first.result));
         out.push_str(&config_block(
