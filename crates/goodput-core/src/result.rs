@@ -91,6 +91,10 @@ impl RunResult {
         );
         o.insert("input_throughput".into(), json!(m.throughput.input));
         o.insert(
+            "streamed_output_throughput".into(),
+            json!(m.throughput.streamed_output),
+        );
+        o.insert(
             "request_goodput".into(),
             json!(m.slo.as_ref().map(|s| s.request_goodput)),
         );
@@ -217,6 +221,9 @@ impl RunResult {
                 request: estimate("request_throughput")?,
                 output: estimate("output_throughput")?,
                 input: field(doc, "input_throughput")?,
+                // Documents before it had none: the completed requests' figure.
+                streamed_output: field::<Option<f64>>(doc, "streamed_output_throughput")?
+                    .unwrap_or(field(doc, "output_throughput")?),
                 total_token: field(doc, "total_token_throughput")?,
             },
             steady_state: field(doc, "steady_state")?,

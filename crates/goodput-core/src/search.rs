@@ -129,7 +129,8 @@ pub struct Answer {
     /// 95 % interval of the rate where the SLO's margin crosses zero, when
     /// the fit has the points to bound it.
     pub interval: Option<(f64, f64)>,
-    /// [highest passing, lowest failing above it] of the points' own verdicts.
+    /// [highest passing, lowest failing above it] of the points' own
+    /// verdicts: of the measuring points where there are any.
     pub bracket: (f64, Option<f64>),
     /// Points in the fit.
     pub fitted: usize,
@@ -258,14 +259,36 @@ impl Search {
         Step::Explore { rate }
     }
 
+    /// The bracket to report: of the measuring points where there are any
+    /// (they hold enough requests to bound the percentile; an exploring
+    /// point of 8 s may pass on a lucky sample above them), each side
+    /// falling back to every point's.
+    fn reported_bracket(&self) -> (Option<f64>, Option<f64>) {
+        let (all_lo, all_hi) = self.bracket();
+        let measured = self.seen.iter().filter(|o| o.measuring);
+        let lo = measured
+            .clone()
+            .filter(|o| o.passes())
+            .map(|o| o.rate)
+            .reduce(f64::max)
+            .or(all_lo);
+        let hi = measured
+            .filter(|o| !o.passes() && lo.is_none_or(|l| o.rate > l))
+            .map(|o| o.rate)
+            .reduce(f64::min)
+            .or(all_hi.filter(|&h| lo.is_none_or(|l| h > l)));
+        (lo, hi)
+    }
+
     /// The answer from the points so far.
     pub fn answer(&self) -> Answer {
         let (lo, hi) = self.bracket();
+        let reported = self.reported_bracket();
         let mut answer = Answer {
             rate: lo.unwrap_or(0.0),
             method: Method::Bracket,
             interval: None,
-            bracket: (lo.unwrap_or(0.0), hi),
+            bracket: (reported.0.unwrap_or(0.0), reported.1),
             fitted: 0,
             notes: Vec::new(),
         };

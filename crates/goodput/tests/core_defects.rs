@@ -302,11 +302,12 @@ async fn a_signal_during_model_discovery_ends_the_run_within_two_seconds() {
     for signal in [libc::SIGINT, libc::SIGTERM] {
         let url = format!("http://{addr}");
         let child = spawn_goodput(&["run", "--url", &url, "--timeout", "600s"]);
-        tokio::time::sleep(Duration::from_millis(700)).await;
-        assert!(
-            accepted.load(std::sync::atomic::Ordering::SeqCst) > 0,
-            "discovery has started"
-        );
+        let before = accepted.load(std::sync::atomic::Ordering::SeqCst);
+        let seen = accepted.clone();
+        wait_until("discovery started", Duration::from_secs(30), move || {
+            seen.load(std::sync::atomic::Ordering::SeqCst) > before
+        })
+        .await;
         let sent = Instant::now();
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, signal) };

@@ -35,7 +35,11 @@ async fn sigint_writes_summary_results_and_every_finished_record() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Polled, not slept: on a busy machine start-up alone can take a second.
+    wait_until("8 requests finished", Duration::from_secs(30), || {
+        line_count(&records) >= 8
+    })
+    .await;
     sigint(&child);
     let output = tokio::task::spawn_blocking(move || child.wait_with_output())
         .await
@@ -93,8 +97,19 @@ async fn a_second_sigint_cancels_requests_in_flight_and_keeps_their_records() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // All three streams have started (polled: start-up time varies with the
+    // machine's load), then 400 ms of the script's 50 ms events, so each
+    // holds more than 5 events when it is cancelled.
+    let log = server.log.clone();
+    wait_until(
+        "three streams started",
+        Duration::from_secs(30),
+        move || log.lock().unwrap().len() >= 3,
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     sigint(&child);
+    // The second signal comes after the first, whatever the machine's speed.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let second = std::time::Instant::now();
     sigint(&child);

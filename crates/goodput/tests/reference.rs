@@ -1,15 +1,22 @@
-//! The goodput search against the simulator's own virtual-time reference.
+//! The goodput search against the real-time simulator lands where the same
+//! search, run on the simulator's engine in virtual time with the same
+//! arrival schedules, lands: what real time adds (HTTP, the engine thread's
+//! step lateness, the client) moves the answer by little. How close the
+//! search's answers lie to the sustained goodput over many samples is
+//! `tests/search_virtual.rs`'s job.
 //!
 //! In a file of its own: cargo runs test binaries one after another, so this
 //! timing-sensitive test never shares the two cores with another test's
-//! simulator and client (run beside the past-capacity sweep, which pushes
-//! 780 req/s, it once found 199 req/s against a 264 req/s reference).
+//! simulator and client.
 
 mod common;
 
 use common::*;
-use goodput_sim::reference::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload};
 use goodput_sim::SimConfig;
+
+#[path = "../examples/virtual_search/mod.rs"]
+mod virtual_search;
+use virtual_search::{Plan, Virtual};
 
 const TIME_SCALE: f64 = 0.25;
 const SIM: &str = "llama-3.1-8b,h100-sxm,time-scale=0.25";
@@ -23,48 +30,36 @@ fn config() -> SimConfig {
     }
 }
 
-/// The search against the real-time simulator lands where the simulator's
-/// engine in virtual time says the goodput of the *same* arrival schedule
-/// is (same seed, same warm-up, same 200 measured requests per point).
-///
-/// The margin: the search's precision (5 %) plus 10 % for what real time
-/// adds and virtual time does not — the engine thread's step lateness
-/// (0.1–5 ms per step unprivileged, see the simulator's README), loopback and
-/// HTTP (~1 ms on TTFT), and early-stopped points, which settle on a prefix
-/// of their requests. Near the answer the p90 moves by a few percent per
-/// percent of rate, so a 1–2 ms shift in latency moves the crossing by a few
-/// percent of rate.
+/// The margin, 15 %: near the edge the p90 moves by about 1 % per percent
+/// of rate, so the engine thread's step lateness (0.1–5 ms a step, see the
+/// simulator's README) and ~1 ms of loopback and HTTP on a 60 ms TTFT move
+/// the fitted zero by a few percent; and an exploring verdict that real
+/// time flips sends the search to other measuring rates, whose samples then
+/// differ (the search's spread over samples is about 5 %).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_goodput_search_agrees_with_the_virtual_time_reference() {
+async fn the_goodput_search_agrees_with_the_same_search_in_virtual_time() {
     let (ttft_ms, tpot_ms) = (60.0, 12.0);
-    let reference = reference_goodput(
-        &config(),
-        &RefWorkload {
-            input_tokens: INPUT,
-            output_tokens: OUTPUT,
-        },
-        &[
-            RefTerm::new(RefMetric::Ttft, 90.0, ttft_ms / 1e3),
-            RefTerm::new(RefMetric::Tpot, 90.0, tpot_ms / 1e3),
-        ],
-        &RefPlan {
-            requests_per_point: 200,
-            warmup_requests: 20,
-            seeds: 1,
-            seed: goodput_common::schedule_seed(0),
-            max_error_rate: 0.01,
-        },
-        1.0,
-        2000.0,
-        0.01,
-    )
-    .unwrap();
-    assert!(
-        reference.goodput > 0.0 && reference.first_failing.is_some(),
-        "{reference:?}"
-    );
-    let out = tmp("search.json");
     let slo = format!("ttft:p90<={ttft_ms}ms,tpot:p90<={tpot_ms}ms");
+    let plan = Plan {
+        precision: 0.05,
+        budget: std::time::Duration::from_secs(40),
+        explore: std::time::Duration::from_secs(3),
+        measure: std::time::Duration::from_secs(6),
+    };
+    let virtual_answer = Virtual {
+        config: config(),
+        input_tokens: INPUT,
+        output_tokens: OUTPUT,
+        slo: goodput_core::slo::Slo {
+            terms: goodput_core::slo::parse_terms(std::slice::from_ref(&slo)).unwrap(),
+            max_error_rate: 0.01,
+            ..Default::default()
+        },
+    }
+    .search(plan, 0)
+    .0;
+    assert!(virtual_answer.rate > 0.0, "{virtual_answer:?}");
+    let out = tmp("search.json");
     let args = argv(&[
         "sweep",
         "--sim",
@@ -75,12 +70,12 @@ async fn the_goodput_search_agrees_with_the_virtual_time_reference() {
         &slo,
         "--precision",
         "5%",
-        "--num-prompts",
-        "200",
-        "--warmup",
-        "20",
+        "--search-time",
+        "40s",
         "--point-time",
-        "60s",
+        "3s",
+        "--measure-time",
+        "6s",
         "--probe-time",
         "2s",
         "--input-tokens",
@@ -96,20 +91,22 @@ async fn the_goodput_search_agrees_with_the_virtual_time_reference() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let v = read_json(&out);
     let found = v["goodput"]["rate"].as_f64().unwrap();
-    let err = (found - reference.goodput).abs() / reference.goodput;
+    let reference = virtual_answer.rate;
+    let err = (found - reference).abs() / reference;
     eprintln!(
-        "search {found:.2} req/s, reference {:.2} req/s: {:+.1}%",
-        reference.goodput,
-        (found / reference.goodput - 1.0) * 100.0
+        "search {found:.2} req/s, in virtual time {reference:.2} req/s: {:+.1}%",
+        (found / reference - 1.0) * 100.0
     );
     assert!(
         err <= 0.15,
-        "search {found:.2} req/s vs reference {:.2} req/s ({:.1}% off)\n{stdout}",
-        reference.goodput,
+        "search {found:.2} req/s vs {reference:.2} req/s in virtual time ({:.1}% off)\n{stdout}",
         err * 100.0
     );
     assert!(
         stdout.contains(&format!("goodput: {found:.2} req/s")),
         "{stdout}"
     );
+    assert_eq!(v["goodput"]["method"], "fit", "{}", v["goodput"]);
+    let load = v["load_time_s"].as_f64().unwrap();
+    assert!(load < 40.0 + 15.0, "{load} s of load");
 }

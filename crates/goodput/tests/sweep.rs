@@ -340,3 +340,128 @@ async fn multi_turn_sessions_resend_the_history_and_hit_the_cache() {
     assert!(turn(2)["cached_share"].as_f64().unwrap() > 0.4, "{s}");
     assert!(stdout.contains("Turn 3: median TTFT"), "{stdout}");
 }
+
+/// Saturated request throughput of the default preset at 1,024 in / 128
+/// out (time scale 1), in virtual time, as [`capacity`] measures it.
+fn default_capacity() -> f64 {
+    let reqs: Vec<VirtualRequest> = (0..1500)
+        .map(|i| VirtualRequest::unique(0.0, 1024, 128, i))
+        .collect();
+    let report = simulate(&SimConfig::default(), &reqs).unwrap();
+    let mut ends: Vec<f64> = report
+        .requests
+        .iter()
+        .filter_map(|r| r.token_times_s.last().copied())
+        .collect();
+    ends.sort_by(f64::total_cmp);
+    900.0 / (ends[1200] - ends[300])
+}
+
+/// A grid sweep of the default preset (the issue's own case: requests take
+/// longer than a short point lasts once the queue builds) at 35 % and at
+/// twice capacity, with points of `point_time`: only the second is
+/// saturated, and says so in words in the JSON, the console and the HTML.
+/// Every output shows the same throughput for every point.
+async fn twice_capacity_is_saturated(point_time: &str) {
+    let cap = default_capacity();
+    let rates = format!("{:.2},{:.2}", 0.35 * cap, 2.0 * cap);
+    let out = tmp("sat.json");
+    let csv = tmp("sat.csv");
+    let html = tmp("sat.html");
+    let args = argv(&[
+        "sweep",
+        "--rates",
+        &rates,
+        "--point-time",
+        point_time,
+        "--out",
+        out.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    let (code, stdout, stderr) = goodput_async(args).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = sweep_json(&out);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{stdout}");
+    let saturated: Vec<bool> = points
+        .iter()
+        .map(|p| p["result"]["saturation"]["saturated"].as_bool().unwrap())
+        .collect();
+    assert_eq!(saturated, [false, true], "{point_time}: {stdout}");
+    let findings = points[1]["result"]["saturation"]["findings"].to_string();
+    assert!(findings.contains("not keeping up"), "{findings}");
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("data-saturated=\"1\"") && html.contains("not keeping up"),
+        "the HTML does not say which point saturated"
+    );
+    assert!(!html.contains("data-saturated=\"0\""));
+    // One throughput per point: the JSON curve, the run documents, the
+    // console's table, the CSV and the HTML table agree.
+    let curve = v["curve"].as_array().unwrap();
+    let mut reader = csv::Reader::from_path(&csv).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let csv_rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let table: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with(['1', '2']) && l.contains(" grid "))
+        .collect();
+    assert_eq!(table.len(), 2, "{stdout}");
+    for (i, c) in curve.iter().enumerate() {
+        let req = c["request_throughput"].as_f64().unwrap();
+        let tok = c["output_throughput"].as_f64().unwrap();
+        let run = &points[c["point"].as_u64().unwrap() as usize]["result"];
+        assert_eq!(run["request_throughput"].as_f64().unwrap(), req);
+        assert_eq!(run["streamed_output_throughput"].as_f64().unwrap(), tok);
+        assert!(tok > 0.0, "point {i}: no throughput");
+        let row = &csv_rows[i];
+        let csv_req: f64 = row[col("request_throughput_req_per_s")].parse().unwrap();
+        let csv_tok: f64 = row[col("streamed_output_throughput_tok_per_s")]
+            .parse()
+            .unwrap();
+        assert!(
+            (csv_req - req).abs() <= 1e-9 * req.max(1.0),
+            "{csv_req} {req}"
+        );
+        assert!(
+            (csv_tok - tok).abs() <= 1e-9 * tok.max(1.0),
+            "{csv_tok} {tok}"
+        );
+        let cells: Vec<&str> = table[i].split_whitespace().collect();
+        assert_eq!(cells[4], format!("{req:.2}"), "{}", table[i]);
+        assert_eq!(cells[5], format!("{tok:.1}"), "{}", table[i]);
+        let html_tok = format!("<td class=\"num\">{}</td>", html_num(tok));
+        assert!(html.contains(&html_tok), "{html_tok} not in the HTML");
+    }
+}
+
+/// The HTML report's number format (thousands grouped, no decimals from 100).
+fn html_num(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        let s = format!("{:.0}", x.abs());
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twice_capacity_is_saturated_in_a_6s_point() {
+    twice_capacity_is_saturated("6s").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twice_capacity_is_saturated_in_a_30s_point() {
+    twice_capacity_is_saturated("30s").await;
+}

@@ -69,6 +69,10 @@ pub struct Collector {
     /// without one), per bucket: their running difference is the number
     /// waiting for a first token — the server's queue, seen from outside.
     bucket_waiting_in: Vec<f64>,
+    /// Output tokens streamed by every measured request, and the last end
+    /// or cut of one (ns).
+    streamed_tokens: u64,
+    last_end_ns: u64,
     bucket_waiting_out: Vec<f64>,
     bucket_failures: BTreeMap<String, Vec<f64>>,
     /// Per-request thresholds of a good request, and whether latencies are
@@ -386,6 +390,14 @@ impl Collector {
                 self.busy_ns += u128::from(rec.t_done.saturating_sub(t_send));
             }
         }
+        if rec.t_send.is_some() {
+            self.last_end_ns = self.last_end_ns.max(rec.t_done);
+            self.streamed_tokens += if m.event_tokens.is_empty() {
+                rec.events.len() as u64
+            } else {
+                m.event_tokens.iter().map(|&k| u64::from(k)).sum()
+            };
+        }
         if incomplete {
             self.incomplete += 1;
             return;
@@ -526,6 +538,12 @@ pub struct Throughput {
     pub input: f64,
     /// Input + output tokens/s.
     pub total_token: f64,
+    /// Output tokens streamed per second by every measured request —
+    /// completed, failed or still running at the end — counted when they
+    /// arrived, over the first send to the last response end or cut. The
+    /// one throughput of a sweep point: an overloaded point whose requests
+    /// outlast it streams tokens although none completed.
+    pub streamed_output: f64,
 }
 
 /// Failures by kind.
@@ -690,6 +708,12 @@ impl Collector {
             ),
             input: per_s(self.total_input_tokens),
             total_token: per_s(self.total_input_tokens + self.total_output_tokens),
+            streamed_output: match self.first_send_ns {
+                Some(f) if self.last_end_ns > f => {
+                    self.streamed_tokens as f64 / ((self.last_end_ns - f) as f64 / 1e9)
+                }
+                _ => 0.0,
+            },
         };
         let window = self.last_send_ns.saturating_sub(first) as f64 / 1e9;
         // An arrival rate is an open-loop figure: a closed loop sends when slots free.

@@ -33,6 +33,12 @@
 //! 51 ms); at 30 or 80 ms it still helps, less. A term whose metric does not
 //! follow the surrogate gets β ≈ 0 and is left as it was.
 //!
+//! The surrogate is kept at most half busy (its service time at most half
+//! the mean gap between arrivals): near or past its own capacity it has no
+//! stationary value. A correction is held within half of the raw
+//! percentile: more would be the per-request slope extrapolated, not
+//! evidence.
+//!
 //! Only for open-loop points (a closed loop's send times are set by the
 //! server, not drawn), only for per-request terms (a pooled ITL percentile
 //! has no per-request value), and only while the run is small enough to
@@ -51,6 +57,9 @@ use crate::stats;
 /// this the run is long enough that its raw percentile stands alone.
 pub const MAX_REQUESTS: usize = 1 << 17;
 
+/// The surrogate queue is kept at most this busy (service time × rate).
+const MAX_SURROGATE_LOAD: f64 = 0.5;
+
 /// Arrivals of the long schedule whose surrogate quantile is `μ`.
 const STATIONARY_ARRIVALS: usize = 400_000;
 
@@ -68,7 +77,8 @@ pub struct AdjustedTerm {
     pub term: String,
     /// The measured percentile (ms).
     pub raw_ms: f64,
-    /// `raw_ms − beta · (control_s − expected_s)`, never below 0.
+    /// `raw_ms − beta · (control_s − expected_s)`, the correction held
+    /// within half of `raw_ms`.
     pub adjusted_ms: f64,
     /// Slope of the judged metric on the surrogate wait (ms per s).
     pub beta: f64,
@@ -83,6 +93,8 @@ pub struct AdjustedTerm {
 /// What the adjustment found for one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScheduleControl {
+    /// The surrogate's service time (s): the floor's median TTFT, at most
+    /// half the mean gap between arrivals.
     pub service_s: f64,
     /// Requests whose send times entered the surrogate (warm-up included).
     pub requests: usize,
@@ -144,12 +156,16 @@ impl ControlTrace {
         let mut entries: Vec<&(u64, bool, Vec<Option<f64>>)> = self.entries.iter().collect();
         entries.sort_by_key(|e| e.0);
         let times: Vec<f64> = entries.iter().map(|e| e.0 as f64 / 1e9).collect();
-        let waits = surrogate_waits(&times, self.spec.service_s);
         let measured: Vec<usize> = (0..entries.len()).filter(|&i| entries[i].1).collect();
         if measured.len() < 8 {
             return None;
         }
-        let mut stationary = stationary_waits(rate, arrival, self.spec.service_s);
+        // A surrogate near or past its own capacity has no stationary
+        // value to compare with; at most half busy it still tracks the
+        // bursts (the experiments above ran it 34 % busy).
+        let service_s = self.spec.service_s.min(MAX_SURROGATE_LOAD / rate);
+        let waits = surrogate_waits(&times, service_s);
+        let mut stationary = stationary_waits(rate, arrival, service_s);
         let adjusted = self
             .terms
             .iter()
@@ -176,10 +192,13 @@ impl ControlTrace {
                 let control_s = stats::percentile_sorted(&w, term.percentile)?;
                 let expected_s = quantile_in_place(&mut stationary, term.percentile)?;
                 let (beta, correlation) = slope_and_correlation(&pairs);
+                // A correction larger than half the percentile itself is
+                // an extrapolation of the per-request slope, not evidence.
+                let correction = (beta * (control_s - expected_s)).clamp(-0.5 * raw, 0.5 * raw);
                 Some(AdjustedTerm {
                     term: term.to_string(),
                     raw_ms: raw,
-                    adjusted_ms: (raw - beta * (control_s - expected_s)).max(0.0),
+                    adjusted_ms: raw - correction,
                     beta,
                     correlation,
                     control_s,
@@ -188,7 +207,7 @@ impl ControlTrace {
             })
             .collect();
         Some(ScheduleControl {
-            service_s: self.spec.service_s,
+            service_s,
             requests: entries.len(),
             terms: adjusted,
         })

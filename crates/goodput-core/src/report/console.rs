@@ -659,7 +659,7 @@ pub fn sweep_summary(r: &SweepResult) -> String {
                 .map(|a| format!("{a:.2}"))
                 .unwrap_or_else(|| "-".into()),
             m.throughput.request.value,
-            m.throughput.output.value,
+            m.throughput.streamed_output,
             ms(pct(ttft)),
             ms(pct(Metric::Tpot)),
             ms(pct(if p.result.load.is_open() {

@@ -143,6 +143,9 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
     c.extend(estimate_cols("output_throughput", "tok_per_s", |r| {
         Some(r.metrics.throughput.output)
     }));
+    c.push(col("streamed_output_throughput_tok_per_s", |r| {
+        num(r.run.metrics.throughput.streamed_output)
+    }));
     c.push(col("total_token_throughput_tok_per_s", |r| {
         num(r.run.metrics.throughput.total_token)
     }));

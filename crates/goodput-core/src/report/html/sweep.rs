@@ -449,7 +449,7 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
     for h in [
         "Offered",
         "Request throughput (req/s)",
-        "Output throughput (tok/s)",
+        "Output tokens streamed (tok/s)",
         "p50 TTFT",
         "p99 TTFT",
         "p50 TPOT",
@@ -501,7 +501,7 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
     }
     out.push_str("</tbody></table></div>\n");
     out.push_str(
-        "<p class=\"note\">Throughput: completed requests and their output tokens over the point's duration (first send to last response end), as the console and the CSV show it.</p>\n",
+        "<p class=\"note\">Throughput: completed requests over the point's duration (first send to last response end), and the output tokens every request streamed, counted as they arrived, as the console and the CSV show them.</p>\n",
     );
     for c in s.curve.iter().filter(|c| c.saturated) {
         let findings = &s.points[c.point].result.metrics.saturation.findings;

@@ -15,17 +15,17 @@
 //! - **Rates / concurrencies**: the given points, in order, with the same
 //!   early stop.
 //! - **Search** (needs an SLO): the floor run (an SLO missed at concurrency 1
-//!   is goodput 0, with the reason), then bracketing from four times the
-//!   concurrency-1 throughput (doubling after a pass, halving after a fail;
-//!   no capacity probe: failing points end early, so bracketing upward is
-//!   cheaper than probing),
-//!   geometric bisection until (lowest failing − highest passing) / lowest
-//!   failing is within the precision, and a confirming full-length rerun at
-//!   the answer (stepped down by the precision if it fails, at most twice;
-//!   only a rate that passed a full-length run is reported).
-//!   Search points end as soon as their verdict is settled
-//!   ([`crate::metrics::EarlyStop`]): a clearly failing point does not run to
-//!   its full length.
+//!   is goodput 0, with the reason), then the points [`crate::search`] asks
+//!   for — short exploring points from four times the concurrency-1
+//!   throughput, ending as soon as their verdict is settled
+//!   ([`crate::metrics::EarlyStop`]), then long measuring points near the
+//!   edge — within the search's budget of load time. Each search point
+//!   draws its own arrival sample (the seed plus its index) and has its SLO
+//!   percentiles adjusted for that sample ([`crate::metrics::control`]); the
+//!   answer is the search's fit, with its interval and bracket.
+//!
+//! A point passes only when it meets the SLO and is not saturated: a point
+//! whose queue grew met the SLO, if it did, only because it ended first.
 //!
 //! The knees are reported side by side: where throughput stops following
 //! offered load (Kneedle on throughput against offered load,
@@ -40,12 +40,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::aggregate::RecordsSink;
 use crate::executor::{Progress, RunControl, WarmupPolicy};
-use crate::knee;
 use crate::metrics::Metric;
 use crate::result::RunResult;
 use crate::schedule::{Arrival, Load};
-use crate::search::{Observation, Search, SearchConfig, Step as SearchStep};
+use crate::search::{Search, Step as SearchStep};
+
+mod curve;
+mod observe;
 use crate::target::{PreparedTarget, RunError, RunSpec};
+use curve::p;
+use observe::{observe, point_meets};
+pub use observe::{observe_metrics, search_config};
 
 /// Which points to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,8 +125,8 @@ pub struct CurvePoint {
     /// Completed requests / duration (first send to last response end),
     /// req/s: the run's `request_throughput`.
     pub request_throughput: f64,
-    /// Output tokens of completed requests / duration, tok/s: the run's
-    /// `output_throughput`.
+    /// Output tokens streamed by every measured request per second, counted
+    /// as they arrived: the run's `streamed_output_throughput`.
     pub output_throughput: f64,
     pub ttft_p50_ms: Option<f64>,
     pub ttft_p99_ms: Option<f64>,
@@ -246,22 +251,6 @@ impl PointPlan {
             control: None,
         }
     }
-}
-
-/// Whether a point passes: it met the SLO (the settled early verdict, else
-/// the point estimate, with the error-rate and attainment limits applied to
-/// what it measured) and its queue was not growing. A saturated point that
-/// met the SLO did so only because it ended before its queue built.
-fn point_meets(result: &RunResult) -> Option<bool> {
-    let met = match (result.early_stop, &result.metrics.slo) {
-        (Some(crate::verdict::Verdict::Pass), Some(s)) => {
-            Some(s.error_rate_ok && s.slo.attainment.is_none_or(|a| s.attainment >= a))
-        }
-        (Some(v), _) => Some(v == crate::verdict::Verdict::Pass),
-        (None, Some(s)) => Some(s.meets),
-        (None, None) => None,
-    };
-    met.map(|m| m && !result.metrics.saturation.saturated)
 }
 
 impl Runner<'_> {
@@ -638,187 +627,9 @@ impl Runner<'_> {
 
     /// Recompute the curve and the knees from the points so far.
     fn refresh(&mut self) {
-        let r = &mut self.result;
-        let open: Vec<usize> = (0..r.points.len())
-            .filter(|&i| r.points[i].result.load.is_open())
-            .collect();
-        let chosen: Vec<usize> = if open.is_empty() {
-            (0..r.points.len()).collect()
-        } else {
-            open
-        };
-        let mut curve: Vec<CurvePoint> = chosen
-            .iter()
-            .map(|&i| curve_point(i, &r.points[i]))
-            .collect();
-        curve.sort_by(|a, b| a.offered.total_cmp(&b.offered));
-        let floor = r
-            .points
-            .iter()
-            .find(|p| p.role == PointRole::Floor)
-            .and_then(|p| p99(&p.result, Metric::Ttft))
-            .or_else(|| curve.first().and_then(|c| c.ttft_p99_ms));
-        let xs: Vec<f64> = curve.iter().map(|c| c.offered).collect();
-        let ys: Vec<f64> = curve.iter().map(|c| c.output_throughput).collect();
-        let ttfts: Vec<f64> = curve
-            .iter()
-            .map(|c| c.ttft_p99_ms.unwrap_or(f64::INFINITY))
-            .collect();
-        r.knees = Knees {
-            throughput: knee::kneedle(&xs, &ys).map(|i| KneeAt {
-                curve_index: i,
-                offered: xs[i],
-            }),
-            degradation: floor
-                .and_then(|f| knee::degradation_knee(f, &ttfts, knee::DEFAULT_DEGRADATION_FACTOR))
-                .map(|i| KneeAt {
-                    curve_index: i,
-                    offered: xs[i],
-                }),
-            degradation_factor: knee::DEFAULT_DEGRADATION_FACTOR,
-            floor_ttft_p99_ms: floor,
-        };
-        r.curve = curve;
-    }
-}
-
-/// What a point shows the search: its SLO margin (each term's percentile,
-/// adjusted for the point's own schedule where it could be, over its
-/// threshold, in logs; the largest), whether it failed whatever its
-/// latencies (saturated, errors, attainment), its requests and its time.
-fn observe(pt: &SweepPoint, measuring: bool) -> Observation {
-    observe_metrics(
-        &pt.result.metrics,
-        &pt.result.load,
-        pt.result.early_stop,
-        pt.wall_s,
-        measuring,
-    )
-}
-
-/// [`observe`] from a run's metrics (a virtual-time model of a point has no
-/// whole [`RunResult`]).
-pub fn observe_metrics(
-    m: &crate::metrics::RunMetrics,
-    load: &Load,
-    early_stop: Option<crate::verdict::Verdict>,
-    wall_s: f64,
-    measuring: bool,
-) -> Observation {
-    let adjusted = |term: &str| {
-        m.schedule_control
-            .as_ref()
-            .and_then(|c| c.terms.iter().find(|t| t.term == term))
-            .map(|t| t.adjusted_ms)
-    };
-    let mut margin = m.slo.as_ref().and_then(|s| {
-        s.terms
-            .iter()
-            .filter_map(|t| {
-                let v = adjusted(&t.term.to_string()).or(t.estimate.map(|e| e.value))?;
-                Some((v.max(1e-9) / t.term.threshold_ms).ln())
-            })
-            .reduce(f64::max)
-    });
-    // A settled early verdict is the evidence: a point settled failing
-    // never passes on its partial estimate.
-    if early_stop == Some(crate::verdict::Verdict::Fail) {
-        margin = Some(margin.unwrap_or(f64::INFINITY).max(1e-6));
-    }
-    let hard_fail = m.saturation.saturated
-        || m.slo.as_ref().is_some_and(|s| {
-            !s.error_rate_ok || s.slo.attainment.is_some_and(|a| s.attainment < a)
-        });
-    Observation {
-        rate: load.offered_rate().unwrap_or(0.0),
-        requests: m.completed,
-        margin,
-        hard_fail,
-        wall_s,
-        measuring,
-    }
-}
-
-/// The search's configuration and the schedule adjustment of its points,
-/// from the concurrency-1 floor run (its median TTFT and throughput) and
-/// the SLO: the search starts at four times the floor's throughput, and
-/// its measuring points hold enough requests to bound every term's
-/// percentile.
-pub fn search_config(
-    floor_ttft_p50_ms: Option<f64>,
-    floor_throughput: f64,
-    slo: &crate::slo::Slo,
-    precision: f64,
-    budget: Duration,
-    explore: Duration,
-    measure: Duration,
-) -> (SearchConfig, Option<crate::metrics::control::ControlSpec>) {
-    // The surrogate queue of the schedule adjustment serves each request
-    // in the idle server's median TTFT.
-    let control = floor_ttft_p50_ms
-        .filter(|t| *t > 0.0)
-        .map(|t| crate::metrics::control::ControlSpec { service_s: t / 1e3 });
-    let min_requests = slo
-        .terms
-        .iter()
-        .filter(|t| !t.metric.info().pooled)
-        .map(|t| crate::verdict::requests_to_bound(t.percentile / 100.0))
-        .max()
-        .unwrap_or(0);
-    (
-        SearchConfig {
-            start_rate: 4.0 * floor_throughput,
-            precision,
-            budget_s: budget.as_secs_f64(),
-            explore_s: explore.as_secs_f64(),
-            measure_s: measure.as_secs_f64(),
-            min_requests,
-        },
-        control,
-    )
-}
-
-fn p(result: &RunResult, m: Metric, pct: f64) -> Option<f64> {
-    result
-        .metrics
-        .get(m)
-        .and_then(|d| d.percentiles.iter().find(|x| x.0 == pct))
-        .map(|x| x.1.value)
-}
-
-fn p99(result: &RunResult, m: Metric) -> Option<f64> {
-    p(result, m, 99.0)
-}
-
-fn curve_point(i: usize, pt: &SweepPoint) -> CurvePoint {
-    let r = &pt.result;
-    let offered = match r.load {
-        Load::Open { rate, .. } => rate,
-        Load::Closed { concurrency } => concurrency as f64,
-    };
-    let m = &r.metrics;
-    CurvePoint {
-        point: i,
-        offered,
-        // One throughput per point, the run's own (completed requests and
-        // their output tokens over the first send to the last response end),
-        // as the console's sweep table and the CSV show it. The steady-state
-        // window's figure read 0 at an overloaded point whose requests
-        // outlasted the window.
-        request_throughput: m.throughput.request.value,
-        output_throughput: m.throughput.output.value,
-        ttft_p50_ms: p(r, Metric::Ttft, 50.0),
-        ttft_p99_ms: p99(r, Metric::Ttft),
-        tpot_p50_ms: p(r, Metric::Tpot, 50.0),
-        tpot_p99_ms: p99(r, Metric::Tpot),
-        e2el_p50_ms: p(r, Metric::E2el, 50.0),
-        e2el_p99_ms: p99(r, Metric::E2el),
-        saturated: m.saturation.saturated,
-        meets: pt.meets,
-        cost_per_million_good_output_tokens: r
-            .cost
-            .as_ref()
-            .and_then(|c| c.per_million_good_output_tokens),
+        let (curve, knees) = curve::curve_and_knees(&self.result.points);
+        self.result.curve = curve;
+        self.result.knees = knees;
     }
 }
 
