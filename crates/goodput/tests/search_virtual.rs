@@ -14,7 +14,8 @@ use virtual_search::{Plan, Virtual};
 fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
     let config = SimConfig::default();
     // The sustained reference, smaller than BENCHMARKS.md's converged one
-    // (7.20 req/s from 20 x 10,000 requests) to keep the test short.
+    // (7.20 req/s from 20 x 10,000 requests) to keep the test short: 20 x
+    // 2,000 gives 7.27 (with 8 schedules it read 7.42: too few).
     let reference = reference_goodput(
         &config,
         &RefWorkload {
@@ -28,13 +29,13 @@ fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
         &RefPlan {
             requests_per_point: 2000,
             warmup_requests: 40,
-            seeds: 8,
+            seeds: 20,
             seed: 0,
             max_error_rate: 0.01,
         },
-        4.0,
-        12.0,
-        0.02,
+        5.0,
+        10.0,
+        0.01,
     )
     .unwrap()
     .goodput;
@@ -51,7 +52,7 @@ fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
         },
     };
     let mut errors = Vec::new();
-    for seed in 0..8 {
+    for seed in 0..16 {
         let (answer, search) = v.search(Plan::default(), seed);
         let load: f64 = search.observations().iter().map(|o| o.wall_s).sum();
         assert!(load <= 270.0, "seed {seed}: {load} s of load");
@@ -68,9 +69,11 @@ fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
     abs.sort_by(f64::total_cmp);
-    // 40 samples in release (BENCHMARKS.md): mean -0.7 %, median |error|
-    // 2.7 %, 37 of 40 within 7 %. Here 8 samples, so a wider net.
-    assert!(mean.abs() <= 0.06, "mean error {mean:+.3}: {errors:?}");
-    assert!(abs[abs.len() / 2] <= 0.07, "median error: {errors:?}");
+    // 40 samples against 7.20 (BENCHMARKS.md): mean -1.3 %, median |error|
+    // 3.1 %, 33 of 40 within 7 %, all within 15 %. These 16 (seeds 0-15)
+    // are among the lower ones: mean -4.0 %, median 4.3 %, worst -14.7 %
+    // against 7.20. The old search's 11.0 would be +51 %.
+    assert!(mean.abs() <= 0.08, "mean error {mean:+.3}: {errors:?}");
+    assert!(abs[abs.len() / 2] <= 0.08, "median error: {errors:?}");
     assert!(abs[abs.len() - 1] <= 0.2, "worst error: {errors:?}");
 }

@@ -131,14 +131,18 @@ fn summary_rows(sweeps: &[(Source, &SweepResult)]) -> Vec<String> {
                         Some(hi) => format!("between {} and {}", short(g.bracket.0), short(hi)),
                         None => format!("at least {}", short(g.bracket.0)),
                     };
+                    let interval = g.interval.map_or(String::new(), |(a, b)| {
+                        format!("95 % interval {}–{} req/s; ", short(a), short(b))
+                    });
                     let mut cell = format!(
-                        "<b>{} req/s</b> {}<br><span class=\"ci\">{} req/s offered; SLO {}</span>",
+                        "<b>{} req/s</b> {}<br><span class=\"ci\">{}bracket {} req/s offered; SLO {}</span>",
                         escape(&short(g.rate)),
                         if g.confirmed {
                             badge("pass", "confirmed")
                         } else {
                             badge("inconclusive", "not confirmed")
                         },
+                        escape(&interval),
                         escape(&bracket),
                         escape(&g.slo)
                     );
