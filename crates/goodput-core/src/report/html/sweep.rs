@@ -57,7 +57,7 @@ pub(super) fn section(sweeps: &[(Source, &SweepResult)]) -> String {
     out.push_str(
         "<p class=\"note\">▲ throughput knee: where throughput stops rising with offered load (kneedle). \
          ◆ degradation knee: the first load whose p99 TTFT exceeds the floor's by the factor. \
-         ★ goodput point: the highest offered load that met the SLO.</p>\n",
+         ★ goodput point: the measured load nearest the goodput found.</p>\n",
     );
     out.push_str("<div class=\"charts\">\n");
     for c in charts.iter().filter(|c| c.has_points()) {
@@ -210,11 +210,17 @@ fn offered_words(s: &SweepResult, offered: f64) -> String {
 }
 
 /// The curve index the goodput rate was found at, if it is on the curve.
+/// The curve point nearest the goodput: its own rate for a grid's answer,
+/// the nearest measured rate (within 10 %) for a search's fitted one.
 fn goodput_index(s: &SweepResult) -> Option<usize> {
     let g = s.goodput.as_ref().filter(|g| g.rate > 0.0)?;
+    let distance = |c: &crate::sweep::CurvePoint| (c.offered / g.rate).ln().abs();
     s.curve
         .iter()
-        .position(|c| (c.offered - g.rate).abs() <= 1e-9 * g.rate.abs().max(1.0))
+        .enumerate()
+        .filter(|(_, c)| c.offered > 0.0 && distance(c) <= 0.1_f64.ln_1p())
+        .min_by(|a, b| distance(a.1).total_cmp(&distance(b.1)))
+        .map(|(i, _)| i)
 }
 
 /// The knees and goodput point of one sweep, placed by `at(curve point)`.
