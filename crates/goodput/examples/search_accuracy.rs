@@ -12,7 +12,6 @@ mod virtual_search;
 
 use std::time::{Duration, Instant};
 
-use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
 use virtual_search::{Plan, Virtual};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -21,44 +20,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ref_seeds: u64 = arg(2).map_or(Ok(20), |s| s.parse())?;
     let ref_requests: usize = arg(3).map_or(Ok(4000), |s| s.parse())?;
     let budget: u64 = arg(4).map_or(Ok(270), |s| s.parse())?;
-    let config = SimConfig::default();
+    let v = Virtual::readme();
     let t0 = Instant::now();
-    let reference = reference_goodput(
-        &config,
-        &RefWorkload {
-            input_tokens: 1024,
-            output_tokens: 128,
-        },
-        &[
-            RefTerm::new(RefMetric::Ttft, 99.0, 0.200),
-            RefTerm::new(RefMetric::Tpot, 99.0, 0.050),
-        ],
-        &RefPlan {
-            requests_per_point: ref_requests,
-            warmup_requests: 40,
-            seeds: ref_seeds,
-            seed: 0,
-            max_error_rate: 0.01,
-        },
-        1.0,
-        100.0,
-        0.005,
-    )?
-    .goodput;
+    let reference = v.reference(ref_seeds, ref_requests, (1.0, 100.0), 0.005);
     println!(
         "reference {reference:.3} req/s ({ref_seeds} schedules x {ref_requests} requests, {:.1?})",
         t0.elapsed()
     );
-    let v = Virtual {
-        config,
-        input_tokens: 1024,
-        output_tokens: 128,
-        slo: goodput_core::slo::Slo {
-            terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])?,
-            max_error_rate: 0.01,
-            ..Default::default()
-        },
-    };
     let plan = Plan {
         budget: Duration::from_secs(budget),
         ..Plan::default()

@@ -7,50 +7,16 @@
 #[path = "../examples/virtual_search/mod.rs"]
 mod virtual_search;
 
-use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
 use virtual_search::{Plan, Virtual};
 
 #[test]
 fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
-    let config = SimConfig::default();
+    let v = Virtual::readme();
     // The sustained reference, smaller than BENCHMARKS.md's converged one
     // (7.20 req/s from 20 x 10,000 requests) to keep the test short: 20 x
     // 2,000 gives 7.27 (with 8 schedules it read 7.42: too few).
-    let reference = reference_goodput(
-        &config,
-        &RefWorkload {
-            input_tokens: 1024,
-            output_tokens: 128,
-        },
-        &[
-            RefTerm::new(RefMetric::Ttft, 99.0, 0.200),
-            RefTerm::new(RefMetric::Tpot, 99.0, 0.050),
-        ],
-        &RefPlan {
-            requests_per_point: 2000,
-            warmup_requests: 40,
-            seeds: 20,
-            seed: 0,
-            max_error_rate: 0.01,
-        },
-        5.0,
-        10.0,
-        0.01,
-    )
-    .unwrap()
-    .goodput;
+    let reference = v.reference(20, 2000, (5.0, 10.0), 0.01);
     assert!((6.5..8.0).contains(&reference), "reference {reference}");
-    let v = Virtual {
-        config,
-        input_tokens: 1024,
-        output_tokens: 128,
-        slo: goodput_core::slo::Slo {
-            terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])
-                .unwrap(),
-            max_error_rate: 0.01,
-            ..Default::default()
-        },
-    };
     let mut errors = Vec::new();
     for seed in 0..16 {
         let (answer, search) = v.search(Plan::default(), seed);

@@ -21,22 +21,34 @@ fn config() -> SimConfig {
     }
 }
 
-/// Saturated request throughput of the configuration, in virtual time: many
-/// requests at once, completions per second between 20 % and 80 % of the run.
+/// Saturated request throughput of the test configuration (4x speed,
+/// 256 in / 32 out), in virtual time.
 fn capacity() -> f64 {
+    capacity_of(&config(), INPUT, OUTPUT)
+}
+
+/// Saturated request throughput of `config` at these lengths, in virtual
+/// time: many requests at once, completions per second between 20 % and
+/// 80 % of the run.
+fn capacity_of(config: &SimConfig, input: usize, output: usize) -> f64 {
     let reqs: Vec<VirtualRequest> = (0..1500)
-        .map(|i| VirtualRequest::unique(0.0, INPUT, OUTPUT, i))
+        .map(|i| VirtualRequest::unique(0.0, input, output, i))
         .collect();
-    let report = simulate(&config(), &reqs).unwrap();
+    let report = simulate(config, &reqs).unwrap();
     let mut ends: Vec<f64> = report
         .requests
         .iter()
         .filter_map(|r| r.token_times_s.last().copied())
         .collect();
     ends.sort_by(f64::total_cmp);
-    let (a, b) = (ends[300], ends[1200]);
-    900.0 / (b - a)
+    900.0 / (ends[1200] - ends[300])
 }
+
+/// The sweeps past capacity run one at a time: cargo runs a file's tests in
+/// parallel, and three in-process simulators driven past capacity at once
+/// on two cores (with another process busy) starved the client until it
+/// sent at half its schedule.
+static PAST_CAPACITY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn sweep_json(path: &std::path::Path) -> serde_json::Value {
     read_json(path)
@@ -44,6 +56,7 @@ fn sweep_json(path: &std::path::Path) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_capacity_latency_rises_throughput_flattens_and_only_those_points_are_saturated() {
+    let _one_at_a_time = PAST_CAPACITY.lock().await;
     let cap = capacity();
     let rates = [0.3 * cap, 0.6 * cap, 1.8 * cap, 2.6 * cap];
     let rates_arg = rates
@@ -341,29 +354,14 @@ async fn multi_turn_sessions_resend_the_history_and_hit_the_cache() {
     assert!(stdout.contains("Turn 3: median TTFT"), "{stdout}");
 }
 
-/// Saturated request throughput of the default preset at 1,024 in / 128
-/// out (time scale 1), in virtual time, as [`capacity`] measures it.
-fn default_capacity() -> f64 {
-    let reqs: Vec<VirtualRequest> = (0..1500)
-        .map(|i| VirtualRequest::unique(0.0, 1024, 128, i))
-        .collect();
-    let report = simulate(&SimConfig::default(), &reqs).unwrap();
-    let mut ends: Vec<f64> = report
-        .requests
-        .iter()
-        .filter_map(|r| r.token_times_s.last().copied())
-        .collect();
-    ends.sort_by(f64::total_cmp);
-    900.0 / (ends[1200] - ends[300])
-}
-
 /// A grid sweep of the default preset (the issue's own case: requests take
 /// longer than a short point lasts once the queue builds) at 35 % and at
 /// twice capacity, with points of `point_time`: only the second is
 /// saturated, and says so in words in the JSON, the console and the HTML.
 /// Every output shows the same throughput for every point.
 async fn twice_capacity_is_saturated(point_time: &str) {
-    let cap = default_capacity();
+    let _one_at_a_time = PAST_CAPACITY.lock().await;
+    let cap = capacity_of(&SimConfig::default(), 1024, 128);
     let rates = format!("{:.2},{:.2}", 0.35 * cap, 2.0 * cap);
     let out = tmp("sat.json");
     let csv = tmp("sat.csv");

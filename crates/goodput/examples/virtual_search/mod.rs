@@ -7,19 +7,21 @@
 //! over many arrival samples against the sustained reference
 //! ([`goodput_sim::reference`]).
 //!
-//! Shared by the `search_accuracy` example and `tests/search_virtual.rs`.
+//! Shared by the `search_accuracy` example, `tests/search_virtual.rs` and
+//! `tests/reference.rs`, each of which uses part of it.
+#![allow(dead_code)]
 
 use std::time::Duration;
 
 use goodput_core::metrics::control::ControlSpec;
-use goodput_core::metrics::{Collector, RequestMetrics, RunMetrics};
+use goodput_core::metrics::{Collector, Metric, RequestMetrics, RunMetrics};
 use goodput_core::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
 use goodput_core::schedule::{Arrival, Load, Schedule};
 use goodput_core::search::{Answer, Search, Step};
 use goodput_core::slo::Slo;
 use goodput_core::tokenizer::Tokenizer;
 use goodput_sim::virtual_time::{simulate, VirtualRequest};
-use goodput_sim::SimConfig;
+use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
 
 /// A deployment and a workload of fixed lengths.
 pub struct Virtual {
@@ -27,6 +29,71 @@ pub struct Virtual {
     pub input_tokens: usize,
     pub output_tokens: usize,
     pub slo: Slo,
+}
+
+impl Virtual {
+    /// The README's main job: the default preset, chat at 1,024 in / 128
+    /// out, `ttft:p99<=200ms,tpot:p99<=50ms`.
+    pub fn readme() -> Self {
+        Virtual {
+            config: SimConfig::default(),
+            input_tokens: 1024,
+            output_tokens: 128,
+            slo: Slo {
+                terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])
+                    .expect("the README's SLO"),
+                max_error_rate: 0.01,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The sustained goodput of this deployment, workload and SLO in
+    /// virtual time ([`goodput_sim::reference`]): `schedules` Poisson
+    /// schedules of `requests` each (after 40 warm-up requests) pooled per
+    /// rate, the rate searched in `range` to `precision`.
+    pub fn reference(
+        &self,
+        schedules: u64,
+        requests: usize,
+        range: (f64, f64),
+        precision: f64,
+    ) -> f64 {
+        let terms: Vec<RefTerm> = self
+            .slo
+            .terms
+            .iter()
+            .map(|t| {
+                let metric = match t.metric {
+                    Metric::Ttft => RefMetric::Ttft,
+                    Metric::Tpot => RefMetric::Tpot,
+                    Metric::Itl => RefMetric::Itl,
+                    _ => RefMetric::E2el,
+                };
+                RefTerm::new(metric, t.percentile, t.threshold_ms / 1e3)
+            })
+            .collect();
+        reference_goodput(
+            &self.config,
+            &RefWorkload {
+                input_tokens: self.input_tokens,
+                output_tokens: self.output_tokens,
+            },
+            &terms,
+            &RefPlan {
+                requests_per_point: requests,
+                warmup_requests: 40,
+                seeds: schedules,
+                seed: 0,
+                max_error_rate: self.slo.max_error_rate,
+            },
+            range.0,
+            range.1,
+            precision,
+        )
+        .expect("a valid reference plan")
+        .goodput
+    }
 }
 
 /// How the search is run: the sweep's defaults unless a caller changes them.
