@@ -34,9 +34,9 @@ pub struct RunResult {
     pub percentiles: Vec<f64>,
     pub metrics: RunMetrics,
     pub exec: ExecSummary,
-    /// Pooled connections found closed by the server and discarded unused
-    /// (goodput never resends a request).
-    pub stale_connections_discarded: u64,
+    /// What the server did to pooled connections: closed before reuse
+    /// (discarded unused), closed on reuse before answering (resent once).
+    pub connections: crate::client::ConnectionStats,
     /// The SLO verdict that ended the run before its planned end (a sweep's search).
     pub early_stop: Option<crate::verdict::Verdict>,
     pub cost: Option<crate::cost::Cost>,
@@ -169,7 +169,9 @@ impl RunResult {
                 "source_exhausted": self.exec.source_exhausted,
                 "ramp_end_ns": self.exec.ramp_end_ns,
                 "records_lost": self.exec.records_lost,
-                "stale_connections_discarded": self.stale_connections_discarded,
+                "stale_connections_discarded": self.connections.stale_discarded,
+                "stale_reuse_resent": self.connections.stale_resent,
+                "connection_pooling_stopped": self.connections.pooling_stopped,
                 "early_stop": self.early_stop,
                 "notes": self.notes,
             }),
@@ -257,7 +259,12 @@ impl RunResult {
                 ramp_end_ns: field(run, "ramp_end_ns")?,
                 records_lost: field(run, "records_lost")?,
             },
-            stale_connections_discarded: field(run, "stale_connections_discarded")?,
+            connections: crate::client::ConnectionStats {
+                stale_discarded: field(run, "stale_connections_discarded")?,
+                stale_resent: field::<Option<u64>>(run, "stale_reuse_resent")?.unwrap_or(0),
+                pooling_stopped: field::<Option<bool>>(run, "connection_pooling_stopped")?
+                    .unwrap_or(false),
+            },
             early_stop: field(run, "early_stop")?,
             cost: field(doc, "cost")?,
             notes: field(run, "notes")?,

@@ -22,6 +22,11 @@ enum Action {
     Respond,
     /// Read the request, then close the connection without a byte of answer.
     CloseAfterRead,
+    /// Answer with a head promising keep-alive, then close (llama.cpp's
+    /// `llama-server` after every streamed response).
+    RespondThenClose,
+    /// Read the request, write the response head, then close.
+    HeadThenClose,
 }
 
 struct RawServer {
@@ -107,12 +112,19 @@ async fn raw_server(policy: fn(usize) -> Action, idle_close: Option<Duration>) -
                     seen.lock()
                         .unwrap()
                         .push(id.rsplit('-').next().unwrap_or("").to_string());
-                    if policy(n) == Action::CloseAfterRead {
+                    let action = policy(n);
+                    if action == Action::CloseAfterRead {
                         return;
                     }
-                    let _ = sock
-                        .write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{SSE}", SSE.len()).as_bytes())
-                        .await;
+                    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nkeep-alive: timeout=5, max=100\r\ncontent-length: {}\r\n\r\n", SSE.len());
+                    if action == Action::HeadThenClose {
+                        let _ = sock.write_all(head.as_bytes()).await;
+                        return;
+                    }
+                    let _ = sock.write_all(format!("{head}{SSE}").as_bytes()).await;
+                    if action == Action::RespondThenClose {
+                        return;
+                    }
                 }
             });
         }
@@ -509,10 +521,13 @@ async fn connections_closed_while_idle_are_discarded_before_reuse() {
     );
 }
 
-/// Defect 7, second half: a server that read the request and then died is
-/// not sent the request again; the request fails as a cut stream.
+/// Defect 7, second half: a reused connection the server closed before a
+/// byte of the answer (it had closed its side after the last response, or
+/// it read the request and dropped it) gets the request once more on a
+/// fresh connection, never twice; once any byte of the answer arrived, the
+/// server may have worked on it and the request fails instead.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_the_server_may_have_seen_is_never_resent() {
+async fn a_request_is_resent_once_only_when_no_byte_of_the_answer_came() {
     // Every connection answers its first request, then reads the second and closes.
     let server = raw_server(
         |n| {
@@ -526,6 +541,57 @@ async fn a_request_the_server_may_have_seen_is_never_resent() {
     )
     .await;
     let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let (code, stdout, err) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &format!("http://{}", server.addr),
+        "--concurrency",
+        "1",
+        "--num-prompts",
+        "3",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "2",
+        "--no-pin-output",
+        "--records",
+        records.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let recs = read_records(&records);
+    assert_eq!(recs.len(), 3, "{stdout}\n{err}");
+    assert!(recs.iter().all(|r| r["ok"] == true), "{recs:?}");
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(
+        counts(&seen).values().all(|&n| n <= 2),
+        "a request was sent three times: {seen:?}"
+    );
+    let v = read_json(&out);
+    assert!(
+        v["run"]["stale_reuse_resent"].as_u64().unwrap() >= 1,
+        "{}",
+        v["run"]
+    );
+    assert_eq!(v["failed"], 0);
+
+    // The head arrived, then the connection closed: not resent.
+    let server = raw_server(
+        |n| {
+            if n == 0 {
+                Action::Respond
+            } else {
+                Action::HeadThenClose
+            }
+        },
+        None,
+    )
+    .await;
+    let records = tmp("records-cut.jsonl");
     let (_, stdout, err) = goodput_async(argv(&[
         "run",
         "--url",
@@ -556,6 +622,56 @@ async fn a_request_the_server_may_have_seen_is_never_resent() {
     assert_eq!(
         recs[2]["ok"], true,
         "the next request opens a new connection"
+    );
+}
+
+/// A server that closes after every response while its headers promise
+/// keep-alive (llama.cpp's `llama-server`): a closed loop writes its next
+/// request before the close arrives; none of those may count as a failure.
+/// The client resends them, then stops pooling and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_closing_after_each_response_is_no_failure() {
+    let server = raw_server(|_| Action::RespondThenClose, None).await;
+    let out = tmp("results.json");
+    let (code, stdout, err) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &format!("http://{}", server.addr),
+        "--concurrency",
+        "4",
+        "--num-prompts",
+        "60",
+        "--input-tokens",
+        "8",
+        "--output-tokens",
+        "2",
+        "--no-pin-output",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let v = read_json(&out);
+    assert_eq!(v["completed"], 60, "{}", v["run"]);
+    assert_eq!(v["failed"], 0, "{}", v["errors"]);
+    let run = &v["run"];
+    let closes = run["stale_connections_discarded"].as_u64().unwrap()
+        + run["stale_reuse_resent"].as_u64().unwrap();
+    assert!(closes >= 8, "{run}");
+    assert_eq!(run["connection_pooling_stopped"], true, "{run}");
+    assert!(
+        run["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("stopped reusing connections")),
+        "{run}"
+    );
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(
+        counts(&seen).values().all(|&n| n == 1),
+        "a request reached the server twice: {seen:?}"
     );
 }
 

@@ -5,13 +5,25 @@
 //! writes and reads the socket: `t_send` is taken right before the request's
 //! `write`, `t_head` when the read completing the head returns, and each
 //! event's arrival right after the `read` that brought its bytes, before any
-//! parsing. goodput never resends a request: before a pooled connection is
+//! parsing.
+//!
+//! Connections as real servers treat them. Before a pooled connection is
 //! reused it is checked (a non-blocking peek) for having been closed by the
-//! server while idle, and a closed one is discarded unused — the one case in
-//! which the server provably saw nothing. A connection that breaks after the
-//! request was written fails that request, because the server may have read
-//! it. Every failure becomes an [`ErrorKind`] on the record; nothing here
-//! panics or aborts the run.
+//! server while idle, and a closed one is discarded unused. Some servers
+//! (llama.cpp's `llama-server`) close the connection after every streamed
+//! response while their headers promise keep-alive; a closed loop writes
+//! its next request microseconds after the last response ended, before the
+//! FIN arrives, and the peek cannot see it. A request that fails on a
+//! *reused* connection before any byte of the response arrived was never
+//! processed (the server had closed its side before reading it), so it is
+//! resent once on a fresh connection: its timing starts at the resend
+//! (`t_connect`, `t_send` anew; the schedule lag shows the delay) and it
+//! counts as a stale reuse. After [`CLOSES_BEFORE_NO_POOL`] such closes with
+//! hardly a successful reuse, the client stops pooling for the target and
+//! the run says so. A failure on a fresh connection, or after any response
+//! byte, fails the request: the server may have read it. Every failure
+//! becomes an [`ErrorKind`] on the record; nothing here panics or aborts
+//! the run.
 
 pub mod h1;
 pub mod proxy;
@@ -22,7 +34,7 @@ pub mod tls;
 pub mod watchdog;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -75,6 +87,50 @@ pub struct ClientOptions {
     pub no_proxy: bool,
 }
 
+/// Closes of a reused connection seen (at the peek or by a resend) before
+/// the client stops pooling for the target.
+pub const CLOSES_BEFORE_NO_POOL: u64 = 8;
+
+/// What the server did to pooled connections.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnectionStats {
+    /// Pooled connections found closed before reuse, discarded unused.
+    pub stale_discarded: u64,
+    /// Requests resent on a fresh connection after a reused one closed
+    /// before any byte of the response (the server never saw them).
+    pub stale_resent: u64,
+    /// The client stopped pooling: the server closes after each response.
+    pub pooling_stopped: bool,
+}
+
+impl ConnectionStats {
+    /// What happened between `before` and `self` (`pooling_stopped` as of now).
+    pub fn since(self, before: ConnectionStats) -> ConnectionStats {
+        ConnectionStats {
+            stale_discarded: self.stale_discarded - before.stale_discarded,
+            stale_resent: self.stale_resent - before.stale_resent,
+            pooling_stopped: self.pooling_stopped,
+        }
+    }
+
+    /// A note for the run, when the server closed connections under it.
+    pub fn note(&self) -> Option<String> {
+        if self.stale_discarded + self.stale_resent == 0 {
+            return None;
+        }
+        let mut s = format!(
+            "the server closed connections after its responses: {} found closed before reuse and discarded, {} requests resent on a fresh connection because a reused one closed before any byte of the answer (the server never read them; their timing starts at the resend)",
+            self.stale_discarded, self.stale_resent
+        );
+        if self.pooling_stopped {
+            s.push_str(&format!(
+                "; after {CLOSES_BEFORE_NO_POOL} such closes goodput stopped reusing connections to this server, so every request opened its own (its connect time is in the `connect` figure, not in TTFT)"
+            ));
+        }
+        Some(s)
+    }
+}
+
 /// A cheap-to-clone handle to the connection pool and request settings.
 #[derive(Clone)]
 pub struct Client {
@@ -100,6 +156,14 @@ struct Inner {
     run_id: AtomicU64,
     /// Pooled connections found closed by the server before reuse, discarded unused.
     stale_discarded: AtomicU64,
+    /// Requests resent on a fresh connection after a reused one closed
+    /// before any byte of the response.
+    stale_resent: AtomicU64,
+    /// Requests answered on a reused connection.
+    reused_ok: AtomicU64,
+    /// Set once the server showed it closes after each response: connections
+    /// are no longer pooled.
+    no_pool: AtomicBool,
     clock: RunClock,
     opts: ClientOptions,
     watchdog: Arc<Watchdog>,
@@ -212,6 +276,9 @@ impl Client {
                 endpoint_path,
                 run_id: AtomicU64::new(0),
                 stale_discarded: AtomicU64::new(0),
+                stale_resent: AtomicU64::new(0),
+                reused_ok: AtomicU64::new(0),
+                no_pool: AtomicBool::new(false),
                 clock,
                 opts,
                 watchdog: Watchdog::start(clock),
@@ -223,16 +290,38 @@ impl Client {
         &self.inner.base
     }
 
-    /// Pooled connections found closed by the server before reuse so far
-    /// (each discarded without sending anything on it).
-    pub fn stale_connections_discarded(&self) -> u64 {
-        self.inner.stale_discarded.load(Relaxed)
+    /// What the server did to the pooled connections so far.
+    pub fn connection_stats(&self) -> ConnectionStats {
+        ConnectionStats {
+            stale_discarded: self.inner.stale_discarded.load(Relaxed),
+            stale_resent: self.inner.stale_resent.load(Relaxed),
+            pooling_stopped: self.inner.no_pool.load(Relaxed),
+        }
+    }
+
+    /// The server closed a connection after its response (found at the
+    /// peek, or by a reused connection's failure before any byte). After
+    /// [`CLOSES_BEFORE_NO_POOL`] of them with at most one successful reuse
+    /// per that many, pooling stops: each request gets its own connection.
+    fn closed_after_response(&self) {
+        let closes =
+            self.inner.stale_discarded.load(Relaxed) + self.inner.stale_resent.load(Relaxed);
+        let ok = self.inner.reused_ok.load(Relaxed);
+        if closes >= CLOSES_BEFORE_NO_POOL && ok * CLOSES_BEFORE_NO_POOL <= closes {
+            self.inner.no_pool.store(true, Relaxed);
+            if let Ok(mut pool) = self.inner.pool.lock() {
+                pool.clear();
+            }
+        }
     }
 
     /// Open `n` connections ahead of the measured phase (closed loop may do
     /// so: connection setup is then not inside any request's latency).
     /// Connections already pooled count toward `n`.
     pub async fn prewarm(&self, n: usize) {
+        if self.inner.no_pool.load(Relaxed) {
+            return;
+        }
         let have = self.inner.pool.lock().map(|p| p.len()).unwrap_or(0);
         let mut opened = Vec::with_capacity(n.saturating_sub(have));
         for _ in have..n {
@@ -400,43 +489,44 @@ impl Client {
                 return Some(conn);
             }
             self.inner.stale_discarded.fetch_add(1, Relaxed);
+            self.closed_after_response();
         }
     }
 
     fn checkin(&self, conn: Conn) {
+        if self.inner.no_pool.load(Relaxed) {
+            return;
+        }
         if let Ok(mut pool) = self.inner.pool.lock() {
             pool.push(conn);
         }
     }
 
-    async fn exchange(
+    /// A new connection, its start recorded as the request's `t_connect`.
+    async fn fresh(&self, rec: &mut RequestRecord) -> Result<Conn, RequestError> {
+        rec.t_connect = Some(self.inner.clock.now_ns());
+        match tokio::time::timeout(self.inner.opts.connect_timeout, self.connect()).await {
+            Ok(r) => r,
+            Err(_) => Err(err(
+                ErrorKind::Connect,
+                format!(
+                    "connect timed out after {:?}",
+                    self.inner.opts.connect_timeout
+                ),
+            )),
+        }
+    }
+
+    /// Write the request on `conn` and read the response head; `t_send` is
+    /// taken right before the write.
+    async fn send_head(
         &self,
-        req: &PreparedRequest,
+        mut conn: Conn,
+        bytes: &[u8],
         rec: &mut RequestRecord,
-    ) -> Result<(), RequestError> {
+    ) -> (Conn, Reader, Result<(h1::Head, u64), RequestError>) {
         let clock = self.inner.clock;
         let opts = &self.inner.opts;
-        let bytes = self.render(
-            "POST",
-            &self.inner.endpoint_path,
-            &req.body,
-            &req.id.to_string(),
-        );
-        let mut conn = match self.checkout_pooled() {
-            Some(c) => c,
-            None => {
-                rec.t_connect = Some(clock.now_ns());
-                match tokio::time::timeout(opts.connect_timeout, self.connect()).await {
-                    Ok(r) => r?,
-                    Err(_) => {
-                        return Err(err(
-                            ErrorKind::Connect,
-                            format!("connect timed out after {:?}", opts.connect_timeout),
-                        ))
-                    }
-                }
-            }
-        };
         // Register first: the bookkeeping (a short lock) must not sit
         // between t_send and the write.
         let guard = self.inner.watchdog.register(
@@ -447,10 +537,48 @@ impl Client {
         );
         let mut timer = Reader::new(clock, Some(guard));
         rec.t_send = Some(clock.now_ns());
-        let head = match conn.send(&bytes).await {
+        let head = match conn.send(bytes).await {
             Ok(()) => read_head(&mut conn, &mut timer).await,
             Err(e) => Err(timer.failure(format!("writing the request: {e}"))),
         };
+        (conn, timer, head)
+    }
+
+    async fn exchange(
+        &self,
+        req: &PreparedRequest,
+        rec: &mut RequestRecord,
+    ) -> Result<(), RequestError> {
+        let clock = self.inner.clock;
+        let bytes = self.render(
+            "POST",
+            &self.inner.endpoint_path,
+            &req.body,
+            &req.id.to_string(),
+        );
+        let pooled = self.checkout_pooled();
+        let reused = pooled.is_some();
+        let conn = match pooled {
+            Some(c) => c,
+            None => self.fresh(rec).await?,
+        };
+        let mut answered_on_reuse = reused;
+        let (mut conn, mut timer, head) = match self.send_head(conn, &bytes, rec).await {
+            (conn, timer, Err(_)) if reused && timer.nothing_received() => {
+                answered_on_reuse = false;
+                // The server closed this connection after its last response
+                // and never read the request: send it again, once, fresh.
+                drop((timer, conn));
+                self.inner.stale_resent.fetch_add(1, Relaxed);
+                self.closed_after_response();
+                let conn = self.fresh(rec).await?;
+                self.send_head(conn, &bytes, rec).await
+            }
+            answer => answer,
+        };
+        if answered_on_reuse && head.is_ok() {
+            self.inner.reused_ok.fetch_add(1, Relaxed);
+        }
         let (head, at) = head?;
         rec.t_head = Some(at);
         conn.uses += 1;

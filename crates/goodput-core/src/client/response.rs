@@ -44,6 +44,11 @@ impl Reader {
         }
     }
 
+    /// No byte of the response arrived and the watchdog did not stop it.
+    pub(super) fn nothing_received(&self) -> bool {
+        self.bytes == 0 && self.fired().is_none()
+    }
+
     fn fired(&self) -> Option<Fired> {
         self.guard.as_ref().and_then(|g| g.watch.fired())
     }
