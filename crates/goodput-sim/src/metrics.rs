@@ -112,6 +112,13 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
             c.prompt_tokens,
         ),
         (
+            // The simulator schedules each request's prompt once, so its
+            // cached tokens are its prefix-cache hits.
+            "vllm:prompt_tokens_cached_total",
+            "Number of cached prompt tokens (local prefix cache hits).",
+            c.prefix_cache_hits,
+        ),
+        (
             "vllm:generation_tokens_total",
             "Number of generation tokens processed.",
             c.generation_tokens,

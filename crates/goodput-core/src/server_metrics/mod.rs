@@ -5,7 +5,11 @@
 //! measured window: peak KV-cache use, preemptions, the prefix-cache hit
 //! share, and the server's own TTFT beside the client's, so the gap —
 //! network, HTTP stack, tokenization and queueing outside the engine's
-//! clock — is visible.
+//! clock — is visible. Where a figure is not what its name suggests (the
+//! run's model labels no series, so every model's were summed; aborted
+//! requests sit in the server's latency histograms; vLLM's ITL is per step
+//! under speculative decoding; a hit share from a weaker source), the
+//! results carry a note ([`ServerMetrics::notes`]).
 //!
 //! The window: a baseline scrape as the measured phase starts (at once
 //! when there is no warm-up; as soon as the first measured request is sent
@@ -148,6 +152,16 @@ impl Scraper {
         self.engine
     }
 
+    /// Requests the server holds right now (running + waiting), from one
+    /// scrape; None when it exposes neither gauge or the scrape failed.
+    pub async fn queue_now(&self) -> Option<f64> {
+        let s = self.scrape().await.ok()?;
+        match (s.running, s.waiting) {
+            (None, None) => None,
+            (r, w) => Some(r.unwrap_or(0.0) + w.unwrap_or(0.0)),
+        }
+    }
+
     async fn scrape(&self) -> Result<Snapshot, ScrapeError> {
         let (status, body) = self.client.get_path(&self.path, "metrics").await?;
         if status != 200 {
@@ -268,6 +282,34 @@ pub struct ServerSummary {
     pub client_mean_ttft_ms: Option<f64>,
     /// Client minus server mean TTFT: time outside the engine's clock.
     pub ttft_gap_ms: Option<f64>,
+    /// Prompt tokens served from the prefix cache, each request counted
+    /// once (vLLM's `prompt_tokens_cached`, SGLang's `cached_tokens`); over
+    /// `prompt_tokens` it is the hit share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_cached: Option<f64>,
+    /// llama.cpp: seconds its slots spent evaluating prompts, summed over
+    /// slots (two slots in one decode each count its whole time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_seconds: Option<f64>,
+    /// llama.cpp: seconds its slots spent generating, summed over slots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_seconds: Option<f64>,
+    /// llama.cpp: prompt tokens evaluated per second of a slot's prompt
+    /// time: one slot's prefill speed, not the server's throughput (and
+    /// without the tokens reused from the cache, which cost no time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_per_slot_s: Option<f64>,
+    /// llama.cpp: tokens generated per second of a slot's generation time:
+    /// one stream's decode speed, not the server's throughput.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_tokens_per_slot_s: Option<f64>,
+    /// llama.cpp: `llama_decode()` calls in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_calls: Option<f64>,
+    /// llama.cpp: the mean number of busy slots per decode call in the
+    /// window: how many requests one batch carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_slots_per_decode: Option<f64>,
 }
 
 /// A server histogram over the window, in ms.
@@ -301,6 +343,11 @@ pub struct ServerMetrics {
     pub last_error: Option<String>,
     /// None when there was no window (no baseline, or the server restarted).
     pub summary: Option<ServerSummary>,
+    /// What the figures need said: how the scrape was read (a model filter
+    /// that matched nothing, a series left out), what the window held
+    /// (aborts, speculative decoding), where a figure is weaker than it
+    /// looks.
+    #[serde(default)]
     pub notes: Vec<String>,
     pub series: Vec<ServerSample>,
 }
@@ -346,12 +393,22 @@ impl Acc {
             Ok(s) => {
                 self.out.scrapes += 1;
                 self.out.engine = self.out.engine.or(s.engine);
+                self.note(&s.notes);
                 Some(s)
             }
             Err(e) => {
                 self.out.failed_scrapes += 1;
                 self.out.last_error = Some(e.to_string());
                 None
+            }
+        }
+    }
+
+    /// Add the notes not said yet (every scrape repeats its own).
+    fn note(&mut self, notes: &[String]) {
+        for n in notes {
+            if !self.out.notes.contains(n) {
+                self.out.notes.push(n.clone());
             }
         }
     }
@@ -419,46 +476,64 @@ impl Acc {
             );
             return self.out;
         };
-        let window: Vec<&ServerSample> = self.out.series.iter().filter(|p| p.t_s >= 0.0).collect();
-        let mean = |f: &dyn Fn(&ServerSample) -> Option<f64>| {
-            let v: Vec<f64> = window.iter().filter_map(|p| f(p)).collect();
-            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-        };
-        let peak = |f: &dyn Fn(&ServerSample) -> Option<f64>| {
-            window.iter().fold(None, |m, p| max_opt(m, f(p)))
-        };
-        let hit_share = match (d.prefix_hits, d.prefix_queries) {
-            (Some(h), Some(q)) if q > 0.0 => Some(h / q),
-            _ => d.cache_hit_rate,
-        };
-        if d.prefix_hits.is_none() && d.cache_hit_rate.is_some() {
-            self.out.notes.push("the prefix-cache hit share is the engine's hit-rate gauge at the end of the run (it has no hit counters): the rate of its last step, not of the window".into());
-        }
-        self.out.summary = Some(ServerSummary {
-            window_s: at.saturating_duration_since(base_at).as_secs_f64(),
-            peak_kv_usage: peak(&|p| p.kv_usage),
-            mean_kv_usage: mean(&|p| p.kv_usage),
-            peak_running: peak(&|p| p.running),
-            mean_running: mean(&|p| p.running),
-            peak_waiting: peak(&|p| p.waiting),
-            mean_waiting: mean(&|p| p.waiting),
-            preemptions: d.preemptions,
-            prefix_cache_queries: d.prefix_queries,
-            prefix_cache_hits: d.prefix_hits,
-            prefix_cache_hit_share: hit_share,
-            prompt_tokens: d.prompt_tokens,
-            generation_tokens: d.generation_tokens,
-            requests_finished: d.requests_finished,
-            ttft_ms: hist_summary(&d.ttft),
-            queue_time_ms: hist_summary(&d.queue_time),
-            tpot_ms: hist_summary(&d.tpot),
-            itl_ms: hist_summary(&d.itl),
-            e2e_ms: hist_summary(&d.e2e),
-            client_mean_ttft_ms: None,
-            ttft_gap_ms: None,
-        });
+        let window_s = at.saturating_duration_since(base_at).as_secs_f64();
+        let (summary, notes) = summarise(&d, &self.out.series, window_s);
+        self.note(&notes);
+        self.out.summary = Some(summary);
         self.out
     }
+}
+
+/// The window `d`, the time series and the window's length as the summary,
+/// with the notes its figures need.
+fn summarise(d: &Snapshot, series: &[ServerSample], window_s: f64) -> (ServerSummary, Vec<String>) {
+    let window: Vec<&ServerSample> = series.iter().filter(|p| p.t_s >= 0.0).collect();
+    let mean = |f: &dyn Fn(&ServerSample) -> Option<f64>| {
+        let v: Vec<f64> = window.iter().filter_map(|p| f(p)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let peak = |f: &dyn Fn(&ServerSample) -> Option<f64>| {
+        window.iter().fold(None, |m, p| max_opt(m, f(p)))
+    };
+    let per =
+        |n: Option<f64>, over: Option<f64>| n.zip(over.filter(|s| *s > 0.0)).map(|(n, s)| n / s);
+    let (hit_share, hit_note) = engines::prefix_hit_share(d);
+    let mut notes: Vec<String> = hit_note.into_iter().collect();
+    notes.extend(engines::window_notes(d));
+    let summary = ServerSummary {
+        window_s,
+        peak_kv_usage: peak(&|p| p.kv_usage),
+        mean_kv_usage: mean(&|p| p.kv_usage),
+        peak_running: peak(&|p| p.running),
+        mean_running: mean(&|p| p.running),
+        peak_waiting: peak(&|p| p.waiting),
+        mean_waiting: mean(&|p| p.waiting),
+        preemptions: d.preemptions,
+        prefix_cache_queries: d.prefix_queries,
+        prefix_cache_hits: d.prefix_hits,
+        prefix_cache_hit_share: hit_share,
+        prompt_tokens: d.prompt_tokens,
+        generation_tokens: d.generation_tokens,
+        requests_finished: d.requests_finished,
+        ttft_ms: hist_summary(&d.ttft),
+        queue_time_ms: hist_summary(&d.queue_time),
+        tpot_ms: hist_summary(&d.tpot),
+        itl_ms: hist_summary(&d.itl),
+        e2e_ms: hist_summary(&d.e2e),
+        client_mean_ttft_ms: None,
+        ttft_gap_ms: None,
+        prompt_tokens_cached: d.prompt_tokens_cached,
+        prompt_seconds: d.prompt_seconds,
+        generation_seconds: d.generation_seconds,
+        prompt_tokens_per_slot_s: per(
+            d.prompt_tokens_evaluated.or(d.prompt_tokens),
+            d.prompt_seconds,
+        ),
+        generation_tokens_per_slot_s: per(d.generation_tokens, d.generation_seconds),
+        decode_calls: d.decode_calls,
+        busy_slots_per_decode: per(d.busy_slot_decodes, d.decode_calls),
+    };
+    (summary, notes)
 }
 
 impl ServerMetrics {
@@ -555,5 +630,157 @@ mod tests {
             Some("http://127.0.0.1:9/metrics")
         );
         assert!(split_url("localhost:8000").is_err());
+    }
+
+    /// A scraper's run over two fixture scrapes, `model` asked for.
+    fn run_over(t0: &str, t1: &str, model: &str) -> ServerMetrics {
+        let read = |t: &str| Ok(engines::snapshot(&parse::parse(t).samples, Some(model)));
+        let started = Instant::now();
+        let mut acc = Acc {
+            out: ServerMetrics {
+                url: "u".into(),
+                engine: None,
+                interval_s: 1.0,
+                scrapes: 0,
+                failed_scrapes: 0,
+                last_error: None,
+                summary: None,
+                notes: Vec::new(),
+                series: Vec::new(),
+            },
+            started,
+            base: None,
+            prev: None,
+        };
+        acc.baseline(read(t0), started);
+        acc.sample(read(t0), started + Duration::from_secs(1));
+        acc.finish(read(t1), started + Duration::from_secs(2))
+    }
+
+    #[test]
+    fn notes_from_the_scrapes_and_the_window_reach_the_results_once() {
+        let m = run_over(fixtures::VLLM_V033_T0, fixtures::VLLM_V033_T1, "sql-lora");
+        let s = m.summary.as_ref().expect("a window");
+        assert_eq!(s.prefix_cache_hit_share, Some(0.3));
+        assert_eq!(s.prompt_tokens_cached, Some(6000.0));
+        let count = |what: &str| m.notes.iter().filter(|n| n.contains(what)).count();
+        // Three scrapes each fell back on every model: said once.
+        assert_eq!(count("sql-lora"), 1, "{:?}", m.notes);
+        assert_eq!(count("aborted 2 requests"), 1, "{:?}", m.notes);
+        assert_eq!(count("per step"), 1, "{:?}", m.notes);
+        assert_eq!(m.notes.len(), 3, "{:?}", m.notes);
+        // In the JSON, and a document from before `notes` still reads.
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["notes"].as_array().unwrap().len(), 3);
+        assert_eq!(json["summary"]["prompt_tokens_cached"], 6000.0);
+        assert!(json["summary"].get("busy_slots_per_decode").is_none());
+        let mut old = json.clone();
+        old.as_object_mut().unwrap().remove("notes");
+        let back: ServerMetrics = serde_json::from_value(old).unwrap();
+        assert!(back.notes.is_empty());
+    }
+
+    #[test]
+    fn llamacpp_seconds_become_speeds_per_slot_and_busy_slots_per_call() {
+        let m = run_over(
+            fixtures::LLAMACPP_CURRENT_T0,
+            fixtures::LLAMACPP_CURRENT_T1,
+            "any",
+        );
+        let s = m.summary.as_ref().expect("a window");
+        assert_eq!(
+            (s.prompt_seconds, s.generation_seconds),
+            (Some(10.0), Some(80.0))
+        );
+        assert_eq!(s.prompt_tokens_per_slot_s, Some(2000.0));
+        assert_eq!(s.generation_tokens_per_slot_s, Some(50.0));
+        assert_eq!(s.decode_calls, Some(1250.0));
+        let busy = s.busy_slots_per_decode.unwrap();
+        assert!((busy - 3.6).abs() < 1e-3, "{busy}");
+        assert_eq!((s.peak_running, s.peak_waiting), (Some(4.0), Some(3.0)));
+        assert_eq!(s.prefix_cache_hit_share, None);
+        assert_eq!(m.notes.len(), 1, "{:?}", m.notes);
+        assert!(m.notes[0].starts_with("llama.cpp counts only"));
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["summary"]["prompt_tokens_per_slot_s"], 2000.0);
+    }
+
+    /// The console summary and the HTML report of a run whose server
+    /// metrics are `m`.
+    fn rendered(m: ServerMetrics) -> (String, String) {
+        use crate::report::saved::Saved;
+        let mut r = crate::report::console::tests::sample_result();
+        r.server_metrics = Some(m);
+        let console = crate::report::console::summary(&r);
+        let html = crate::report::html::render(&[("run.json".into(), Saved::Run(Box::new(r)))]);
+        (console, html)
+    }
+
+    #[test]
+    fn llamacpp_figures_are_shown_and_rows_it_never_fills_are_not() {
+        let m = run_over(
+            fixtures::LLAMACPP_CURRENT_T0,
+            fixtures::LLAMACPP_CURRENT_T1,
+            "any",
+        );
+        let (console, html) = rendered(m);
+        for line in [
+            "Running / waiting, peak:",
+            "Prompt / generated tokens (server):",
+            "Prompt / generation slot time (s):",
+            "Prefill / decode per slot (tok/s):",
+            "Busy slots per decode call:",
+            "note: llama.cpp counts only",
+        ] {
+            assert!(console.contains(line), "no {line:?} in\n{console}");
+        }
+        assert!(console.contains("2000.0 / 50.00"), "{console}");
+        assert!(console.contains("3.60 over 1250 calls"), "{console}");
+        for absent in [
+            "Server mean TTFT",
+            "KV-cache usage",
+            "Preemptions",
+            "Prefix-cache",
+        ] {
+            assert!(!console.contains(absent), "{absent:?} in\n{console}");
+        }
+        let server = &html[html
+            .find("data-section=\"server\"")
+            .expect("a server section")..];
+        for row in [
+            "Prefill / decode per slot (tok/s)",
+            "Busy slots per decode call",
+            "Decode calls",
+            "Mean running / waiting",
+            "llama.cpp counts only",
+        ] {
+            assert!(server.contains(row), "no {row:?} in the server section");
+        }
+        for absent in [
+            "Server mean TTFT (ms)",
+            "Preemptions",
+            "Peak KV-cache usage",
+        ] {
+            assert!(!server.contains(absent), "{absent:?} in the server section");
+        }
+    }
+
+    #[test]
+    fn vllm_figures_and_notes_are_shown_without_llamacpp_rows() {
+        let m = run_over(fixtures::VLLM_V033_T0, fixtures::VLLM_V033_T1, "sql-lora");
+        let (console, html) = rendered(m);
+        assert!(
+            console.contains("30.0% (6000 of 20000 prompt tokens)"),
+            "{console}"
+        );
+        assert!(console.contains("Server mean ITL (ms):"), "{console}");
+        assert!(console.contains("note: vLLM labels no series"), "{console}");
+        assert!(!console.contains("slot"), "{console}");
+        let server = &html[html
+            .find("data-section=\"server\"")
+            .expect("a server section")..];
+        assert!(server.contains("Prompt tokens from the prefix cache"));
+        assert!(server.contains("per step, not per token"));
+        assert!(!server.contains("Busy slots per decode call"));
     }
 }
