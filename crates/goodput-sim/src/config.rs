@@ -1,6 +1,6 @@
 //! The simulator's configuration: [`SimConfig`] (what the library takes),
-//! [`SimArgs`] (the command-line flags of `goodput sim`) and the TOML file
-//! format for custom setups.
+//! [`SimArgs`] (the command-line flags of `goodput sim`, also written as a
+//! `--sim` spec: [`spec`]) and the TOML file format for custom setups.
 //!
 //! Precedence: built-in defaults, then the `--config` file, then flags.
 
@@ -523,6 +523,8 @@ impl SimArgs {
         Ok(c)
     }
 }
+
+pub mod spec;
 
 #[cfg(test)]
 mod tests;

@@ -127,7 +127,8 @@ pub struct TargetArgs {
     pub no_stream: bool,
     /// The built-in simulator to benchmark when no --url is given: a model, a hardware
     /// preset and options, comma-separated, e.g. llama-3.1-70b,h100-sxm,tp=4
-    /// (also time-scale=X, max-num-seqs=N, max-num-batched-tokens=N, seed=S)
+    /// (also time-scale=X, max-num-seqs=N, max-num-batched-tokens=N, seed=S and
+    /// every other `goodput sim` option without its dashes, each with its own type)
     /// [default: llama-3.1-8b,h100-sxm,tp=1].
     #[arg(long, value_name = "PRESET", value_parser = sim_preset, conflicts_with = "url", help_heading = "Target")]
     pub sim: Option<SimPreset>,
@@ -512,44 +513,9 @@ pub struct SimPreset {
 }
 
 pub fn sim_preset(s: &str) -> Result<SimPreset, String> {
-    let mut args = goodput_sim::SimArgs::default();
-    let num = |k: &str, v: &str| -> Result<f64, String> {
-        v.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .ok_or_else(|| format!("invalid --sim '{s}': {k} takes a number > 0"))
-    };
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('=') {
-            Some(("tp", v)) => args.tensor_parallel = Some(num("tp", v)? as u32),
-            Some(("time-scale", v)) => args.time_scale = Some(num("time-scale", v)?),
-            Some(("max-num-seqs", v)) => args.max_num_seqs = Some(num("max-num-seqs", v)? as usize),
-            Some(("max-num-batched-tokens", v)) => {
-                args.max_num_batched_tokens = Some(num("max-num-batched-tokens", v)? as usize)
-            }
-            Some(("seed", v)) => args.seed = Some(num("seed", v)? as u64),
-            Some((k, _)) => {
-                return Err(format!(
-                    "invalid --sim '{s}': unknown option '{k}' (tp, time-scale, max-num-seqs, max-num-batched-tokens, seed)"
-                ))
-            }
-            None if goodput_sim::presets::model_by_name(part).is_ok() => {
-                args.model_profile = Some(part.to_string())
-            }
-            None if goodput_sim::presets::hardware_by_name(part).is_ok() => {
-                args.hardware = Some(part.to_string())
-            }
-            None => {
-                let models = goodput_sim::presets::model_by_name("").err().map(|e| e.to_string()).unwrap_or_default();
-                let hw = goodput_sim::presets::hardware_by_name("").err().map(|e| e.to_string()).unwrap_or_default();
-                return Err(format!(
-                    "invalid --sim '{s}': '{part}' is neither a model nor a hardware preset ({models}; {hw})"
-                ));
-            }
-        }
-    }
-    let config = args
-        .to_config()
+    // Each key is parsed with its own type (goodput-sim's `config::spec`).
+    let config = goodput_sim::SimArgs::from_spec(s)
+        .and_then(|a| a.to_config())
         .map_err(|e| format!("invalid --sim '{s}': {e}"))?;
     Ok(SimPreset {
         spec: s.to_string(),
