@@ -551,7 +551,20 @@ pub fn describe_pooled(
 }
 
 /// A rate (per second) with a bootstrap interval over equal time blocks:
-/// `blocks[i]` is the amount in block i, each `block_s` long.
+/// `blocks[i]` is the amount in block i, each `block_s` long. The blocks
+/// must cover the whole window the rate is over, a block in which nothing
+/// happened included as a 0: leaving the empty blocks out describes a
+/// shorter, busier run than the one measured.
+///
+/// Amounts are whole units (requests, tokens), and blocks that all hold the
+/// same count resample to an interval of width 0 that no run deserves (a
+/// steady closed loop completes 3 requests in every second). So neither side
+/// is ever narrower than what the counts can resolve: when none of `n`
+/// blocks came out one unit off, a share of up to `1 − 0.025^(1/n)`
+/// (≈ 3.7/n) of blocks that would have can still go unseen at 97.5 %, and
+/// the mean moves by that many units per block. With nothing counted the
+/// upper bound is then about the exact Poisson one, `−ln 0.025 / T`.
+/// Fewer than 5 blocks: both sides open.
 pub fn rate_with_ci(
     total: f64,
     duration_s: f64,
@@ -564,7 +577,7 @@ pub fn rate_with_ci(
     } else {
         0.0
     };
-    if blocks.len() < 5 {
+    if blocks.len() < 5 || block_s <= 0.0 {
         return Estimate {
             value,
             lo: None,
@@ -580,10 +593,18 @@ pub fn rate_with_ci(
     let point_of_blocks = blocks.iter().sum::<f64>() / n as f64 / block_s;
     // Centre the block interval on the whole-run figure.
     let shift = value - point_of_blocks;
+    let resolution = (1.0 - 0.025_f64.powf(1.0 / n as f64)) / block_s;
+    let (lo, hi) = match (
+        percentile_sorted(&means, 2.5),
+        percentile_sorted(&means, 97.5),
+    ) {
+        (Some(lo), Some(hi)) => (lo + shift, hi + shift),
+        _ => (value, value),
+    };
     Estimate {
         value,
-        lo: percentile_sorted(&means, 2.5).map(|x| (x + shift).max(0.0)),
-        hi: percentile_sorted(&means, 97.5).map(|x| x + shift),
+        lo: Some(lo.min(value - resolution).max(0.0)),
+        hi: Some(hi.max(value + resolution)),
     }
 }
 
@@ -697,5 +718,33 @@ mod tests {
         assert!((e.value - 10.25).abs() < 1e-9);
         assert!(e.lo.unwrap() < 10.25 && e.hi.unwrap() > 10.25);
         assert!(rate_with_ci(5.0, 2.0, &[2.0, 3.0], 1.0, 1).lo.is_none());
+    }
+
+    /// Blocks that all hold the same count (a steady closed loop) do not
+    /// make a zero-width interval: each side is at least the counts'
+    /// resolution, 1 − 0.025^(1/n) units per block.
+    #[test]
+    fn identical_block_counts_still_have_an_interval() {
+        let blocks = vec![3.0; 60];
+        let e = rate_with_ci(179.4, 60.0, &blocks, 1.0, 1);
+        let resolution = 1.0 - 0.025_f64.powf(1.0 / 60.0);
+        assert!((resolution - 0.0597).abs() < 1e-3, "{resolution}");
+        assert!((e.value - 2.99).abs() < 1e-9);
+        let (lo, hi) = (e.lo.unwrap(), e.hi.unwrap());
+        assert!((lo - (2.99 - resolution)).abs() < 1e-9, "{lo}");
+        assert!((hi - (2.99 + resolution)).abs() < 1e-9, "{hi}");
+        // Nothing counted: about the exact Poisson upper bound, −ln 0.025 / T.
+        let none = rate_with_ci(0.0, 60.0, &[0.0; 60], 1.0, 1);
+        assert_eq!(none.lo, Some(0.0));
+        let poisson = -(0.025_f64.ln()) / 60.0;
+        assert!(
+            (none.hi.unwrap() / poisson - 1.0).abs() < 0.05,
+            "{:?}",
+            none.hi
+        );
+        // Blocks that vary keep their bootstrap interval, wider than the floor.
+        let varied = [1.0, 5.0, 2.0, 6.0, 3.0, 4.0, 1.0, 6.0, 2.0, 5.0];
+        let v = rate_with_ci(35.0, 10.0, &varied, 1.0, 1);
+        assert!(v.hi.unwrap() - v.value > 0.5, "{v:?}");
     }
 }

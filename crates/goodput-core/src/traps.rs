@@ -34,13 +34,6 @@ fn warn(kind: &str, message: String) -> Warning {
     }
 }
 
-/// Requests needed before the `p`-th percentile's 95 % interval closes on
-/// the high side: about 3 / (1 − p) (300 for p99).
-pub fn requests_to_bound(p: f64) -> u64 {
-    // Less a hair: 1 − 0.999 is not exactly 0.001 in binary.
-    (3.0 / (1.0 - p / 100.0) - 1e-6).ceil() as u64
-}
-
 /// The traps `m` shows, given the run's facts and reported percentiles.
 pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warning> {
     let mut w = Vec::new();
@@ -109,7 +102,9 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
         ));
     }
     for &p in percentiles {
-        let need = requests_to_bound(p);
+        // The same count the sweep plans with: the first at which the
+        // percentile's own binomial interval is closed (368 for p99).
+        let need = crate::verdict::requests_to_bound(p / 100.0);
         let n = m.completed;
         if p > 50.0 && n > 0 && n < need {
             w.push(warn(
@@ -127,11 +122,49 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Collector;
+    use crate::stats::describe;
 
+    fn facts() -> RunFacts {
+        RunFacts {
+            load: Load::Closed { concurrency: 8 },
+            pinned: true,
+            client_cpu_cores: None,
+            cores: 2,
+        }
+    }
+
+    fn too_few(completed: u64, p: f64) -> Option<Warning> {
+        let mut m = Collector::default().summarize(&[p], None, 0, None);
+        m.completed = completed;
+        check(&m, &facts(), &[p])
+            .into_iter()
+            .find(|w| w.kind == "too_few_for_percentile")
+    }
+
+    /// The warning fires exactly while the percentile's reported interval
+    /// is still open above: one threshold, the interval's own.
     #[test]
-    fn requests_needed_to_bound_a_percentile() {
-        assert_eq!(requests_to_bound(99.0), 300);
-        assert_eq!(requests_to_bound(99.9), 3000);
-        assert_eq!(requests_to_bound(90.0), 30);
+    fn too_few_for_a_percentile_is_while_its_interval_is_open() {
+        assert_eq!(crate::verdict::requests_to_bound(0.99), 368);
+        for p in [99.0, 95.0, 90.0, 99.9] {
+            let need = crate::verdict::requests_to_bound(p / 100.0);
+            let closed = |n: u64| {
+                let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
+                let d = describe(values, &[p]).unwrap();
+                d.percentiles[0].1.hi.is_some()
+            };
+            assert!(closed(need) && !closed(need - 1), "p{p}: {need}");
+            let w = too_few(need - 1, p).expect("warned below the bound");
+            assert!(
+                w.message.contains(&format!("about {need} requests")),
+                "{}",
+                w.message
+            );
+            assert_eq!(too_few(need, p), None, "p{p} at {need}");
+        }
+        // Sample-size p99s the old 3 / (1 − p) rule let through.
+        assert!(too_few(300, 99.0).is_some());
+        assert!(too_few(3000, 99.9).is_some());
     }
 }

@@ -596,7 +596,7 @@ mod tests {
         assert!(j.estimate.hi.is_none());
         assert_eq!(j.verdict, Verdict::Inconclusive);
         assert!(j.point_passes);
-        // ... until enough requests make the upper bound finite (~300).
+        // ... until enough requests make the upper bound finite (368 for p99).
         let more = j.more_requests_to_settle.unwrap();
         assert!((200..400).contains(&more), "{more}");
 

@@ -38,9 +38,10 @@ impl LengthMix {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkloadMix {
     /// Prompt lengths by the client tokenizer (the length the workload
-    /// built; for chat, the message contents), else the server's count.
+    /// built; for chat, the message contents), else the server's count,
+    /// over every request sent: failed ones too.
     pub input_tokens: Option<LengthMix>,
-    /// Output lengths as counted for the metrics.
+    /// Output lengths as counted for the metrics, over completed requests.
     pub output_tokens: Option<LengthMix>,
     /// Σ cacheable leading tokens / Σ prompt tokens, by the client's count:
     /// the most a prefix cache could serve of this workload (an upper
@@ -51,7 +52,8 @@ pub struct WorkloadMix {
     pub cached_share: Option<f64>,
 }
 
-/// Accumulates the mix over completed measured requests.
+/// Accumulates the mix: prompts over every sent measured request, the rest
+/// over completed ones.
 #[derive(Debug, Default)]
 pub struct MixAcc {
     input: Vec<u32>,
@@ -63,10 +65,17 @@ pub struct MixAcc {
 }
 
 impl MixAcc {
-    pub fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics) {
+    /// A request that reached the server, whatever its outcome: its prompt
+    /// was sent (an over-long one the server refused with HTTP 400 too).
+    pub fn add_sent(&mut self, m: &RequestMetrics) {
         if let Some(n) = m.client_input_tokens.or(m.input_tokens) {
             self.input.push(n);
         }
+    }
+
+    /// A completed request: its output, and the prefix-cache shares (the
+    /// server reports cached tokens only for the requests it answered).
+    pub fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics) {
         self.output.push(m.output_tokens);
         if let Some(c) = m.client_input_tokens {
             self.client_prompt += u64::from(c);
@@ -114,6 +123,7 @@ mod tests {
                 output_tokens: i * 10,
                 ..Default::default()
             };
+            acc.add_sent(&m);
             acc.add(&rec, &m);
         }
         let s = acc.summary();

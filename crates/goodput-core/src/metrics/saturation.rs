@@ -109,11 +109,7 @@ pub fn slope(points: &[(f64, f64)]) -> Option<Slope> {
     let rss: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
     let se = (rss / (nf - 2.0) / sxx).sqrt();
     // Student t at 97.5 % for n − 2 degrees of freedom.
-    const T975: [f64; 10] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    ];
-    let df = n - 2;
-    let t = T975.get(df - 1).copied().unwrap_or(1.96 + 2.4 / df as f64);
+    let t = crate::repeat::t_975(n - 2);
     let (x0, x1) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
         (lo.min(p.0), hi.max(p.0))
     });
@@ -293,6 +289,38 @@ mod tests {
         let b = blocks(&pts, (0.0, 5.0));
         assert_eq!(b.len(), 5);
         assert!((b[0].1 - 3.9).abs() < 1e-9, "{b:?}");
+    }
+
+    /// The slope's interval is Student's t for n − 2 degrees of freedom,
+    /// the one table of [`crate::repeat::t_975`] (past 10 degrees of freedom
+    /// too, where a rougher approximation used to stand in).
+    #[test]
+    fn the_slope_interval_uses_the_one_t_quantile() {
+        for n in [5usize, 12, 22, 60] {
+            // A line with alternating noise of ±0.5.
+            let pts: Vec<(f64, f64)> = (0..n)
+                .map(|i| {
+                    (
+                        i as f64,
+                        1.0 + 0.3 * i as f64 + if i % 2 == 0 { 0.5 } else { -0.5 },
+                    )
+                })
+                .collect();
+            let s = slope(&pts).unwrap();
+            let nf = n as f64;
+            let mx = (nf - 1.0) / 2.0;
+            let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+            let a = pts.iter().map(|p| p.1).sum::<f64>() / nf - s.per_s * mx;
+            let rss: f64 = pts.iter().map(|p| (p.1 - a - s.per_s * p.0).powi(2)).sum();
+            let se = (rss / (nf - 2.0) / sxx).sqrt();
+            let t = (s.hi - s.per_s) / se;
+            assert!(
+                (t - crate::repeat::t_975(n - 2)).abs() < 1e-9,
+                "n {n}: t {t}"
+            );
+            assert!((s.per_s - s.lo - (s.hi - s.per_s)).abs() < 1e-12);
+        }
+        assert_eq!(crate::repeat::t_975(20), 2.086);
     }
 
     fn inputs<'a>(
