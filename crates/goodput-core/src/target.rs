@@ -309,7 +309,7 @@ impl PreparedTarget {
         if let Some(live) = &self.live {
             live.begin_run(&spec.plan.load, progress.clone());
         }
-        let stale_before = self.client.stale_connections_discarded();
+        let connections_before = self.client.connection_stats();
         let scrape = self.scraper.as_ref().map(|s| {
             let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
             let warmup = !matches!(spec.plan.warmup, executor::Warmup::None);
@@ -377,6 +377,8 @@ impl PreparedTarget {
             notes.push(format!("records file: {e}"));
         }
         notes.extend(token_notes(&metrics.tokens, &self.params));
+        let connections = self.client.connection_stats().since(connections_before);
+        notes.extend(connections.note());
         let wall = wall_before.elapsed().as_secs_f64();
         let warnings = crate::traps::check(
             &metrics,
@@ -420,7 +422,7 @@ impl PreparedTarget {
             percentiles,
             metrics,
             exec,
-            stale_connections_discarded: self.client.stale_connections_discarded() - stale_before,
+            connections,
             early_stop,
             cost,
             notes,
@@ -430,6 +432,12 @@ impl PreparedTarget {
             output_hashes,
             server_metrics,
         })
+    }
+
+    /// Requests the server holds right now (its running + waiting gauges),
+    /// where it exposes them.
+    pub async fn server_queue(&self) -> Option<f64> {
+        self.scraper.as_ref()?.queue_now().await
     }
 
     /// Everything needed to rerun, minus secrets.
@@ -488,7 +496,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
             interrupted: true,
             ..Default::default()
         },
-        stale_connections_discarded: 0,
+        connections: Default::default(),
         early_stop: None,
         cost: None,
         notes: vec!["interrupted before any request was sent: nothing was measured".into()],
@@ -629,6 +637,28 @@ fn token_notes(t: &crate::metrics::TokenSummary, params: &RequestParams) -> Vec<
             notes.push(format!(
                 "{:.1}% of completed requests returned a different number of output tokens than requested",
                 share * 100.0
+            ));
+        }
+    }
+    if t.length_short_of_max_tokens > 0 {
+        notes.push(format!(
+            "{} requests finished `length` with fewer tokens than the max_tokens sent (the server ran out of context?): counted by their stream, not as max_tokens",
+            t.length_short_of_max_tokens
+        ));
+    }
+    if t.capped_at_max_tokens > 0 {
+        notes.push(format!(
+            "{} requests counted more output tokens than the max_tokens sent (re-tokenized text is an estimate): capped at max_tokens",
+            t.capped_at_max_tokens
+        ));
+    }
+    if let Some(n) = t
+        .output_sources
+        .get(&crate::metrics::TokenSource::Tokenizer)
+    {
+        if *n > 0 {
+            notes.push(format!(
+                "{n} requests' output tokens are an estimate: the server reported no usage and the stream did not show one token per event, so their text was re-tokenized (re-tokenized text is not the generated sequence)"
             ));
         }
     }

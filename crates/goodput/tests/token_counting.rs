@@ -1,6 +1,6 @@
 //! Token counts when the server gives none, against a scripted server that
 //! streams one token per event in words tiktoken splits (the mistral.rs
-//! case): the count comes from the events or the `length` finish, the
+//! case): the count comes from the events (one token each), the
 //! fixed-tokenizer count stays beside it, and a server that ignores
 //! `min_tokens` is named.
 
@@ -44,7 +44,7 @@ async fn run_against(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_usage_a_length_finish_is_max_tokens_not_the_client_count() {
+async fn without_usage_a_stream_is_counted_by_its_events_not_the_client_count() {
     let script = Script {
         ttft: Duration::from_millis(5),
         interval: Duration::from_millis(4),
@@ -55,10 +55,10 @@ async fn without_usage_a_length_finish_is_max_tokens_not_the_client_count() {
     };
     let (v, recs, stdout) = run_against(script, "16").await;
     assert_eq!(v["total_output_tokens"], 6 * 16);
-    assert_eq!(v["tokens"]["output_sources"]["length"], 6);
+    assert_eq!(v["tokens"]["output_sources"]["events"], 6);
     for r in &recs {
         assert_eq!(r["output_tokens"], 16);
-        assert_eq!(r["token_source"], "length");
+        assert_eq!(r["token_source"], "events");
         assert!(
             r["client_output_tokens"].as_u64().unwrap() > 16,
             "the fixed unit is kept beside: {r}"
@@ -73,7 +73,7 @@ async fn without_usage_a_length_finish_is_max_tokens_not_the_client_count() {
         v["tpot"]
     );
     assert!(
-        stdout.contains("Output token counts from:                length 6"),
+        stdout.contains("Output token counts from:                events 6"),
         "{stdout}"
     );
 }

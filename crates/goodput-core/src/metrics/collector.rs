@@ -50,6 +50,10 @@ pub struct Collector {
     quality: crate::quality::QualityAcc,
     /// Completed with a `stop` finish before the `max_tokens` sent.
     stopped_before_max: u64,
+    /// `length` finishes the stream showed short of max_tokens; client-side
+    /// counts capped at max_tokens.
+    length_refused: u64,
+    capped_at_max_tokens: u64,
     /// Σ (server − client) prompt tokens, and over how many requests.
     input_server_minus_client: i64,
     input_compared: u64,
@@ -391,6 +395,9 @@ impl Collector {
             }
         }
         if rec.t_send.is_some() {
+            // The prompt went out whatever came back: the workload as sent
+            // counts the ones the server refused (an over-long prompt's 400).
+            self.mix.add_sent(m);
             self.last_end_ns = self.last_end_ns.max(rec.t_done);
             self.streamed_tokens += if m.event_tokens.is_empty() {
                 rec.events.len() as u64
@@ -517,6 +524,8 @@ impl Collector {
         {
             self.stopped_before_max += 1;
         }
+        self.length_refused += u64::from(m.count_evidence.length_refused);
+        self.capped_at_max_tokens += u64::from(m.count_evidence.capped);
         if let (Some(server), Some(client)) = (
             rec.usage.and_then(|u| u.prompt_tokens),
             m.client_input_tokens,
@@ -530,9 +539,10 @@ impl Collector {
 /// Throughputs over the run's duration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// Completed requests/s, with a block-bootstrap interval.
+    /// Completed requests/s, with a block-bootstrap interval over the whole
+    /// run ([`stats::rate_with_ci`]).
     pub request: Estimate,
-    /// Output tokens/s, with a block-bootstrap interval.
+    /// Output tokens/s, with a block-bootstrap interval over the whole run.
     pub output: Estimate,
     /// Input tokens/s.
     pub input: f64,
@@ -575,6 +585,15 @@ pub struct TokenSummary {
     /// model's tokenizer and the client's.
     #[serde(default)]
     pub input_server_minus_client_mean: Option<f64>,
+    /// Completed requests that finished `length` with fewer tokens than the
+    /// `max_tokens` sent by the stream's evidence (the server's context ran
+    /// out): counted by that evidence, not as max_tokens.
+    #[serde(default)]
+    pub length_short_of_max_tokens: u64,
+    /// Completed requests whose client-side count (events or tokenizer)
+    /// came out above the `max_tokens` sent and was capped there.
+    #[serde(default)]
+    pub capped_at_max_tokens: u64,
     /// Reasoning tokens of completed requests, where any reasoned (the
     /// server's `reasoning_tokens` where reported, else the reasoning
     /// events' tokens); the rest of the output is the answer.
@@ -677,10 +696,12 @@ impl Collector {
             None => 0.0,
         };
         let done = self.completed + self.failed;
+        // Whole 1 s blocks over the measured window, from the series' origin
+        // (at or before the first send): a second after the last completion
+        // (a server that stopped answering) is a block of 0, not left out.
         let blocks = |v: &[f64]| -> Vec<f64> {
             let per = (1.0 / BUCKET_S).round() as usize;
-            let full = (duration_s.floor() as usize).min(v.len().div_ceil(per));
-            (0..full)
+            (0..duration_s.floor() as usize)
                 .map(|i| v.iter().skip(i * per).take(per).sum())
                 .collect()
         };
@@ -813,6 +834,8 @@ impl Collector {
                     .then(|| self.length_mismatches as f64 / self.completed as f64),
                 stopped_before_max_tokens_share: (self.completed > 0)
                     .then(|| self.stopped_before_max as f64 / self.completed as f64),
+                length_short_of_max_tokens: self.length_refused,
+                capped_at_max_tokens: self.capped_at_max_tokens,
                 input_server_minus_client_mean: (self.input_compared > 0)
                     .then(|| self.input_server_minus_client as f64 / self.input_compared as f64),
                 reasoning_tokens: self.reasoned.then_some(self.reasoning_tokens),
@@ -1199,5 +1222,83 @@ mod tests {
             m.timeseries.in_flight.iter().sum::<f64>() / m.timeseries.in_flight.len() as f64;
         assert!((series_mean - 2.0).abs() < 0.25, "{series_mean}");
         assert_eq!(m.timeseries.failures["http_500"][10], 1.0);
+    }
+
+    fn failed(send: u64, done: u64, status: u16) -> RequestRecord {
+        RequestRecord {
+            events: Vec::new(),
+            http_status: Some(status),
+            error: Some(RequestError {
+                kind: ErrorKind::HttpStatus,
+                message: format!("HTTP {status}"),
+                retry_after: None,
+            }),
+            ..ok(send, done)
+        }
+    }
+
+    /// The prompts sent are every sent request's, those the server refused
+    /// included; a request never sent has no prompt in the mix.
+    #[test]
+    fn input_tokens_sent_count_failed_requests() {
+        let with_prompt = |mut r: RequestRecord, tokens: u32| {
+            r.prompt_tokens_client = Some(tokens);
+            r
+        };
+        let mut never = never_sent(0, MS);
+        never.prompt_tokens_client = Some(5000);
+        let m = collect(
+            0,
+            &[
+                with_prompt(ok(0, 100 * MS), 100),
+                with_prompt(ok(0, 200 * MS), 300),
+                // Over the context limit: refused with a 400.
+                with_prompt(failed(0, 10 * MS, 400), 9000),
+                never,
+            ],
+        );
+        let sent = m.workload.input_tokens.unwrap();
+        assert_eq!((sent.count, sent.max), (3, 9000));
+        assert!((sent.mean - 9400.0 / 3.0).abs() < 1e-9, "{}", sent.mean);
+        // Outputs are those received: the completed requests'.
+        assert_eq!(m.workload.output_tokens.unwrap().count, 2);
+    }
+
+    /// A steady closed loop at concurrency 1 completes the same number of
+    /// requests every second; its interval is still not zero-width.
+    #[test]
+    fn a_steady_closed_loop_rate_has_a_nonzero_interval() {
+        let third = 333_333_333;
+        let recs: Vec<RequestRecord> = (0..180u64)
+            .map(|i| ok(i * third, (i + 1) * third))
+            .collect();
+        let m = collect(0, &recs);
+        let r = m.throughput.request;
+        assert!((r.value - 3.0).abs() < 1e-6, "{r:?}");
+        let (lo, hi) = (r.lo.unwrap(), r.hi.unwrap());
+        // Each side at least the 60 blocks' resolution (0.06 req/s), and far
+        // narrower than a Poisson interval on 180 counts (± 0.45 req/s).
+        assert!(r.value - lo > 0.05 && hi - r.value > 0.05, "{r:?}");
+        assert!(hi - lo < 0.3, "{r:?}");
+    }
+
+    /// A server that stopped answering after 6 s of a 66 s run: the blocks
+    /// cover all 66 s (60 of them empty), so the interval is about the
+    /// whole-run rate and wide, not the first 6 s' spread moved onto it.
+    #[test]
+    fn a_rate_interval_covers_the_seconds_after_the_last_completion() {
+        let mut recs: Vec<RequestRecord> = (0..30u64)
+            .map(|i| ok(i * 200 * MS, (i + 1) * 200 * MS - 1))
+            .collect();
+        // The last request sent hung until its timeout at 66 s.
+        recs.push(failed(5990 * MS, 66_000 * MS, 504));
+        let m = collect(0, &recs);
+        assert!((m.duration_s - 66.0).abs() < 1e-6, "{}", m.duration_s);
+        let r = m.throughput.request;
+        assert!((r.value - 30.0 / 66.0).abs() < 1e-6, "{r:?}");
+        let (lo, hi) = (r.lo.unwrap(), r.hi.unwrap());
+        // Bootstrap of 6 blocks of 5 and 60 of 0: about ± 0.35 req/s.
+        assert!(lo < 0.25 && hi > 0.65, "{r:?}");
+        assert!(lo >= 0.0 && hi < 1.0, "{r:?}");
     }
 }

@@ -102,6 +102,8 @@ pub struct RequestMetrics {
     pub client_input_tokens: Option<u32>,
     /// Output tokens of each content-bearing event (integers summing to `output_tokens`).
     pub event_tokens: Vec<u32>,
+    /// How the output count was settled (rules refused, caps applied).
+    pub count_evidence: CountEvidence,
 }
 
 impl RequestMetrics {
@@ -114,7 +116,8 @@ impl RequestMetrics {
         };
         let usage = rec.usage.unwrap_or_default();
         m.client_output_tokens = tokenizer.count(&rec.output_text).map(|c| c as u32);
-        (m.output_tokens, m.output_source) = output_count(rec, tokenizer, m.client_output_tokens);
+        (m.output_tokens, m.output_source, m.count_evidence) =
+            output_count(rec, tokenizer, m.client_output_tokens);
         m.client_input_tokens = rec.prompt_tokens_client;
         (m.input_tokens, m.input_source) = match (usage.prompt_tokens, rec.prompt_tokens_client) {
             (Some(n), _) => (Some(n), Some(TokenSource::Server)),
@@ -203,42 +206,78 @@ impl RequestMetrics {
     }
 }
 
+/// How the output count was settled, beyond its source.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountEvidence {
+    /// The answer finished `length` but the stream's evidence shows fewer
+    /// tokens than `max_tokens` (the server ran out of context): the
+    /// `length` rule was not applied.
+    pub length_refused: bool,
+    /// A count from the client's side came out above the `max_tokens`
+    /// sent and was capped there.
+    pub capped: bool,
+}
+
 /// The output token count the metrics use, and where it came from, in
-/// order of evidence (`spec/metrics.md`, token counting):
+/// order of evidence (`docs/metrics.md`, token counting):
 /// 1. the server's `usage.completion_tokens`;
-/// 2. the model's own tokenizer (a `tokenizer.json` given with `--tokenizer`);
-/// 3. a `length` finish, which means exactly the `max_tokens` sent;
-/// 4. one token per content event, as vLLM, SGLang, TGI and llama.cpp
-///    stream — unless the client tokenizer finds at least three times as
-///    many tokens as events, which shows chunks carrying several tokens
-///    each (two vocabularies rarely differ by half that: mistral.rs on a
-///    Llama-family model came out 1.3×);
+/// 2. a streamed answer's content events, one token each, as vLLM, SGLang,
+///    TGI and llama.cpp stream — unless the text shows chunks carrying
+///    several tokens: the model's own tokenizer finding half again as many
+///    tokens as events (re-tokenizing generated text misses by about 12 %,
+///    never by half), or the fixed client encoding three times as many (two
+///    vocabularies rarely differ by half that: mistral.rs on a Llama-family
+///    model came out 1.3×);
+/// 3. a `length` finish, meaning exactly the `max_tokens` sent — only where
+///    a count of the text agrees (at least three quarters of it): a server
+///    that ran out of context also says `length`;
+/// 4. the model's own tokenizer on the text (`--tokenizer tokenizer.json`):
+///    an estimate, since re-tokenized text is not the generated sequence;
 /// 5. the client tokenizer (tiktoken: a fixed unit, not the model's).
 ///
-/// Counting a model's output with tiktoken when the stream shows its real
-/// count misstates TPOT by the ratio of the two vocabularies (30 % on a
-/// Llama-family model), so the fixed unit comes last.
-fn output_count(
+/// No count but the server's is ever above the `max_tokens` sent.
+pub fn output_count(
     rec: &RequestRecord,
     tokenizer: &Tokenizer,
-    client: Option<u32>,
-) -> (u32, TokenSource) {
+    text_count: Option<u32>,
+) -> (u32, TokenSource, CountEvidence) {
+    let mut evidence = CountEvidence::default();
     if let Some(n) = rec.usage.and_then(|u| u.completion_tokens) {
-        return (n, TokenSource::Server);
+        return (n, TokenSource::Server, evidence);
     }
-    if let (true, Some(n)) = (tokenizer.is_model_tokenizer(), client) {
-        return (n, TokenSource::Tokenizer);
+    let mut cap = |n: u32| match rec.max_tokens {
+        Some(m) if n > m => {
+            evidence.capped = true;
+            m
+        }
+        _ => n,
+    };
+    let events = rec.events.len() as u32;
+    let model = tokenizer.is_model_tokenizer();
+    let several_per_event = text_count.is_some_and(|c| {
+        let c = f64::from(c);
+        let e = f64::from(events.max(1));
+        if model {
+            c >= 1.5 * e
+        } else {
+            c >= 3.0 * e
+        }
+    });
+    if rec.streamed && events > 0 && !several_per_event {
+        return (cap(events), TokenSource::Events, evidence);
     }
     if let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) {
-        return (max, TokenSource::Length);
+        let counted = text_count.unwrap_or(events).max(events);
+        if 4 * u64::from(counted) >= 3 * u64::from(max) {
+            return (max, TokenSource::Length, evidence);
+        }
+        evidence.length_refused = true;
     }
-    let events = rec.events.len() as u32;
-    match client {
-        Some(c) if c >= 3 * events.max(1) => (c, TokenSource::Tokenizer),
-        _ if events > 0 && rec.streamed => (events, TokenSource::Events),
+    let (n, source) = match text_count {
         Some(c) => (c, TokenSource::Tokenizer),
         None => (events, TokenSource::Events),
-    }
+    };
+    (cap(n), source, evidence)
 }
 
 /// Tokens per event: per-chunk usage, else the tokenizer on each event's
@@ -410,11 +449,16 @@ mod tests {
         assert!(m.client_output_tokens.unwrap() > 4, "{m:?}");
         assert_eq!((m.output_tokens, m.output_source), (4, TokenSource::Events));
         assert_eq!(m.tpot_ms, Some(10.0));
-        // A `length` finish is exactly the max_tokens sent.
+        // A streamed answer is counted by its events even when it says `length`.
         r.finish_reason = Some("length".into());
         r.max_tokens = Some(4);
         let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (4, TokenSource::Events));
+        // Unstreamed, a `length` finish the text agrees with is exactly max_tokens.
+        r.streamed = false;
+        let m = RequestMetrics::derive(&r, &tok);
         assert_eq!((m.output_tokens, m.output_source), (4, TokenSource::Length));
+        r.streamed = true;
         // The server's count wins over everything.
         r.usage = Some(ServerUsage {
             completion_tokens: Some(5),
@@ -422,5 +466,48 @@ mod tests {
         });
         let m = RequestMetrics::derive(&r, &tok);
         assert_eq!((m.output_tokens, m.output_source), (5, TokenSource::Server));
+    }
+
+    /// llama.cpp says `length` when a slot's context runs out: an answer of
+    /// one word is not the 64 tokens asked for, and no count from the
+    /// client's side is ever above max_tokens.
+    #[test]
+    fn length_only_where_the_text_agrees_and_never_above_max_tokens() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        let mut r = rec(0, &[(10 * MS, " word")], None);
+        r.finish_reason = Some("length".into());
+        r.max_tokens = Some(64);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!(
+            (m.output_tokens, m.output_source),
+            (1, TokenSource::Tokenizer)
+        );
+        assert!(m.count_evidence.length_refused);
+        assert_eq!(m.tpot_ms, None, "TPOT is undefined below 2 tokens");
+        // Streamed: the one event is the count, and no TPOT either.
+        r.streamed = true;
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (1, TokenSource::Events));
+        assert_eq!(m.tpot_ms, None);
+        // A text that re-tokenizes longer than max_tokens is capped there.
+        let mut r = rec(
+            0,
+            &[(10 * MS, " one two three four five six seven eight nine ten")],
+            None,
+        );
+        r.max_tokens = Some(4);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!(
+            (m.output_tokens, m.output_source),
+            (4, TokenSource::Tokenizer)
+        );
+        assert!(m.count_evidence.capped);
+        // The server's own count is never capped: it is the evidence.
+        r.usage = Some(ServerUsage {
+            completion_tokens: Some(6),
+            ..Default::default()
+        });
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (6, TokenSource::Server));
     }
 }
