@@ -90,12 +90,22 @@ pub struct Observation {
     pub wall_s: f64,
     /// A long measuring point (not an exploring one).
     pub measuring: bool,
+    /// Its verdict was settled by the SLO percentiles' intervals (the
+    /// point ended early on it), whatever its size.
+    pub settled: bool,
 }
 
 impl Observation {
     /// Passed: no hard fail and a margin at most 0.
     pub fn passes(&self) -> bool {
         !self.hard_fail && self.margin.is_some_and(|m| m <= 0.0)
+    }
+
+    /// Its verdict may decide the answer: it held enough requests to bound
+    /// the SLO's percentiles, or its verdict was settled on fewer, or it
+    /// failed hard.
+    pub fn decisive(&self, min_requests: u64) -> bool {
+        self.settled || self.hard_fail || self.requests >= min_requests
     }
 }
 
@@ -136,6 +146,10 @@ pub struct Answer {
     pub fitted: usize,
     /// What to know about the answer, in words.
     pub notes: Vec<String>,
+    /// The rate rests on no point that could decide it: the points at the
+    /// edge held fewer requests than the SLO's percentiles need and the
+    /// budget left no room for longer ones.
+    pub inconclusive: bool,
 }
 
 /// The search's state: its configuration and every point seen.
@@ -280,6 +294,26 @@ impl Search {
         (lo, hi)
     }
 
+    /// Without a measuring point, the bracket is the exploring points'
+    /// verdicts: when the points at its edges held fewer requests than the
+    /// SLO's percentiles need and their verdicts were not settled, what is
+    /// wrong with them, in words.
+    fn undecided_edge(&self, lo: f64, hi: Option<f64>) -> Option<String> {
+        let need = self.config.min_requests;
+        let weak: Vec<&Observation> = self
+            .seen
+            .iter()
+            .filter(|o| o.rate == lo || Some(o.rate) == hi)
+            .filter(|o| !o.decisive(need))
+            .collect();
+        let most = weak.iter().map(|o| o.requests).max()?;
+        let rate = weak.iter().map(|o| o.rate).fold(f64::MAX, f64::min);
+        Some(format!(
+            "inconclusive: the points at the edge held at most {most} requests, fewer than the {need} the SLO's percentiles need to be bounded, and the budget left no room for a point that long (at {rate:.3} req/s it takes {:.0} s of load; raise --search-time)",
+            need as f64 / rate
+        ))
+    }
+
     /// The answer from the points so far.
     pub fn answer(&self) -> Answer {
         let (lo, hi) = self.bracket();
@@ -291,10 +325,17 @@ impl Search {
             bracket: (reported.0.unwrap_or(0.0), reported.1),
             fitted: 0,
             notes: Vec::new(),
+            inconclusive: false,
         };
         let Some(l) = lo else {
             return answer;
         };
+        if self.measured == 0 {
+            if let Some(weak) = self.undecided_edge(l, hi) {
+                answer.inconclusive = true;
+                answer.notes.push(weak);
+            }
+        }
         let centre = hi.map_or(l, |h| (l * h).sqrt());
         let points: Vec<(f64, f64, f64)> = self
             .seen

@@ -28,6 +28,8 @@ use crate::Exit;
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// Exit code of an internal fault of goodput itself (never the server's).
 pub const EXIT_INTERNAL: i32 = 4;
+/// `--max-time` ended a sweep before it had an answer.
+pub const EXIT_TIME_LIMIT: i32 = 5;
 
 pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
     Exit(2, e.into())

@@ -172,7 +172,7 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
     let unstarted = |_: &goodput_core::target::TargetOptions| {
         document_bytes(&SweepResult {
             mode: Some(spec.mode.clone()),
-            stopped: Some("interrupted before any request was sent".into()),
+            stopped: Some(sweep::StopReason::InterruptedBeforeSending),
             seconds_per_point: spec.point_time.as_secs_f64(),
             workload: sweep::describe_workload(args.target.endpoint, &spec.base),
             ..SweepResult::default()
@@ -273,11 +273,16 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         return Err(Exit(3, anyhow!("no request completed at any point")));
     }
     if result.goodput.is_none() && args.sweep.search.is_some() {
+        let why = result.stopped.as_ref();
         eprintln!(
             "goodput: the search stopped before it found the goodput ({})",
-            result.stopped.as_deref().unwrap_or("no reason given")
+            why.map_or("no reason given".into(), |w| w.to_string())
         );
-        return Ok(setup::EXIT_INTERRUPTED);
+        // A signal's code for a signal; the time limit has its own.
+        return Ok(match why {
+            Some(sweep::StopReason::MaxTime(_)) => setup::EXIT_TIME_LIMIT,
+            _ => setup::EXIT_INTERRUPTED,
+        });
     }
     if let Some(g) = &result.goodput {
         if g.rate == 0.0 {

@@ -463,3 +463,54 @@ async fn twice_capacity_is_saturated_in_a_6s_point() {
 async fn twice_capacity_is_saturated_in_a_30s_point() {
     twice_capacity_is_saturated("30s").await;
 }
+
+/// A slow server: every point the budget allows holds fewer requests than
+/// a p99 needs to be bounded (368), and none settles on fewer, so the
+/// search's answer is marked inconclusive, says why, and each point shows
+/// how few requests its p99 was asked of.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn points_too_small_for_the_percentile_leave_the_goodput_inconclusive() {
+    let server = start(Script {
+        ttft: std::time::Duration::from_millis(300),
+        interval: std::time::Duration::from_millis(40),
+        events: 4,
+        ..Script::default()
+    })
+    .await;
+    let out = tmp("sweep.json");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "sweep",
+        "--url",
+        &server.url(),
+        "--search",
+        "goodput",
+        "--slo",
+        "ttft:p99<=2s",
+        "--probe-time",
+        "2s",
+        "--point-time",
+        "2s",
+        "--search-time",
+        "12s",
+        "--measure-time",
+        "4s",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
+    let v = sweep_json(&out);
+    let g = &v["goodput"];
+    assert_eq!(g["inconclusive"], true, "{g}\n{stdout}");
+    assert_eq!(g["confirmed"], false, "{g}");
+    assert!(g["notes"].to_string().contains("368"), "{g}");
+    assert!(stdout.contains("INCONCLUSIVE"), "{stdout}");
+    assert!(stdout.contains("p99 was asked of"), "{stdout}");
+    for p in v["points"].as_array().unwrap() {
+        assert_ne!(p["role"], "measure", "no room for a bounded point: {p}");
+    }
+}

@@ -393,7 +393,8 @@ pub fn summary(r: &RunResult) -> String {
     out
 }
 
-/// What the server's own metrics said over the window, beside the client's view.
+/// What the server's own metrics said over the window, beside the client's
+/// view: every figure its engine exposes, and no line for one it does not.
 fn server_section(out: &mut String, sm: &crate::server_metrics::ServerMetrics) {
     let engine = sm.engine.map_or("unknown engine", |e| e.as_str());
     rule(out, &format!("Server ({engine})"), '-');
@@ -403,8 +404,41 @@ fn server_section(out: &mut String, sm: &crate::server_metrics::ServerMetrics) {
         }
         return;
     };
+    server_latency_lines(out, s);
+    server_load_lines(out, s);
+    server_token_lines(out, s);
+    if sm.failed_scrapes > 0 {
+        let _ = writeln!(
+            out,
+            "{} of {} scrapes of {} failed: {}",
+            sm.failed_scrapes,
+            sm.failed_scrapes + sm.scrapes,
+            sm.url,
+            sm.last_error.as_deref().unwrap_or("")
+        );
+    }
+    for n in &sm.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+}
+
+/// `a / b`, a missing side as `-`.
+fn server_pair(a: Option<f64>, b: Option<f64>, fmt: fn(f64) -> String) -> String {
+    let side = |x: Option<f64>| x.map_or("-".into(), fmt);
+    format!("{} / {}", side(a), side(b))
+}
+
+fn server_count(x: f64) -> String {
+    format!("{x:.0}")
+}
+
+fn server_percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The server's latency histograms: TTFT beside the client's, the means.
+fn server_latency_lines(out: &mut String, s: &crate::server_metrics::ServerSummary) {
     let opt = |x: Option<f64>| x.map(num).unwrap_or_else(|| "-".into());
-    let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
     if let Some(h) = &s.ttft_ms {
         let client = match (s.client_mean_ttft_ms, s.ttft_gap_ms) {
             (Some(c), Some(g)) => format!(" (client {}, gap {g:+.2})", num(c)),
@@ -431,49 +465,84 @@ fn server_section(out: &mut String, sm: &crate::server_metrics::ServerMetrics) {
             line(out, label, opt(h.mean));
         }
     }
+}
+
+/// The batch, the queue and the KV cache through the window.
+fn server_load_lines(out: &mut String, s: &crate::server_metrics::ServerSummary) {
     if s.peak_kv_usage.is_some() {
         line(
             out,
             "KV-cache usage, peak / mean:",
-            format!("{} / {}", pct(s.peak_kv_usage), pct(s.mean_kv_usage)),
+            server_pair(s.peak_kv_usage, s.mean_kv_usage, server_percent),
         );
     }
     if s.peak_running.is_some() || s.peak_waiting.is_some() {
         line(
             out,
             "Running / waiting, peak:",
-            format!(
-                "{} / {}",
-                s.peak_running.map_or("-".into(), |v| format!("{v:.0}")),
-                s.peak_waiting.map_or("-".into(), |v| format!("{v:.0}"))
-            ),
+            server_pair(s.peak_running, s.peak_waiting, server_count),
+        );
+        line(
+            out,
+            "Running / waiting, mean:",
+            server_pair(s.mean_running, s.mean_waiting, num),
         );
     }
     if let Some(p) = s.preemptions {
-        line(out, "Preemptions:", format!("{p:.0}"));
+        line(out, "Preemptions:", server_count(p));
     }
-    if s.prefix_cache_hit_share.is_some() {
+    if let Some(b) = s.busy_slots_per_decode {
+        let calls = s
+            .decode_calls
+            .map_or(String::new(), |c| format!(" over {c:.0} calls"));
+        line(
+            out,
+            "Busy slots per decode call:",
+            format!("{}{calls}", num(b)),
+        );
+    }
+}
+
+/// Tokens, requests, the prefix cache and (llama.cpp) slot time and speed.
+fn server_token_lines(out: &mut String, s: &crate::server_metrics::ServerSummary) {
+    if s.prompt_tokens.is_some() || s.generation_tokens.is_some() {
+        line(
+            out,
+            "Prompt / generated tokens (server):",
+            server_pair(s.prompt_tokens, s.generation_tokens, server_count),
+        );
+    }
+    if let Some(share) = s.prefix_cache_hit_share {
+        let of = match (s.prompt_tokens_cached, s.prompt_tokens) {
+            (Some(c), Some(p)) => format!(" ({c:.0} of {p:.0} prompt tokens)"),
+            _ => String::new(),
+        };
         line(
             out,
             "Prefix-cache hit share:",
-            pct(s.prefix_cache_hit_share),
+            format!("{}{of}", server_percent(share)),
         );
     }
     if let Some(n) = s.requests_finished {
-        line(out, "Requests finished (server):", format!("{n:.0}"));
+        line(out, "Requests finished (server):", server_count(n));
     }
-    if sm.failed_scrapes > 0 {
-        let _ = writeln!(
+    if s.prompt_seconds.is_some() || s.generation_seconds.is_some() {
+        line(
             out,
-            "{} of {} scrapes of {} failed: {}",
-            sm.failed_scrapes,
-            sm.failed_scrapes + sm.scrapes,
-            sm.url,
-            sm.last_error.as_deref().unwrap_or("")
+            "Prompt / generation slot time (s):",
+            server_pair(s.prompt_seconds, s.generation_seconds, num),
         );
     }
-    for n in &sm.notes {
-        let _ = writeln!(out, "note: {n}");
+    if s.prompt_tokens_per_slot_s.is_some() || s.generation_tokens_per_slot_s.is_some() {
+        line(
+            out,
+            "Prefill / decode per slot (tok/s):",
+            server_pair(
+                s.prompt_tokens_per_slot_s,
+                s.generation_tokens_per_slot_s,
+                num,
+            ),
+        );
     }
 }
 
@@ -574,6 +643,28 @@ fn slo_section(out: &mut String, slo: &SloOutcome) {
 }
 
 /// A sweep: one line per point, the knees, and the goodput headline.
+/// How a sweep point's start was made clean, in a few words.
+pub fn start_note(st: &crate::sweep::PointStart) -> String {
+    let mut s = match (st.by.as_str(), st.idle) {
+        (_, Some(true)) if st.waited_s < 0.05 => "started idle".to_string(),
+        (_, Some(true)) => format!("started idle after {:.1} s", st.waited_s),
+        (_, Some(false)) => format!(
+            "STARTED OVER A QUEUE of {:.0} (waited {:.0} s)",
+            st.server_queue.unwrap_or(0.0),
+            st.waited_s
+        ),
+        _ if st.abandoned == 0 => "nothing abandoned before it".to_string(),
+        _ => format!(
+            "waited {:.1} s for {} abandoned requests",
+            st.waited_s, st.abandoned
+        ),
+    };
+    if st.redone {
+        s.push_str(", redone");
+    }
+    s
+}
+
 pub fn sweep_summary(r: &SweepResult) -> String {
     let mut out = String::new();
     rule(&mut out, " Sweep ", '=');
@@ -637,6 +728,26 @@ pub fn sweep_summary(r: &SweepResult) -> String {
                 .collect();
             if !adjusted.is_empty() {
                 notes.push(adjusted.join(", "));
+            }
+        }
+        if let Some(st) = &p.start {
+            notes.push(start_note(st));
+        }
+        if p.meets.is_some() && p.result.early_stop.is_none() {
+            // The per-point warnings a verdict rests on: too few requests.
+            let too_few = p
+                .result
+                .warnings
+                .iter()
+                .rfind(|w| w.kind == "too_few_for_percentile");
+            if let Some(w) = too_few {
+                notes.push(
+                    w.message
+                        .split(':')
+                        .next()
+                        .unwrap_or(&w.message)
+                        .to_string(),
+                );
             }
         }
         if let Some(v) = p.result.early_stop {
@@ -796,7 +907,7 @@ pub(crate) mod tests {
             load,
             metrics: c.summarize(&percentiles, None, 0, None),
             exec: ExecSummary::default(),
-            stale_connections_discarded: 0,
+            connections: Default::default(),
             early_stop: None,
             cost: None,
             notes: vec!["an example note".into()],

@@ -313,12 +313,14 @@ mod tests {
                     meets: Some(true),
                     wall_s: 1.0,
                     result: r.clone(),
+                    start: None,
                 },
                 crate::sweep::SweepPoint {
                     role: crate::sweep::PointRole::Grid,
                     meets: Some(false),
                     wall_s: 1.0,
                     result: r.clone(),
+                    start: None,
                 },
             ],
             ..Default::default()

@@ -78,6 +78,7 @@ mod tests {
                 meets: Some(true),
                 wall_s: 1.0,
                 result: r,
+                start: None,
             }],
             ..Default::default()
         };

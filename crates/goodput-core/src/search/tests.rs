@@ -43,6 +43,7 @@ impl Fake {
             hard_fail: rate > self.capacity,
             wall_s: requests as f64 / rate + POINT_OVERHEAD_S,
             measuring,
+            settled: false,
         }
     }
 }
@@ -233,4 +234,36 @@ fn fieller_interval_by_hand() {
         let band = crate::repeat::t_975(f.df) * (f.s2 * (1.0 / f.sw + d * d / f.sxx)).sqrt();
         assert!((line.abs() - band).abs() < 1e-9, "{line} {band}");
     }
+}
+
+/// A slow server: at its edge (0.55 req/s) an 8 s exploring point holds 4
+/// or 5 requests and a point of the 368 p99 needs takes 11 minutes, more
+/// than the budget. The answer says it is inconclusive instead of resting on
+/// a handful of requests.
+#[test]
+fn points_too_small_for_the_percentile_make_the_answer_inconclusive() {
+    let mut s = Search::new(SearchConfig {
+        start_rate: 2.0,
+        ..config()
+    });
+    let mut fake = Fake::new(0.55, 0.3, 5);
+    run(&mut s, &mut fake);
+    let a = s.answer();
+    assert!(a.inconclusive, "{a:?}");
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("inconclusive") && n.contains("368")),
+        "{a:?}"
+    );
+    // Given the time, the same server gets a decisive answer.
+    let mut s = Search::new(SearchConfig {
+        start_rate: 2.0,
+        budget_s: 3000.0,
+        ..config()
+    });
+    run(&mut s, &mut fake);
+    let a = s.answer();
+    assert!(!a.inconclusive, "{a:?}");
+    assert!(s.observations().iter().any(|o| o.measuring));
 }

@@ -113,6 +113,34 @@ pub struct SweepPoint {
     pub meets: Option<bool>,
     pub wall_s: f64,
     pub result: RunResult,
+    /// How the server was brought back to idle before it (every point but
+    /// the first).
+    #[serde(default)]
+    pub start: Option<PointStart>,
+}
+
+/// How a point's start was made clean: a point must not inherit the
+/// previous point's backlog (a server that does not abort a request when
+/// its client goes away keeps working on the ones a point abandoned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointStart {
+    /// `gauges`: the server's running + waiting gauges were polled until
+    /// zero; `estimate`: without gauges, the client waited for the
+    /// requests it abandoned to have had time to finish.
+    pub by: String,
+    /// Requests the previous point abandoned at its end (still running at
+    /// the server, unless it aborts them).
+    pub abandoned: u64,
+    /// Seconds waited before the point.
+    pub waited_s: f64,
+    /// The server's running + waiting when the point started (gauges only).
+    pub server_queue: Option<f64>,
+    /// The server was idle when the point started: known from the gauges,
+    /// None without them.
+    pub idle: Option<bool>,
+    /// The point was run again because its first run started over a queue.
+    #[serde(default)]
+    pub redone: bool,
 }
 
 /// One point of the latency–throughput curve.
@@ -178,6 +206,11 @@ pub struct Goodput {
     /// points near the edge) or `bracket` (the highest passing rate).
     #[serde(default)]
     pub method: Option<crate::search::Method>,
+    /// The rate rests on points too small to bound the SLO's percentiles,
+    /// whose verdicts were not settled either: it is no answer (the notes
+    /// say why and what would make one).
+    #[serde(default)]
+    pub inconclusive: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -190,11 +223,82 @@ pub struct SweepResult {
     pub capacity: Option<f64>,
     pub goodput: Option<Goodput>,
     /// Why the sweep stopped before its plan was done.
-    pub stopped: Option<String>,
+    pub stopped: Option<StopReason>,
     /// Seconds spent running points (load time).
     pub load_time_s: f64,
     pub workload: String,
     pub seconds_per_point: f64,
+}
+
+/// Why a sweep stopped before its plan was done. Saved as its words (the
+/// documents' `stopped` string), read back from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "String", from = "String")]
+pub enum StopReason {
+    /// A signal (Ctrl-C, SIGTERM) before any request was sent.
+    InterruptedBeforeSending,
+    /// A signal (Ctrl-C, SIGTERM).
+    Interrupted,
+    /// `--max-time` was reached.
+    MaxTime(Duration),
+    /// Two points in a row were saturated: higher loads would only queue.
+    Saturated,
+    /// Words of a document this version does not know.
+    Other(String),
+}
+
+const SATURATED_WORDS: &str = "two points in a row were saturated; higher loads would only queue";
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StopReason::InterruptedBeforeSending => {
+                f.write_str("interrupted before any request was sent")
+            }
+            StopReason::Interrupted => f.write_str("interrupted"),
+            StopReason::MaxTime(d) => {
+                write!(
+                    f,
+                    "--max-time {} reached",
+                    crate::units::format_duration(*d)
+                )
+            }
+            StopReason::Saturated => f.write_str(SATURATED_WORDS),
+            StopReason::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<StopReason> for String {
+    fn from(r: StopReason) -> String {
+        r.to_string()
+    }
+}
+
+impl From<String> for StopReason {
+    fn from(s: String) -> StopReason {
+        let max_time = s
+            .strip_prefix("--max-time ")
+            .and_then(|r| r.strip_suffix(" reached"))
+            .and_then(|d| crate::units::parse_duration(d).ok());
+        match (s.as_str(), max_time) {
+            (_, Some(d)) => StopReason::MaxTime(d),
+            ("interrupted", _) => StopReason::Interrupted,
+            ("interrupted before any request was sent", _) => StopReason::InterruptedBeforeSending,
+            (SATURATED_WORDS, _) => StopReason::Saturated,
+            _ => StopReason::Other(s),
+        }
+    }
+}
+
+impl StopReason {
+    /// A signal stopped it.
+    pub fn is_signal(&self) -> bool {
+        matches!(
+            self,
+            StopReason::Interrupted | StopReason::InterruptedBeforeSending
+        )
+    }
 }
 
 /// The workload in words: `chat, input 1024 / output 128 tokens`.
@@ -231,6 +335,7 @@ enum Step {
 }
 
 /// One point to run.
+#[derive(Clone, Copy)]
 struct PointPlan {
     role: PointRole,
     load: Load,
@@ -258,25 +363,96 @@ impl Runner<'_> {
         if let Some(max) = self.spec.max_time {
             if self.started.elapsed() + self.spec.point_time.min(Duration::from_secs(60)) / 2 > max
             {
-                self.result.stopped.get_or_insert_with(|| {
-                    format!("--max-time {} reached", crate::units::format_duration(max))
-                });
+                self.result.stopped.get_or_insert(StopReason::MaxTime(max));
                 return true;
             }
         }
         if self.control.is_stopping() {
-            self.result
-                .stopped
-                .get_or_insert_with(|| "interrupted".into());
+            self.result.stopped.get_or_insert(StopReason::Interrupted);
             return true;
         }
         false
     }
 
+    /// Bring the server back to idle before a point: poll its running +
+    /// waiting gauges until zero where it exposes them, else wait for the
+    /// requests the previous point abandoned to have had time to finish
+    /// (at the best throughput measured so far, plus one floor latency).
+    /// Bounded by twice `--point-time` (at least 30 s).
+    async fn settle(&mut self) -> Option<PointStart> {
+        let prev = self.result.points.last()?;
+        let abandoned = prev.result.metrics.incomplete;
+        let cap = (2 * self.spec.point_time).max(Duration::from_secs(30));
+        let t0 = Instant::now();
+        if let Some(mut queue) = self.target.server_queue().await {
+            while queue > 0.0 && t0.elapsed() < cap && !self.control.is_stopping() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                queue = self.target.server_queue().await.unwrap_or(queue);
+            }
+            return Some(PointStart {
+                by: "gauges".into(),
+                abandoned,
+                waited_s: t0.elapsed().as_secs_f64(),
+                server_queue: Some(queue),
+                idle: Some(queue <= 0.0),
+                redone: false,
+            });
+        }
+        let wait = if abandoned == 0 {
+            Duration::ZERO
+        } else {
+            let points = &self.result.points;
+            let best = points
+                .iter()
+                .map(|p| p.result.metrics.throughput.request.value)
+                .fold(0.0, f64::max);
+            let floor_e2el_s = points
+                .first()
+                .and_then(|p| p.result.metrics.get(Metric::E2el))
+                .map_or(0.0, |d| d.mean.value / 1e3);
+            let s = if best > 0.0 {
+                abandoned as f64 / best + floor_e2el_s
+            } else {
+                cap.as_secs_f64()
+            };
+            Duration::from_secs_f64(s).min(cap)
+        };
+        let _ = tokio::time::timeout(wait, self.control.stopped()).await;
+        Some(PointStart {
+            by: "estimate".into(),
+            abandoned,
+            waited_s: t0.elapsed().as_secs_f64(),
+            server_queue: None,
+            idle: None,
+            redone: false,
+        })
+    }
+
+    /// Run one point after bringing the server back to idle; a point whose
+    /// start found the server still busy (gauges) is run once more after
+    /// another wait, and stays flagged if that one is not clean either.
+    async fn point(&mut self, p: PointPlan) -> Result<Step, RunError> {
+        let start = self.settle().await;
+        let step = self.point_once(&p, start.clone()).await?;
+        if matches!(step, Step::Ran) && start.as_ref().is_some_and(|s| s.idle == Some(false)) {
+            self.result.points.pop();
+            let mut again = self.settle().await;
+            if let Some(a) = again.as_mut() {
+                a.redone = true;
+            }
+            return self.point_once(&p, again).await;
+        }
+        Ok(step)
+    }
+
     /// Run one point; `window` bounds its sending, `requests` (when given)
     /// its measured requests, `control` adjusts its SLO percentiles for its
     /// own schedule.
-    async fn point(&mut self, p: PointPlan) -> Result<Step, RunError> {
+    async fn point_once(
+        &mut self,
+        p: &PointPlan,
+        start: Option<PointStart>,
+    ) -> Result<Step, RunError> {
         if self.out_of_time() {
             return Ok(Step::Stop);
         }
@@ -287,7 +463,7 @@ impl Runner<'_> {
             early,
             requests,
             control,
-        } = p;
+        } = *p;
         let mut spec = self.spec.base.clone();
         spec.plan.load = load;
         // The floor run warms a cold server; the capacity probe's points
@@ -331,7 +507,7 @@ impl Runner<'_> {
         {
             Ok(r) => r,
             Err(RunError::Interrupted) => {
-                self.result.stopped = Some("interrupted".into());
+                self.result.stopped = Some(StopReason::Interrupted);
                 return Ok(Step::Stop);
             }
             Err(e) => return Err(e),
@@ -350,7 +526,7 @@ impl Runner<'_> {
         if interrupted && result.exec.sent_measured == 0 {
             // Stopped in its warm-up: a point that measured nothing is no
             // point of the curve (its warm-up records are in the records file).
-            self.result.stopped = Some("interrupted".into());
+            self.result.stopped = Some(StopReason::Interrupted);
             return Ok(Step::Stop);
         }
         self.result.points.push(SweepPoint {
@@ -358,6 +534,7 @@ impl Runner<'_> {
             meets,
             wall_s,
             result,
+            start,
         });
         self.refresh();
         self.live
@@ -365,9 +542,7 @@ impl Runner<'_> {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         (self.on_point)(&self.result, &progress);
         if interrupted || self.control.is_stopping() {
-            self.result
-                .stopped
-                .get_or_insert_with(|| "interrupted".into());
+            self.result.stopped.get_or_insert(StopReason::Interrupted);
             return Ok(Step::Stop);
         }
         Ok(Step::Ran)
@@ -457,9 +632,7 @@ impl Runner<'_> {
                 .is_some_and(|p| p.result.metrics.saturation.saturated);
             saturated_in_a_row = if sat { saturated_in_a_row + 1 } else { 0 };
             if saturated_in_a_row >= 2 {
-                self.result.stopped = Some(
-                    "two points in a row were saturated; higher loads would only queue".into(),
-                );
+                self.result.stopped = Some(StopReason::Saturated);
                 return Ok(());
             }
         }
@@ -483,6 +656,7 @@ impl Runner<'_> {
             confirmed: false,
             interval: None,
             method: None,
+            inconclusive: false,
         };
         if !self.floor().await? {
             self.result.goodput = self.floor_verdict(answer);
@@ -589,14 +763,16 @@ impl Runner<'_> {
         answer.interval = found.interval;
         answer.method = Some(found.method);
         answer.notes.extend(found.notes);
-        answer.confirmed = self.result.points.iter().any(|p| {
-            p.role == PointRole::Measure
-                && p.meets == Some(true)
-                && p.result
-                    .load
-                    .offered_rate()
-                    .is_some_and(|r| (r / found.rate - 1.0).abs() <= precision)
-        });
+        answer.inconclusive = found.inconclusive;
+        answer.confirmed = !found.inconclusive
+            && self.result.points.iter().any(|p| {
+                p.role == PointRole::Measure
+                    && p.meets == Some(true)
+                    && p.result
+                        .load
+                        .offered_rate()
+                        .is_some_and(|r| (r / found.rate - 1.0).abs() <= precision)
+            });
         if found.rate <= 0.0 && answer.notes.is_empty() {
             answer.notes.push(match found.bracket.1 {
                 Some(h) => format!("the SLO is missed at every rate tried, down to {h:.3} req/s"),
@@ -726,6 +902,18 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
     } else if best == 0.0 {
         notes.push("no point met the SLO".into());
     }
+    // A pass on fewer requests than the percentiles need, unsettled, is no answer.
+    let need = spec.base.slo.as_ref().map_or(0, observe::min_requests);
+    let weak = open
+        .iter()
+        .filter(|p| p.meets == Some(true) && rate_of(p) == best)
+        .find(|p| p.result.early_stop.is_none() && p.result.metrics.completed < need);
+    if let Some(p) = weak {
+        notes.push(format!(
+            "inconclusive: the best passing point held {} requests, fewer than the {need} the SLO's percentiles need to be bounded (a longer --point-time, or --search goodput, sizes points for it)",
+            p.result.metrics.completed
+        ));
+    }
     Goodput {
         rate: best,
         bracket: (best, fail),
@@ -740,6 +928,7 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
         confirmed: false,
         interval: None,
         method: Some(crate::search::Method::Bracket),
+        inconclusive: weak.is_some(),
     }
 }
 
@@ -755,8 +944,13 @@ pub fn headline(r: &SweepResult) -> Option<String> {
         .interval
         .map(|(a, b)| format!("95% interval {a:.2}–{b:.2}; "))
         .unwrap_or_default();
+    let verdict = if g.inconclusive {
+        "INCONCLUSIVE, points too small for the SLO's percentiles; "
+    } else {
+        ""
+    };
     Some(format!(
-        "goodput: {:.2} req/s ({interval}{bracket}) at {} ({}, {:.0} s of load)",
+        "goodput: {:.2} req/s ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load)",
         g.rate, g.slo, g.workload, r.load_time_s
     ))
 }

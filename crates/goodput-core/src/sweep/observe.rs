@@ -78,6 +78,7 @@ pub fn observe_metrics(
         hard_fail,
         wall_s,
         measuring,
+        settled: early_stop.is_some(),
     }
 }
 
@@ -100,13 +101,7 @@ pub fn search_config(
     let control = floor_ttft_p50_ms
         .filter(|t| *t > 0.0)
         .map(|t| crate::metrics::control::ControlSpec { service_s: t / 1e3 });
-    let min_requests = slo
-        .terms
-        .iter()
-        .filter(|t| !t.metric.info().pooled)
-        .map(|t| crate::verdict::requests_to_bound(t.percentile / 100.0))
-        .max()
-        .unwrap_or(0);
+    let min_requests = min_requests(slo);
     (
         SearchConfig {
             start_rate: 4.0 * floor_throughput,
@@ -118,4 +113,16 @@ pub fn search_config(
         },
         control,
     )
+}
+
+/// Requests a point needs before its SLO percentiles can be bounded (the
+/// largest over the SLO's per-request terms; pooled ITL has more values
+/// than requests).
+pub fn min_requests(slo: &crate::slo::Slo) -> u64 {
+    slo.terms
+        .iter()
+        .filter(|t| !t.metric.info().pooled)
+        .map(|t| crate::verdict::requests_to_bound(t.percentile / 100.0))
+        .max()
+        .unwrap_or(0)
 }

@@ -292,6 +292,7 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
                 meets: Some(true),
                 wall_s: 1.0,
                 result: r,
+                start: None,
             }
         })
         .collect();
@@ -327,6 +328,7 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
             confirmed: false,
             interval: None,
             method: None,
+            inconclusive: false,
         }),
         ..Default::default()
     }

@@ -191,7 +191,7 @@ fn summary_rows(sweeps: &[(Source, &SweepResult)]) -> Vec<String> {
     if sweeps.iter().any(|(_, s)| s.stopped.is_some()) {
         rows.push(row(
             "Stopped early",
-            &cells(&|s| escape(s.stopped.as_deref().unwrap_or("no"))),
+            &cells(&|s| escape(&s.stopped.as_ref().map_or("no".into(), |w| w.to_string()))),
         ));
     }
     rows.push(row(
@@ -468,6 +468,7 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
         "p99 E2EL",
         "SLO",
         "Cost / M good tokens",
+        "Start and sample",
     ] {
         out.push_str(&format!("<th>{h}</th>"));
     }
@@ -497,10 +498,11 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
             c.cost_per_million_good_output_tokens
                 .map(num)
                 .unwrap_or_else(|| "–".into()),
+            point_remarks(&s.points[c.point]),
         ];
         out.push_str("<tr>");
         for (i, cell) in cells.iter().enumerate() {
-            let class = if i == 0 || i == 9 {
+            let class = if i == 0 || i == 9 || i == 11 {
                 ""
             } else {
                 " class=\"num\""
@@ -531,4 +533,36 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
     }
     out.push_str("</section>\n");
     out
+}
+
+/// How a point started (clean or over a queue) and whether its sample was
+/// too small for the SLO's percentiles, escaped for a table cell.
+fn point_remarks(p: &crate::sweep::SweepPoint) -> String {
+    let mut parts = Vec::new();
+    if let Some(st) = &p.start {
+        let text = crate::report::console::start_note(st);
+        parts.push(if st.idle == Some(false) {
+            badge("fail", &text)
+        } else {
+            escape(&text)
+        });
+    }
+    if p.result.early_stop.is_none() {
+        if let Some(w) = p
+            .result
+            .warnings
+            .iter()
+            .rfind(|w| w.kind == "too_few_for_percentile")
+        {
+            parts.push(badge(
+                "inconclusive",
+                w.message.split(':').next().unwrap_or(""),
+            ));
+        }
+    }
+    if parts.is_empty() {
+        "–".into()
+    } else {
+        parts.join("<br>")
+    }
 }

@@ -48,7 +48,7 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         load,
         metrics: c.summarize(&percentiles, None, 0, slo),
         exec: ExecSummary::default(),
-        stale_connections_discarded: 0,
+        connections: Default::default(),
         early_stop: None,
         cost: None,
         notes: Vec::new(),
@@ -112,6 +112,7 @@ fn sweep(scale: f64) -> SweepResult {
                 meets: Some(true),
                 wall_s: 4.0,
                 result: base.clone(),
+                start: None,
             })
             .collect(),
         curve,
@@ -137,6 +138,7 @@ fn sweep(scale: f64) -> SweepResult {
             confirmed: false,
             interval: None,
             method: None,
+            inconclusive: false,
         }),
         stopped: None,
         load_time_s: 16.0,
@@ -296,7 +298,7 @@ fn text_from_results_is_escaped_and_the_page_has_no_script() {
         g.notes.push(HOSTILE.into());
         g.slo = HOSTILE.into();
     }
-    s.stopped = Some(HOSTILE.into());
+    s.stopped = Some(crate::sweep::StopReason::Other(HOSTILE.into()));
     let items = vec![
         (HOSTILE.to_string(), Saved::Run(Box::new(r))),
         ("sweep.json".to_string(), Saved::Sweep(Box::new(s))),
@@ -425,4 +427,28 @@ fn time_bins_are_at_least_half_a_second_and_a_short_tail_joins_the_last() {
     assert!((b[1].0 - 0.85).abs() < 1e-9 && (b[1].1 - 10.0).abs() < 1e-9);
     let m = run::bin(&ts, &[4.0; 12], true);
     assert_eq!(m[1].1, 4.0);
+}
+
+/// A closed loop has no schedule: its TTFT and E2EL distributions are drawn
+/// once, with no "from scheduled arrival" series in the chart or its legend;
+/// the same run in open loop has both.
+#[test]
+fn a_closed_loop_has_no_from_schedule_series() {
+    let open = run(None, false, "");
+    let mut closed = open.clone();
+    closed.load = Load::Closed { concurrency: 4 };
+    closed.config["load"] = serde_json::json!(closed.load);
+    for (r, series) in [(&open, 2), (&closed, 1)] {
+        let html = render(&one("run.json", Saved::Run(Box::new(r.clone()))));
+        for id in ["cdf-ttft", "cdf-e2el"] {
+            let fig = figures(&html).into_iter().find(|f| f.0 == id).unwrap();
+            assert_eq!(fig.1, series * crate::stats::QUANTILE_COUNT, "{id}");
+            assert_eq!(
+                fig.3.contains("from scheduled arrival"),
+                series == 2,
+                "{id}: {}",
+                fig.3
+            );
+        }
+    }
 }
