@@ -1,0 +1,484 @@
+//! goodput against a real engine: llama.cpp's `llama-server` serving a
+//! tiny random-weight model (see `tests/llama/`). Closed loop at several
+//! concurrencies on both endpoints, a goodput search, the server's own
+//! metrics, token counts with and without the server's usage, and faults:
+//! over-long prompts, more concurrency than slots, the server killed.
+
+mod common;
+mod llama;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use llama::Llama;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn records_ok(recs: &[Value]) -> impl Iterator<Item = &Value> {
+    recs.iter().filter(|r| r["ok"] == true)
+}
+
+/// llama-server closes the connection after every streamed response while
+/// its headers promise keep-alive: at concurrency 1, 4 and 8 (above its 4
+/// slots) on both endpoints, no request may count as failed, the closes are
+/// counted, and every output count is the server's own `usage`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_on_both_endpoints_fails_nothing_and_counts_as_the_server() {
+    let Some(bin) = llama::binary() else { return };
+    let _one = llama::one_at_a_time().await;
+    let server = Llama::start(&bin, 4, 4096);
+    for endpoint in ["chat", "completions"] {
+        for c in [1usize, 4, 8] {
+            let out = tmp("results.json");
+            let records = tmp("records.jsonl");
+            let n = (4 * c + 8).to_string();
+            let (code, stdout, stderr) = goodput_async(argv(&[
+                "run",
+                "--url",
+                &server.url,
+                "--endpoint",
+                endpoint,
+                "--concurrency",
+                &c.to_string(),
+                "--num-prompts",
+                &n,
+                "--input-tokens",
+                "48",
+                "--output-tokens",
+                "24",
+                "--out",
+                out.to_str().unwrap(),
+                "--records",
+                records.to_str().unwrap(),
+            ]))
+            .await;
+            let what = format!("{endpoint} c={c}");
+            assert_eq!(code, 0, "{what}: {stdout}\n{stderr}");
+            let v = read_json(&out);
+            assert_eq!(v["failed"], 0, "{what}: {}", v["errors"]);
+            assert_eq!(v["completed"].to_string(), n, "{what}");
+            let run = &v["run"];
+            assert!(run["stale_reuse_resent"].is_u64(), "{what}: {run}");
+            assert!(run["stale_connections_discarded"].is_u64(), "{what}: {run}");
+            let recs = read_records(&records);
+            for r in records_ok(&recs) {
+                assert_eq!(r["token_source"], "server", "{what}: {r}");
+                assert!(r["output_tokens"].as_u64().unwrap() <= 24, "{what}: {r}");
+            }
+            assert!(
+                stdout.contains("Output token counts from:"),
+                "{what}: {stdout}"
+            );
+        }
+    }
+}
+
+/// What the usage-stripping proxy saw: the server's own completion_tokens
+/// per request id (the `x-request-id` header).
+#[derive(Clone, Default)]
+struct Truth(Arc<Mutex<HashMap<String, u64>>>);
+
+/// A proxy in front of llama-server that removes `usage` and `timings`
+/// from every answer (events included) and keeps the server's counts.
+async fn usage_stripping_proxy(upstream: String) -> (String, Truth) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let truth = Truth::default();
+    let t = truth.clone();
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let (upstream, truth) = (upstream.clone(), t.clone());
+            tokio::spawn(async move {
+                let _ = proxy_one(sock, &upstream, &truth).await;
+            });
+        }
+    });
+    (format!("http://{addr}"), truth)
+}
+
+async fn proxy_one(mut sock: TcpStream, upstream: &str, truth: &Truth) -> std::io::Result<()> {
+    loop {
+        let Some((head, body)) = read_message(&mut sock).await? else {
+            return Ok(());
+        };
+        let id = header(&head, "x-request-id").unwrap_or_default();
+        let mut first = head.lines().next().unwrap_or("").to_string();
+        first.push_str("\r\n");
+        let mut out = first;
+        for l in head.lines().skip(1) {
+            let lower = l.to_ascii_lowercase();
+            if !lower.starts_with("connection:") && !l.is_empty() {
+                out.push_str(l);
+                out.push_str("\r\n");
+            }
+        }
+        out.push_str("connection: close\r\n\r\n");
+        let mut up = TcpStream::connect(upstream).await?;
+        up.write_all(out.as_bytes()).await?;
+        up.write_all(&body).await?;
+        let mut raw = Vec::new();
+        up.read_to_end(&mut raw).await?;
+        let text = String::from_utf8_lossy(&raw).into_owned();
+        let (rhead, rbody) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let body = if rhead
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            dechunk(rbody)
+        } else {
+            rbody.to_string()
+        };
+        let (stripped, tokens) = strip_usage(&body);
+        if let Some(n) = tokens {
+            truth.0.lock().unwrap().insert(id.clone(), n);
+        }
+        let status = rhead.lines().next().unwrap_or("HTTP/1.1 502 Bad Gateway");
+        let ctype = header(rhead, "content-type").unwrap_or_else(|| "application/json".into());
+        let reply = format!(
+            "{status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n\r\n{stripped}",
+            stripped.len()
+        );
+        sock.write_all(reply.as_bytes()).await?;
+    }
+}
+
+async fn read_message(sock: &mut TcpStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let len: usize = header(&head, "content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let n = sock.read(&mut b).await?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                buf.extend_from_slice(&b[..n]);
+            }
+            return Ok(Some((head, buf[end + 4..end + 4 + len].to_vec())));
+        }
+        let n = sock.read(&mut b).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&b[..n]);
+    }
+}
+
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_string())
+    })
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || after.len() < n {
+            break;
+        }
+        out.push_str(&after[..n]);
+        rest = after[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// The body without `usage`/`timings`; the completion tokens they held.
+fn strip_usage(body: &str) -> (String, Option<u64>) {
+    let mut tokens = None;
+    let mut strip = |v: &mut Value| {
+        if let Some(o) = v.as_object_mut() {
+            if let Some(n) = o
+                .remove("usage")
+                .and_then(|u| u["completion_tokens"].as_u64())
+            {
+                tokens = Some(n);
+            }
+            o.remove("timings");
+        }
+    };
+    if !body.contains("data:") {
+        return match serde_json::from_str::<Value>(body) {
+            Ok(mut v) => {
+                strip(&mut v);
+                (v.to_string(), tokens)
+            }
+            Err(_) => (body.to_string(), None),
+        };
+    }
+    let mut out = String::new();
+    for line in body.split('\n') {
+        match line
+            .strip_prefix("data: ")
+            .map(serde_json::from_str::<Value>)
+        {
+            Some(Ok(mut v)) => {
+                strip(&mut v);
+                // An event that carried only usage is dropped whole.
+                if v["choices"].as_array().is_some_and(|c| c.is_empty()) {
+                    continue;
+                }
+                out.push_str("data: ");
+                out.push_str(&v.to_string());
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    (out, tokens)
+}
+
+/// Without the server's usage, the stream's events count the tokens: the
+/// totals agree with what llama.cpp generated within 1 %, no request is
+/// above max_tokens — also when a slot's context runs out and llama.cpp
+/// says `length` after far fewer tokens than were asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_usage_tokens_are_counted_by_evidence() {
+    let Some(bin) = llama::binary() else { return };
+    let _one = llama::one_at_a_time().await;
+    // 4 slots of 256 tokens: prompts of 96 and answers of up to 200 run
+    // out of context.
+    let server = Llama::start(&bin, 4, 1024);
+    let (url, truth) = usage_stripping_proxy(server.authority()).await;
+    let (_, tokenizer) = llama::model();
+    for (input, output) in [("64", "48"), ("96", "200")] {
+        truth.0.lock().unwrap().clear();
+        let out = tmp("results.json");
+        let records = tmp("records.jsonl");
+        let (code, stdout, stderr) = goodput_async(argv(&[
+            "run",
+            "--url",
+            &url,
+            "--concurrency",
+            "4",
+            "--num-prompts",
+            "24",
+            "--input-tokens",
+            input,
+            "--output-tokens",
+            output,
+            "--tokenizer",
+            tokenizer.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--records",
+            records.to_str().unwrap(),
+        ]))
+        .await;
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        let recs = read_records(&records);
+        let truth = truth.0.lock().unwrap().clone();
+        let max: u64 = output.parse().unwrap();
+        let (mut ours, mut theirs) = (0u64, 0u64);
+        for r in records_ok(&recs) {
+            let n = r["output_tokens"].as_u64().unwrap();
+            assert!(n <= max, "above max_tokens: {r}");
+            assert_ne!(r["token_source"], "server", "{r}");
+            let id = r["request_id"].to_string();
+            let key = truth
+                .keys()
+                .find(|k| k.rsplit('-').next() == Some(id.as_str()))
+                .unwrap_or_else(|| panic!("no server count for {id}: {truth:?}"));
+            ours += n;
+            theirs += truth[key];
+        }
+        let err = (ours as f64 - theirs as f64).abs() / theirs as f64;
+        assert!(
+            err <= 0.01,
+            "output {input}/{output}: counted {ours}, the server generated {theirs}"
+        );
+        if output == "200" {
+            let v = read_json(&out);
+            let short = v["tokens"]["length_short_of_max_tokens"].as_u64().unwrap();
+            assert!(
+                theirs < 24 * 200 && short == 0 || short > 0,
+                "{}",
+                v["tokens"]
+            );
+        }
+    }
+}
+
+/// A goodput search against llama-server: a non-zero answer, and every
+/// point after the first started with the server idle by its own gauges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goodput_search_starts_every_point_idle() {
+    let Some(bin) = llama::binary() else { return };
+    let _one = llama::one_at_a_time().await;
+    let server = Llama::start(&bin, 4, 4096);
+    let out = tmp("sweep.json");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "sweep",
+        "--url",
+        &server.url,
+        "--search",
+        "goodput",
+        "--slo",
+        "ttft:p90<=400ms",
+        "--input-tokens",
+        "48",
+        "--output-tokens",
+        "24",
+        "--point-time",
+        "4s",
+        "--probe-time",
+        "3s",
+        "--measure-time",
+        "6s",
+        "--search-time",
+        "60s",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert!(code == 0 || code == 1, "{stdout}\n{stderr}");
+    let v = read_json(&out);
+    let g = &v["goodput"];
+    assert!(g["rate"].as_f64().unwrap() > 0.0, "{g}\n{stdout}");
+    let points = v["points"].as_array().unwrap();
+    assert!(points.len() >= 3, "{stdout}");
+    for (i, p) in points.iter().enumerate().skip(1) {
+        let start = &p["start"];
+        assert_eq!(start["by"], "gauges", "point {i}: {start}");
+        assert_eq!(start["idle"], true, "point {i}: {start}\n{stdout}");
+    }
+    assert!(stdout.contains("started idle"), "{stdout}");
+}
+
+/// Faults: prompts longer than a slot's context are refused (400) and
+/// counted as sent; more concurrency than slots queues without failures;
+/// the server killed mid-run loses no record and the run ends by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_of_a_real_engine_are_reported_as_they_happened() {
+    let Some(bin) = llama::binary() else { return };
+    let _one = llama::one_at_a_time().await;
+    // Over-long prompts: 2 slots of 256 tokens, prompts of 600.
+    let server = Llama::start(&bin, 2, 512);
+    let out = tmp("results.json");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &server.url,
+        "--concurrency",
+        "2",
+        "--num-prompts",
+        "6",
+        "--input-tokens",
+        "600",
+        "--output-tokens",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_ne!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&out);
+    assert_eq!(v["failed"], 6, "{}", v["errors"]);
+    assert!(
+        v["errors"]["by_kind"]["http_400"].as_u64().unwrap_or(0) == 6
+            || v["errors"].to_string().contains("400"),
+        "{}",
+        v["errors"]
+    );
+    assert!(
+        stdout.contains("Input tokens (sent):") && !stdout.contains("Input tokens (sent):      -"),
+        "{stdout}"
+    );
+    drop(server);
+
+    // Killed mid-run: every sent request has a record, the run ends.
+    let mut server = Llama::start(&bin, 2, 2048);
+    let records = tmp("records.jsonl");
+    let out = tmp("results.json");
+    let mut child = goodput_command()
+        .args(pinned(&[
+            "run",
+            "--url",
+            &server.url,
+            "--concurrency",
+            "2",
+            "--num-prompts",
+            "400",
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "64",
+            "--records",
+            records.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]))
+        .spawn()
+        .unwrap();
+    wait_until(
+        "requests completed",
+        std::time::Duration::from_secs(60),
+        || line_count(&records) >= 5,
+    )
+    .await;
+    server.kill();
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(status.code(), Some(0));
+    let v = read_json(&out);
+    let recs = read_records(&records);
+    // Every scheduled request has its record: those sent before the kill
+    // and those that found no server after it.
+    assert_eq!(
+        recs.len() as u64,
+        v["run"]["sent_measured"].as_u64().unwrap(),
+        "{}",
+        v["run"]
+    );
+    assert!(v["completed"].as_u64().unwrap() >= 5);
+    assert!(v["failed"].as_u64().unwrap() >= 1, "{}", v["errors"]);
+}
+
+/// llama.cpp's own metrics, scraped over the run: its engine named and its
+/// figures shown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_metrics_of_llama_cpp_are_read() {
+    let Some(bin) = llama::binary() else { return };
+    let _one = llama::one_at_a_time().await;
+    let server = Llama::start(&bin, 4, 4096);
+    let out = tmp("results.json");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "run",
+        "--url",
+        &server.url,
+        "--concurrency",
+        "4",
+        "--num-prompts",
+        "24",
+        "--input-tokens",
+        "48",
+        "--output-tokens",
+        "24",
+        "--server-metrics",
+        &format!("{}/metrics", server.url),
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&out);
+    let sm = &v["server_metrics"];
+    assert!(sm["engine"].to_string().contains("llama"), "{sm}");
+    assert!(sm["scrapes"].as_u64().unwrap() >= 2, "{sm}");
+    let generated = server.metric("llamacpp:tokens_predicted_total").unwrap();
+    assert!(generated >= 24.0 * 24.0 * 0.9, "{generated}");
+    assert!(stdout.contains("llama"), "{stdout}");
+}
