@@ -229,11 +229,29 @@ fn a_planted_p99_ttft_regression_fails_its_gate() {
 /// Prompts of 16 to 384 tokens make the TTFT vary by tens of ms with the
 /// prompt: with fixed 64-token prompts a busy machine's 1.5 ms of client
 /// delay on one of the two runs was a shift the rank test found (p = 0.003).
+///
+/// A test at the 5 % level calls 1 pair in 20 significant when nothing
+/// differs (seen: p = 0.04 on a busy machine), so a second, independent
+/// pair is run when the first is called significant: under no difference
+/// both are in 1 case of 400, under a real bias nearly always.
 #[test]
 fn runs_that_differ_by_seed_are_within_noise() {
+    let mut called = Vec::new();
+    for seeds in [("11", "12"), ("21", "22")] {
+        match seed_pair_significance(seeds) {
+            None => return,
+            Some(why) => called.push(why),
+        }
+    }
+    panic!("two independent pairs of seeds both called significant: {called:?}");
+}
+
+/// Run two seeds side by side and compare them; what was called
+/// significant, if anything.
+fn seed_pair_significance((x, y): (&str, &str)) -> Option<String> {
     let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| run_with("11", "uniform:16,384"));
-        let b = scope.spawn(|| run_with("12", "uniform:16,384"));
+        let a = scope.spawn(|| run_with(x, "uniform:16,384"));
+        let b = scope.spawn(|| run_with(y, "uniform:16,384"));
         (a.join().unwrap(), b.join().unwrap())
     });
     let compare = |records: bool| {
@@ -246,15 +264,15 @@ fn runs_that_differ_by_seed_are_within_noise() {
         serde_json::from_str::<Value>(&stdout).unwrap()
     };
     let by_intervals = compare(false);
-    let median = figure(&by_intervals, "median_ttft_ms");
+    let median = figure(&by_intervals, "median_ttft_ms").clone();
     assert_eq!(median["method"], "intervals", "{median}");
-    assert_eq!(median["significant"], false, "{median}");
     let by_ranks = compare(true);
-    let median = figure(&by_ranks, "median_ttft_ms");
-    assert_eq!(median["method"], "mann_whitney", "{median}");
-    assert_eq!(median["significant"], false, "{median}");
+    let ranked = figure(&by_ranks, "median_ttft_ms").clone();
+    assert_eq!(ranked["method"], "mann_whitney", "{ranked}");
     // Same command: nothing to warn about (the seed is not a difference).
     assert_eq!(by_ranks["warnings"], serde_json::json!([]), "{by_ranks}");
+    (median["significant"] == true || ranked["significant"] == true)
+        .then(|| format!("{median} / {ranked}"))
 }
 
 #[test]

@@ -514,3 +514,42 @@ async fn points_too_small_for_the_percentile_leave_the_goodput_inconclusive() {
         assert_ne!(p["role"], "measure", "no room for a bounded point: {p}");
     }
 }
+
+/// `--max-time` ending a search before it has an answer is a time limit,
+/// not a signal: exit 5, and the document says why in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_time_before_an_answer_exits_5_not_a_signals_130() {
+    let server = start(Script::quick()).await;
+    let out = tmp("sweep.json");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "sweep",
+        "--url",
+        &server.url(),
+        "--search",
+        "goodput",
+        "--slo",
+        "ttft:p99<=2s",
+        // The floor runs (2 s of half a point fit in 2.5 s), the first
+        // search point does not (1 s of floor + 2 s > 2.5 s).
+        "--probe-time",
+        "1s",
+        "--point-time",
+        "4s",
+        "--max-time",
+        "2.5s",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ]))
+    .await;
+    assert_eq!(code, 5, "{stdout}\n{stderr}");
+    let v = sweep_json(&out);
+    assert!(
+        v["stopped"].as_str().unwrap().starts_with("--max-time"),
+        "{}",
+        v["stopped"]
+    );
+}

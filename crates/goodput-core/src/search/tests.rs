@@ -262,6 +262,7 @@ fn points_too_small_for_the_percentile_make_the_answer_inconclusive() {
         budget_s: 3000.0,
         ..config()
     });
+    let mut fake = Fake::new(0.55, 0.05, 6);
     run(&mut s, &mut fake);
     let a = s.answer();
     assert!(!a.inconclusive, "{a:?}");

@@ -749,6 +749,14 @@ impl Runner<'_> {
             }
         }
         let found = search.answer();
+        let unsettled = found.bracket.0 <= 0.0 && found.bracket.1.is_none();
+        if let (Some(max), true) = (self.spec.max_time, unsettled) {
+            if budget < self.spec.search_time {
+                // --max-time left the search no room for a point: that is
+                // the time limit, not a goodput of 0.
+                self.result.stopped.get_or_insert(StopReason::MaxTime(max));
+            }
+        }
         if let Some(why) = self.result.stopped.clone() {
             if found.bracket.0 <= 0.0 && found.bracket.1.is_none() {
                 // Stopped (a signal, --max-time) before any rate was settled: unknown, not 0.
