@@ -19,7 +19,7 @@
 //! resent once on a fresh connection: its timing starts at the resend
 //! (`t_connect`, `t_send` anew; the schedule lag shows the delay) and it
 //! counts as a stale reuse. After [`CLOSES_BEFORE_NO_POOL`] such closes with
-//! hardly a successful reuse, the client stops pooling for the target and
+//! at least twice as many as successful reuses, the client stops pooling for the target and
 //! the run says so. A failure on a fresh connection, or after any response
 //! byte, fails the request: the server may have read it. Every failure
 //! becomes an [`ErrorKind`] on the record; nothing here panics or aborts
@@ -301,13 +301,15 @@ impl Client {
 
     /// The server closed a connection after its response (found at the
     /// peek, or by a reused connection's failure before any byte). After
-    /// [`CLOSES_BEFORE_NO_POOL`] of them with at most one successful reuse
-    /// per that many, pooling stops: each request gets its own connection.
+    /// [`CLOSES_BEFORE_NO_POOL`] of them, and at least twice as many as
+    /// successful reuses, pooling stops: each request gets its own
+    /// connection (a pool that fails most of its reuses saves nothing and
+    /// costs the resent requests a round trip).
     fn closed_after_response(&self) {
         let closes =
             self.inner.stale_discarded.load(Relaxed) + self.inner.stale_resent.load(Relaxed);
         let ok = self.inner.reused_ok.load(Relaxed);
-        if closes >= CLOSES_BEFORE_NO_POOL && ok * CLOSES_BEFORE_NO_POOL <= closes {
+        if closes >= CLOSES_BEFORE_NO_POOL && closes >= 2 * ok {
             self.inner.no_pool.store(true, Relaxed);
             if let Ok(mut pool) = self.inner.pool.lock() {
                 pool.clear();

@@ -554,9 +554,10 @@ fn point_remarks(p: &crate::sweep::SweepPoint) -> String {
             .iter()
             .rfind(|w| w.kind == "too_few_for_percentile")
         {
-            parts.push(badge(
-                "inconclusive",
-                w.message.split(':').next().unwrap_or(""),
+            // Plain text that wraps in the narrow column, in the warning colour.
+            parts.push(format!(
+                "<span class=\"warn\">{}</span>",
+                escape(w.message.split(':').next().unwrap_or(""))
             ));
         }
     }
