@@ -411,6 +411,7 @@ impl PreparedTarget {
                     .map(|d| d.mean.value),
                 metrics.completed,
             );
+            s.set_client_output_tokens(metrics.total_output_tokens);
             s
         });
         Ok(RunResult {

@@ -570,6 +570,28 @@ impl ServerMetrics {
     }
 }
 
+impl ServerMetrics {
+    /// Compare the server's generated tokens over the window with the
+    /// output tokens the client counted on its completed requests; where
+    /// the server has no finished-requests counter to say so (llama.cpp),
+    /// a gap above 1 % is said: warm-up answers still running when the
+    /// measured phase began, or failed requests' partial answers.
+    pub fn set_client_output_tokens(&mut self, client: u64) {
+        let Some(s) = self.summary.as_ref() else {
+            return;
+        };
+        let (Some(server), None) = (s.generation_tokens, s.requests_finished) else {
+            return;
+        };
+        let c = client as f64;
+        if (server - c).abs() > 0.01 * c.max(1.0) {
+            self.notes.push(format!(
+                "the server generated {server:.0} tokens in the window and the client counted {client} on its completed requests: the server's figure includes warm-up answers still running when the measured phase began and failed requests' partial answers (--warmup 0 makes them match)"
+            ));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -782,5 +804,27 @@ mod tests {
         assert!(server.contains("Prompt tokens from the prefix cache"));
         assert!(server.contains("per step, not per token"));
         assert!(!server.contains("Busy slots per decode call"));
+    }
+
+    #[test]
+    fn a_server_generating_more_than_the_client_counted_is_said() {
+        let mut m = ServerMetrics {
+            url: String::new(),
+            engine: None,
+            interval_s: 1.0,
+            scrapes: 2,
+            failed_scrapes: 0,
+            last_error: None,
+            summary: Some(ServerSummary {
+                generation_tokens: Some(4872.0),
+                ..Default::default()
+            }),
+            notes: Vec::new(),
+            series: Vec::new(),
+        };
+        m.set_client_output_tokens(4850);
+        assert!(m.notes.is_empty(), "within 1 %: {:?}", m.notes);
+        m.set_client_output_tokens(4800);
+        assert!(m.notes[0].contains("4872"), "{:?}", m.notes);
     }
 }
