@@ -516,7 +516,11 @@ pub fn sim_preset(s: &str) -> Result<SimPreset, String> {
     // Each key is parsed with its own type (goodput-sim's `config::spec`).
     let config = goodput_sim::SimArgs::from_spec(s)
         .and_then(|a| a.to_config())
-        .map_err(|e| format!("invalid --sim '{s}': {e}"))?;
+        // clap already names the flag and the value: say only what is wrong.
+        .map_err(|e| match e {
+            goodput_sim::SimError::Invalid { message, .. } => message,
+            e => e.to_string(),
+        })?;
     Ok(SimPreset {
         spec: s.to_string(),
         config,

@@ -47,10 +47,14 @@ use crate::search::{Search, Step as SearchStep};
 
 mod curve;
 mod observe;
+mod start;
+mod stop;
 use crate::target::{PreparedTarget, RunError, RunSpec};
 use curve::p;
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config};
+pub use start::PointStart;
+pub use stop::StopReason;
 
 /// Which points to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,30 +121,6 @@ pub struct SweepPoint {
     /// the first).
     #[serde(default)]
     pub start: Option<PointStart>,
-}
-
-/// How a point's start was made clean: a point must not inherit the
-/// previous point's backlog (a server that does not abort a request when
-/// its client goes away keeps working on the ones a point abandoned).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointStart {
-    /// `gauges`: the server's running + waiting gauges were polled until
-    /// zero; `estimate`: without gauges, the client waited for the
-    /// requests it abandoned to have had time to finish.
-    pub by: String,
-    /// Requests the previous point abandoned at its end (still running at
-    /// the server, unless it aborts them).
-    pub abandoned: u64,
-    /// Seconds waited before the point.
-    pub waited_s: f64,
-    /// The server's running + waiting when the point started (gauges only).
-    pub server_queue: Option<f64>,
-    /// The server was idle when the point started: known from the gauges,
-    /// None without them.
-    pub idle: Option<bool>,
-    /// The point was run again because its first run started over a queue.
-    #[serde(default)]
-    pub redone: bool,
 }
 
 /// One point of the latency–throughput curve.
@@ -230,77 +210,6 @@ pub struct SweepResult {
     pub seconds_per_point: f64,
 }
 
-/// Why a sweep stopped before its plan was done. Saved as its words (the
-/// documents' `stopped` string), read back from them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(into = "String", from = "String")]
-pub enum StopReason {
-    /// A signal (Ctrl-C, SIGTERM) before any request was sent.
-    InterruptedBeforeSending,
-    /// A signal (Ctrl-C, SIGTERM).
-    Interrupted,
-    /// `--max-time` was reached.
-    MaxTime(Duration),
-    /// Two points in a row were saturated: higher loads would only queue.
-    Saturated,
-    /// Words of a document this version does not know.
-    Other(String),
-}
-
-const SATURATED_WORDS: &str = "two points in a row were saturated; higher loads would only queue";
-
-impl std::fmt::Display for StopReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StopReason::InterruptedBeforeSending => {
-                f.write_str("interrupted before any request was sent")
-            }
-            StopReason::Interrupted => f.write_str("interrupted"),
-            StopReason::MaxTime(d) => {
-                write!(
-                    f,
-                    "--max-time {} reached",
-                    crate::units::format_duration(*d)
-                )
-            }
-            StopReason::Saturated => f.write_str(SATURATED_WORDS),
-            StopReason::Other(s) => f.write_str(s),
-        }
-    }
-}
-
-impl From<StopReason> for String {
-    fn from(r: StopReason) -> String {
-        r.to_string()
-    }
-}
-
-impl From<String> for StopReason {
-    fn from(s: String) -> StopReason {
-        let max_time = s
-            .strip_prefix("--max-time ")
-            .and_then(|r| r.strip_suffix(" reached"))
-            .and_then(|d| crate::units::parse_duration(d).ok());
-        match (s.as_str(), max_time) {
-            (_, Some(d)) => StopReason::MaxTime(d),
-            ("interrupted", _) => StopReason::Interrupted,
-            ("interrupted before any request was sent", _) => StopReason::InterruptedBeforeSending,
-            (SATURATED_WORDS, _) => StopReason::Saturated,
-            _ => StopReason::Other(s),
-        }
-    }
-}
-
-impl StopReason {
-    /// A signal stopped it.
-    pub fn is_signal(&self) -> bool {
-        matches!(
-            self,
-            StopReason::Interrupted | StopReason::InterruptedBeforeSending
-        )
-    }
-}
-
 /// The workload in words: `chat, input 1024 / output 128 tokens`.
 pub fn describe_workload(endpoint: crate::protocol::Endpoint, spec: &RunSpec) -> String {
     spec.workload.words(endpoint)
@@ -372,60 +281,6 @@ impl Runner<'_> {
             return true;
         }
         false
-    }
-
-    /// Bring the server back to idle before a point: poll its running +
-    /// waiting gauges until zero where it exposes them, else wait for the
-    /// requests the previous point abandoned to have had time to finish
-    /// (at the best throughput measured so far, plus one floor latency).
-    /// Bounded by twice `--point-time` (at least 30 s).
-    async fn settle(&mut self) -> Option<PointStart> {
-        let prev = self.result.points.last()?;
-        let abandoned = prev.result.metrics.incomplete;
-        let cap = (2 * self.spec.point_time).max(Duration::from_secs(30));
-        let t0 = Instant::now();
-        if let Some(mut queue) = self.target.server_queue().await {
-            while queue > 0.0 && t0.elapsed() < cap && !self.control.is_stopping() {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                queue = self.target.server_queue().await.unwrap_or(queue);
-            }
-            return Some(PointStart {
-                by: "gauges".into(),
-                abandoned,
-                waited_s: t0.elapsed().as_secs_f64(),
-                server_queue: Some(queue),
-                idle: Some(queue <= 0.0),
-                redone: false,
-            });
-        }
-        let wait = if abandoned == 0 {
-            Duration::ZERO
-        } else {
-            let points = &self.result.points;
-            let best = points
-                .iter()
-                .map(|p| p.result.metrics.throughput.request.value)
-                .fold(0.0, f64::max);
-            let floor_e2el_s = points
-                .first()
-                .and_then(|p| p.result.metrics.get(Metric::E2el))
-                .map_or(0.0, |d| d.mean.value / 1e3);
-            let s = if best > 0.0 {
-                abandoned as f64 / best + floor_e2el_s
-            } else {
-                cap.as_secs_f64()
-            };
-            Duration::from_secs_f64(s).min(cap)
-        };
-        let _ = tokio::time::timeout(wait, self.control.stopped()).await;
-        Some(PointStart {
-            by: "estimate".into(),
-            abandoned,
-            waited_s: t0.elapsed().as_secs_f64(),
-            server_queue: None,
-            idle: None,
-            redone: false,
-        })
     }
 
     /// Run one point after bringing the server back to idle; a point whose
