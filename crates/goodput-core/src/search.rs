@@ -309,7 +309,7 @@ impl Search {
         let most = weak.iter().map(|o| o.requests).max()?;
         let rate = weak.iter().map(|o| o.rate).fold(f64::MAX, f64::min);
         Some(format!(
-            "inconclusive: the points at the edge held at most {most} requests, fewer than the {need} the SLO's percentiles need to be bounded, and the budget left no room for a point that long (at {rate:.3} req/s it takes {:.0} s of load; raise --search-time)",
+            "inconclusive: the points at the edge held at most {most} requests, fewer than the {need} the SLO's percentiles need to be bounded, and no point that long ran (at {rate:.3} req/s one takes {:.0} s of load; a longer --search-time makes room for it)",
             need as f64 / rate
         ))
     }
