@@ -1,0 +1,174 @@
+//! Every figure goodput prints is defined in `docs/metrics.md`, and nothing
+//! in the repository points outside it for a definition.
+//!
+//! The figures are read from what goodput really writes, kept as snapshots
+//! by the report's own tests: the console summary's labels and the CSV
+//! header's columns, plus every metric the registry names.
+
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crates/goodput is two levels below the workspace")
+        .to_path_buf()
+}
+
+fn doc() -> String {
+    std::fs::read_to_string(workspace().join("docs/metrics.md")).expect("docs/metrics.md")
+}
+
+/// The body of every snapshot of the report whose file name contains `part`.
+fn snapshots(part: &str) -> Vec<String> {
+    let dir = workspace().join("crates/goodput-core/src/report");
+    let mut found = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("readable").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "snap")
+                && p.file_name().is_some_and(|n| n.to_string_lossy().contains(part))
+            {
+                let text = std::fs::read_to_string(&p).expect("readable");
+                // insta's header sits between the first two `---` lines.
+                let body = text.splitn(3, "---\n").nth(2).unwrap_or("").to_string();
+                found.push(body);
+            }
+        }
+    }
+    assert!(!found.is_empty(), "no snapshot named like {part}");
+    found
+}
+
+/// `Median TPOT (ms)` → `TPOT (ms)`: the statistic rows of one metric share
+/// one definition.
+fn without_statistic(label: &str) -> &str {
+    for p in ["Mean ", "Median ", "Std ", "Min ", "Max "] {
+        if let Some(rest) = label.strip_prefix(p) {
+            return rest;
+        }
+    }
+    if let Some(rest) = label.strip_prefix('P') {
+        let digits = rest.find(' ').unwrap_or(0);
+        if digits > 0 && rest[..digits].chars().all(|c| c.is_ascii_digit() || c == '.') {
+            return &rest[digits + 1..];
+        }
+    }
+    label
+}
+
+#[test]
+fn every_console_label_is_defined() {
+    let doc = doc();
+    let mut missing = Vec::new();
+    for body in snapshots("console") {
+        for line in body.lines() {
+            // `Label:` then at least two spaces and the value.
+            let Some((label, rest)) = line.split_once(':') else {
+                continue;
+            };
+            if !rest.starts_with("  ") || !label.starts_with(|c: char| c.is_ascii_uppercase()) {
+                continue;
+            }
+            let figure = without_statistic(label.trim());
+            if !doc.contains(figure) {
+                missing.push(figure.to_string());
+            }
+        }
+    }
+    missing.dedup();
+    assert!(missing.is_empty(), "console labels not in docs/metrics.md: {missing:#?}");
+}
+
+/// `p99_ttft_ci_lo_ms` → `ttft`; `error_rate_share` stays whole.
+fn csv_figure(column: &str) -> String {
+    let mut c = column;
+    for unit in ["_req_per_s", "_tok_per_s", "_ms", "_share", "_usd", "_s"] {
+        if let Some(x) = c.strip_suffix(unit) {
+            c = x;
+            break;
+        }
+    }
+    for tail in ["_ci_lo", "_ci_hi", "_count"] {
+        if let Some(x) = c.strip_suffix(tail) {
+            c = x;
+        }
+    }
+    for stat in ["mean_", "std_", "min_", "max_"] {
+        if let Some(x) = c.strip_prefix(stat) {
+            return x.to_string();
+        }
+    }
+    if let Some((p, x)) = c.split_once('_') {
+        if p.len() > 1 && p.starts_with('p') && p[1..].chars().all(|d| d.is_ascii_digit()) {
+            return x.to_string();
+        }
+    }
+    c.to_string()
+}
+
+#[test]
+fn every_csv_column_is_defined() {
+    let doc = doc();
+    let mut missing = Vec::new();
+    for body in snapshots("csv_header") {
+        for column in body.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if doc.contains(&format!("`{column}`")) {
+                continue;
+            }
+            let figure = csv_figure(column);
+            if !doc.contains(&format!("`{figure}`")) {
+                missing.push(format!("{column} (as `{figure}`)"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "CSV columns not in docs/metrics.md: {missing:#?}");
+}
+
+#[test]
+fn every_registry_metric_is_defined() {
+    let doc = doc();
+    let missing: Vec<_> = goodput_core::metrics::Metric::ALL
+        .iter()
+        .map(|m| m.key())
+        .filter(|k| !doc.contains(&format!("### `{k}`")))
+        .collect();
+    assert!(missing.is_empty(), "metrics without a heading in docs/metrics.md: {missing:?}");
+}
+
+#[test]
+fn nothing_points_outside_the_repository_for_a_definition() {
+    let root = workspace();
+    let mut found = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("readable").flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if !name.starts_with('.') && name != "target" {
+                    stack.push(p);
+                }
+                continue;
+            }
+            let text_file = [".rs", ".md", ".toml", ".sh", ".json", ".html"]
+                .iter()
+                .any(|x| name.ends_with(x));
+            if !text_file || p.ends_with("crates/goodput/tests/definitions.rs") {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            for (i, line) in text.lines().enumerate() {
+                if line.contains("../shared/") || line.contains("`spec/") || line.contains("shared/spec") {
+                    found.push(format!("{}:{}: {}", p.strip_prefix(&root).unwrap().display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "pointers outside the repository: {found:#?}");
+}
