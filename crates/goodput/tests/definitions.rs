@@ -30,7 +30,8 @@ fn snapshots(part: &str) -> Vec<String> {
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "snap")
-                && p.file_name().is_some_and(|n| n.to_string_lossy().contains(part))
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(part))
             {
                 let text = std::fs::read_to_string(&p).expect("readable");
                 // insta's header sits between the first two `---` lines.
@@ -53,7 +54,11 @@ fn without_statistic(label: &str) -> &str {
     }
     if let Some(rest) = label.strip_prefix('P') {
         let digits = rest.find(' ').unwrap_or(0);
-        if digits > 0 && rest[..digits].chars().all(|c| c.is_ascii_digit() || c == '.') {
+        if digits > 0
+            && rest[..digits]
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.')
+        {
             return &rest[digits + 1..];
         }
     }
@@ -80,7 +85,10 @@ fn every_console_label_is_defined() {
         }
     }
     missing.dedup();
-    assert!(missing.is_empty(), "console labels not in docs/metrics.md: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "console labels not in docs/metrics.md: {missing:#?}"
+    );
 }
 
 /// `p99_ttft_ci_lo_ms` → `ttft`; `error_rate_share` stays whole.
@@ -125,7 +133,10 @@ fn every_csv_column_is_defined() {
             }
         }
     }
-    assert!(missing.is_empty(), "CSV columns not in docs/metrics.md: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "CSV columns not in docs/metrics.md: {missing:#?}"
+    );
 }
 
 #[test]
@@ -136,7 +147,10 @@ fn every_registry_metric_is_defined() {
         .map(|m| m.key())
         .filter(|k| !doc.contains(&format!("### `{k}`")))
         .collect();
-    assert!(missing.is_empty(), "metrics without a heading in docs/metrics.md: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "metrics without a heading in docs/metrics.md: {missing:?}"
+    );
 }
 
 #[test]
@@ -164,11 +178,151 @@ fn nothing_points_outside_the_repository_for_a_definition() {
                 continue;
             };
             for (i, line) in text.lines().enumerate() {
-                if line.contains("../shared/") || line.contains("`spec/") || line.contains("shared/spec") {
-                    found.push(format!("{}:{}: {}", p.strip_prefix(&root).unwrap().display(), i + 1, line.trim()));
+                if line.contains("../shared/")
+                    || line.contains("`spec/")
+                    || line.contains("shared/spec")
+                {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        p.strip_prefix(&root).unwrap().display(),
+                        i + 1,
+                        line.trim()
+                    ));
                 }
             }
         }
     }
-    assert!(found.is_empty(), "pointers outside the repository: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "pointers outside the repository: {found:#?}"
+    );
+}
+
+/// The Rust sources under `dir` (of the workspace), each with its path.
+fn sources(dir: &str) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![workspace().join(dir)];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("readable").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).expect("readable");
+                found.push((p, text));
+            }
+        }
+    }
+    found
+}
+
+/// The sweep table's column headers, as `sweep_summary` writes them.
+const SWEEP_COLUMNS: &[&str] = &[
+    "#",
+    "role",
+    "load",
+    "sent/s",
+    "req/s",
+    "out tok/s",
+    "p99 TTFT",
+    "p99 TPOT",
+    "p99 E2EL",
+    "err%",
+    "SLO",
+    "notes",
+];
+
+/// The lines under the sweep table and the notes in its last column: as
+/// docs/metrics.md names them, and the fixed text the code prints them from.
+const SWEEP_LINES: &[(&str, &str)] = &[
+    (
+        "(latencies in ms; open-loop TTFT and E2EL from the scheduled arrival)",
+        "(latencies in ms; open-loop TTFT and E2EL from the scheduled arrival)",
+    ),
+    (
+        "Capacity (closed-loop probe, req/s):",
+        "\"Capacity (closed-loop probe, req/s):\"",
+    ),
+    (
+        "Knee, throughput stops following load:",
+        "\"Knee, throughput stops following load:\"",
+    ),
+    (
+        "none found (throughput still follows load)",
+        "\"none found (throughput still follows load)\"",
+    ),
+    (
+        "Knee, p99 TTFT > floor + 20%:",
+        "\"Knee, p99 TTFT > floor + 20%:\"",
+    ),
+    ("Stopped:", "\"Stopped:\""),
+    ("Load time (s):", "\"Load time (s):\""),
+    ("note:", "\"note: {n}\""),
+    ("goodput:", "\"goodput: {:.2} req/s ("),
+    (
+        "INCONCLUSIVE, points too small for the SLO's percentiles",
+        "\"INCONCLUSIVE, points too small for the SLO's percentiles; \"",
+    ),
+    ("saturated", "\"saturated\".to_string()"),
+    ("behind schedule", "\"behind schedule\".to_string()"),
+    ("ttft:p99 adj. 189.7", "\"{} adj. {:.1}\""),
+    ("started idle", "\"started idle\""),
+    ("started idle after S s", "\"started idle after {:.1} s\""),
+    (
+        "STARTED OVER A QUEUE of N (waited S s)",
+        "\"STARTED OVER A QUEUE of {:.0} (waited {:.0} s)\"",
+    ),
+    (
+        "nothing abandoned before it",
+        "\"nothing abandoned before it\"",
+    ),
+    (
+        "waited S s for N abandoned requests",
+        "\"waited {:.1} s for {} abandoned requests\"",
+    ),
+    (", redone", "\", redone\""),
+    (
+        "p99 was asked of N requests",
+        "\"p{} was asked of {n} requests: ",
+    ),
+    ("ended early (settled pass)", "\"settled pass\""),
+    ("ended early (settled fail)", "\"settled fail\""),
+];
+
+#[test]
+fn the_sweep_table_is_defined() {
+    let doc = doc();
+    let core = sources("crates/goodput-core/src");
+    let (file, table) = core
+        .iter()
+        .find(|(_, text)| text.contains("fn sweep_summary("))
+        .expect("the source of `sweep_summary`");
+    let mut wrong = Vec::new();
+    for h in SWEEP_COLUMNS {
+        // A header is a string literal of its own, or ends the format string.
+        if !table.contains(&format!("{h}\"")) {
+            let file = file.strip_prefix(workspace()).unwrap_or(file).display();
+            wrong.push(format!(
+                "header `{h}` is not in {file}: update SWEEP_COLUMNS"
+            ));
+        }
+        if !doc.contains(&format!("| `{h}` |")) {
+            wrong.push(format!(
+                "header `{h}`: add a row to \"The sweep table\" in docs/metrics.md"
+            ));
+        }
+    }
+    for (named, printed) in SWEEP_LINES {
+        if !core.iter().any(|(_, text)| text.contains(printed)) {
+            wrong.push(format!(
+                "{printed} is printed nowhere in crates/goodput-core/src: update SWEEP_LINES"
+            ));
+        }
+        if !doc.contains(&format!("`{named}`")) {
+            wrong.push(format!(
+                "`{named}`: define it under \"The sweep table\" in docs/metrics.md"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
