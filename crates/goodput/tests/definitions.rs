@@ -326,3 +326,99 @@ fn the_sweep_table_is_defined() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+/// `^(mean|std)_ms$` → `mean_ms`, `std_ms`; a percentile's
+/// `p[0-9]+(\.[0-9]+)?` reads `p<P>`, as docs/metrics.md writes it.
+fn pattern_names(pattern: &str) -> Vec<String> {
+    let p = pattern
+        .trim_start_matches('^')
+        .trim_end_matches('$')
+        .replace(r"p[0-9]+(\.[0-9]+)?", "p<P>");
+    match (p.find('('), p.find(')')) {
+        (Some(a), Some(b)) => p[a + 1..b]
+            .split('|')
+            .flat_map(|alt| pattern_names(&format!("{}{alt}{}", &p[..a], &p[b + 1..])))
+            .collect(),
+        _ => vec![p],
+    }
+}
+
+/// Every number the schema allows, as (path, the key that names it): the
+/// leaves typed `number` or `integer`. An array's or a map's numbers are
+/// named by the array's or the map's key.
+fn numeric_leaves(
+    node: &serde_json::Value,
+    schema: &serde_json::Value,
+    path: &str,
+    key: &str,
+    out: &mut Vec<(String, String)>,
+) {
+    if !node.is_object() {
+        return;
+    }
+    if let Some(r) = node["$ref"].as_str() {
+        let target = schema
+            .pointer(r.trim_start_matches('#'))
+            .expect("a local $ref");
+        return numeric_leaves(target, schema, path, key, out);
+    }
+    let types = match &node["type"] {
+        serde_json::Value::Array(t) => t.iter().filter_map(|t| t.as_str()).collect(),
+        t => t.as_str().into_iter().collect::<Vec<_>>(),
+    };
+    if types.iter().any(|t| *t == "number" || *t == "integer") {
+        out.push((path.to_string(), key.to_string()));
+    }
+    for (k, v) in node["properties"].as_object().into_iter().flatten() {
+        numeric_leaves(v, schema, &format!("{path}.{k}"), k, out);
+    }
+    for (pattern, v) in node["patternProperties"].as_object().into_iter().flatten() {
+        for k in pattern_names(pattern) {
+            numeric_leaves(v, schema, &format!("{path}.{k}"), &k, out);
+        }
+    }
+    for v in [&node["items"], &node["additionalProperties"]] {
+        numeric_leaves(v, schema, path, key, out);
+    }
+    for v in ["oneOf", "anyOf", "allOf"]
+        .iter()
+        .flat_map(|k| node[k].as_array().into_iter().flatten())
+    {
+        numeric_leaves(v, schema, path, key, out);
+    }
+}
+
+/// Configuration echoed in the results, not measured: the command line as
+/// given (`config`), the tool, and the workload as asked (all of
+/// `workload` but `workload.measured`, which is what was actually sent).
+fn is_configuration(path: &str) -> bool {
+    path.starts_with(".config.")
+        || path.starts_with(".tool.")
+        || (path.starts_with(".workload.") && !path.starts_with(".workload.measured."))
+}
+
+/// Every figure of the results documents (`--out` of `run` and `sweep`) is
+/// named in backticks in docs/metrics.md: by its own key, or, for the
+/// statistics of a distribution object (`mean_ms`, `p<P>_ms`, ...) and the
+/// vLLM flat keys (`p<P>_ttft_ms`), by the pattern's spelling.
+#[test]
+fn every_number_in_the_results_json_is_defined() {
+    let doc = doc();
+    let mut missing = Vec::new();
+    for file in ["schema/run.schema.json", "schema/sweep.schema.json"] {
+        let text = std::fs::read_to_string(workspace().join(file)).expect(file);
+        let schema: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let mut leaves = Vec::new();
+        numeric_leaves(&schema, &schema, "", "", &mut leaves);
+        assert!(!leaves.is_empty(), "no number found in {file}");
+        for (path, key) in leaves {
+            if !is_configuration(&path) && !doc.contains(&format!("`{key}`")) {
+                missing.push(format!(
+                    "{file} {path}: name `{key}` where docs/metrics.md defines it"
+                ));
+            }
+        }
+    }
+    missing.dedup();
+    assert!(missing.is_empty(), "{missing:#?}");
+}
