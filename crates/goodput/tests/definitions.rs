@@ -422,3 +422,87 @@ fn every_number_in_the_results_json_is_defined() {
     missing.dedup();
     assert!(missing.is_empty(), "{missing:#?}");
 }
+
+/// The series `--metrics-listen` serves, after one completed request (a
+/// family appears with its first sample): every `# TYPE` line's name, a
+/// counter's with the `_total` its samples carry.
+fn live_series() -> Vec<String> {
+    use goodput_core::record::{Event, RequestRecord};
+    let live = goodput_core::live::LiveMetrics::new();
+    let load = goodput_core::schedule::Load::Closed { concurrency: 1 };
+    live.begin_run(&load, Default::default());
+    let ms = 1_000_000;
+    let mut r = RequestRecord {
+        t_send: Some(ms),
+        prompt_tokens_client: Some(8),
+        ..Default::default()
+    };
+    for k in 0..3 {
+        r.output_text.push_str(" a");
+        r.events.push(Event {
+            at_ns: (10 + k) * ms,
+            text_end: r.output_text.len() as u32,
+            usage_completion_tokens: None,
+            reasoning: false,
+        });
+    }
+    r.t_done = 12 * ms;
+    let none = goodput_core::tokenizer::Tokenizer::from_spec("none").expect("a tokenizer");
+    live.observe(
+        &r,
+        &goodput_core::metrics::RequestMetrics::derive(&r, &none),
+    );
+    live.render()
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|l| match l.split_once(' ') {
+            Some((name, "counter")) => format!("{name}_total"),
+            _ => l.split(' ').next().unwrap_or(l).to_string(),
+        })
+        .collect()
+}
+
+/// The `goodput_...` names the exposition's sources mention (their docs and
+/// tests), a histogram's `_bucket`, `_count` and `_sum` samples as the
+/// histogram.
+fn live_names_in_source() -> Vec<String> {
+    let mut names = Vec::new();
+    for file in [
+        "crates/goodput-core/src/live.rs",
+        "crates/goodput/src/exposition.rs",
+    ] {
+        let text = std::fs::read_to_string(workspace().join(file)).expect(file);
+        for (i, _) in text.match_indices("goodput_") {
+            let name: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            let name = ["_bucket", "_count", "_sum"]
+                .iter()
+                .find_map(|x| name.strip_suffix(x))
+                .unwrap_or(&name);
+            if name != "goodput_" && name != "goodput_core" {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_live_series_is_defined() {
+    let doc = doc();
+    let mut series = live_series();
+    assert!(!series.is_empty(), "the exposition served nothing");
+    series.extend(live_names_in_source());
+    series.sort();
+    series.dedup();
+    let missing: Vec<_> = series
+        .iter()
+        .filter(|s| !doc.contains(&format!("`{s}`")) && !doc.contains(&format!("`{s}{{")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "live series without a row under \"Live figures\" in docs/metrics.md: {missing:?}"
+    );
+}
