@@ -506,3 +506,41 @@ fn every_live_series_is_defined() {
         "live series without a row under \"Live figures\" in docs/metrics.md: {missing:?}"
     );
 }
+
+/// Beyond the summary the snapshot shows (sections a sample run does not
+/// reach: cost, quality, sessions, the server's figures, the sweep), every
+/// fixed label the console code prints: a string literal starting with a
+/// capital and ending with `:`.
+#[test]
+fn every_label_the_console_code_prints_is_defined() {
+    let doc = doc();
+    let (mut seen, mut missing) = (0, Vec::new());
+    for (path, text) in sources("crates/goodput-core/src/report") {
+        if !path.to_string_lossy().contains("console") {
+            continue;
+        }
+        let code = text.split("#[cfg(test)]").next().unwrap_or(&text);
+        for (end, _) in code.match_indices(":\"") {
+            let Some(start) = code[..end].rfind('"') else {
+                continue;
+            };
+            let label = &code[start + 1..=end];
+            let fixed = !label.contains(['{', '}', '\n']);
+            if fixed && label.starts_with(|c: char| c.is_ascii_uppercase()) {
+                seen += 1;
+                if !doc.contains(&format!("`{label}`")) {
+                    missing.push(label.to_string());
+                }
+            }
+        }
+    }
+    assert!(
+        seen > 50,
+        "found only {seen} labels: has the console moved?"
+    );
+    missing.dedup();
+    assert!(
+        missing.is_empty(),
+        "console labels to define, in backticks, in docs/metrics.md: {missing:#?}"
+    );
+}
