@@ -1,9 +1,12 @@
 //! Every figure goodput prints is defined in `docs/metrics.md`, and nothing
 //! in the repository points outside it for a definition.
 //!
-//! The figures are read from what goodput really writes, kept as snapshots
-//! by the report's own tests: the console summary's labels and the CSV
-//! header's columns, plus every metric the registry names.
+//! The figures are read from what goodput really writes, or from the code
+//! that writes them: the console summary's labels and the CSV header's
+//! columns (the report's insta snapshots), every metric the registry names,
+//! every fixed label the console code prints, the sweep table's columns and
+//! notes, every number the results schemas allow, and every series of the
+//! live exposition. Each failure says what to add where.
 
 use std::path::{Path, PathBuf};
 
@@ -19,27 +22,36 @@ fn doc() -> String {
     std::fs::read_to_string(workspace().join("docs/metrics.md")).expect("docs/metrics.md")
 }
 
-/// The body of every snapshot of the report whose file name contains `part`.
-fn snapshots(part: &str) -> Vec<String> {
-    let dir = workspace().join("crates/goodput-core/src/report");
+/// The files under `dir` (of the workspace) whose name ends in `.{ext}`,
+/// each with its text.
+fn files(dir: &str, ext: &str) -> Vec<(PathBuf, String)> {
     let mut found = Vec::new();
-    let mut stack = vec![dir];
+    let mut stack = vec![workspace().join(dir)];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).expect("readable").flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "snap")
-                && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains(part))
-            {
+            } else if p.extension().is_some_and(|x| x == ext) {
                 let text = std::fs::read_to_string(&p).expect("readable");
-                // insta's header sits between the first two `---` lines.
-                let body = text.splitn(3, "---\n").nth(2).unwrap_or("").to_string();
-                found.push(body);
+                found.push((p, text));
             }
         }
     }
+    found
+}
+
+/// The body of every snapshot of the report whose file name contains `part`.
+fn snapshots(part: &str) -> Vec<String> {
+    let found: Vec<String> = files("crates/goodput-core/src/report", "snap")
+        .into_iter()
+        .filter(|(p, _)| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(part))
+        })
+        // insta's header sits between the first two `---` lines.
+        .map(|(_, text)| text.splitn(3, "---\n").nth(2).unwrap_or("").to_string())
+        .collect();
     assert!(!found.is_empty(), "no snapshot named like {part}");
     found
 }
@@ -198,24 +210,6 @@ fn nothing_points_outside_the_repository_for_a_definition() {
     );
 }
 
-/// The Rust sources under `dir` (of the workspace), each with its path.
-fn sources(dir: &str) -> Vec<(PathBuf, String)> {
-    let mut found = Vec::new();
-    let mut stack = vec![workspace().join(dir)];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("readable").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                let text = std::fs::read_to_string(&p).expect("readable");
-                found.push((p, text));
-            }
-        }
-    }
-    found
-}
-
 /// The sweep table's column headers, as `sweep_summary` writes them.
 const SWEEP_COLUMNS: &[&str] = &[
     "#",
@@ -292,7 +286,7 @@ const SWEEP_LINES: &[(&str, &str)] = &[
 #[test]
 fn the_sweep_table_is_defined() {
     let doc = doc();
-    let core = sources("crates/goodput-core/src");
+    let core = files("crates/goodput-core/src", "rs");
     let (file, table) = core
         .iter()
         .find(|(_, text)| text.contains("fn sweep_summary("))
@@ -515,7 +509,7 @@ fn every_live_series_is_defined() {
 fn every_label_the_console_code_prints_is_defined() {
     let doc = doc();
     let (mut seen, mut missing) = (0, Vec::new());
-    for (path, text) in sources("crates/goodput-core/src/report") {
+    for (path, text) in files("crates/goodput-core/src/report", "rs") {
         if !path.to_string_lossy().contains("console") {
             continue;
         }
