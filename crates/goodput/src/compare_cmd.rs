@@ -15,8 +15,8 @@ use clap::{Args, ValueEnum};
 use goodput_core::report::compare::{self, render, FailOn, Input, RecordSamples};
 use goodput_core::report::saved::Saved;
 
-use crate::setup::usage;
-use crate::Exit;
+use crate::exit::usage;
+use crate::exit::Exit;
 
 /// `goodput compare`.
 #[derive(Args, Debug, Clone)]
@@ -111,7 +111,7 @@ pub fn main(args: CompareArgs) -> Result<i32, Exit> {
         Format::Markdown => render::markdown(&comparison),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&render::json(&comparison))
-                .map_err(|e| Exit(crate::setup::EXIT_INTERNAL, e.into()))?;
+                .map_err(|e| Exit(crate::exit::EXIT_INTERNAL, e.into()))?;
             s.push('\n');
             s
         }

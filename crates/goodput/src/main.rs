@@ -7,6 +7,7 @@
 
 mod cli;
 mod compare_cmd;
+mod exit;
 mod exposition;
 mod progress;
 mod report_cmd;
@@ -17,15 +18,13 @@ mod sweep_cmd;
 
 use clap::Parser;
 
+use exit::Exit;
+
 /// mimalloc: measured with goodput-bench, glibc's malloc spent noticeable
 /// time consolidating free lists when records cross from request tasks to the
 /// aggregator thread.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// An error that ends the process with a specific exit code.
-#[derive(Debug)]
-pub struct Exit(pub i32, pub anyhow::Error);
 
 fn main() {
     let cli = cli::Cli::parse();

@@ -10,8 +10,8 @@ use clap::Args;
 use goodput_core::report::console;
 use goodput_core::report::saved::Saved;
 
-use crate::setup::usage;
-use crate::Exit;
+use crate::exit::usage;
+use crate::exit::Exit;
 
 /// `goodput report`: re-render saved results.
 #[derive(Args, Debug, Clone)]

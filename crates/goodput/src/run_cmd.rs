@@ -16,14 +16,14 @@ use goodput_core::schedule::{Arrival, Load};
 use goodput_core::target::RunError;
 
 use crate::cli::RunArgs;
-use crate::setup::{self, run_error, Session};
-use crate::Exit;
+use crate::exit::{self, run_error, Exit};
+use crate::setup::{self, Session};
 
 pub fn main(args: RunArgs) -> Result<i32, Exit> {
     if args.workload.trace.is_some()
         && (args.load.concurrency.is_some() || args.load.request_rate.is_some())
     {
-        return Err(setup::usage(anyhow::anyhow!(
+        return Err(exit::usage(anyhow::anyhow!(
             "--trace cannot be used with --concurrency or --request-rate: the trace sets the arrival times (scale them with --trace-speed; cap in-flight requests with --max-concurrency)"
         )));
     }
@@ -134,7 +134,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
             "goodput: interrupted before any measured request was sent ({} warm-up requests ran)",
             results[0].exec.sent_warmup
         );
-        return Ok(setup::EXIT_INTERRUPTED);
+        return Ok(exit::EXIT_INTERRUPTED);
     }
     setup::gate(&results[0], args.slo.max_error_rate)
 }

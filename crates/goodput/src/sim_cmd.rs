@@ -2,7 +2,7 @@
 
 use anyhow::Context;
 
-use crate::Exit;
+use crate::exit::Exit;
 
 pub fn main(args: goodput_sim::SimArgs) -> Result<i32, Exit> {
     let config = args

@@ -13,8 +13,8 @@ use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
 use goodput_core::workload::SourceSpec;
 
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
-use crate::setup::{self, run_error, usage, Session};
-use crate::Exit;
+use crate::exit::{self, run_error, usage, Exit};
+use crate::setup::{self, Session};
 
 /// `goodput sweep`.
 #[derive(Args, Debug, Clone)]
@@ -248,7 +248,7 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
     session.finish().await;
     if result.points.is_empty() && stopping {
         return Err(Exit(
-            setup::EXIT_INTERRUPTED,
+            exit::EXIT_INTERRUPTED,
             anyhow!("interrupted before any sweep point measured a request"),
         ));
     }
@@ -280,8 +280,8 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         );
         // A signal's code for a signal; the time limit has its own.
         return Ok(match why {
-            Some(sweep::StopReason::MaxTime(_)) => setup::EXIT_TIME_LIMIT,
-            _ => setup::EXIT_INTERRUPTED,
+            Some(sweep::StopReason::MaxTime(_)) => exit::EXIT_TIME_LIMIT,
+            _ => exit::EXIT_INTERRUPTED,
         });
     }
     if let Some(g) = &result.goodput {
