@@ -15,8 +15,7 @@ use clap::{Args, ValueEnum};
 use goodput_core::report::compare::{self, render, FailOn, Input, RecordSamples};
 use goodput_core::report::saved::Saved;
 
-use crate::exit::usage;
-use crate::exit::Exit;
+use crate::exit::{usage, Code, Exit};
 
 /// `goodput compare`.
 #[derive(Args, Debug, Clone)]
@@ -71,7 +70,7 @@ fn read_records(path: &Path) -> Result<RecordSamples, Exit> {
     RecordSamples::parse(&text).map_err(|e| usage(anyhow!("{}: {e}", path.display())))
 }
 
-pub fn main(args: CompareArgs) -> Result<i32, Exit> {
+pub fn main(args: CompareArgs) -> Result<Code, Exit> {
     let base = read_saved(&args.base)?;
     let new = read_saved(&args.new)?;
     let base_records = args.base_records.as_deref().map(read_records).transpose()?;
@@ -111,13 +110,13 @@ pub fn main(args: CompareArgs) -> Result<i32, Exit> {
         Format::Markdown => render::markdown(&comparison),
         Format::Json => {
             let mut s = serde_json::to_string_pretty(&render::json(&comparison))
-                .map_err(|e| Exit(crate::exit::EXIT_INTERNAL, e.into()))?;
+                .map_err(|e| Exit(Code::Internal, e.into()))?;
             s.push('\n');
             s
         }
     };
     print!("{out}");
-    let mut code = 0;
+    let mut code = Code::Ok;
     for g in comparison.gates.iter().filter(|g| g.failed) {
         let sig = match g.significance.significant {
             Some(true) => "significant",
@@ -130,7 +129,7 @@ pub fn main(args: CompareArgs) -> Result<i32, Exit> {
             g.message,
             g.significance.reason()
         );
-        code = 1;
+        code = Code::GateFailed;
     }
     Ok(code)
 }

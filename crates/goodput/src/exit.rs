@@ -1,31 +1,64 @@
 //! How the process ends: the exit codes, the error that carries one, and
 //! the usage error (exit 2). Imports nothing of this crate, so every layer
 //! may use it.
+//!
+//! The codes and their meanings are documented in README.md ("Exit
+//! codes"); every exit of the binary goes through [`Code`], so a code
+//! cannot be used in one place with another meaning than in the rest.
 
 use goodput_core::target::RunError;
 
-/// An error that ends the process with a specific exit code.
-#[derive(Debug)]
-pub struct Exit(pub i32, pub anyhow::Error);
-
-/// Exit code of a run interrupted before any measured request was sent, or
-/// of a sweep before any point measured one (128 + SIGINT).
-pub const EXIT_INTERRUPTED: i32 = 130;
-/// Exit code of an internal fault of goodput itself (never the server's).
-pub const EXIT_INTERNAL: i32 = 4;
-/// `--max-time` ended a sweep before it had an answer.
-pub const EXIT_TIME_LIMIT: i32 = 5;
-
-pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
-    Exit(2, e.into())
+/// The exit code of the process. Ordered by number, so of two gates'
+/// outcomes (`Ok`, `GateFailed`) the greater is the worse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Code {
+    /// 0: the command did its job and every gate passed (or none was set).
+    Ok = 0,
+    /// 1: a gate failed: an SLO term's point estimate, the attainment, a
+    /// sweep whose goodput is 0, the error rate above `--max-error-rate`,
+    /// or a `compare --fail-on` bound.
+    GateFailed = 1,
+    /// 2: a usage or input error (a bad flag, an unreadable or malformed
+    /// file, a target that could not be set up as asked).
+    Usage = 2,
+    /// 3: no request completed (the target unreachable, or every request
+    /// failed).
+    NothingCompleted = 3,
+    /// 4: an internal fault of goodput itself, never the server's (lost
+    /// records, a panicked thread).
+    Internal = 4,
+    /// 5: `--max-time` ended a sweep's search before it had an answer (a
+    /// time limit is not a signal).
+    TimeLimit = 5,
+    /// 130 (128 + SIGINT): a signal stopped goodput before it had a result
+    /// (before any measured request of a run was sent, or before a sweep
+    /// measured a point or found the goodput).
+    Interrupted = 130,
 }
 
+impl Code {
+    /// The number the process exits with.
+    pub fn number(self) -> i32 {
+        self as i32
+    }
+}
+
+/// An error that ends the process with a specific exit code.
+#[derive(Debug)]
+pub struct Exit(pub Code, pub anyhow::Error);
+
+/// A usage or input error: exit 2.
+pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(Code::Usage, e.into())
+}
+
+/// A run that ended without a result, with the code its cause calls for.
 pub fn run_error(e: RunError) -> Exit {
     let code = match &e {
-        RunError::Interrupted => EXIT_INTERRUPTED,
-        RunError::Internal(_) => EXIT_INTERNAL,
-        e if e.is_unreachable() => 3,
-        _ => 2,
+        RunError::Interrupted => Code::Interrupted,
+        RunError::Internal(_) => Code::Internal,
+        e if e.is_unreachable() => Code::NothingCompleted,
+        _ => Code::Usage,
     };
     Exit(code, anyhow::Error::new(e))
 }

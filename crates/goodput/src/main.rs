@@ -1,9 +1,10 @@
 //! `goodput`: honest benchmarks of LLM inference servers.
 //!
 //! `main` parses the command line, runs the command, prints any error with
-//! its whole chain, and exits with the documented code: 0 ok, 1 a gate
-//! failed, 2 usage or input error, 3 no request completed, 4 an internal
-//! fault of goodput, 130 interrupted before any measured request was sent.
+//! its whole chain, and exits with the documented code ([`exit::Code`]: 0
+//! ok, 1 a gate failed, 2 usage or input error, 3 no request completed, 4 an
+//! internal fault of goodput, 5 a sweep's `--max-time` ended its search, 130
+//! interrupted before any measured request was sent).
 
 mod cli;
 mod compare_cmd;
@@ -18,7 +19,7 @@ mod sweep_cmd;
 
 use clap::Parser;
 
-use exit::Exit;
+use exit::{Code, Exit};
 
 /// mimalloc: measured with goodput-bench, glibc's malloc spent noticeable
 /// time consolidating free lists when records cross from request tasks to the
@@ -27,7 +28,20 @@ use exit::Exit;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's own exits: --help and --version print and end with 0, a
+        // bad flag or value with 2 (a usage error), as `Cli::parse` would.
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() {
+                Code::Usage
+            } else {
+                Code::Ok
+            };
+            std::process::exit(code.number());
+        }
+    };
     let code = match cli.command {
         cli::Command::Run(args) => run_cmd::main(*args),
         cli::Command::Sweep(args) => sweep_cmd::main(*args),
@@ -36,10 +50,10 @@ fn main() {
         cli::Command::Compare(args) => compare_cmd::main(*args),
     };
     match code {
-        Ok(c) => std::process::exit(c),
+        Ok(c) => std::process::exit(c.number()),
         Err(Exit(c, e)) => {
             eprintln!("goodput: error: {e:#}");
-            std::process::exit(c);
+            std::process::exit(c.number());
         }
     }
 }

@@ -10,8 +10,7 @@ use clap::Args;
 use goodput_core::report::console;
 use goodput_core::report::saved::Saved;
 
-use crate::exit::usage;
-use crate::exit::Exit;
+use crate::exit::{usage, Code, Exit};
 
 /// `goodput report`: re-render saved results.
 #[derive(Args, Debug, Clone)]
@@ -50,7 +49,7 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(String, Saved)>, Exit> {
     Ok(items)
 }
 
-pub fn main(args: ReportArgs) -> Result<i32, Exit> {
+pub fn main(args: ReportArgs) -> Result<Code, Exit> {
     let items = read_all(&args.files)?;
     if !args.quiet {
         for (label, saved) in &items {
@@ -72,5 +71,5 @@ pub fn main(args: ReportArgs) -> Result<i32, Exit> {
         std::fs::write(path, goodput_core::report::csv::render(&items))
             .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
-    Ok(0)
+    Ok(Code::Ok)
 }

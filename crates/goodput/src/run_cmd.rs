@@ -16,10 +16,10 @@ use goodput_core::schedule::{Arrival, Load};
 use goodput_core::target::RunError;
 
 use crate::cli::RunArgs;
-use crate::exit::{self, run_error, Exit};
+use crate::exit::{self, run_error, Code, Exit};
 use crate::setup::{self, Session};
 
-pub fn main(args: RunArgs) -> Result<i32, Exit> {
+pub fn main(args: RunArgs) -> Result<Code, Exit> {
     if args.workload.trace.is_some()
         && (args.load.concurrency.is_some() || args.load.request_rate.is_some())
     {
@@ -47,7 +47,7 @@ fn load(args: &RunArgs) -> Load {
     }
 }
 
-async fn run_async(args: RunArgs) -> Result<i32, Exit> {
+async fn run_async(args: RunArgs) -> Result<Code, Exit> {
     let mut spec = setup::run_spec(
         load(&args),
         &args.target,
@@ -134,7 +134,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
             "goodput: interrupted before any measured request was sent ({} warm-up requests ran)",
             results[0].exec.sent_warmup
         );
-        return Ok(exit::EXIT_INTERRUPTED);
+        return Ok(Code::Interrupted);
     }
     setup::gate(&results[0], args.slo.max_error_rate)
 }
@@ -146,7 +146,7 @@ async fn finish_repeats(
     mut session: Session,
     results: Vec<goodput_core::result::RunResult>,
     spec: &goodput_core::target::RunSpec,
-) -> Result<i32, Exit> {
+) -> Result<Code, Exit> {
     let summary = goodput_core::repeat::summarize(
         &results,
         args.target.temperature,
@@ -171,7 +171,7 @@ async fn finish_repeats(
     doc.push(b'\n');
     session.out.write(&doc)?;
     // The exit code: the worst repeat's (3 when one completed nothing).
-    let mut gate = Ok(0);
+    let mut gate = Ok(Code::Ok);
     for r in &repeat.runs {
         gate = match (gate, setup::gate(r, args.slo.max_error_rate)) {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),

@@ -21,7 +21,7 @@ use goodput_core::workload::{
 };
 
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
-use crate::exit::{run_error, usage, Exit};
+use crate::exit::{run_error, usage, Code, Exit};
 
 /// Raise the open-file limit to the hard limit: thousands of streams need thousands of sockets.
 pub fn raise_fd_limit() {
@@ -490,11 +490,11 @@ pub fn workload_spec(
 
 /// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,
 /// or the error rate above `--max-error-rate`.
-pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Result<i32, Exit> {
+pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Result<Code, Exit> {
     let m = &result.metrics;
     if m.completed == 0 {
         return Err(Exit(
-            3,
+            Code::NothingCompleted,
             anyhow!(
                 "no request completed ({} failed{})",
                 m.failed,
@@ -507,18 +507,18 @@ pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Re
             ),
         ));
     }
-    let mut code = 0;
+    let mut code = Code::Ok;
     if m.errors.error_rate > max_error_rate {
         eprintln!(
             "goodput: error rate {:.2}% is above --max-error-rate {:.2}%",
             m.errors.error_rate * 100.0,
             max_error_rate * 100.0
         );
-        code = 1;
+        code = Code::GateFailed;
     }
     if let Some(s) = m.slo.as_ref().filter(|s| s.slo.is_gate() && !s.meets) {
         eprintln!("goodput: the SLO was not met: {}", s.reasons.join("; "));
-        code = 1;
+        code = Code::GateFailed;
     }
     Ok(code)
 }

@@ -13,7 +13,7 @@ use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
 use goodput_core::workload::SourceSpec;
 
 use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
-use crate::exit::{self, run_error, usage, Exit};
+use crate::exit::{run_error, usage, Code, Exit};
 use crate::setup::{self, Session};
 
 /// `goodput sweep`.
@@ -103,7 +103,7 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     goodput_core::units::parse_positive_duration(s)
 }
 
-pub fn main(args: SweepArgs) -> Result<i32, Exit> {
+pub fn main(args: SweepArgs) -> Result<Code, Exit> {
     if args.sweep.search.is_some() && setup::slo(&args.slo).is_none_or(|s| !s.is_gate()) {
         return Err(usage(anyhow!(
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
@@ -121,7 +121,7 @@ pub fn main(args: SweepArgs) -> Result<i32, Exit> {
     setup::runtime()?.block_on(sweep_async(args))
 }
 
-async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
+async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
     let s = &args.sweep;
     let mode = if s.search.is_some() {
         SweepMode::Search {
@@ -248,13 +248,13 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
     session.finish().await;
     if result.points.is_empty() && stopping {
         return Err(Exit(
-            exit::EXIT_INTERRUPTED,
+            Code::Interrupted,
             anyhow!("interrupted before any sweep point measured a request"),
         ));
     }
     if result.points.is_empty() {
         return Err(Exit(
-            3,
+            Code::NothingCompleted,
             anyhow!(
                 "no sweep point ran{}",
                 result
@@ -270,7 +270,10 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         .iter()
         .all(|p| p.result.metrics.completed == 0)
     {
-        return Err(Exit(3, anyhow!("no request completed at any point")));
+        return Err(Exit(
+            Code::NothingCompleted,
+            anyhow!("no request completed at any point"),
+        ));
     }
     if result.goodput.is_none() && args.sweep.search.is_some() {
         let why = result.stopped.as_ref();
@@ -280,17 +283,17 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         );
         // A signal's code for a signal; the time limit has its own.
         return Ok(match why {
-            Some(sweep::StopReason::MaxTime(_)) => exit::EXIT_TIME_LIMIT,
-            _ => exit::EXIT_INTERRUPTED,
+            Some(sweep::StopReason::MaxTime(_)) => Code::TimeLimit,
+            _ => Code::Interrupted,
         });
     }
     if let Some(g) = &result.goodput {
         if g.rate == 0.0 {
             eprintln!("goodput: goodput is 0: {}", g.notes.join("; "));
-            return Ok(1);
+            return Ok(Code::GateFailed);
         }
     }
-    Ok(0)
+    Ok(Code::Ok)
 }
 
 fn describe_load(l: &Load) -> String {
