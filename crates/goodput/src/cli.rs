@@ -398,13 +398,14 @@ pub struct Percentiles(pub Vec<f64>);
 
 // Every flag is checked here, by its parser, before anything starts: a bad
 // value exits 2 with what would be valid, before the simulator, a connection
-// or a file is touched.
+// or a file is touched. One parser per grammar: `run` and `sweep` share
+// them, and a narrower grammar is built on the wider one.
 
 fn duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_duration(s)
 }
 
-fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_positive_duration(s)
 }
 
@@ -429,24 +430,68 @@ fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
         })
 }
 
+/// The least rate a flag accepts: slower than one request per longest
+/// duration a flag accepts, a run could never send twice.
+fn min_rate() -> f64 {
+    1.0 / goodput_core::units::MAX_DURATION.as_secs_f64()
+}
+
+/// A finite rate in requests/s, at least [`min_rate`].
+fn finite_rate_number(s: &str) -> Option<f64> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|r| r.is_finite() && *r >= min_rate())
+}
+
+/// `--request-rate`: requests/s, or `inf` (everything at once).
 fn rate(s: &str) -> Result<f64, String> {
-    if s == "inf" {
+    if s.trim() == "inf" {
         return Ok(f64::INFINITY);
     }
-    // Slower than one request per longest duration a flag accepts, a run could never send twice.
-    let min = 1.0 / goodput_core::units::MAX_DURATION.as_secs_f64();
-    match s.parse::<f64>() {
-        Ok(r) if r.is_finite() && r >= min => Ok(r),
-        _ => Err(format!(
-            "invalid rate '{s}': expected requests/s as a number >= {min:.2e} (one a year), or 'inf'"
-        )),
+    finite_rate_number(s).ok_or_else(|| {
+        format!(
+            "invalid rate '{s}': expected requests/s as a number >= {:.2e} (one a year), or 'inf'",
+            min_rate()
+        )
+    })
+}
+
+/// `sweep --rates`: the `--request-rate` grammar without `inf`. A sweep's
+/// points are bounded by time (`--point-time`), and an infinite rate would
+/// send all of a point's requests at its first instant: as many as the
+/// bound allows, which for a time bound is no bound at all. The curve and
+/// its knees also need every point's offered rate as a number.
+pub(crate) fn finite_rate(s: &str) -> Result<f64, String> {
+    finite_rate_number(s).ok_or_else(|| {
+        format!(
+            "invalid rate '{s}': expected requests/s as a number >= {:.2e} (one a year)",
+            min_rate()
+        )
+    })
+}
+
+/// A count of at least 1 (surrounding spaces allowed, as in `1, 8, 64`).
+pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("invalid value '{s}': expected a whole number >= 1")),
     }
 }
 
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("invalid value '{s}': expected a whole number >= 1")),
+/// `sweep --precision`: a share strictly between 0 and 1, as a percentage
+/// (5%) or a fraction (0.05).
+pub(crate) fn percent(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match v {
+        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
+        _ => Err(format!(
+            "invalid precision '{s}': expected a share such as 5% or 0.05"
+        )),
     }
 }
 
@@ -580,7 +625,7 @@ fn header(s: &str) -> Result<String, String> {
     }
 }
 
-fn arrival(s: &str) -> Result<goodput_core::schedule::Arrival, String> {
+pub(crate) fn arrival(s: &str) -> Result<goodput_core::schedule::Arrival, String> {
     s.parse()
 }
 

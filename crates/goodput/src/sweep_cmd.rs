@@ -12,7 +12,10 @@ use goodput_core::schedule::{Arrival, Load};
 use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
 use goodput_core::workload::SourceSpec;
 
-use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
+use crate::cli::{
+    arrival, at_least_one, finite_rate, percent, positive_duration, BoundsArgs, CostArgs,
+    OutputArgs, SloArgs, TargetArgs, WorkloadArgs,
+};
 use crate::exit::{run_error, usage, Code, Exit};
 use crate::setup::{self, Session};
 
@@ -39,7 +42,7 @@ pub struct SweepArgs {
 #[derive(Args, Debug, Clone)]
 pub struct SweepPlanArgs {
     /// Open-loop rates to run, req/s, comma-separated (e.g. 1,2,4,8).
-    #[arg(long, value_delimiter = ',', value_parser = rate, conflicts_with_all = ["concurrencies", "search"], help_heading = "Sweep")]
+    #[arg(long, value_delimiter = ',', value_parser = finite_rate, conflicts_with_all = ["concurrencies", "search"], help_heading = "Sweep")]
     pub rates: Vec<f64>,
     /// Closed-loop concurrencies to run, comma-separated (e.g. 1,8,64).
     #[arg(long, value_delimiter = ',', value_parser = at_least_one, conflicts_with = "search", help_heading = "Sweep")]
@@ -69,38 +72,11 @@ pub struct SweepPlanArgs {
     #[arg(long, value_parser = positive_duration, help_heading = "Sweep")]
     pub max_time: Option<Duration>,
     /// Inter-arrival process of open-loop points: poisson, constant or gamma:SHAPE.
-    #[arg(long, default_value = "poisson", help_heading = "Sweep")]
+    #[arg(long, default_value = "poisson", value_parser = arrival, help_heading = "Sweep")]
     pub arrival: Arrival,
     /// Cap on requests in flight at open-loop points (the wait shows as schedule lag).
     #[arg(long, value_parser = at_least_one, help_heading = "Sweep")]
     pub max_concurrency: Option<usize>,
-}
-
-fn rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        _ => Err(format!(
-            "invalid rate '{s}': expected a number > 0 (requests/s)"
-        )),
-    }
-}
-
-fn percent(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
-        _ => Err(format!(
-            "invalid precision '{s}': expected a share such as 5% or 0.05"
-        )),
-    }
-}
-
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    goodput_core::units::parse_positive_duration(s)
 }
 
 pub fn main(args: SweepArgs) -> Result<Code, Exit> {
@@ -308,11 +284,4 @@ fn document_bytes(r: &SweepResult) -> Vec<u8> {
         .unwrap_or_default();
     doc.push(b'\n');
     doc
-}
-
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("invalid value '{s}': expected a whole number >= 1")),
-    }
 }
