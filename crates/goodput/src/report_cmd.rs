@@ -5,29 +5,12 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use clap::Args;
 
 use goodput_core::report::console;
 use goodput_core::report::saved::Saved;
 
+use crate::cli::ReportArgs;
 use crate::exit::{usage, Code, Exit};
-
-/// `goodput report`: re-render saved results.
-#[derive(Args, Debug, Clone)]
-pub struct ReportArgs {
-    /// Results files written by `run --out` or `sweep --out`.
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-    /// Write one HTML report of every file here (several files overlay their curves).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Write the CSV summary (one row per run or sweep point) here.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// No console summary (files are still written).
-    #[arg(long, short)]
-    pub quiet: bool,
-}
 
 /// Every file's label (its name; the path where two names collide) and result.
 pub fn read_all(files: &[PathBuf]) -> Result<Vec<(String, Saved)>, Exit> {

@@ -3,81 +3,15 @@
 //! with the goodput line. Every point is written to `--out` as it finishes,
 //! so an interrupted sweep keeps what it measured.
 
-use std::time::Duration;
-
 use anyhow::anyhow;
-use clap::Args;
 use goodput_core::report::console;
-use goodput_core::schedule::{Arrival, Load};
+use goodput_core::schedule::Load;
 use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
 use goodput_core::workload::SourceSpec;
 
-use crate::cli::{
-    arrival, at_least_one, finite_rate, percent, positive_duration, BoundsArgs, CostArgs,
-    OutputArgs, SloArgs, TargetArgs, WorkloadArgs,
-};
+use crate::cli::SweepArgs;
 use crate::exit::{run_error, usage, Code, Exit};
 use crate::setup::{self, Session};
-
-/// `goodput sweep`.
-#[derive(Args, Debug, Clone)]
-pub struct SweepArgs {
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    pub sweep: SweepPlanArgs,
-    #[command(flatten)]
-    pub bounds: BoundsArgs,
-    #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub slo: SloArgs,
-    #[command(flatten)]
-    pub cost: CostArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// Which points, and how long each may take.
-#[derive(Args, Debug, Clone)]
-pub struct SweepPlanArgs {
-    /// Open-loop rates to run, req/s, comma-separated (e.g. 1,2,4,8).
-    #[arg(long, value_delimiter = ',', value_parser = finite_rate, conflicts_with_all = ["concurrencies", "search"], help_heading = "Sweep")]
-    pub rates: Vec<f64>,
-    /// Closed-loop concurrencies to run, comma-separated (e.g. 1,8,64).
-    #[arg(long, value_delimiter = ',', value_parser = at_least_one, conflicts_with = "search", help_heading = "Sweep")]
-    pub concurrencies: Vec<usize>,
-    /// Search the highest rate that meets the SLO (needs --slo or --slo-attainment).
-    #[arg(long, value_parser = ["goodput"], help_heading = "Sweep")]
-    pub search: Option<String>,
-    /// Relative precision of the goodput search, e.g. 5%.
-    #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
-    pub precision: f64,
-    /// Sending window of each point (a shorter --duration wins); for a
-    /// goodput search, of each point that locates the edge.
-    #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub point_time: Duration,
-    /// Load time a goodput search may spend after its concurrency-1 run:
-    /// more time, more requests near the edge, a narrower interval.
-    #[arg(long, default_value = "270s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub search_time: Duration,
-    /// Least sending window of a goodput search's measuring points (each
-    /// also holds enough requests to bound the SLO's percentile: 368 for p99).
-    #[arg(long, default_value = "40s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub measure_time: Duration,
-    /// Sending window of the floor run and of each capacity-probe point.
-    #[arg(long, default_value = "3s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub probe_time: Duration,
-    /// Bound on the whole sweep, e.g. 10m.
-    #[arg(long, value_parser = positive_duration, help_heading = "Sweep")]
-    pub max_time: Option<Duration>,
-    /// Inter-arrival process of open-loop points: poisson, constant or gamma:SHAPE.
-    #[arg(long, default_value = "poisson", value_parser = arrival, help_heading = "Sweep")]
-    pub arrival: Arrival,
-    /// Cap on requests in flight at open-loop points (the wait shows as schedule lag).
-    #[arg(long, value_parser = at_least_one, help_heading = "Sweep")]
-    pub max_concurrency: Option<usize>,
-}
 
 pub fn main(args: SweepArgs) -> Result<Code, Exit> {
     if args.sweep.search.is_some() && setup::slo(&args.slo).is_none_or(|s| !s.is_gate()) {
