@@ -20,8 +20,8 @@ use crate::exit::{self, run_error, Code, Exit};
 use crate::setup::{self, Session};
 
 pub fn main(args: RunArgs) -> Result<Code, Exit> {
-    if args.workload.trace.is_some()
-        && (args.load.concurrency.is_some() || args.load.request_rate.is_some())
+    if args.common.workload.trace.is_some()
+        && (args.common.load.concurrency.is_some() || args.common.load.request_rate.is_some())
     {
         return Err(exit::usage(anyhow::anyhow!(
             "--trace cannot be used with --concurrency or --request-rate: the trace sets the arrival times (scale them with --trace-speed; cap in-flight requests with --max-concurrency)"
@@ -29,12 +29,15 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
     }
     setup::raise_fd_limit();
     // Closed loop and capped open loop know their streams in advance.
-    setup::check_fd_limit(load(&args).concurrency_cap(), args.target.url.is_none())?;
+    setup::check_fd_limit(
+        load(&args).concurrency_cap(),
+        args.common.target.url.is_none(),
+    )?;
     setup::runtime()?.block_on(run_async(args))
 }
 
 fn load(args: &RunArgs) -> Load {
-    let l = &args.load;
+    let l = &args.common.load;
     match l.request_rate {
         Some(rate) => Load::Open {
             rate,
@@ -48,25 +51,16 @@ fn load(args: &RunArgs) -> Load {
 }
 
 async fn run_async(args: RunArgs) -> Result<Code, Exit> {
-    let mut spec = setup::run_spec(
-        load(&args),
-        &args.target,
-        &args.bounds,
-        &args.workload,
-        &args.slo,
-        &args.cost,
-        &args.output,
-    )?;
+    let mut spec = setup::run_spec(load(&args), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
     let unstarted = |o: &goodput_core::target::TargetOptions| {
         report::Json.export(&[goodput_core::target::unstarted(o, &spec)])
     };
-    let mut session =
-        Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
+    let mut session = Session::start(&args.common, &unstarted).await?;
     let mut results = Vec::with_capacity(repeats);
     for i in 0..repeats {
-        if repeats > 1 && !args.output.quiet {
+        if repeats > 1 && !args.common.output.quiet {
             eprintln!("goodput: repeat {} of {repeats}", i + 1);
         }
         let progress = Arc::new(Progress::default());
@@ -77,7 +71,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
                 requests: spec.plan.num_prompts,
                 duration: spec.plan.duration,
             },
-            args.output.quiet,
+            args.common.output.quiet,
             done_rx,
         );
         let result = session
@@ -113,7 +107,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
     let before_measuring = results[0].exec.interrupted && results[0].exec.sent_measured == 0;
-    if !args.output.quiet {
+    if !args.common.output.quiet {
         print!(
             "{}",
             String::from_utf8_lossy(&report::Console.export(&results))
@@ -136,7 +130,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         );
         return Ok(Code::Interrupted);
     }
-    setup::gate(&results[0], args.slo.max_error_rate)
+    setup::gate(&results[0], args.common.slo.max_error_rate)
 }
 
 /// Report a `--repeat` set: the summary across repeats on stdout, the
@@ -149,14 +143,14 @@ async fn finish_repeats(
 ) -> Result<Code, Exit> {
     let summary = goodput_core::repeat::summarize(
         &results,
-        args.target.temperature,
+        args.common.target.temperature,
         spec.workload.same_prompts_every_run(),
     );
     let repeat = goodput_core::repeat::RepeatResult {
         runs: results,
         summary,
     };
-    if !args.output.quiet {
+    if !args.common.output.quiet {
         print!("{}", report::console::repeat_summary(&repeat));
     }
     if repeat.runs.len() < args.repeat as usize {
@@ -173,7 +167,7 @@ async fn finish_repeats(
     // The exit code: the worst repeat's (3 when one completed nothing).
     let mut gate = Ok(Code::Ok);
     for r in &repeat.runs {
-        gate = match (gate, setup::gate(r, args.slo.max_error_rate)) {
+        gate = match (gate, setup::gate(r, args.common.slo.max_error_rate)) {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
             (Ok(a), Ok(b)) => Ok(a.max(b)),
         };

@@ -20,7 +20,7 @@ use goodput_core::workload::{
     PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
 };
 
-use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
+use crate::cli::{BoundsArgs, CommonArgs, CostArgs, SloArgs, WorkloadArgs};
 use crate::exit::{run_error, usage, Code, Exit};
 
 /// Raise the open-file limit to the hard limit: thousands of streams need thousands of sockets.
@@ -175,12 +175,11 @@ impl Session {
     /// one that stops the preparation (model discovery, the probe) ends it
     /// with `unstarted`'s document in `--out` (a valid document saying
     /// nothing was sent, never an empty file) and exit code 130.
-    pub async fn start(
-        target: &TargetArgs,
-        workload: &WorkloadArgs,
-        output: &OutputArgs,
+    pub async fn start<L: clap::Args>(
+        flags: &CommonArgs<L>,
         unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
     ) -> Result<Session, Exit> {
+        let (target, workload, output) = (&flags.target, &flags.workload, &flags.output);
         let control = RunControl::new();
         watch_signals(control.clone());
         let records: Option<Box<dyn std::io::Write + Send>> = match &output.records {
@@ -351,15 +350,8 @@ pub fn cost(args: &CostArgs) -> Option<CostSpec> {
 /// A run spec for `load` from the shared flags (the warm-up resolved for
 /// it). Dataset and trace files are read and checked here, before any
 /// request: a malformed file exits 2 naming the file, line and field.
-pub fn run_spec(
-    load: Load,
-    target: &TargetArgs,
-    bounds: &BoundsArgs,
-    workload: &WorkloadArgs,
-    slo_args: &SloArgs,
-    cost_args: &CostArgs,
-    output: &OutputArgs,
-) -> Result<RunSpec, Exit> {
+pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunSpec, Exit> {
+    let (bounds, workload) = (&flags.bounds, &flags.workload);
     // A trace brings its own arrival times: the load is open at its mean rate.
     let mut load = load;
     let warmup = match (bounds.warmup, bounds.ramp_up, &workload.trace) {
@@ -391,14 +383,14 @@ pub fn run_spec(
                 duration,
                 strategy: bounds.ramp_up_strategy,
             }),
-            drain_timeout: bounds.drain_timeout.unwrap_or(target.timeout),
+            drain_timeout: bounds.drain_timeout.unwrap_or(flags.target.timeout),
             seed: bounds.seed,
         },
         workload: spec,
-        percentiles: output.percentiles.0.clone(),
-        slo: slo(slo_args),
+        percentiles: flags.output.percentiles.0.clone(),
+        slo: slo(&flags.slo),
         early_stop: false,
-        cost: cost(cost_args),
+        cost: cost(&flags.cost),
         keep_outputs: false,
         schedule_control: None,
     })

@@ -14,25 +14,27 @@ use crate::exit::{run_error, usage, Code, Exit};
 use crate::setup::{self, Session};
 
 pub fn main(args: SweepArgs) -> Result<Code, Exit> {
-    if args.sweep.search.is_some() && setup::slo(&args.slo).is_none_or(|s| !s.is_gate()) {
+    if args.common.load.search.is_some()
+        && setup::slo(&args.common.slo).is_none_or(|s| !s.is_gate())
+    {
         return Err(usage(anyhow!(
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
         )));
     }
-    if args.workload.trace.is_some() {
+    if args.common.workload.trace.is_some() {
         return Err(usage(anyhow!(
             "a trace sets its own arrival times, so a sweep cannot vary the load: use `goodput run --trace FILE --trace-speed X` at several speeds"
         )));
     }
     setup::raise_fd_limit();
-    let s = &args.sweep;
+    let s = &args.common.load;
     let streams = s.concurrencies.iter().copied().max().or(s.max_concurrency);
-    setup::check_fd_limit(streams, args.target.url.is_none())?;
+    setup::check_fd_limit(streams, args.common.target.url.is_none())?;
     setup::runtime()?.block_on(sweep_async(args))
 }
 
 async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
-    let s = &args.sweep;
+    let s = &args.common.load;
     let mode = if s.search.is_some() {
         SweepMode::Search {
             precision: s.precision,
@@ -44,15 +46,7 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
     } else {
         SweepMode::Auto
     };
-    let mut base = setup::run_spec(
-        Load::Closed { concurrency: 1 },
-        &args.target,
-        &args.bounds,
-        &args.workload,
-        &args.slo,
-        &args.cost,
-        &args.output,
-    )?;
+    let mut base = setup::run_spec(Load::Closed { concurrency: 1 }, &args.common)?;
     if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
         // Every point sends the dataset's rows again: unsalted, the second
         // point would be served from the first one's prefix cache.
@@ -62,15 +56,16 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
         base.workload.synthetic.cache_bust = true;
     }
     // Points are bounded by time; --num-prompts, when given, bounds them too.
-    base.plan.num_prompts = args.bounds.num_prompts;
+    base.plan.num_prompts = args.common.bounds.num_prompts;
     let point_time = args
+        .common
         .bounds
         .duration
         .map_or(s.point_time, |d| d.min(s.point_time));
     let spec = SweepSpec {
         mode,
         base,
-        warmup: args.bounds.warmup,
+        warmup: args.common.bounds.warmup,
         arrival: s.arrival,
         max_concurrency: s.max_concurrency,
         point_time,
@@ -84,13 +79,12 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
             mode: Some(spec.mode.clone()),
             stopped: Some(sweep::StopReason::InterruptedBeforeSending),
             seconds_per_point: spec.point_time.as_secs_f64(),
-            workload: sweep::describe_workload(args.target.endpoint, &spec.base),
+            workload: sweep::describe_workload(args.common.target.endpoint, &spec.base),
             ..SweepResult::default()
         })
     };
-    let mut session =
-        Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
-    let quiet = args.output.quiet;
+    let mut session = Session::start(&args.common, &unstarted).await?;
+    let quiet = args.common.output.quiet;
     let Session {
         control,
         target,
@@ -185,7 +179,7 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
             anyhow!("no request completed at any point"),
         ));
     }
-    if result.goodput.is_none() && args.sweep.search.is_some() {
+    if result.goodput.is_none() && args.common.load.search.is_some() {
         let why = result.stopped.as_ref();
         eprintln!(
             "goodput: the search stopped before it found the goodput ({})",

@@ -48,23 +48,11 @@ pub enum Command {
     Compare(Box<CompareArgs>),
 }
 
-/// `goodput run`: every group of flags.
+/// `goodput run`: the shared groups with a run's load, and `--repeat`.
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    pub load: LoadArgs,
-    #[command(flatten)]
-    pub bounds: BoundsArgs,
-    #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub slo: SloArgs,
-    #[command(flatten)]
-    pub cost: CostArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
+    pub common: CommonArgs<LoadArgs>,
     /// Run the same plan (same seed, same prompts) K times and report each headline figure's
     /// mean with a Student-t 95% interval across the repeats and its coefficient of variation;
     /// with --temperature 0, the share of prompts answered identically in every repeat.
@@ -72,13 +60,25 @@ pub struct RunArgs {
     pub repeat: u32,
 }
 
-/// `goodput sweep`.
+/// `goodput sweep`: the shared groups with a sweep's points.
 #[derive(Args, Debug, Clone)]
 pub struct SweepArgs {
     #[command(flatten)]
+    pub common: CommonArgs<SweepPlanArgs>,
+}
+
+/// The groups of flags `run` and `sweep` share (target, bounds, workload,
+/// SLO, cost, output), declared once, and in `load` the command's own load
+/// flags: [`LoadArgs`] for a run, [`SweepPlanArgs`] for a sweep. The load
+/// sits between the target and the bounds because clap lists headings and
+/// flags in the order they are declared: each `--help` keeps its order
+/// (Target, then Load or Sweep, then the rest).
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs<L: Args> {
+    #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
-    pub sweep: SweepPlanArgs,
+    pub load: L,
     #[command(flatten)]
     pub bounds: BoundsArgs,
     #[command(flatten)]
