@@ -9,12 +9,12 @@ use goodput_core::schedule::Load;
 use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
 use goodput_core::workload::SourceSpec;
 
-use crate::cli::SweepArgs;
+use crate::cli::{SearchKind, SweepArgs};
 use crate::exit::{run_error, usage, Code, Exit};
 use crate::setup::{self, Session};
 
 pub fn main(args: SweepArgs) -> Result<Code, Exit> {
-    if args.common.load.search.is_some()
+    if args.common.load.search == Some(SearchKind::Goodput)
         && setup::slo(&args.common.slo).is_none_or(|s| !s.is_gate())
     {
         return Err(usage(anyhow!(
@@ -35,16 +35,13 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
 
 async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
     let s = &args.common.load;
-    let mode = if s.search.is_some() {
-        SweepMode::Search {
+    let mode = match s.search {
+        Some(SearchKind::Goodput) => SweepMode::Search {
             precision: s.precision,
-        }
-    } else if !s.rates.is_empty() {
-        SweepMode::Rates(s.rates.clone())
-    } else if !s.concurrencies.is_empty() {
-        SweepMode::Concurrencies(s.concurrencies.clone())
-    } else {
-        SweepMode::Auto
+        },
+        None if !s.rates.is_empty() => SweepMode::Rates(s.rates.clone()),
+        None if !s.concurrencies.is_empty() => SweepMode::Concurrencies(s.concurrencies.clone()),
+        None => SweepMode::Auto,
     };
     let mut base = setup::run_spec(Load::Closed { concurrency: 1 }, &args.common)?;
     if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
@@ -179,7 +176,7 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
             anyhow!("no request completed at any point"),
         ));
     }
-    if result.goodput.is_none() && args.common.load.search.is_some() {
+    if result.goodput.is_none() && args.common.load.search == Some(SearchKind::Goodput) {
         let why = result.stopped.as_ref();
         eprintln!(
             "goodput: the search stopped before it found the goodput ({})",

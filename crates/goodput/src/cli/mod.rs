@@ -101,8 +101,8 @@ pub struct SweepPlanArgs {
     #[arg(long, value_delimiter = ',', value_parser = at_least_one, conflicts_with = "search", help_heading = "Sweep")]
     pub concurrencies: Vec<usize>,
     /// Search the highest rate that meets the SLO (needs --slo or --slo-attainment).
-    #[arg(long, value_parser = ["goodput"], help_heading = "Sweep")]
-    pub search: Option<String>,
+    #[arg(long, value_enum, help_heading = "Sweep")]
+    pub search: Option<SearchKind>,
     /// Relative precision of the goodput search, e.g. 5%.
     #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
     pub precision: f64,
@@ -130,6 +130,15 @@ pub struct SweepPlanArgs {
     /// Cap on requests in flight at open-loop points (the wait shows as schedule lag).
     #[arg(long, value_parser = at_least_one, help_heading = "Sweep")]
     pub max_concurrency: Option<usize>,
+}
+
+/// What `sweep --search` looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SearchKind {
+    // The highest rate whose requests meet the SLO (docs/metrics.md,
+    // goodput). A plain comment: a doc comment would add a description of
+    // each value to `--help`.
+    Goodput,
 }
 
 /// `goodput compare`.
