@@ -13,8 +13,10 @@ mod exposition;
 mod progress;
 mod report_cmd;
 mod run_cmd;
+mod session;
 mod setup;
 mod sim_cmd;
+mod spec;
 mod sweep_cmd;
 
 use clap::Parser;

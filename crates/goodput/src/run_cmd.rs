@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use anyhow::anyhow;
 use goodput_core::executor::Progress;
 use goodput_core::report::saved::Saved;
 use goodput_core::report::{self, Exporter};
@@ -17,7 +18,9 @@ use goodput_core::target::RunError;
 
 use crate::cli::RunArgs;
 use crate::exit::{self, run_error, Code, Exit};
-use crate::setup::{self, Session};
+use crate::session::Session;
+use crate::setup;
+use crate::spec;
 
 pub fn main(args: RunArgs) -> Result<Code, Exit> {
     if args.common.workload.trace.is_some()
@@ -51,7 +54,7 @@ fn load(args: &RunArgs) -> Load {
 }
 
 async fn run_async(args: RunArgs) -> Result<Code, Exit> {
-    let mut spec = setup::run_spec(load(&args), &args.common)?;
+    let mut spec = spec::run_spec(load(&args), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
     let unstarted = |o: &goodput_core::target::TargetOptions| {
@@ -130,7 +133,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         );
         return Ok(Code::Interrupted);
     }
-    setup::gate(&results[0], args.common.slo.max_error_rate)
+    gate(&results[0], args.common.slo.max_error_rate)
 }
 
 /// Report a `--repeat` set: the summary across repeats on stdout, the
@@ -165,14 +168,49 @@ async fn finish_repeats(
     doc.push(b'\n');
     session.out.write(&doc)?;
     // The exit code: the worst repeat's (3 when one completed nothing).
-    let mut gate = Ok(Code::Ok);
+    let mut worst = Ok(Code::Ok);
     for r in &repeat.runs {
-        gate = match (gate, setup::gate(r, args.common.slo.max_error_rate)) {
+        worst = match (worst, gate(r, args.common.slo.max_error_rate)) {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
             (Ok(a), Ok(b)) => Ok(a.max(b)),
         };
     }
     session.write_reports(Saved::Repeat(Box::new(repeat)), "repeat")?;
     session.finish().await;
-    gate
+    worst
+}
+
+/// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,
+/// or the error rate above `--max-error-rate`.
+pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Result<Code, Exit> {
+    let m = &result.metrics;
+    if m.completed == 0 {
+        return Err(Exit(
+            Code::NothingCompleted,
+            anyhow!(
+                "no request completed ({} failed{})",
+                m.failed,
+                m.errors
+                    .examples
+                    .iter()
+                    .next()
+                    .map(|(k, v)| format!("; e.g. {k}: {v}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let mut code = Code::Ok;
+    if m.errors.error_rate > max_error_rate {
+        eprintln!(
+            "goodput: error rate {:.2}% is above --max-error-rate {:.2}%",
+            m.errors.error_rate * 100.0,
+            max_error_rate * 100.0
+        );
+        code = Code::GateFailed;
+    }
+    if let Some(s) = m.slo.as_ref().filter(|s| s.slo.is_gate() && !s.meets) {
+        eprintln!("goodput: the SLO was not met: {}", s.reasons.join("; "));
+        code = Code::GateFailed;
+    }
+    Ok(code)
 }

@@ -11,11 +11,13 @@ use goodput_core::workload::SourceSpec;
 
 use crate::cli::{SearchKind, SweepArgs};
 use crate::exit::{run_error, usage, Code, Exit};
-use crate::setup::{self, Session};
+use crate::session::Session;
+use crate::setup;
+use crate::spec;
 
 pub fn main(args: SweepArgs) -> Result<Code, Exit> {
     if args.common.load.search == Some(SearchKind::Goodput)
-        && setup::slo(&args.common.slo).is_none_or(|s| !s.is_gate())
+        && spec::slo(&args.common.slo).is_none_or(|s| !s.is_gate())
     {
         return Err(usage(anyhow!(
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
@@ -43,7 +45,7 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
         None if !s.concurrencies.is_empty() => SweepMode::Concurrencies(s.concurrencies.clone()),
         None => SweepMode::Auto,
     };
-    let mut base = setup::run_spec(Load::Closed { concurrency: 1 }, &args.common)?;
+    let mut base = spec::run_spec(Load::Closed { concurrency: 1 }, &args.common)?;
     if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
         // Every point sends the dataset's rows again: unsalted, the second
         // point would be served from the first one's prefix cache.
