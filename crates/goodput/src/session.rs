@@ -4,17 +4,18 @@
 //! given.
 
 use std::fs::File;
+use std::io::Write;
+use std::path::Path;
 
 use anyhow::Context;
 use goodput_core::aggregate::RecordsSink;
-use goodput_core::client::ClientOptions;
 use goodput_core::executor::RunControl;
-use goodput_core::server_metrics::ScrapeOptions;
-use goodput_core::target::{PreparedTarget, RunError, ServerMetricsChoice, TargetOptions};
+use goodput_core::target::{PreparedTarget, RunError, TargetOptions};
 
-use crate::cli::CommonArgs;
+use crate::cli::{CommonArgs, TargetArgs};
 use crate::exit::{run_error, usage, Exit};
 use crate::setup::watch_signals;
+use crate::spec;
 
 /// Everything a measuring command holds while it runs.
 pub struct Session {
@@ -88,109 +89,31 @@ impl Session {
         flags: &CommonArgs<L>,
         unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
     ) -> Result<Session, Exit> {
-        let (target, workload, output) = (&flags.target, &flags.workload, &flags.output);
+        let (target, output) = (&flags.target, &flags.output);
         let control = RunControl::new();
         watch_signals(control.clone());
-        let records: Option<Box<dyn std::io::Write + Send>> = match &output.records {
-            Some(path) => {
-                let f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .with_context(|| format!("opening records file {}", path.display()))
-                    .map_err(usage)?;
-                Some(Box::new(std::io::BufWriter::with_capacity(64 * 1024, f)))
-            }
-            None => None,
-        };
-        let out = OutFile::open(output.out.as_deref(), "results")?;
+        let records = open_records(output.records.as_deref())?;
+        let mut out = OutFile::open(output.out.as_deref(), "results")?;
         let csv = OutFile::open(output.csv.as_deref(), "CSV")?;
         let html = OutFile::open(output.html.as_deref(), "HTML")?;
         let exposition = output
             .metrics_listen
             .map(|a| crate::exposition::Exposition::start(a, output.metrics_linger))
             .transpose()?;
-        let mut sim = None;
-        let (url, model) = match &target.url {
-            Some(u) => (u.clone(), target.model.clone()),
-            None => {
-                let preset = target.sim.clone();
-                let config = preset
-                    .as_ref()
-                    .map(|p| p.config.clone())
-                    .unwrap_or_default();
-                let describe = preset
-                    .as_ref()
-                    .map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
-                let server = goodput_sim::SimServer::spawn(
-                    config,
-                    std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-                )
-                .context("starting the built-in simulator")
-                .map_err(usage)?;
-                let url = format!("http://{}", server.local_addr());
-                eprintln!(
-                    "goodput: no --url given; benchmarking the built-in simulator ('{}', preset {describe}) at {url}",
-                    server.model_name()
-                );
-                let model = target
-                    .model
-                    .clone()
-                    .or_else(|| Some(server.model_name().to_string()));
-                sim = Some(server);
-                (url, model)
-            }
-        };
+        let server = Server::start(target)?;
         if target.insecure {
             eprintln!(
                 "goodput: warning: --insecure: the server's TLS certificate is not verified; anyone on the path could read and alter this traffic"
             );
         }
-        let api_key = std::env::var(&target.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty());
-        let options = TargetOptions {
-            client: ClientOptions {
-                url,
-                endpoint: target.endpoint,
-                headers: target.headers.clone(),
-                api_key,
-                timeout: target.timeout,
-                idle_timeout: target.idle_timeout,
-                connect_timeout: target.connect_timeout,
-                no_proxy: target.no_proxy,
-                tls: goodput_core::client::tls::TlsOptions {
-                    insecure: target.insecure,
-                    ca_cert: target.ca_cert.clone(),
-                    client_auth: target.client_cert.clone().zip(target.client_key.clone()),
-                },
-            },
-            model,
-            stream: !target.no_stream,
-            pin_output: !workload.no_pin_output,
-            temperature: target.temperature,
-            tokenizer: workload.tokenizer.clone(),
-            server_in_process: sim.is_some(),
-            server_metrics: match (&target.server_metrics, target.no_server_metrics) {
-                (_, true) => ServerMetricsChoice::Off,
-                (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {
-                    url: url.clone(),
-                    interval: target.server_metrics_interval,
-                }),
-                (None, false) => ServerMetricsChoice::Auto {
-                    interval: target.server_metrics_interval,
-                },
-            },
-        };
-        let mut prepared = match PreparedTarget::prepare(options.clone(), &control).await {
-            Ok(p) => p,
-            Err(RunError::Interrupted) => {
-                let mut out = out;
-                out.write(&unstarted(&options))?;
-                return Err(run_error(RunError::Interrupted));
-            }
-            Err(e) => return Err(run_error(e)),
-        };
+        let options = spec::target_options(
+            target,
+            &flags.workload,
+            server.url,
+            server.model,
+            server.sim.is_some(),
+        );
+        let mut prepared = prepare(options, &control, &mut out, unstarted).await?;
         if let Some(e) = &exposition {
             prepared.set_live(e.live.clone());
         }
@@ -202,7 +125,7 @@ impl Session {
             csv,
             html,
             exposition,
-            _sim: sim,
+            _sim: server.sim,
         })
     }
 
@@ -226,5 +149,83 @@ impl Session {
         if let Some(e) = self.exposition.take() {
             e.finish(&self.control).await;
         }
+    }
+}
+
+/// `--records`, opened for appending (one JSON line per request), if asked for.
+fn open_records(path: Option<&Path>) -> Result<Option<Box<dyn Write + Send>>, Exit> {
+    let Some(path) = path else { return Ok(None) };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening records file {}", path.display()))
+        .map_err(usage)?;
+    Ok(Some(Box::new(std::io::BufWriter::with_capacity(
+        64 * 1024,
+        f,
+    ))))
+}
+
+/// The server to benchmark: `--url`, or the built-in simulator.
+struct Server {
+    url: String,
+    /// `--model`, else the simulator's model (`None`: the first one the
+    /// server's /v1/models lists, found when the target is prepared).
+    model: Option<String>,
+    /// The built-in simulator, held (and serving) as long as the session.
+    sim: Option<goodput_sim::SimServer>,
+}
+
+impl Server {
+    /// `--url` as given, or, without one, the simulator of `--sim` (or the
+    /// default preset) started now on a loopback port.
+    fn start(target: &TargetArgs) -> Result<Server, Exit> {
+        if let Some(url) = &target.url {
+            return Ok(Server {
+                url: url.clone(),
+                model: target.model.clone(),
+                sim: None,
+            });
+        }
+        let preset = target.sim.as_ref();
+        let config = preset.map(|p| p.config.clone()).unwrap_or_default();
+        let describe = preset.map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
+        let server =
+            goodput_sim::SimServer::spawn(config, std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+                .context("starting the built-in simulator")
+                .map_err(usage)?;
+        let url = format!("http://{}", server.local_addr());
+        eprintln!(
+            "goodput: no --url given; benchmarking the built-in simulator ('{}', preset {describe}) at {url}",
+            server.model_name()
+        );
+        let model = target
+            .model
+            .clone()
+            .or_else(|| Some(server.model_name().to_string()));
+        Ok(Server {
+            url,
+            model,
+            sim: Some(server),
+        })
+    }
+}
+
+/// Prepare the target (client, model discovery, the probe). A signal
+/// during it writes `unstarted`'s document to `--out` and ends with 130.
+async fn prepare(
+    options: TargetOptions,
+    control: &RunControl,
+    out: &mut OutFile,
+    unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
+) -> Result<PreparedTarget, Exit> {
+    match PreparedTarget::prepare(options.clone(), control).await {
+        Ok(p) => Ok(p),
+        Err(RunError::Interrupted) => {
+            out.write(&unstarted(&options))?;
+            Err(run_error(RunError::Interrupted))
+        }
+        Err(e) => Err(run_error(e)),
     }
 }

@@ -1,21 +1,24 @@
-//! The specs built from the flags: a run's [`RunSpec`] (plan, workload,
-//! SLO, cost) and its workload, with dataset and trace files read and
-//! checked before any request is sent.
+//! The specs built from the flags: the target's options, a run's
+//! [`RunSpec`] (plan, workload, SLO, cost) and its workload, with dataset
+//! and trace files read and checked before any request is sent.
 
 use std::sync::Arc;
 
+use goodput_core::client::tls::TlsOptions;
+use goodput_core::client::ClientOptions;
 use goodput_core::cost::CostSpec;
 use goodput_core::executor::{RunPlan, Warmup, WarmupPolicy};
 use goodput_core::schedule::{Arrival, Load, RampUp};
+use goodput_core::server_metrics::ScrapeOptions;
 use goodput_core::slo::Slo;
-use goodput_core::target::RunSpec;
+use goodput_core::target::{RunSpec, ServerMetricsChoice, TargetOptions};
 use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
 use goodput_core::workload::trace::{load_trace, TraceOptions};
 use goodput_core::workload::{
     PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
 };
 
-use crate::cli::{BoundsArgs, CommonArgs, CostArgs, SloArgs, WorkloadArgs};
+use crate::cli::{BoundsArgs, CommonArgs, CostArgs, SloArgs, TargetArgs, WorkloadArgs};
 use crate::exit::{usage, Exit};
 
 /// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
@@ -176,4 +179,53 @@ pub fn workload_spec(
         SourceSpec::Synthetic
     };
     Ok(WorkloadSpec { synthetic, source })
+}
+
+/// The target's options from the target and workload flags, for the server
+/// at `url` (`model`: `None` to discover it; `server_in_process`: the
+/// built-in simulator shares this process). The API key is read here from
+/// the `--api-key-env` variable, and is never printed or written.
+pub fn target_options(
+    target: &TargetArgs,
+    workload: &WorkloadArgs,
+    url: String,
+    model: Option<String>,
+    server_in_process: bool,
+) -> TargetOptions {
+    let api_key = std::env::var(&target.api_key_env)
+        .ok()
+        .filter(|k| !k.is_empty());
+    TargetOptions {
+        client: ClientOptions {
+            url,
+            endpoint: target.endpoint,
+            headers: target.headers.clone(),
+            api_key,
+            timeout: target.timeout,
+            idle_timeout: target.idle_timeout,
+            connect_timeout: target.connect_timeout,
+            no_proxy: target.no_proxy,
+            tls: TlsOptions {
+                insecure: target.insecure,
+                ca_cert: target.ca_cert.clone(),
+                client_auth: target.client_cert.clone().zip(target.client_key.clone()),
+            },
+        },
+        model,
+        stream: !target.no_stream,
+        pin_output: !workload.no_pin_output,
+        temperature: target.temperature,
+        tokenizer: workload.tokenizer.clone(),
+        server_in_process,
+        server_metrics: match (&target.server_metrics, target.no_server_metrics) {
+            (_, true) => ServerMetricsChoice::Off,
+            (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {
+                url: url.clone(),
+                interval: target.server_metrics_interval,
+            }),
+            (None, false) => ServerMetricsChoice::Auto {
+                interval: target.server_metrics_interval,
+            },
+        },
+    }
 }
