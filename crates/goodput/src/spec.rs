@@ -11,6 +11,7 @@ use goodput_core::executor::{RunPlan, Warmup, WarmupPolicy};
 use goodput_core::schedule::{Arrival, Load, RampUp};
 use goodput_core::server_metrics::ScrapeOptions;
 use goodput_core::slo::Slo;
+use goodput_core::sweep::{SweepMode, SweepSpec};
 use goodput_core::target::{RunSpec, ServerMetricsChoice, TargetOptions};
 use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
 use goodput_core::workload::trace::{load_trace, TraceOptions};
@@ -18,7 +19,9 @@ use goodput_core::workload::{
     PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
 };
 
-use crate::cli::{BoundsArgs, CommonArgs, CostArgs, SloArgs, TargetArgs, WorkloadArgs};
+use crate::cli::{
+    BoundsArgs, CommonArgs, CostArgs, SearchKind, SloArgs, SweepPlanArgs, TargetArgs, WorkloadArgs,
+};
 use crate::exit::{usage, Exit};
 
 /// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
@@ -94,6 +97,48 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
         cost: cost(&flags.cost),
         keep_outputs: false,
         schedule_control: None,
+    })
+}
+
+/// A sweep's spec from its flags: which points (`--search`, `--rates`,
+/// `--concurrencies`, else automatic), and the run spec every point shares,
+/// its points bounded by `--point-time` (and `--num-prompts` when given).
+pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> {
+    let s = &flags.load;
+    let mode = match s.search {
+        Some(SearchKind::Goodput) => SweepMode::Search {
+            precision: s.precision,
+        },
+        None if !s.rates.is_empty() => SweepMode::Rates(s.rates.clone()),
+        None if !s.concurrencies.is_empty() => SweepMode::Concurrencies(s.concurrencies.clone()),
+        None => SweepMode::Auto,
+    };
+    let mut base = run_spec(Load::Closed { concurrency: 1 }, flags)?;
+    if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
+        // Every point sends the dataset's rows again: unsalted, the second
+        // point would be served from the first one's prefix cache.
+        if !base.workload.synthetic.cache_bust {
+            eprintln!("goodput: note: a sweep salts the dataset's prompts (--cache-bust), so no point is served from an earlier point's prefix cache");
+        }
+        base.workload.synthetic.cache_bust = true;
+    }
+    // Points are bounded by time; --num-prompts, when given, bounds them too.
+    base.plan.num_prompts = flags.bounds.num_prompts;
+    let point_time = flags
+        .bounds
+        .duration
+        .map_or(s.point_time, |d| d.min(s.point_time));
+    Ok(SweepSpec {
+        mode,
+        base,
+        warmup: flags.bounds.warmup,
+        arrival: s.arrival,
+        max_concurrency: s.max_concurrency,
+        point_time,
+        probe_time: s.probe_time.min(point_time),
+        max_time: s.max_time,
+        search_time: s.search_time,
+        measure_time: s.measure_time,
     })
 }
 

@@ -6,8 +6,7 @@
 use anyhow::anyhow;
 use goodput_core::report::console;
 use goodput_core::schedule::Load;
-use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
-use goodput_core::workload::SourceSpec;
+use goodput_core::sweep::{self, SweepResult, SweepSpec};
 
 use crate::cli::{SearchKind, SweepArgs};
 use crate::exit::{run_error, usage, Code, Exit};
@@ -36,43 +35,7 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
 }
 
 async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
-    let s = &args.common.load;
-    let mode = match s.search {
-        Some(SearchKind::Goodput) => SweepMode::Search {
-            precision: s.precision,
-        },
-        None if !s.rates.is_empty() => SweepMode::Rates(s.rates.clone()),
-        None if !s.concurrencies.is_empty() => SweepMode::Concurrencies(s.concurrencies.clone()),
-        None => SweepMode::Auto,
-    };
-    let mut base = spec::run_spec(Load::Closed { concurrency: 1 }, &args.common)?;
-    if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
-        // Every point sends the dataset's rows again: unsalted, the second
-        // point would be served from the first one's prefix cache.
-        if !base.workload.synthetic.cache_bust {
-            eprintln!("goodput: note: a sweep salts the dataset's prompts (--cache-bust), so no point is served from an earlier point's prefix cache");
-        }
-        base.workload.synthetic.cache_bust = true;
-    }
-    // Points are bounded by time; --num-prompts, when given, bounds them too.
-    base.plan.num_prompts = args.common.bounds.num_prompts;
-    let point_time = args
-        .common
-        .bounds
-        .duration
-        .map_or(s.point_time, |d| d.min(s.point_time));
-    let spec = SweepSpec {
-        mode,
-        base,
-        warmup: args.common.bounds.warmup,
-        arrival: s.arrival,
-        max_concurrency: s.max_concurrency,
-        point_time,
-        probe_time: s.probe_time.min(point_time),
-        max_time: s.max_time,
-        search_time: s.search_time,
-        measure_time: s.measure_time,
-    };
+    let spec = spec::sweep_spec(&args.common)?;
     let unstarted = |_: &goodput_core::target::TargetOptions| {
         document_bytes(&SweepResult {
             mode: Some(spec.mode.clone()),
@@ -84,35 +47,41 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
     };
     let mut session = Session::start(&args.common, &unstarted).await?;
     let quiet = args.common.output.quiet;
+    let result = run_points(&mut session, &spec, quiet).await?;
+    session.out.write(&document_bytes(&result))?;
+    let stopping = session.control.is_stopping();
+    session.write_reports(
+        goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
+        "sweep",
+    )?;
+    if !quiet {
+        print!("{}", console::sweep_summary(&result));
+    } else if let Some(h) = sweep::headline(&result) {
+        println!("{h}");
+    }
+    session.finish().await;
+    verdict(&result, stopping, args.common.load.search)
+}
+
+/// Run the sweep's points with the progress display, saving the document
+/// to `--out` as each point finishes (an interrupted sweep keeps what it
+/// measured) and saying each point on stderr unless `quiet`.
+async fn run_points(
+    session: &mut Session,
+    spec: &SweepSpec,
+    quiet: bool,
+) -> Result<SweepResult, Exit> {
     let Session {
         control,
         target,
         sink,
         out,
         ..
-    } = &mut session;
+    } = session;
     let mut write_error = None;
     let mut on_point = |r: &SweepResult, _: &goodput_core::executor::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet) {
-            let m = &p.result.metrics;
-            eprintln!(
-                "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
-                r.points.len(),
-                p.role,
-                describe_load(&p.result.load),
-                m.throughput.request.value,
-                m.throughput.output.value,
-                match p.meets {
-                    Some(true) => ", meets the SLO",
-                    Some(false) => ", misses the SLO",
-                    None => "",
-                },
-                if m.saturation.saturated {
-                    ", saturated"
-                } else {
-                    ""
-                }
-            );
+            eprintln!("{}", point_line(r.points.len(), p));
         }
         // Saved as each point finishes: an interrupted sweep keeps what it measured.
         if let Err(e) = out.write(&document_bytes(r)) {
@@ -130,25 +99,45 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
         quiet,
         done_rx,
     );
-    let result = sweep::sweep(target, &spec, sink, control, &live, &mut on_point).await;
+    let result = sweep::sweep(target, spec, sink, control, &live, &mut on_point).await;
     let _ = done_tx.send(true);
     tokio::task::yield_now().await;
     let result = result.map_err(run_error)?;
-    if let Some(e) = write_error {
-        return Err(e);
+    match write_error {
+        Some(e) => Err(e),
+        None => Ok(result),
     }
-    out.write(&document_bytes(&result))?;
-    let stopping = control.is_stopping();
-    session.write_reports(
-        goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
-        "sweep",
-    )?;
-    if !quiet {
-        print!("{}", console::sweep_summary(&result));
-    } else if let Some(h) = sweep::headline(&result) {
-        println!("{h}");
-    }
-    session.finish().await;
+}
+
+/// The line said on stderr when the `n`th point finishes: its role, load,
+/// throughput, and whether it met the SLO or saturated the server.
+fn point_line(n: usize, p: &sweep::SweepPoint) -> String {
+    let m = &p.result.metrics;
+    format!(
+        "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
+        n,
+        p.role,
+        describe_load(&p.result.load),
+        m.throughput.request.value,
+        m.throughput.output.value,
+        match p.meets {
+            Some(true) => ", meets the SLO",
+            Some(false) => ", misses the SLO",
+            None => "",
+        },
+        if m.saturation.saturated {
+            ", saturated"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The sweep's exit code (README, "Exit codes"): 130 when a signal
+/// (`stopping`) came before any point, 3 when no point ran or none
+/// completed a request, 5 or 130 when the goodput `search` stopped before
+/// its answer (the time limit or a signal), 1 when the goodput is 0.
+fn verdict(result: &SweepResult, stopping: bool, search: Option<SearchKind>) -> Result<Code, Exit> {
     if result.points.is_empty() && stopping {
         return Err(Exit(
             Code::Interrupted,
@@ -178,7 +167,7 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
             anyhow!("no request completed at any point"),
         ));
     }
-    if result.goodput.is_none() && args.common.load.search == Some(SearchKind::Goodput) {
+    if result.goodput.is_none() && search == Some(SearchKind::Goodput) {
         let why = result.stopped.as_ref();
         eprintln!(
             "goodput: the search stopped before it found the goodput ({})",
