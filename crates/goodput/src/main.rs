@@ -5,6 +5,19 @@
 //! ok, 1 a gate failed, 2 usage or input error, 3 no request completed, 4 an
 //! internal fault of goodput, 5 a sweep's `--max-time` ended its search, 130
 //! interrupted before any measured request was sent).
+//!
+//! The modules in layers, each importing only from the layers below it:
+//!
+//! 1. `exit` (exit codes, the `Exit` error, `usage`), importing nothing of
+//!    this crate; `cli` (every clap struct in `cli/mod.rs`, the groups of
+//!    flags in `cli/groups.rs`, every flag's parser in `cli/parse.rs`),
+//!    importing no module of this crate outside `cli/`.
+//! 2. `setup` (open-file limit, runtime, signals), `exposition`
+//!    (`--metrics-listen`), `progress` (the progress display).
+//! 3. `spec`: the specs built from the flags (target options, run, sweep).
+//! 4. `session`: what a measuring command holds while it runs.
+//! 5. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
+//!    `sim_cmd`; `main` dispatches to them.
 
 mod cli;
 mod compare_cmd;

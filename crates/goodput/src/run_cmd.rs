@@ -13,11 +13,10 @@ use anyhow::anyhow;
 use goodput_core::executor::Progress;
 use goodput_core::report::saved::Saved;
 use goodput_core::report::{self, Exporter};
-use goodput_core::schedule::{Arrival, Load};
 use goodput_core::target::RunError;
 
 use crate::cli::RunArgs;
-use crate::exit::{self, run_error, Code, Exit};
+use crate::exit::{run_error, usage, Code, Exit};
 use crate::session::Session;
 use crate::setup;
 use crate::spec;
@@ -26,35 +25,21 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
     if args.common.workload.trace.is_some()
         && (args.common.load.concurrency.is_some() || args.common.load.request_rate.is_some())
     {
-        return Err(exit::usage(anyhow::anyhow!(
+        return Err(usage(anyhow!(
             "--trace cannot be used with --concurrency or --request-rate: the trace sets the arrival times (scale them with --trace-speed; cap in-flight requests with --max-concurrency)"
         )));
     }
     setup::raise_fd_limit();
     // Closed loop and capped open loop know their streams in advance.
     setup::check_fd_limit(
-        load(&args).concurrency_cap(),
+        spec::run_load(&args.common.load).concurrency_cap(),
         args.common.target.url.is_none(),
     )?;
     setup::runtime()?.block_on(run_async(args))
 }
 
-fn load(args: &RunArgs) -> Load {
-    let l = &args.common.load;
-    match l.request_rate {
-        Some(rate) => Load::Open {
-            rate,
-            arrival: l.burstiness.map(Arrival::Gamma).unwrap_or(l.arrival),
-            max_concurrency: l.max_concurrency,
-        },
-        None => Load::Closed {
-            concurrency: l.concurrency.or(l.max_concurrency).unwrap_or(8),
-        },
-    }
-}
-
 async fn run_async(args: RunArgs) -> Result<Code, Exit> {
-    let mut spec = spec::run_spec(load(&args), &args.common)?;
+    let mut spec = spec::run_spec(spec::run_load(&args.common.load), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
     let unstarted = |o: &goodput_core::target::TargetOptions| {

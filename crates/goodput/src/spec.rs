@@ -20,12 +20,29 @@ use goodput_core::workload::{
 };
 
 use crate::cli::{
-    BoundsArgs, CommonArgs, CostArgs, SearchKind, SloArgs, SweepPlanArgs, TargetArgs, WorkloadArgs,
+    BoundsArgs, CommonArgs, CostArgs, LoadArgs, SearchKind, SloArgs, SweepPlanArgs, TargetArgs,
+    WorkloadArgs,
 };
 use crate::exit::{usage, Exit};
 
+/// A run's load: open loop at `--request-rate` (its arrival process from
+/// `--arrival`, or `--burstiness` as vLLM spells gamma), else closed loop at
+/// `--concurrency` (else `--max-concurrency`, else 8).
+pub fn run_load(l: &LoadArgs) -> Load {
+    match l.request_rate {
+        Some(rate) => Load::Open {
+            rate,
+            arrival: l.burstiness.map(Arrival::Gamma).unwrap_or(l.arrival),
+            max_concurrency: l.max_concurrency,
+        },
+        None => Load::Closed {
+            concurrency: l.concurrency.or(l.max_concurrency).unwrap_or(8),
+        },
+    }
+}
+
 /// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
-pub fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
+fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
     match (bounds.num_prompts, bounds.duration) {
         (Some(n), _) => Some(n),
         (None, Some(_)) => None,
@@ -33,6 +50,7 @@ pub fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
     }
 }
 
+/// The SLO of the SLO flags, or `None` when none was given.
 pub fn slo(args: &SloArgs) -> Option<Slo> {
     let terms: Vec<_> = args.slo.iter().flatten().copied().collect();
     (!terms.is_empty() || !args.goodput.is_empty() || args.slo_attainment.is_some()).then(|| Slo {
@@ -43,7 +61,8 @@ pub fn slo(args: &SloArgs) -> Option<Slo> {
     })
 }
 
-pub fn cost(args: &CostArgs) -> Option<CostSpec> {
+/// The deployment's cost, or `None` when neither a cost nor a power was given.
+fn cost(args: &CostArgs) -> Option<CostSpec> {
     (args.cost_per_hour.is_some() || args.power_watts.is_some()).then_some(CostSpec {
         per_hour: args.cost_per_hour,
         power_watts: args.power_watts,
@@ -145,7 +164,7 @@ pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> 
 /// The workload from the workload flags, with its files read and checked.
 /// `num_prompts`: the measured requests a dataset must supply (`None`: each
 /// usable row once, for a run bounded by time).
-pub fn workload_spec(
+fn workload_spec(
     w: &WorkloadArgs,
     seed: u64,
     num_prompts: Option<u64>,
