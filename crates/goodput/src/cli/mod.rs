@@ -21,6 +21,8 @@ use goodput_core::schedule::Arrival;
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 use parse::{arrival, at_least_one, fail_on, finite_rate, percent, positive_duration};
 
+// The whole command line. (Plain comments on `Cli` and `Command`: clap
+// would take a doc comment for help text.)
 #[derive(Parser, Debug)]
 #[command(
     name = "goodput",
@@ -34,6 +36,7 @@ pub struct Cli {
     pub command: Command,
 }
 
+// The subcommands, each dispatched by `main` to its `*_cmd` module.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// One benchmark at one load point.

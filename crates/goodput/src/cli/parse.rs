@@ -1,29 +1,37 @@
 //! The parser of every flag's grammar, and the values they produce.
+//!
+//! Every flag is checked here, by its parser, before anything starts: a bad
+//! value exits 2 with what would be valid, before the simulator, a
+//! connection or a file is touched. One parser per grammar: `run` and
+//! `sweep` share them, and a narrower grammar is built on the wider one
+//! (`finite_rate` on `rate`'s numbers, `burstiness` on `positive`).
+//! Grammars that the core also reads (durations, SLO terms, arrival
+//! processes, tokenizers) are the core's own parsers, called from here.
 
 use std::path::PathBuf;
 
 use goodput_core::report::compare::FailOn;
 
+/// `--percentiles`: the percentiles to report, each from 0 to 100.
 #[derive(Debug, Clone)]
 pub struct Percentiles(pub Vec<f64>);
 
-// Every flag is checked here, by its parser, before anything starts: a bad
-// value exits 2 with what would be valid, before the simulator, a connection
-// or a file is touched. One parser per grammar: `run` and `sweep` share
-// them, and a narrower grammar is built on the wider one.
-
+/// A duration, zero allowed (`--drain-timeout`, `--trace-start`, `--metrics-linger`).
 pub(super) fn duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_duration(s)
 }
 
+/// A duration above zero (the timeouts, `--duration`, `--ramp-up`, sweep times...).
 pub(super) fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_positive_duration(s)
 }
 
+/// `--server-metrics`: an http(s) URL to scrape.
 pub(super) fn server_metrics_url(s: &str) -> Result<String, String> {
     goodput_core::server_metrics::check_url(s).map(|_| s.to_string())
 }
 
+/// `--temperature`: a number >= 0.
 pub(super) fn temperature(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(t) if t.is_finite() && t >= 0.0 => Ok(t),
@@ -31,6 +39,7 @@ pub(super) fn temperature(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--metrics-listen`: HOST:PORT (port 0: any free port).
 pub(super) fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
     use std::net::ToSocketAddrs;
     s.to_socket_addrs()
@@ -43,12 +52,12 @@ pub(super) fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 
 /// The least rate a flag accepts: slower than one request per longest
 /// duration a flag accepts, a run could never send twice.
-pub(super) fn min_rate() -> f64 {
+fn min_rate() -> f64 {
     1.0 / goodput_core::units::MAX_DURATION.as_secs_f64()
 }
 
 /// A finite rate in requests/s, at least [`min_rate`].
-pub(super) fn finite_rate_number(s: &str) -> Option<f64> {
+fn finite_rate_number(s: &str) -> Option<f64> {
     s.trim()
         .parse::<f64>()
         .ok()
@@ -106,15 +115,14 @@ pub(super) fn percent(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--burstiness`: vLLM's gamma shape, the [`positive`] grammar with a
+/// message that says what the number means.
 pub(super) fn burstiness(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(b) if b > 0.0 && b.is_finite() => Ok(b),
-        _ => Err(format!(
-            "invalid burstiness '{s}': expected a number > 0 (1 is Poisson)"
-        )),
-    }
+    positive(s)
+        .map_err(|_| format!("invalid burstiness '{s}': expected a number > 0 (1 is Poisson)"))
 }
 
+/// A share from 0 to 1 (`--slo-attainment`, `--max-error-rate`).
 pub(super) fn share(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
@@ -124,6 +132,7 @@ pub(super) fn share(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--warmup`: auto, a request count (0: none) or a duration.
 pub(super) fn warmup(s: &str) -> Result<goodput_core::executor::WarmupPolicy, String> {
     use goodput_core::executor::Warmup;
     let s = s.trim();
@@ -146,14 +155,17 @@ pub(super) fn warmup(s: &str) -> Result<goodput_core::executor::WarmupPolicy, St
         })
 }
 
+/// `--slo`: one or more comma-separated terms METRIC:pQ<=THRESHOLD.
 pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::slo::SloTerm>, String> {
     goodput_core::slo::parse_terms(&[s.to_string()])
 }
 
+/// `--goodput`: one per-request threshold METRIC:MS.
 pub(super) fn threshold(s: &str) -> Result<goodput_core::slo::Threshold, String> {
     s.parse()
 }
 
+/// A finite number above zero (`--cost-per-hour`, `--power-watts`).
 pub(super) fn positive(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
@@ -168,6 +180,7 @@ pub struct SimPreset {
     pub config: goodput_sim::SimConfig,
 }
 
+/// `--sim`: a simulator preset, validated into its configuration.
 pub(super) fn sim_preset(s: &str) -> Result<SimPreset, String> {
     // Each key is parsed with its own type (goodput-sim's `config::spec`).
     let config = goodput_sim::SimArgs::from_spec(s)
@@ -183,16 +196,19 @@ pub(super) fn sim_preset(s: &str) -> Result<SimPreset, String> {
     })
 }
 
+/// `--ca-cert`, `--client-cert`: a PEM file holding certificates.
 pub(super) fn pem_certs(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
     goodput_core::client::tls::read_certs(&p).map(|_| p)
 }
 
+/// `--client-key`: a PEM file holding a private key.
 pub(super) fn pem_key(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
     goodput_core::client::tls::read_key(&p).map(|_| p)
 }
 
+/// `--dataset-input-filter`, `--dataset-output-filter`: MIN,MAX tokens.
 pub(super) fn token_range(s: &str) -> Result<(u32, u32), String> {
     let bad =
         || format!("invalid range '{s}': expected MIN,MAX, whole numbers with 1 <= MIN <= MAX");
@@ -203,6 +219,7 @@ pub(super) fn token_range(s: &str) -> Result<(u32, u32), String> {
     }
 }
 
+/// `--trace-speed`: a replay speed from 0.000001 to 1000000.
 pub(super) fn speed(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x.is_finite() && (1e-6..=1e6).contains(&x) => Ok(x),
@@ -212,16 +229,19 @@ pub(super) fn speed(s: &str) -> Result<f64, String> {
     }
 }
 
+/// `--tokenizer`: a built-in tokenizer, a tokenizer.json path, or none.
 pub(super) fn tokenizer(s: &str) -> Result<goodput_core::tokenizer::Tokenizer, String> {
     goodput_core::tokenizer::Tokenizer::from_spec(s).map_err(|e| e.to_string())
 }
 
+/// `--url`: the server's base URL.
 pub(super) fn url(s: &str) -> Result<String, String> {
     goodput_core::client::BaseUrl::parse(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
 }
 
+/// `--header`: 'Name: value', with no line break in the value.
 pub(super) fn header(s: &str) -> Result<String, String> {
     let valid = s.split_once(':').is_some_and(|(name, value)| {
         let name = name.trim();
@@ -236,10 +256,12 @@ pub(super) fn header(s: &str) -> Result<String, String> {
     }
 }
 
+/// `--arrival` (run and sweep): poisson, constant or gamma:SHAPE.
 pub(super) fn arrival(s: &str) -> Result<goodput_core::schedule::Arrival, String> {
     s.parse()
 }
 
+/// `--percentiles`: comma-separated numbers from 0 to 100.
 pub(super) fn percentiles(s: &str) -> Result<Percentiles, String> {
     let v: Result<Vec<f64>, _> = s.split(',').map(|p| p.trim().parse::<f64>()).collect();
     match v {
@@ -250,6 +272,7 @@ pub(super) fn percentiles(s: &str) -> Result<Percentiles, String> {
     }
 }
 
+/// `compare --fail-on`: a bound on a figure's change.
 pub(super) fn fail_on(s: &str) -> Result<FailOn, String> {
     s.parse()
 }
