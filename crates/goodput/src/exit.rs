@@ -62,3 +62,29 @@ pub fn run_error(e: RunError) -> Exit {
     };
     Exit(code, anyhow::Error::new(e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Code;
+
+    /// The numbers README.md documents ("Exit codes"): scripts depend on them.
+    #[test]
+    fn codes_keep_their_documented_numbers() {
+        let documented = [
+            (Code::Ok, 0),
+            (Code::GateFailed, 1),
+            (Code::Usage, 2),
+            (Code::NothingCompleted, 3),
+            (Code::Internal, 4),
+            (Code::TimeLimit, 5),
+            (Code::Interrupted, 130),
+        ];
+        for (code, number) in documented {
+            assert_eq!(code.number(), number, "{code:?}");
+        }
+        assert!(
+            Code::GateFailed > Code::Ok,
+            "the worse gate outcome is the greater"
+        );
+    }
+}

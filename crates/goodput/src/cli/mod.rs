@@ -199,3 +199,63 @@ pub struct ReportArgs {
     #[arg(long, short)]
     pub quiet: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, Parser};
+
+    use super::*;
+
+    /// clap's own consistency checks: every `conflicts_with`, `requires`
+    /// and default names a flag that exists in the command where it is
+    /// flattened, and no two flags share a name.
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_and_sweep_read_the_shared_flags_into_common() {
+        let cli = Cli::try_parse_from([
+            "goodput",
+            "run",
+            "--url",
+            "http://h:1",
+            "--request-rate",
+            "4",
+            "--slo",
+            "ttft:p99<=200ms",
+            "--repeat",
+            "3",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.common.target.url.as_deref(), Some("http://h:1"));
+        assert_eq!(run.common.load.request_rate, Some(4.0));
+        assert_eq!(run.common.slo.slo.len(), 1);
+        assert_eq!(run.repeat, 3);
+
+        let cli = Cli::try_parse_from([
+            "goodput",
+            "sweep",
+            "--search",
+            "goodput",
+            "--slo",
+            "ttft:p99<=200ms",
+        ])
+        .unwrap();
+        let Command::Sweep(sweep) = cli.command else {
+            panic!("not sweep")
+        };
+        assert_eq!(sweep.common.load.search, Some(SearchKind::Goodput));
+        assert_eq!(sweep.common.slo.slo.len(), 1);
+    }
+
+    #[test]
+    fn search_takes_only_goodput() {
+        let e = Cli::try_parse_from(["goodput", "sweep", "--search", "other"]).unwrap_err();
+        assert!(e.to_string().contains("[possible values: goodput]"), "{e}");
+    }
+}

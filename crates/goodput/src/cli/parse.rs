@@ -276,3 +276,50 @@ pub(super) fn percentiles(s: &str) -> Result<Percentiles, String> {
 pub(super) fn fail_on(s: &str) -> Result<FailOn, String> {
     s.parse()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_rate_is_a_number_of_at_least_one_a_year_or_inf() {
+        assert_eq!(rate("inf"), Ok(f64::INFINITY));
+        assert_eq!(rate("2.5"), Ok(2.5));
+        assert_eq!(rate(" 2"), Ok(2.0));
+        for bad in ["0", "-1", "1e-9", "abc", "NaN"] {
+            let e = rate(bad).unwrap_err();
+            assert!(e.contains("or 'inf'"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_sweep_rate_is_the_run_grammar_without_inf() {
+        for ok in ["2.5", " 2", "1e-7"] {
+            assert_eq!(finite_rate(ok), rate(ok), "{ok}");
+        }
+        for bad in ["inf", "0", "1e-9", "abc"] {
+            let e = finite_rate(bad).unwrap_err();
+            assert!(!e.contains("or 'inf'"), "{bad}: {e}");
+            assert!(e.contains("(one a year)"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn counts_allow_the_spaces_of_a_comma_list() {
+        assert_eq!(at_least_one(" 8"), Ok(8));
+        assert!(at_least_one("0").is_err());
+    }
+
+    #[test]
+    fn burstiness_keeps_its_own_message() {
+        assert_eq!(burstiness("0.5"), Ok(0.5));
+        assert_eq!(
+            burstiness("0"),
+            Err("invalid burstiness '0': expected a number > 0 (1 is Poisson)".to_string())
+        );
+        assert_eq!(
+            positive("0"),
+            Err("invalid value '0': expected a number > 0".to_string())
+        );
+    }
+}
