@@ -14,8 +14,7 @@ use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
-use crate::setup::usage;
-use crate::Exit;
+use crate::exit::{usage, Exit};
 
 /// A running exposition.
 pub struct Exposition {

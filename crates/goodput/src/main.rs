@@ -1,21 +1,40 @@
 //! `goodput`: honest benchmarks of LLM inference servers.
 //!
 //! `main` parses the command line, runs the command, prints any error with
-//! its whole chain, and exits with the documented code: 0 ok, 1 a gate
-//! failed, 2 usage or input error, 3 no request completed, 4 an internal
-//! fault of goodput, 130 interrupted before any measured request was sent.
+//! its whole chain, and exits with the documented code ([`exit::Code`]: 0
+//! ok, 1 a gate failed, 2 usage or input error, 3 no request completed, 4 an
+//! internal fault of goodput, 5 a sweep's `--max-time` ended its search, 130
+//! interrupted before any measured request was sent).
+//!
+//! The modules in layers, each importing only from the layers below it:
+//!
+//! 1. `exit` (exit codes, the `Exit` error, `usage`), importing nothing of
+//!    this crate; `cli` (every clap struct in `cli/mod.rs`, the groups of
+//!    flags in `cli/groups.rs`, every flag's parser in `cli/parse.rs`),
+//!    importing no module of this crate outside `cli/`.
+//! 2. `setup` (open-file limit, runtime, signals), `exposition`
+//!    (`--metrics-listen`), `progress` (the progress display).
+//! 3. `spec`: the specs built from the flags (target options, run, sweep).
+//! 4. `session`: what a measuring command holds while it runs.
+//! 5. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
+//!    `sim_cmd`; `main` dispatches to them.
 
 mod cli;
 mod compare_cmd;
+mod exit;
 mod exposition;
 mod progress;
 mod report_cmd;
 mod run_cmd;
+mod session;
 mod setup;
 mod sim_cmd;
+mod spec;
 mod sweep_cmd;
 
 use clap::Parser;
+
+use exit::{Code, Exit};
 
 /// mimalloc: measured with goodput-bench, glibc's malloc spent noticeable
 /// time consolidating free lists when records cross from request tasks to the
@@ -23,12 +42,21 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// An error that ends the process with a specific exit code.
-#[derive(Debug)]
-pub struct Exit(pub i32, pub anyhow::Error);
-
 fn main() {
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        // clap's own exits: --help and --version print and end with 0, a
+        // bad flag or value with 2 (a usage error), as `Cli::parse` would.
+        Err(e) => {
+            let _ = e.print();
+            let code = if e.use_stderr() {
+                Code::Usage
+            } else {
+                Code::Ok
+            };
+            std::process::exit(code.number());
+        }
+    };
     let code = match cli.command {
         cli::Command::Run(args) => run_cmd::main(*args),
         cli::Command::Sweep(args) => sweep_cmd::main(*args),
@@ -37,10 +65,10 @@ fn main() {
         cli::Command::Compare(args) => compare_cmd::main(*args),
     };
     match code {
-        Ok(c) => std::process::exit(c),
+        Ok(c) => std::process::exit(c.number()),
         Err(Exit(c, e)) => {
             eprintln!("goodput: error: {e:#}");
-            std::process::exit(c);
+            std::process::exit(c.number());
         }
     }
 }

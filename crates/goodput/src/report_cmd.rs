@@ -5,30 +5,12 @@
 use std::path::PathBuf;
 
 use anyhow::anyhow;
-use clap::Args;
 
 use goodput_core::report::console;
 use goodput_core::report::saved::Saved;
 
-use crate::setup::usage;
-use crate::Exit;
-
-/// `goodput report`: re-render saved results.
-#[derive(Args, Debug, Clone)]
-pub struct ReportArgs {
-    /// Results files written by `run --out` or `sweep --out`.
-    #[arg(required = true, value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-    /// Write one HTML report of every file here (several files overlay their curves).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Write the CSV summary (one row per run or sweep point) here.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// No console summary (files are still written).
-    #[arg(long, short)]
-    pub quiet: bool,
-}
+use crate::cli::ReportArgs;
+use crate::exit::{usage, Code, Exit};
 
 /// Every file's label (its name; the path where two names collide) and result.
 pub fn read_all(files: &[PathBuf]) -> Result<Vec<(String, Saved)>, Exit> {
@@ -50,7 +32,7 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(String, Saved)>, Exit> {
     Ok(items)
 }
 
-pub fn main(args: ReportArgs) -> Result<i32, Exit> {
+pub fn main(args: ReportArgs) -> Result<Code, Exit> {
     let items = read_all(&args.files)?;
     if !args.quiet {
         for (label, saved) in &items {
@@ -72,5 +54,5 @@ pub fn main(args: ReportArgs) -> Result<i32, Exit> {
         std::fs::write(path, goodput_core::report::csv::render(&items))
             .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
-    Ok(0)
+    Ok(Code::Ok)
 }

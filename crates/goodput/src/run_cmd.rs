@@ -9,64 +9,46 @@
 
 use std::sync::Arc;
 
+use anyhow::anyhow;
 use goodput_core::executor::Progress;
 use goodput_core::report::saved::Saved;
 use goodput_core::report::{self, Exporter};
-use goodput_core::schedule::{Arrival, Load};
 use goodput_core::target::RunError;
 
 use crate::cli::RunArgs;
-use crate::setup::{self, run_error, Session};
-use crate::Exit;
+use crate::exit::{run_error, usage, Code, Exit};
+use crate::session::Session;
+use crate::setup;
+use crate::spec;
 
-pub fn main(args: RunArgs) -> Result<i32, Exit> {
-    if args.workload.trace.is_some()
-        && (args.load.concurrency.is_some() || args.load.request_rate.is_some())
+pub fn main(args: RunArgs) -> Result<Code, Exit> {
+    if args.common.workload.trace.is_some()
+        && (args.common.load.concurrency.is_some() || args.common.load.request_rate.is_some())
     {
-        return Err(setup::usage(anyhow::anyhow!(
+        return Err(usage(anyhow!(
             "--trace cannot be used with --concurrency or --request-rate: the trace sets the arrival times (scale them with --trace-speed; cap in-flight requests with --max-concurrency)"
         )));
     }
     setup::raise_fd_limit();
     // Closed loop and capped open loop know their streams in advance.
-    setup::check_fd_limit(load(&args).concurrency_cap(), args.target.url.is_none())?;
+    setup::check_fd_limit(
+        spec::run_load(&args.common.load).concurrency_cap(),
+        args.common.target.url.is_none(),
+    )?;
     setup::runtime()?.block_on(run_async(args))
 }
 
-fn load(args: &RunArgs) -> Load {
-    let l = &args.load;
-    match l.request_rate {
-        Some(rate) => Load::Open {
-            rate,
-            arrival: l.burstiness.map(Arrival::Gamma).unwrap_or(l.arrival),
-            max_concurrency: l.max_concurrency,
-        },
-        None => Load::Closed {
-            concurrency: l.concurrency.or(l.max_concurrency).unwrap_or(8),
-        },
-    }
-}
-
-async fn run_async(args: RunArgs) -> Result<i32, Exit> {
-    let mut spec = setup::run_spec(
-        load(&args),
-        &args.target,
-        &args.bounds,
-        &args.workload,
-        &args.slo,
-        &args.cost,
-        &args.output,
-    )?;
+async fn run_async(args: RunArgs) -> Result<Code, Exit> {
+    let mut spec = spec::run_spec(spec::run_load(&args.common.load), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
     let unstarted = |o: &goodput_core::target::TargetOptions| {
         report::Json.export(&[goodput_core::target::unstarted(o, &spec)])
     };
-    let mut session =
-        Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
+    let mut session = Session::start(&args.common, &unstarted).await?;
     let mut results = Vec::with_capacity(repeats);
     for i in 0..repeats {
-        if repeats > 1 && !args.output.quiet {
+        if repeats > 1 && !args.common.output.quiet {
             eprintln!("goodput: repeat {} of {repeats}", i + 1);
         }
         let progress = Arc::new(Progress::default());
@@ -77,7 +59,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
                 requests: spec.plan.num_prompts,
                 duration: spec.plan.duration,
             },
-            args.output.quiet,
+            args.common.output.quiet,
             done_rx,
         );
         let result = session
@@ -113,7 +95,7 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
     let before_measuring = results[0].exec.interrupted && results[0].exec.sent_measured == 0;
-    if !args.output.quiet {
+    if !args.common.output.quiet {
         print!(
             "{}",
             String::from_utf8_lossy(&report::Console.export(&results))
@@ -134,9 +116,9 @@ async fn run_async(args: RunArgs) -> Result<i32, Exit> {
             "goodput: interrupted before any measured request was sent ({} warm-up requests ran)",
             results[0].exec.sent_warmup
         );
-        return Ok(setup::EXIT_INTERRUPTED);
+        return Ok(Code::Interrupted);
     }
-    setup::gate(&results[0], args.slo.max_error_rate)
+    gate(&results[0], args.common.slo.max_error_rate)
 }
 
 /// Report a `--repeat` set: the summary across repeats on stdout, the
@@ -146,17 +128,17 @@ async fn finish_repeats(
     mut session: Session,
     results: Vec<goodput_core::result::RunResult>,
     spec: &goodput_core::target::RunSpec,
-) -> Result<i32, Exit> {
+) -> Result<Code, Exit> {
     let summary = goodput_core::repeat::summarize(
         &results,
-        args.target.temperature,
+        args.common.target.temperature,
         spec.workload.same_prompts_every_run(),
     );
     let repeat = goodput_core::repeat::RepeatResult {
         runs: results,
         summary,
     };
-    if !args.output.quiet {
+    if !args.common.output.quiet {
         print!("{}", report::console::repeat_summary(&repeat));
     }
     if repeat.runs.len() < args.repeat as usize {
@@ -171,14 +153,49 @@ async fn finish_repeats(
     doc.push(b'\n');
     session.out.write(&doc)?;
     // The exit code: the worst repeat's (3 when one completed nothing).
-    let mut gate = Ok(0);
+    let mut worst = Ok(Code::Ok);
     for r in &repeat.runs {
-        gate = match (gate, setup::gate(r, args.slo.max_error_rate)) {
+        worst = match (worst, gate(r, args.common.slo.max_error_rate)) {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
             (Ok(a), Ok(b)) => Ok(a.max(b)),
         };
     }
     session.write_reports(Saved::Repeat(Box::new(repeat)), "repeat")?;
     session.finish().await;
-    gate
+    worst
+}
+
+/// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,
+/// or the error rate above `--max-error-rate`.
+pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Result<Code, Exit> {
+    let m = &result.metrics;
+    if m.completed == 0 {
+        return Err(Exit(
+            Code::NothingCompleted,
+            anyhow!(
+                "no request completed ({} failed{})",
+                m.failed,
+                m.errors
+                    .examples
+                    .iter()
+                    .next()
+                    .map(|(k, v)| format!("; e.g. {k}: {v}"))
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    let mut code = Code::Ok;
+    if m.errors.error_rate > max_error_rate {
+        eprintln!(
+            "goodput: error rate {:.2}% is above --max-error-rate {:.2}%",
+            m.errors.error_rate * 100.0,
+            max_error_rate * 100.0
+        );
+        code = Code::GateFailed;
+    }
+    if let Some(s) = m.slo.as_ref().filter(|s| s.slo.is_gate() && !s.meets) {
+        eprintln!("goodput: the SLO was not met: {}", s.reasons.join("; "));
+        code = Code::GateFailed;
+    }
+    Ok(code)
 }

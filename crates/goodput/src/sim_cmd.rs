@@ -2,18 +2,14 @@
 
 use anyhow::Context;
 
-use crate::Exit;
+use crate::exit::{usage, Code, Exit};
 
-pub fn main(args: goodput_sim::SimArgs) -> Result<i32, Exit> {
-    let config = args
-        .to_config()
-        .map_err(|e| Exit(2, anyhow::Error::new(e)))?;
-    let addr = args
-        .listen_addr()
-        .map_err(|e| Exit(2, anyhow::Error::new(e)))?;
+pub fn main(args: goodput_sim::SimArgs) -> Result<Code, Exit> {
+    let config = args.to_config().map_err(usage)?;
+    let addr = args.listen_addr().map_err(usage)?;
     let server = goodput_sim::SimServer::spawn(config, addr)
         .context("starting the simulator")
-        .map_err(|e| Exit(2, e))?;
+        .map_err(usage)?;
     eprintln!(
         "goodput sim: serving model '{}' at http://{} (OpenAI-compatible; /v1/models, /v1/chat/completions, /v1/completions, /metrics). Ctrl-C to stop.",
         server.model_name(),
@@ -27,10 +23,10 @@ pub fn main(args: goodput_sim::SimArgs) -> Result<i32, Exit> {
         .enable_all()
         .build()
         .context("tokio runtime")
-        .map_err(|e| Exit(2, e))?;
+        .map_err(usage)?;
     rt.block_on(async {
         let _ = tokio::signal::ctrl_c().await;
     });
     server.shutdown();
-    Ok(0)
+    Ok(Code::Ok)
 }

@@ -3,213 +3,85 @@
 //! with the goodput line. Every point is written to `--out` as it finishes,
 //! so an interrupted sweep keeps what it measured.
 
-use std::time::Duration;
-
 use anyhow::anyhow;
-use clap::Args;
 use goodput_core::report::console;
-use goodput_core::schedule::{Arrival, Load};
-use goodput_core::sweep::{self, SweepMode, SweepResult, SweepSpec};
-use goodput_core::workload::SourceSpec;
+use goodput_core::schedule::Load;
+use goodput_core::sweep::{self, SweepResult, SweepSpec};
 
-use crate::cli::{BoundsArgs, CostArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
-use crate::setup::{self, run_error, usage, Session};
-use crate::Exit;
+use crate::cli::{SearchKind, SweepArgs};
+use crate::exit::{run_error, usage, Code, Exit};
+use crate::session::Session;
+use crate::setup;
+use crate::spec;
 
-/// `goodput sweep`.
-#[derive(Args, Debug, Clone)]
-pub struct SweepArgs {
-    #[command(flatten)]
-    pub target: TargetArgs,
-    #[command(flatten)]
-    pub sweep: SweepPlanArgs,
-    #[command(flatten)]
-    pub bounds: BoundsArgs,
-    #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub slo: SloArgs,
-    #[command(flatten)]
-    pub cost: CostArgs,
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// Which points, and how long each may take.
-#[derive(Args, Debug, Clone)]
-pub struct SweepPlanArgs {
-    /// Open-loop rates to run, req/s, comma-separated (e.g. 1,2,4,8).
-    #[arg(long, value_delimiter = ',', value_parser = rate, conflicts_with_all = ["concurrencies", "search"], help_heading = "Sweep")]
-    pub rates: Vec<f64>,
-    /// Closed-loop concurrencies to run, comma-separated (e.g. 1,8,64).
-    #[arg(long, value_delimiter = ',', value_parser = at_least_one, conflicts_with = "search", help_heading = "Sweep")]
-    pub concurrencies: Vec<usize>,
-    /// Search the highest rate that meets the SLO (needs --slo or --slo-attainment).
-    #[arg(long, value_parser = ["goodput"], help_heading = "Sweep")]
-    pub search: Option<String>,
-    /// Relative precision of the goodput search, e.g. 5%.
-    #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
-    pub precision: f64,
-    /// Sending window of each point (a shorter --duration wins); for a
-    /// goodput search, of each point that locates the edge.
-    #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub point_time: Duration,
-    /// Load time a goodput search may spend after its concurrency-1 run:
-    /// more time, more requests near the edge, a narrower interval.
-    #[arg(long, default_value = "270s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub search_time: Duration,
-    /// Least sending window of a goodput search's measuring points (each
-    /// also holds enough requests to bound the SLO's percentile: 368 for p99).
-    #[arg(long, default_value = "40s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub measure_time: Duration,
-    /// Sending window of the floor run and of each capacity-probe point.
-    #[arg(long, default_value = "3s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub probe_time: Duration,
-    /// Bound on the whole sweep, e.g. 10m.
-    #[arg(long, value_parser = positive_duration, help_heading = "Sweep")]
-    pub max_time: Option<Duration>,
-    /// Inter-arrival process of open-loop points: poisson, constant or gamma:SHAPE.
-    #[arg(long, default_value = "poisson", help_heading = "Sweep")]
-    pub arrival: Arrival,
-    /// Cap on requests in flight at open-loop points (the wait shows as schedule lag).
-    #[arg(long, value_parser = at_least_one, help_heading = "Sweep")]
-    pub max_concurrency: Option<usize>,
-}
-
-fn rate(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
-        _ => Err(format!(
-            "invalid rate '{s}': expected a number > 0 (requests/s)"
-        )),
-    }
-}
-
-fn percent(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
-        None => t.parse::<f64>(),
-    };
-    match v {
-        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
-        _ => Err(format!(
-            "invalid precision '{s}': expected a share such as 5% or 0.05"
-        )),
-    }
-}
-
-fn positive_duration(s: &str) -> Result<Duration, String> {
-    goodput_core::units::parse_positive_duration(s)
-}
-
-pub fn main(args: SweepArgs) -> Result<i32, Exit> {
-    if args.sweep.search.is_some() && setup::slo(&args.slo).is_none_or(|s| !s.is_gate()) {
+pub fn main(args: SweepArgs) -> Result<Code, Exit> {
+    if args.common.load.search == Some(SearchKind::Goodput)
+        && spec::slo(&args.common.slo).is_none_or(|s| !s.is_gate())
+    {
         return Err(usage(anyhow!(
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
         )));
     }
-    if args.workload.trace.is_some() {
+    if args.common.workload.trace.is_some() {
         return Err(usage(anyhow!(
             "a trace sets its own arrival times, so a sweep cannot vary the load: use `goodput run --trace FILE --trace-speed X` at several speeds"
         )));
     }
     setup::raise_fd_limit();
-    let s = &args.sweep;
+    let s = &args.common.load;
     let streams = s.concurrencies.iter().copied().max().or(s.max_concurrency);
-    setup::check_fd_limit(streams, args.target.url.is_none())?;
+    setup::check_fd_limit(streams, args.common.target.url.is_none())?;
     setup::runtime()?.block_on(sweep_async(args))
 }
 
-async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
-    let s = &args.sweep;
-    let mode = if s.search.is_some() {
-        SweepMode::Search {
-            precision: s.precision,
-        }
-    } else if !s.rates.is_empty() {
-        SweepMode::Rates(s.rates.clone())
-    } else if !s.concurrencies.is_empty() {
-        SweepMode::Concurrencies(s.concurrencies.clone())
-    } else {
-        SweepMode::Auto
-    };
-    let mut base = setup::run_spec(
-        Load::Closed { concurrency: 1 },
-        &args.target,
-        &args.bounds,
-        &args.workload,
-        &args.slo,
-        &args.cost,
-        &args.output,
-    )?;
-    if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
-        // Every point sends the dataset's rows again: unsalted, the second
-        // point would be served from the first one's prefix cache.
-        if !base.workload.synthetic.cache_bust {
-            eprintln!("goodput: note: a sweep salts the dataset's prompts (--cache-bust), so no point is served from an earlier point's prefix cache");
-        }
-        base.workload.synthetic.cache_bust = true;
-    }
-    // Points are bounded by time; --num-prompts, when given, bounds them too.
-    base.plan.num_prompts = args.bounds.num_prompts;
-    let point_time = args
-        .bounds
-        .duration
-        .map_or(s.point_time, |d| d.min(s.point_time));
-    let spec = SweepSpec {
-        mode,
-        base,
-        warmup: args.bounds.warmup,
-        arrival: s.arrival,
-        max_concurrency: s.max_concurrency,
-        point_time,
-        probe_time: s.probe_time.min(point_time),
-        max_time: s.max_time,
-        search_time: s.search_time,
-        measure_time: s.measure_time,
-    };
+async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
+    let spec = spec::sweep_spec(&args.common)?;
     let unstarted = |_: &goodput_core::target::TargetOptions| {
         document_bytes(&SweepResult {
             mode: Some(spec.mode.clone()),
             stopped: Some(sweep::StopReason::InterruptedBeforeSending),
             seconds_per_point: spec.point_time.as_secs_f64(),
-            workload: sweep::describe_workload(args.target.endpoint, &spec.base),
+            workload: sweep::describe_workload(args.common.target.endpoint, &spec.base),
             ..SweepResult::default()
         })
     };
-    let mut session =
-        Session::start(&args.target, &args.workload, &args.output, &unstarted).await?;
-    let quiet = args.output.quiet;
+    let mut session = Session::start(&args.common, &unstarted).await?;
+    let quiet = args.common.output.quiet;
+    let result = run_points(&mut session, &spec, quiet).await?;
+    session.out.write(&document_bytes(&result))?;
+    let stopping = session.control.is_stopping();
+    session.write_reports(
+        goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
+        "sweep",
+    )?;
+    if !quiet {
+        print!("{}", console::sweep_summary(&result));
+    } else if let Some(h) = sweep::headline(&result) {
+        println!("{h}");
+    }
+    session.finish().await;
+    verdict(&result, stopping, args.common.load.search)
+}
+
+/// Run the sweep's points with the progress display, saving the document
+/// to `--out` as each point finishes (an interrupted sweep keeps what it
+/// measured) and saying each point on stderr unless `quiet`.
+async fn run_points(
+    session: &mut Session,
+    spec: &SweepSpec,
+    quiet: bool,
+) -> Result<SweepResult, Exit> {
     let Session {
         control,
         target,
         sink,
         out,
         ..
-    } = &mut session;
+    } = session;
     let mut write_error = None;
     let mut on_point = |r: &SweepResult, _: &goodput_core::executor::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet) {
-            let m = &p.result.metrics;
-            eprintln!(
-                "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
-                r.points.len(),
-                p.role,
-                describe_load(&p.result.load),
-                m.throughput.request.value,
-                m.throughput.output.value,
-                match p.meets {
-                    Some(true) => ", meets the SLO",
-                    Some(false) => ", misses the SLO",
-                    None => "",
-                },
-                if m.saturation.saturated {
-                    ", saturated"
-                } else {
-                    ""
-                }
-            );
+            eprintln!("{}", point_line(r.points.len(), p));
         }
         // Saved as each point finishes: an interrupted sweep keeps what it measured.
         if let Err(e) = out.write(&document_bytes(r)) {
@@ -227,34 +99,54 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         quiet,
         done_rx,
     );
-    let result = sweep::sweep(target, &spec, sink, control, &live, &mut on_point).await;
+    let result = sweep::sweep(target, spec, sink, control, &live, &mut on_point).await;
     let _ = done_tx.send(true);
     tokio::task::yield_now().await;
     let result = result.map_err(run_error)?;
-    if let Some(e) = write_error {
-        return Err(e);
+    match write_error {
+        Some(e) => Err(e),
+        None => Ok(result),
     }
-    out.write(&document_bytes(&result))?;
-    let stopping = control.is_stopping();
-    session.write_reports(
-        goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
-        "sweep",
-    )?;
-    if !quiet {
-        print!("{}", console::sweep_summary(&result));
-    } else if let Some(h) = sweep::headline(&result) {
-        println!("{h}");
-    }
-    session.finish().await;
+}
+
+/// The line said on stderr when the `n`th point finishes: its role, load,
+/// throughput, and whether it met the SLO or saturated the server.
+fn point_line(n: usize, p: &sweep::SweepPoint) -> String {
+    let m = &p.result.metrics;
+    format!(
+        "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
+        n,
+        p.role,
+        describe_load(&p.result.load),
+        m.throughput.request.value,
+        m.throughput.output.value,
+        match p.meets {
+            Some(true) => ", meets the SLO",
+            Some(false) => ", misses the SLO",
+            None => "",
+        },
+        if m.saturation.saturated {
+            ", saturated"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The sweep's exit code (README, "Exit codes"): 130 when a signal
+/// (`stopping`) came before any point, 3 when no point ran or none
+/// completed a request, 5 or 130 when the goodput `search` stopped before
+/// its answer (the time limit or a signal), 1 when the goodput is 0.
+fn verdict(result: &SweepResult, stopping: bool, search: Option<SearchKind>) -> Result<Code, Exit> {
     if result.points.is_empty() && stopping {
         return Err(Exit(
-            setup::EXIT_INTERRUPTED,
+            Code::Interrupted,
             anyhow!("interrupted before any sweep point measured a request"),
         ));
     }
     if result.points.is_empty() {
         return Err(Exit(
-            3,
+            Code::NothingCompleted,
             anyhow!(
                 "no sweep point ran{}",
                 result
@@ -270,9 +162,12 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         .iter()
         .all(|p| p.result.metrics.completed == 0)
     {
-        return Err(Exit(3, anyhow!("no request completed at any point")));
+        return Err(Exit(
+            Code::NothingCompleted,
+            anyhow!("no request completed at any point"),
+        ));
     }
-    if result.goodput.is_none() && args.sweep.search.is_some() {
+    if result.goodput.is_none() && search == Some(SearchKind::Goodput) {
         let why = result.stopped.as_ref();
         eprintln!(
             "goodput: the search stopped before it found the goodput ({})",
@@ -280,17 +175,17 @@ async fn sweep_async(args: SweepArgs) -> Result<i32, Exit> {
         );
         // A signal's code for a signal; the time limit has its own.
         return Ok(match why {
-            Some(sweep::StopReason::MaxTime(_)) => setup::EXIT_TIME_LIMIT,
-            _ => setup::EXIT_INTERRUPTED,
+            Some(sweep::StopReason::MaxTime(_)) => Code::TimeLimit,
+            _ => Code::Interrupted,
         });
     }
     if let Some(g) = &result.goodput {
         if g.rate == 0.0 {
             eprintln!("goodput: goodput is 0: {}", g.notes.join("; "));
-            return Ok(1);
+            return Ok(Code::GateFailed);
         }
     }
-    Ok(0)
+    Ok(Code::Ok)
 }
 
 fn describe_load(l: &Load) -> String {
@@ -305,11 +200,4 @@ fn document_bytes(r: &SweepResult) -> Vec<u8> {
         .unwrap_or_default();
     doc.push(b'\n');
     doc
-}
-
-fn at_least_one(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("invalid value '{s}': expected a whole number >= 1")),
-    }
 }

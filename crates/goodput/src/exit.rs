@@ -1,0 +1,90 @@
+//! How the process ends: the exit codes, the error that carries one, and
+//! the usage error (exit 2). Imports nothing of this crate, so every layer
+//! may use it.
+//!
+//! The codes and their meanings are documented in README.md ("Exit
+//! codes"); every exit of the binary goes through [`Code`], so a code
+//! cannot be used in one place with another meaning than in the rest.
+
+use goodput_core::target::RunError;
+
+/// The exit code of the process. Ordered by number, so of two gates'
+/// outcomes (`Ok`, `GateFailed`) the greater is the worse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Code {
+    /// 0: the command did its job and every gate passed (or none was set).
+    Ok = 0,
+    /// 1: a gate failed: an SLO term's point estimate, the attainment, a
+    /// sweep whose goodput is 0, the error rate above `--max-error-rate`,
+    /// or a `compare --fail-on` bound.
+    GateFailed = 1,
+    /// 2: a usage or input error (a bad flag, an unreadable or malformed
+    /// file, a target that could not be set up as asked).
+    Usage = 2,
+    /// 3: no request completed (the target unreachable, or every request
+    /// failed).
+    NothingCompleted = 3,
+    /// 4: an internal fault of goodput itself, never the server's (lost
+    /// records, a panicked thread).
+    Internal = 4,
+    /// 5: `--max-time` ended a sweep's search before it had an answer (a
+    /// time limit is not a signal).
+    TimeLimit = 5,
+    /// 130 (128 + SIGINT): a signal stopped goodput before it had a result
+    /// (before any measured request of a run was sent, or before a sweep
+    /// measured a point or found the goodput).
+    Interrupted = 130,
+}
+
+impl Code {
+    /// The number the process exits with.
+    pub fn number(self) -> i32 {
+        self as i32
+    }
+}
+
+/// An error that ends the process with a specific exit code.
+#[derive(Debug)]
+pub struct Exit(pub Code, pub anyhow::Error);
+
+/// A usage or input error: exit 2.
+pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(Code::Usage, e.into())
+}
+
+/// A run that ended without a result, with the code its cause calls for.
+pub fn run_error(e: RunError) -> Exit {
+    let code = match &e {
+        RunError::Interrupted => Code::Interrupted,
+        RunError::Internal(_) => Code::Internal,
+        e if e.is_unreachable() => Code::NothingCompleted,
+        _ => Code::Usage,
+    };
+    Exit(code, anyhow::Error::new(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Code;
+
+    /// The numbers README.md documents ("Exit codes"): scripts depend on them.
+    #[test]
+    fn codes_keep_their_documented_numbers() {
+        let documented = [
+            (Code::Ok, 0),
+            (Code::GateFailed, 1),
+            (Code::Usage, 2),
+            (Code::NothingCompleted, 3),
+            (Code::Internal, 4),
+            (Code::TimeLimit, 5),
+            (Code::Interrupted, 130),
+        ];
+        for (code, number) in documented {
+            assert_eq!(code.number(), number, "{code:?}");
+        }
+        assert!(
+            Code::GateFailed > Code::Ok,
+            "the worse gate outcome is the greater"
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! What a measuring command (`run`, `sweep`) holds while it runs: the
+//! signal control, the prepared target, the records sink, the output files
+//! and the live exposition, and the built-in simulator when no `--url` is
+//! given.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context;
+use goodput_core::aggregate::RecordsSink;
+use goodput_core::executor::RunControl;
+use goodput_core::target::{PreparedTarget, RunError, TargetOptions};
+
+use crate::cli::{CommonArgs, TargetArgs};
+use crate::exit::{run_error, usage, Exit};
+use crate::setup::watch_signals;
+use crate::spec;
+
+/// Everything a measuring command holds while it runs.
+pub struct Session {
+    pub control: RunControl,
+    pub target: PreparedTarget,
+    pub sink: RecordsSink,
+    pub out: OutFile,
+    /// `--csv`: one row per run or sweep point.
+    pub csv: OutFile,
+    /// `--html`: the report.
+    pub html: OutFile,
+    /// `--metrics-listen`: the live exposition.
+    exposition: Option<crate::exposition::Exposition>,
+    _sim: Option<goodput_sim::SimServer>,
+}
+
+/// `--out`, kept open from the start: writing it at the end then needs no
+/// new file descriptor, even when the run used every one it may have.
+pub struct OutFile(Option<(File, std::path::PathBuf)>);
+
+impl OutFile {
+    /// Open (create) the file now, if one was asked for.
+    pub fn open(path: Option<&std::path::Path>, what: &str) -> Result<OutFile, Exit> {
+        let Some(path) = path else {
+            return Ok(OutFile(None));
+        };
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("opening {what} file {}", path.display()))
+            .map_err(usage)?;
+        Ok(OutFile(Some((f, path.to_path_buf()))))
+    }
+
+    /// The file name, as a label for reports.
+    pub fn label(&self) -> Option<String> {
+        self.0.as_ref().map(|(_, p)| {
+            p.file_name().map_or_else(
+                || p.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        })
+    }
+
+    /// Replace the file's contents (as often as a sweep finishes a point).
+    pub fn write(&mut self, bytes: &[u8]) -> Result<(), Exit> {
+        use std::io::{Seek, Write};
+        let Some((file, path)) = self.0.as_mut() else {
+            return Ok(());
+        };
+        (|| -> std::io::Result<()> {
+            file.set_len(0)?;
+            file.rewind()?;
+            file.write_all(bytes)?;
+            file.flush()
+        })()
+        .with_context(|| format!("writing {}", path.display()))
+        .map_err(usage)
+    }
+}
+
+impl Session {
+    /// Open the output files, start the simulator when there is no `--url`,
+    /// and prepare the target. Signals are watched from the first instant;
+    /// one that stops the preparation (model discovery, the probe) ends it
+    /// with `unstarted`'s document in `--out` (a valid document saying
+    /// nothing was sent, never an empty file) and exit code 130.
+    pub async fn start<L: clap::Args>(
+        flags: &CommonArgs<L>,
+        unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
+    ) -> Result<Session, Exit> {
+        let (target, output) = (&flags.target, &flags.output);
+        let control = RunControl::new();
+        watch_signals(control.clone());
+        let records = open_records(output.records.as_deref())?;
+        let mut out = OutFile::open(output.out.as_deref(), "results")?;
+        let csv = OutFile::open(output.csv.as_deref(), "CSV")?;
+        let html = OutFile::open(output.html.as_deref(), "HTML")?;
+        let exposition = output
+            .metrics_listen
+            .map(|a| crate::exposition::Exposition::start(a, output.metrics_linger))
+            .transpose()?;
+        let server = Server::start(target)?;
+        if target.insecure {
+            eprintln!(
+                "goodput: warning: --insecure: the server's TLS certificate is not verified; anyone on the path could read and alter this traffic"
+            );
+        }
+        let options = spec::target_options(
+            target,
+            &flags.workload,
+            server.url,
+            server.model,
+            server.sim.is_some(),
+        );
+        let mut prepared = prepare(options, &control, &mut out, unstarted).await?;
+        if let Some(e) = &exposition {
+            prepared.set_live(e.live.clone());
+        }
+        Ok(Session {
+            control,
+            target: prepared,
+            sink: RecordsSink::new(records, output.records_itl),
+            out,
+            csv,
+            html,
+            exposition,
+            _sim: server.sim,
+        })
+    }
+
+    /// Write `--csv` and `--html` for a result, labelled with the `--out`
+    /// file's name (else `default`).
+    pub fn write_reports(
+        &mut self,
+        saved: goodput_core::report::saved::Saved,
+        default: &str,
+    ) -> Result<(), Exit> {
+        let label = self.out.label().unwrap_or_else(|| default.into());
+        let items = [(label, saved)];
+        self.csv
+            .write(goodput_core::report::csv::render(&items).as_bytes())?;
+        self.html
+            .write(goodput_core::report::html::render(&items).as_bytes())
+    }
+
+    /// The command's work is done: let a live exposition linger for its last scrape.
+    pub async fn finish(&mut self) {
+        if let Some(e) = self.exposition.take() {
+            e.finish(&self.control).await;
+        }
+    }
+}
+
+/// `--records`, opened for appending (one JSON line per request), if asked for.
+fn open_records(path: Option<&Path>) -> Result<Option<Box<dyn Write + Send>>, Exit> {
+    let Some(path) = path else { return Ok(None) };
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening records file {}", path.display()))
+        .map_err(usage)?;
+    Ok(Some(Box::new(std::io::BufWriter::with_capacity(
+        64 * 1024,
+        f,
+    ))))
+}
+
+/// The server to benchmark: `--url`, or the built-in simulator.
+struct Server {
+    url: String,
+    /// `--model`, else the simulator's model (`None`: the first one the
+    /// server's /v1/models lists, found when the target is prepared).
+    model: Option<String>,
+    /// The built-in simulator, held (and serving) as long as the session.
+    sim: Option<goodput_sim::SimServer>,
+}
+
+impl Server {
+    /// `--url` as given, or, without one, the simulator of `--sim` (or the
+    /// default preset) started now on a loopback port.
+    fn start(target: &TargetArgs) -> Result<Server, Exit> {
+        if let Some(url) = &target.url {
+            return Ok(Server {
+                url: url.clone(),
+                model: target.model.clone(),
+                sim: None,
+            });
+        }
+        let preset = target.sim.as_ref();
+        let config = preset.map(|p| p.config.clone()).unwrap_or_default();
+        let describe = preset.map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
+        let server =
+            goodput_sim::SimServer::spawn(config, std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
+                .context("starting the built-in simulator")
+                .map_err(usage)?;
+        let url = format!("http://{}", server.local_addr());
+        eprintln!(
+            "goodput: no --url given; benchmarking the built-in simulator ('{}', preset {describe}) at {url}",
+            server.model_name()
+        );
+        let model = target
+            .model
+            .clone()
+            .or_else(|| Some(server.model_name().to_string()));
+        Ok(Server {
+            url,
+            model,
+            sim: Some(server),
+        })
+    }
+}
+
+/// Prepare the target (client, model discovery, the probe). A signal
+/// during it writes `unstarted`'s document to `--out` and ends with 130.
+async fn prepare(
+    options: TargetOptions,
+    control: &RunControl,
+    out: &mut OutFile,
+    unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
+) -> Result<PreparedTarget, Exit> {
+    match PreparedTarget::prepare(options.clone(), control).await {
+        Ok(p) => Ok(p),
+        Err(RunError::Interrupted) => {
+            out.write(&unstarted(&options))?;
+            Err(run_error(RunError::Interrupted))
+        }
+        Err(e) => Err(run_error(e)),
+    }
+}

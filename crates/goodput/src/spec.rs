@@ -1,0 +1,295 @@
+//! The specs built from the flags: the target's options, a run's
+//! [`RunSpec`] (plan, workload, SLO, cost) and its workload, with dataset
+//! and trace files read and checked before any request is sent.
+
+use std::sync::Arc;
+
+use goodput_core::client::tls::TlsOptions;
+use goodput_core::client::ClientOptions;
+use goodput_core::cost::CostSpec;
+use goodput_core::executor::{RunPlan, Warmup, WarmupPolicy};
+use goodput_core::schedule::{Arrival, Load, RampUp};
+use goodput_core::server_metrics::ScrapeOptions;
+use goodput_core::slo::Slo;
+use goodput_core::sweep::{SweepMode, SweepSpec};
+use goodput_core::target::{RunSpec, ServerMetricsChoice, TargetOptions};
+use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
+use goodput_core::workload::trace::{load_trace, TraceOptions};
+use goodput_core::workload::{
+    PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
+};
+
+use crate::cli::{
+    BoundsArgs, CommonArgs, CostArgs, LoadArgs, SearchKind, SloArgs, SweepPlanArgs, TargetArgs,
+    WorkloadArgs,
+};
+use crate::exit::{usage, Exit};
+
+/// A run's load: open loop at `--request-rate` (its arrival process from
+/// `--arrival`, or `--burstiness` as vLLM spells gamma), else closed loop at
+/// `--concurrency` (else `--max-concurrency`, else 8).
+pub fn run_load(l: &LoadArgs) -> Load {
+    match l.request_rate {
+        Some(rate) => Load::Open {
+            rate,
+            arrival: l.burstiness.map(Arrival::Gamma).unwrap_or(l.arrival),
+            max_concurrency: l.max_concurrency,
+        },
+        None => Load::Closed {
+            concurrency: l.concurrency.or(l.max_concurrency).unwrap_or(8),
+        },
+    }
+}
+
+/// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
+fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
+    match (bounds.num_prompts, bounds.duration) {
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => None,
+        (None, None) => Some(200),
+    }
+}
+
+/// The SLO of the SLO flags, or `None` when none was given.
+pub fn slo(args: &SloArgs) -> Option<Slo> {
+    let terms: Vec<_> = args.slo.iter().flatten().copied().collect();
+    (!terms.is_empty() || !args.goodput.is_empty() || args.slo_attainment.is_some()).then(|| Slo {
+        terms,
+        per_request: args.goodput.clone(),
+        attainment: args.slo_attainment,
+        max_error_rate: args.max_error_rate,
+    })
+}
+
+/// The deployment's cost, or `None` when neither a cost nor a power was given.
+fn cost(args: &CostArgs) -> Option<CostSpec> {
+    (args.cost_per_hour.is_some() || args.power_watts.is_some()).then_some(CostSpec {
+        per_hour: args.cost_per_hour,
+        power_watts: args.power_watts,
+        gpus: args.gpus,
+    })
+}
+
+/// A run spec for `load` from the shared flags (the warm-up resolved for
+/// it). Dataset and trace files are read and checked here, before any
+/// request: a malformed file exits 2 naming the file, line and field.
+pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunSpec, Exit> {
+    let (bounds, workload) = (&flags.bounds, &flags.workload);
+    // A trace brings its own arrival times: the load is open at its mean rate.
+    let mut load = load;
+    let warmup = match (bounds.warmup, bounds.ramp_up, &workload.trace) {
+        // A ramp warms the server up itself, and a trace is replayed as
+        // recorded: `auto` warm-up is then none.
+        (WarmupPolicy::Auto, Some(_), _) | (WarmupPolicy::Auto, _, Some(_)) => Warmup::None,
+        (w, _, _) => w.resolve(&load),
+    };
+    let num_prompts = match (&workload.trace, bounds.num_prompts) {
+        // A trace is replayed whole unless --num-prompts cuts it.
+        (Some(_), n) => n,
+        _ => num_prompts(bounds),
+    };
+    let spec = workload_spec(workload, bounds.seed, num_prompts)?;
+    if let Some(rate) = spec.trace_rate() {
+        load = Load::Open {
+            rate,
+            arrival: Arrival::Trace,
+            max_concurrency: load.concurrency_cap().filter(|_| load.is_open()),
+        };
+    }
+    Ok(RunSpec {
+        plan: RunPlan {
+            load,
+            num_prompts,
+            duration: bounds.duration,
+            warmup,
+            ramp_up: bounds.ramp_up.map(|duration| RampUp {
+                duration,
+                strategy: bounds.ramp_up_strategy,
+            }),
+            drain_timeout: bounds.drain_timeout.unwrap_or(flags.target.timeout),
+            seed: bounds.seed,
+        },
+        workload: spec,
+        percentiles: flags.output.percentiles.0.clone(),
+        slo: slo(&flags.slo),
+        early_stop: false,
+        cost: cost(&flags.cost),
+        keep_outputs: false,
+        schedule_control: None,
+    })
+}
+
+/// A sweep's spec from its flags: which points (`--search`, `--rates`,
+/// `--concurrencies`, else automatic), and the run spec every point shares,
+/// its points bounded by `--point-time` (and `--num-prompts` when given).
+pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> {
+    let s = &flags.load;
+    let mode = match s.search {
+        Some(SearchKind::Goodput) => SweepMode::Search {
+            precision: s.precision,
+        },
+        None if !s.rates.is_empty() => SweepMode::Rates(s.rates.clone()),
+        None if !s.concurrencies.is_empty() => SweepMode::Concurrencies(s.concurrencies.clone()),
+        None => SweepMode::Auto,
+    };
+    let mut base = run_spec(Load::Closed { concurrency: 1 }, flags)?;
+    if matches!(base.workload.source, SourceSpec::Dataset { .. }) {
+        // Every point sends the dataset's rows again: unsalted, the second
+        // point would be served from the first one's prefix cache.
+        if !base.workload.synthetic.cache_bust {
+            eprintln!("goodput: note: a sweep salts the dataset's prompts (--cache-bust), so no point is served from an earlier point's prefix cache");
+        }
+        base.workload.synthetic.cache_bust = true;
+    }
+    // Points are bounded by time; --num-prompts, when given, bounds them too.
+    base.plan.num_prompts = flags.bounds.num_prompts;
+    let point_time = flags
+        .bounds
+        .duration
+        .map_or(s.point_time, |d| d.min(s.point_time));
+    Ok(SweepSpec {
+        mode,
+        base,
+        warmup: flags.bounds.warmup,
+        arrival: s.arrival,
+        max_concurrency: s.max_concurrency,
+        point_time,
+        probe_time: s.probe_time.min(point_time),
+        max_time: s.max_time,
+        search_time: s.search_time,
+        measure_time: s.measure_time,
+    })
+}
+
+/// The workload from the workload flags, with its files read and checked.
+/// `num_prompts`: the measured requests a dataset must supply (`None`: each
+/// usable row once, for a run bounded by time).
+fn workload_spec(
+    w: &WorkloadArgs,
+    seed: u64,
+    num_prompts: Option<u64>,
+) -> Result<WorkloadSpec, Exit> {
+    let text = TextBuilder::new(w.tokenizer.clone());
+    text.check().map_err(usage)?;
+    let synthetic = SyntheticSpec {
+        input_tokens: w.input_tokens.clone(),
+        output_tokens: w
+            .output_tokens
+            .clone()
+            .unwrap_or(goodput_core::workload::LengthSpec::Fixed(128)),
+        seed,
+        sessions: w.turns.clone().map(|turns| SessionShape {
+            turns,
+            think_time: w.think_time,
+        }),
+        prefix: w.prefix_tokens.map(|tokens| PrefixSpec {
+            tokens,
+            groups: w.prefix_groups,
+            choice: w.prefix_choice,
+        }),
+        // Synthetic prompts and traces are salted unless told not to;
+        // a dataset's own text is sent as it is unless told to salt it.
+        cache_bust: if w.dataset.is_some() {
+            w.cache_bust
+        } else {
+            !w.no_cache_bust
+        },
+    };
+    if let Some(p) = &synthetic.prefix {
+        if synthetic.input_tokens.min() < synthetic.head_tokens().max(p.tokens + 1) {
+            eprintln!(
+                "goodput: note: prompts shorter than the shared prefix and salt ({} tokens) are \
+                 lengthened to it: --input-tokens counts the prefix",
+                synthetic.head_tokens()
+            );
+        }
+    }
+    let source = if let Some(path) = &w.dataset {
+        let opts = DatasetOptions {
+            format: w.dataset_format,
+            prompt_column: w.dataset_prompt_column.clone(),
+            num: num_prompts.map_or(1_000_000, |n| n.min(100_000_000) as usize),
+            sampling: w.dataset_sampling,
+            // A run bounded by time sends each row at most once.
+            exhausted: match (num_prompts, w.dataset_exhausted) {
+                (None, Exhausted::Error) => Exhausted::Truncate,
+                (_, e) => e,
+            },
+            input_filter: w.dataset_input_filter,
+            output_filter: w.dataset_output_filter,
+            seed,
+        };
+        let dataset = load_dataset(path, &opts, &w.tokenizer).map_err(usage)?;
+        SourceSpec::Dataset {
+            dataset: Arc::new(dataset),
+            output_override: w.output_tokens.clone(),
+        }
+    } else if let Some(path) = &w.trace {
+        let opts = TraceOptions {
+            format: w.trace_format,
+            time_unit: w.trace_time_unit,
+            start: w.trace_start,
+            window: w.trace_window,
+            block_tokens: w.trace_block_tokens,
+        };
+        let trace = load_trace(path, &opts).map_err(usage)?;
+        SourceSpec::Trace {
+            trace: Arc::new(trace),
+            speed: w.trace_speed,
+            block_tokens: w.trace_block_tokens,
+            output_override: w.output_tokens.clone(),
+        }
+    } else {
+        SourceSpec::Synthetic
+    };
+    Ok(WorkloadSpec { synthetic, source })
+}
+
+/// The target's options from the target and workload flags, for the server
+/// at `url` (`model`: `None` to discover it; `server_in_process`: the
+/// built-in simulator shares this process). The API key is read here from
+/// the `--api-key-env` variable, and is never printed or written.
+pub fn target_options(
+    target: &TargetArgs,
+    workload: &WorkloadArgs,
+    url: String,
+    model: Option<String>,
+    server_in_process: bool,
+) -> TargetOptions {
+    let api_key = std::env::var(&target.api_key_env)
+        .ok()
+        .filter(|k| !k.is_empty());
+    TargetOptions {
+        client: ClientOptions {
+            url,
+            endpoint: target.endpoint,
+            headers: target.headers.clone(),
+            api_key,
+            timeout: target.timeout,
+            idle_timeout: target.idle_timeout,
+            connect_timeout: target.connect_timeout,
+            no_proxy: target.no_proxy,
+            tls: TlsOptions {
+                insecure: target.insecure,
+                ca_cert: target.ca_cert.clone(),
+                client_auth: target.client_cert.clone().zip(target.client_key.clone()),
+            },
+        },
+        model,
+        stream: !target.no_stream,
+        pin_output: !workload.no_pin_output,
+        temperature: target.temperature,
+        tokenizer: workload.tokenizer.clone(),
+        server_in_process,
+        server_metrics: match (&target.server_metrics, target.no_server_metrics) {
+            (_, true) => ServerMetricsChoice::Off,
+            (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {
+                url: url.clone(),
+                interval: target.server_metrics_interval,
+            }),
+            (None, false) => ServerMetricsChoice::Auto {
+                interval: target.server_metrics_interval,
+            },
+        },
+    }
+}
