@@ -28,6 +28,7 @@
 //! fails is counted, not fatal.
 
 pub mod engines;
+#[cfg(any(test, feature = "fixtures"))]
 pub mod fixtures;
 pub mod parse;
 
