@@ -96,44 +96,7 @@ pub fn cost(runs: &[ClientRun]) -> String {
     let rows: Vec<Vec<String>> = runs
         .iter()
         .filter(|r| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup)
-        .map(|run| {
-            let floor = runs
-                .iter()
-                .find(|b| {
-                    b.client == ClientKind::BytesOnly
-                        && b.streams == run.streams
-                        && b.repetition == run.repetition
-                        && b.open_loop.is_none()
-                })
-                .map(ClientRun::cpu_per_token_us);
-            let ratio = match (run.client, floor) {
-                (ClientKind::Goodput, Some(floor)) => {
-                    format!("{}×", num(run.cpu_per_token_us() / floor, 2))
-                }
-                _ => "–".to_string(),
-            };
-            let wall = run.usage.wall.as_secs_f64();
-            vec![
-                run.client.name().to_string(),
-                count(run.streams as u64),
-                count(run.requests as u64),
-                count(run.tokens),
-                num(wall, 1),
-                num(run.usage.user.as_secs_f64(), 2),
-                num(run.usage.sys.as_secs_f64(), 2),
-                num(run.cpu_per_token_us(), 2),
-                ratio,
-                mib(run.usage.max_rss_kib),
-                count((run.tokens as f64 / wall) as u64),
-                num(run.server_cpu.as_secs_f64(), 2),
-                format!(
-                    "{} / {}",
-                    num(run.server_slip.p50, 2),
-                    num(run.server_slip.p99, 2)
-                ),
-                opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
-            ]
-        })
+        .map(|run| cost_row(run, runs))
         .collect();
     table(
         &mut out,
@@ -158,6 +121,56 @@ pub fn cost(runs: &[ClientRun]) -> String {
     if runs.iter().any(|r| r.repetition > 0) {
         out.push_str(&medians(runs));
     }
+    out.push_str(&fixed_cost(runs));
+    out.push_str(&cost_notes(runs));
+    out
+}
+
+/// One closed-loop run's row of the cost table, its CPU per token compared
+/// with the bytes-only run of the same streams and repetition in `runs`.
+fn cost_row(run: &ClientRun, runs: &[ClientRun]) -> Vec<String> {
+    let floor = runs
+        .iter()
+        .find(|b| {
+            b.client == ClientKind::BytesOnly
+                && b.streams == run.streams
+                && b.repetition == run.repetition
+                && b.open_loop.is_none()
+        })
+        .map(ClientRun::cpu_per_token_us);
+    let ratio = match (run.client, floor) {
+        (ClientKind::Goodput, Some(floor)) => {
+            format!("{}×", num(run.cpu_per_token_us() / floor, 2))
+        }
+        _ => "–".to_string(),
+    };
+    let wall = run.usage.wall.as_secs_f64();
+    vec![
+        run.client.name().to_string(),
+        count(run.streams as u64),
+        count(run.requests as u64),
+        count(run.tokens),
+        num(wall, 1),
+        num(run.usage.user.as_secs_f64(), 2),
+        num(run.usage.sys.as_secs_f64(), 2),
+        num(run.cpu_per_token_us(), 2),
+        ratio,
+        mib(run.usage.max_rss_kib),
+        count((run.tokens as f64 / wall) as u64),
+        num(run.server_cpu.as_secs_f64(), 2),
+        format!(
+            "{} / {}",
+            num(run.server_slip.p50, 2),
+            num(run.server_slip.p99, 2)
+        ),
+        opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
+    ]
+}
+
+/// goodput's fixed cost: one line per start-up run (start-up, probe, one
+/// request of one token, exit).
+fn fixed_cost(runs: &[ClientRun]) -> String {
+    let mut out = String::new();
     for startup in runs
         .iter()
         .filter(|r| r.client == ClientKind::GoodputStartup)
@@ -173,6 +186,12 @@ pub fn cost(runs: &[ClientRun]) -> String {
             mib(startup.usage.max_rss_kib)
         );
     }
+    out
+}
+
+/// What the cost table's columns mean, and the floor of the RSS measure.
+fn cost_notes(runs: &[ClientRun]) -> String {
+    let mut out = String::new();
     out.push_str(
         "CPU per token = the client process's user + system CPU time (start-up included) / content \
          token events the server wrote during the run (probe and every request included; both clients \
@@ -261,8 +280,16 @@ pub fn accuracy(runs: &[ClientRun]) -> String {
         .iter()
         .filter_map(|run| Some((run, run.accuracy.as_ref()?)))
         .collect();
+    out.push_str(&error_table(&with_accuracy));
+    out.push_str(&ttft_error_sources(&with_accuracy));
+    out
+}
+
+/// The TTFT and ITL error table, one row per run, with what its columns
+/// mean.
+fn error_table(with_accuracy: &[(&ClientRun, &Accuracy)]) -> String {
+    let mut out = String::new();
     let pair = |s: &Spread| format!("{} / {}", num(s.p50, 2), num(s.p99, 2));
-    let triple = |s: &Spread| format!("{} / {} / {}", num(s.p50, 2), num(s.p99, 2), num(s.max, 2));
     let rows: Vec<Vec<String>> = with_accuracy
         .iter()
         .map(|(run, a)| {
@@ -313,7 +340,14 @@ pub fn accuracy(runs: &[ClientRun]) -> String {
          its request `write` to right after the `read` that brought the end of the first event. \
          Percentiles interpolate linearly between ranks (numpy's default).\n\n",
     );
+    out
+}
 
+/// The TTFT error decomposed on the one monotonic clock: send delay, the
+/// server's read lateness, first-event and per-event delay.
+fn ttft_error_sources(with_accuracy: &[(&ClientRun, &Accuracy)]) -> String {
+    let mut out = String::new();
+    let triple = |s: &Spread| format!("{} / {} / {}", num(s.p50, 2), num(s.p99, 2), num(s.max, 2));
     out.push_str("#### Where the TTFT error comes from\n\n");
     let rows: Vec<Vec<String>> = with_accuracy
         .iter()
