@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::bytes_client::BytesClientSummary;
 use crate::child::{self, ChildCommand, ChildUsage};
+use crate::clients::ClientSummary;
 use crate::join::{self, Accuracy, OpenLoop};
 use crate::machine;
 use crate::server::{ReferenceServer, RequestLog, ServerConfig};
@@ -500,7 +500,7 @@ fn check_goodput_exit(usage: &ChildUsage) -> anyhow::Result<()> {
 
 /// Checks the bytes-only client's summary against the server's count and
 /// returns the summary.
-fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<BytesClientSummary> {
+fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<ClientSummary> {
     anyhow::ensure!(
         run.usage.exit_code == Some(0),
         "bytes client exited with {:?}: {}\n{}",
@@ -508,7 +508,7 @@ fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<BytesClientSummary>
         run.usage.command,
         child::tail(&run.usage.stderr, 20)
     );
-    let summary: BytesClientSummary = serde_json::from_str(run.usage.stdout.trim())
+    let summary: ClientSummary = serde_json::from_str(run.usage.stdout.trim())
         .with_context(|| format!("bytes client printed no summary: {:?}", run.usage.stdout))?;
     if summary.failed > 0 {
         run.notes.push(format!(

@@ -11,6 +11,7 @@
 
 mod bytes_client;
 mod child;
+mod clients;
 mod clock;
 mod experiments;
 mod http;
@@ -259,7 +260,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve(args) => serve(args),
         Command::BytesClient(args) => {
-            let summary = bytes_client::run(&bytes_client::BytesClientConfig {
+            let summary = bytes_client::run(&clients::ClientConfig {
                 addr: args.addr,
                 concurrency: args.concurrency,
                 requests: args.requests,
