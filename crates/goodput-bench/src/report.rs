@@ -90,7 +90,8 @@ pub fn setup(env: &BenchEnv) -> String {
 }
 
 /// CPU per token and memory, one row per client run; the ratio column
-/// compares goodput with the bytes-only run at the same streams.
+/// compares goodput and the hyper client with the bytes-only run at the
+/// same streams.
 pub fn cost(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Client cost\n\n");
     let rows: Vec<Vec<String>> = runs
@@ -139,7 +140,7 @@ fn cost_row(run: &ClientRun, runs: &[ClientRun]) -> Vec<String> {
         })
         .map(ClientRun::cpu_per_token_us);
     let ratio = match (run.client, floor) {
-        (ClientKind::Goodput, Some(floor)) => {
+        (ClientKind::Goodput | ClientKind::Hyper, Some(floor)) => {
             format!("{}×", num(run.cpu_per_token_us() / floor, 2))
         }
         _ => "–".to_string(),
@@ -194,12 +195,16 @@ fn cost_notes(runs: &[ClientRun]) -> String {
     let mut out = String::new();
     out.push_str(
         "CPU per token = the client process's user + system CPU time (start-up included) / content \
-         token events the server wrote during the run (probe and every request included; both clients \
-         read every response to its end). Tokens/s absorbed = tokens / client wall time. Server slip = \
+         token events the server wrote during the run (probe and every request included; every client \
+         reads every response to its end). hyper = the bytes-only client's connections and requests \
+         through hyper's HTTP/1.1 client connection (`bench hyper-client`: its connection task decodes \
+         the body, the request task reads it frame by frame, one clock read per frame, events counted \
+         as the bytes-only client counts them): what a general-purpose client costs for the same \
+         reading. Tokens/s absorbed = tokens / client wall time. Server slip = \
          how late the server wrote each token against its schedule (it shares the cores; its log stays \
          the truth either way). Other CPU = CPU the rest of the machine used during the run (from \
          `/proc/stat`, less client and server): well above 0 means the figures were disturbed. \
-         Target: goodput ≤ 1.5× bytes-only.\n\n",
+         Target: goodput ≤ 1.5× bytes-only, and below hyper.\n\n",
     );
     let floor = runs
         .iter()
@@ -217,17 +222,16 @@ fn cost_notes(runs: &[ClientRun]) -> String {
     out
 }
 
-/// Medians over repetitions, per stream count: CPU per token of each client,
-/// their ratio, and goodput's peak RSS.
+/// Medians over repetitions, one row per stream count and client: CPU per
+/// token, its ratio to the bytes-only median at the same streams, and peak
+/// RSS.
 fn medians(runs: &[ClientRun]) -> String {
     let mut out = String::new();
-    let mut streams: Vec<usize> = Vec::new();
-    for run in runs
-        .iter()
-        .filter(|r| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup)
-    {
-        if !streams.contains(&run.streams) {
-            streams.push(run.streams);
+    let measured = |r: &&ClientRun| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup;
+    let mut loads: Vec<(usize, ClientKind)> = Vec::new();
+    for run in runs.iter().filter(measured) {
+        if !loads.contains(&(run.streams, run.client)) {
+            loads.push((run.streams, run.client));
         }
     }
     let median = |client: ClientKind, at: usize, figure: fn(&ClientRun) -> f64| {
@@ -238,20 +242,24 @@ fn medians(runs: &[ClientRun]) -> String {
             .collect();
         (values.len(), crate::stats::Spread::of(&values).p50)
     };
-    let rows: Vec<Vec<String>> = streams
+    let rows: Vec<Vec<String>> = loads
         .iter()
-        .map(|&at| {
-            let (n, floor) = median(ClientKind::BytesOnly, at, ClientRun::cpu_per_token_us);
-            let (m, goodput) = median(ClientKind::Goodput, at, ClientRun::cpu_per_token_us);
-            let (_, rss) = median(ClientKind::Goodput, at, |r| {
-                r.usage.max_rss_kib as f64 / 1024.0
-            });
+        .map(|&(at, client)| {
+            let (n, cpu) = median(client, at, ClientRun::cpu_per_token_us);
+            let (floor_runs, floor) =
+                median(ClientKind::BytesOnly, at, ClientRun::cpu_per_token_us);
+            let (_, rss) = median(client, at, |r| r.usage.max_rss_kib as f64 / 1024.0);
+            let ratio = match client {
+                ClientKind::BytesOnly => "–".to_string(),
+                _ if floor_runs == 0 => "–".to_string(),
+                _ => format!("{}×", num(cpu / floor, 2)),
+            };
             vec![
                 count(at as u64),
-                format!("{n} / {m}"),
-                num(floor, 2),
-                num(goodput, 2),
-                format!("{}×", num(goodput / floor, 2)),
+                client.name().to_string(),
+                n.to_string(),
+                num(cpu, 2),
+                ratio,
                 num(rss, 1),
             ]
         })
@@ -261,11 +269,11 @@ fn medians(runs: &[ClientRun]) -> String {
         &mut out,
         &[
             "streams",
-            "runs (bytes-only / goodput)",
-            "bytes-only CPU per token (µs)",
-            "goodput CPU per token (µs)",
-            "goodput vs bytes-only",
-            "goodput peak RSS (MiB)",
+            "client",
+            "runs",
+            "CPU per token (µs)",
+            "vs bytes-only",
+            "peak RSS (MiB)",
         ],
         &rows,
     );
@@ -273,7 +281,8 @@ fn medians(runs: &[ClientRun]) -> String {
 }
 
 /// TTFT and ITL error against the server's log, one row per closed-loop run
-/// (the bytes-only client has TTFT only), then the TTFT error decomposed.
+/// (the bytes-only and hyper clients have TTFT only), then the TTFT error
+/// decomposed.
 pub fn accuracy(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Accuracy against the server's log\n\n");
     let with_accuracy: Vec<(&ClientRun, &Accuracy)> = runs
@@ -338,6 +347,8 @@ fn error_table(with_accuracy: &[(&ClientRun, &Accuracy)]) -> String {
          gap between the writes of tokens k−1 and k, per gap; the table gives percentiles of its absolute \
          value. The bytes-only client keeps no per-event times (TTFT only): its TTFT is from right before \
          its request `write` to right after the `read` that brought the end of the first event. \
+         The hyper client's (TTFT only too) is from right before `send_request` to the frame that \
+         brought the end of the first event. \
          Percentiles interpolate linearly between ranks (numpy's default).\n\n",
     );
     out
@@ -564,9 +575,13 @@ mod tests {
             fake_run(ClientKind::BytesOnly, 256, 5_000),
             fake_run(ClientKind::Goodput, 256, 7_500),
             fake_run(ClientKind::Goodput, 1024, 7_500),
+            fake_run(ClientKind::Hyper, 256, 10_000),
         ];
         let markdown = cost(&runs);
         assert_rectangular(&markdown);
+        // The hyper client is compared with the same floor: 10 µs, 2×.
+        let hyper = markdown.lines().find(|l| l.starts_with("| hyper")).unwrap();
+        assert!(hyper.contains("| 10.00 | 2.00× |"), "{hyper}");
         let lines: Vec<&str> = markdown
             .lines()
             .filter(|l| l.starts_with("| goodput"))
@@ -600,7 +615,11 @@ mod tests {
         assert!(markdown.contains("| 6.00 | 1.20× |"), "{markdown}");
         // Medians: 6 µs floor, 9 µs goodput.
         assert!(
-            markdown.contains("| 256 | 3 / 3 | 6.00 | 9.00 | 1.50× | 2.0 |"),
+            markdown.contains("| 256 | bytes-only | 3 | 6.00 | – | 2.0 |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| 256 | goodput | 3 | 9.00 | 1.50× | 2.0 |"),
             "{markdown}"
         );
     }
