@@ -206,14 +206,27 @@ pub fn closed_loop(
             run.server_requests
         ));
     }
-    match client {
+    join_with_log(env, &mut run, &log, &label)?;
+    Ok(run)
+}
+
+/// What a closed-loop run's client recorded, checked and joined with the
+/// server's `log`: the accuracy figures (TTFT only for the bench's own
+/// clients) and the notes about what they left out.
+fn join_with_log(
+    env: &BenchEnv,
+    run: &mut ClientRun,
+    log: &[RequestLog],
+    label: &str,
+) -> anyhow::Result<()> {
+    match run.client {
         ClientKind::BytesOnly | ClientKind::Hyper => {
-            let summary = check_client_summary(&mut run)?;
-            match join::read_records(&timings_path(env, &label)) {
+            let summary = check_client_summary(run)?;
+            match join::read_records(&timings_path(env, label)) {
                 Ok(records) => {
                     let origin = summary.clock_origin_monotonic_ns;
-                    let accuracy = join::accuracy(&records, &log, origin);
-                    note_accuracy(&mut run.notes, &accuracy, &label, false);
+                    let accuracy = join::accuracy(&records, log, origin);
+                    note_accuracy(&mut run.notes, &accuracy, label, false);
                     run.accuracy = Some(accuracy);
                 }
                 Err(e) => run
@@ -224,8 +237,8 @@ pub fn closed_loop(
         ClientKind::GoodputStartup => check_goodput_exit(&run.usage)?,
         ClientKind::Goodput => {
             check_goodput_exit(&run.usage)?;
-            let records = join::read_records(&records_path(env, &label))?;
-            let origin = read_results(&results_path(env, &label))
+            let records = join::read_records(&records_path(env, label))?;
+            let origin = read_results(&results_path(env, label))
                 .as_ref()
                 .and_then(join::clock_origin);
             if origin.is_none() {
@@ -235,12 +248,12 @@ pub fn closed_loop(
                      are missing"
                 ));
             }
-            let accuracy = join::accuracy(&records, &log, origin);
-            note_accuracy(&mut run.notes, &accuracy, &label, true);
+            let accuracy = join::accuracy(&records, log, origin);
+            note_accuracy(&mut run.notes, &accuracy, label, true);
             run.accuracy = Some(accuracy);
         }
     }
-    Ok(run)
+    Ok(())
 }
 
 /// An open-loop goodput run: Poisson arrivals at `rate` req/s for
