@@ -19,16 +19,12 @@
 //! `x-request-id` is `bytes-<request_id>`.
 
 use std::io::Write as _;
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use memchr::memmem;
-use serde::Serialize;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
+use crate::clients::{self, ClientConfig, ClientSummary, Connection, Timing};
 use crate::clock::monotonic_ns;
 
 /// Marks the start of an SSE data line.
@@ -41,185 +37,23 @@ const READ_BUFFER: usize = 16 * 1024;
 /// The end of an SSE event.
 const EVENT_END: &[u8] = b"\n\n";
 
-/// What the bytes-only client is asked to do.
-#[derive(Debug, Clone)]
-pub struct BytesClientConfig {
-    /// Server address.
-    pub addr: SocketAddr,
-    /// Connections, each with one request in flight at a time.
-    pub concurrency: usize,
-    /// Requests in total, shared out over the connections.
-    pub requests: usize,
-    /// `max_tokens` of each request.
-    pub max_tokens: u64,
-    /// Words in each prompt.
-    pub input_words: usize,
-    /// Stop everything after this long.
-    pub time_limit: Duration,
-    /// Where to write per-request timings (JSONL), if anywhere.
-    pub timings: Option<PathBuf>,
-}
-
-/// What the bytes-only client saw: printed as one JSON line on stdout.
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
-pub struct BytesClientSummary {
-    /// Requests sent.
-    pub requests: u64,
-    /// Responses read to their end with status 200.
-    pub ok: u64,
-    /// Requests that failed (connection error, non-200, time limit).
-    pub failed: u64,
-    /// `data: ` lines seen, including usage chunks and `[DONE]`.
-    pub data_events: u64,
-    /// Response bytes read.
-    pub bytes: u64,
-    /// Wall time from start to the last response, in seconds.
-    pub wall_s: f64,
-    /// The first error seen, if any.
-    pub first_error: Option<String>,
-    /// The origin of the timings' `send_s` on `CLOCK_MONOTONIC`, ns.
-    #[serde(default)]
-    pub clock_origin_monotonic_ns: Option<u64>,
-}
-
-/// When one request was sent and its first token read, `CLOCK_MONOTONIC` ns.
-#[derive(Debug, Clone, Copy)]
-struct Timing {
-    request_id: u64,
-    ok: bool,
-    send_ns: u64,
-    first_event_ns: Option<u64>,
-}
-
 /// Runs the client on its own 2-worker runtime and returns what it saw.
-pub fn run(config: &BytesClientConfig) -> anyhow::Result<BytesClientSummary> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("building the bytes client's runtime")?;
-    runtime.block_on(run_async(config))
+pub fn run(config: &ClientConfig) -> anyhow::Result<ClientSummary> {
+    clients::run(config, "bytes", connection)
 }
 
-async fn run_async(config: &BytesClientConfig) -> anyhow::Result<BytesClientSummary> {
-    anyhow::ensure!(config.concurrency > 0, "--concurrency must be at least 1");
-    let start = Instant::now();
-    let origin = monotonic_ns();
-    let body = request_body(config.max_tokens, config.input_words);
-    let mut tasks = tokio::task::JoinSet::new();
-    for conn in 0..config.concurrency {
-        // Spread the remainder over the first connections.
-        let share = config.requests / config.concurrency
-            + usize::from(conn < config.requests % config.concurrency);
-        if share == 0 {
-            continue;
-        }
-        let body = body.clone();
-        let addr = config.addr;
-        let concurrency = config.concurrency;
-        tasks.spawn(async move { connection(addr, conn, concurrency, share, body).await });
-    }
-    let mut total = BytesClientSummary {
-        clock_origin_monotonic_ns: Some(origin),
-        ..BytesClientSummary::default()
-    };
-    let mut timings = Vec::with_capacity(config.requests);
-    let deadline = tokio::time::Instant::from_std(start + config.time_limit);
-    loop {
-        match tokio::time::timeout_at(deadline, tasks.join_next()).await {
-            Ok(Some(Ok((part, times)))) => {
-                total.add(part);
-                timings.extend(times);
-            }
-            Ok(Some(Err(e))) => anyhow::bail!("a connection task panicked: {e}"),
-            Ok(None) => break,
-            Err(_) => {
-                tasks.abort_all();
-                let missing = config.requests as u64 - total.requests;
-                total.requests += missing;
-                total.failed += missing;
-                total
-                    .first_error
-                    .get_or_insert_with(|| "time limit reached".to_string());
-                break;
-            }
-        }
-    }
-    total.wall_s = start.elapsed().as_secs_f64();
-    if let Some(path) = &config.timings {
-        write_timings(path, origin, &timings)?;
-    }
-    Ok(total)
-}
-
-/// One JSON line per request, in the shape of goodput's records.
-fn write_timings(path: &std::path::Path, origin: u64, timings: &[Timing]) -> anyhow::Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    for t in timings {
-        let ttft_ms = t
-            .first_event_ns
-            .map(|first| (first as f64 - t.send_ns as f64) / 1e6);
-        let line = serde_json::json!({
-            "request_id": t.request_id,
-            "ok": t.ok,
-            "send_s": (t.send_ns as f64 - origin as f64) / 1e9,
-            "ttft_ms": ttft_ms,
-        });
-        writeln!(out, "{line}")?;
-    }
-    out.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-impl BytesClientSummary {
-    fn add(&mut self, other: BytesClientSummary) {
-        self.requests += other.requests;
-        self.ok += other.ok;
-        self.failed += other.failed;
-        self.data_events += other.data_events;
-        self.bytes += other.bytes;
-        if self.first_error.is_none() {
-            self.first_error = other.first_error;
-        }
-    }
-}
-
-/// The JSON body of every request: the shape goodput sends for a completions
-/// run (prompt, pinned output length, streaming with usage).
-fn request_body(max_tokens: u64, input_words: usize) -> String {
-    let prompt = vec!["the"; input_words].join(" ");
-    serde_json::json!({
-        "model": "ref",
-        "prompt": prompt,
-        "max_tokens": max_tokens,
-        "min_tokens": max_tokens,
-        "ignore_eos": true,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    })
-    .to_string()
-}
-
-/// One keep-alive connection (number `conn` of `concurrency`) sending
-/// `share` requests in sequence; reconnects after a failed one.
-async fn connection(
-    addr: SocketAddr,
-    conn: usize,
-    concurrency: usize,
-    share: usize,
-    body: String,
-) -> (BytesClientSummary, Vec<Timing>) {
-    let mut summary = BytesClientSummary::default();
-    let mut timings = Vec::with_capacity(share);
+/// One keep-alive connection sending its share of the requests in
+/// sequence; reconnects after a failed one.
+async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
+    let (addr, body) = (c.addr, &c.body);
+    let mut summary = ClientSummary::default();
+    let mut timings = Vec::with_capacity(c.share);
     let mut buf = vec![0u8; READ_BUFFER];
     let mut request = Vec::with_capacity(body.len() + 256);
     let mut stream: Option<TcpStream> = None;
-    for seq in 0..share {
+    for seq in 0..c.share {
         summary.requests += 1;
-        let request_id = (seq * concurrency + conn) as u64;
+        let request_id = c.request_id(seq);
         request.clear();
         let _ = write!(
             request,

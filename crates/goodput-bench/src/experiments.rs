@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::bytes_client::BytesClientSummary;
 use crate::child::{self, ChildCommand, ChildUsage};
+use crate::clients::ClientSummary;
 use crate::join::{self, Accuracy, OpenLoop};
 use crate::machine;
 use crate::server::{ReferenceServer, RequestLog, ServerConfig};
@@ -21,7 +21,8 @@ use crate::stats::Spread;
 /// Everything the experiments share.
 #[derive(Debug, Clone)]
 pub struct BenchEnv {
-    /// This bench binary, run again as `bench bytes-client`.
+    /// This bench binary, run again as `bench bytes-client` or `bench
+    /// hyper-client`.
     pub bench_exe: PathBuf,
     /// The goodput binary under test.
     pub goodput: PathBuf,
@@ -45,6 +46,9 @@ const IDLE_THRESHOLD: f64 = 0.10;
 pub enum ClientKind {
     /// `bench bytes-client`: reads and counts, nothing else.
     BytesOnly,
+    /// `bench hyper-client`: the bytes-only client's requests through
+    /// hyper's HTTP/1.1 client connection, reading frame by frame.
+    Hyper,
     /// The goodput binary.
     Goodput,
     /// The goodput binary sending 1 request of 1 token: its fixed cost.
@@ -56,6 +60,7 @@ impl ClientKind {
     pub fn name(self) -> &'static str {
         match self {
             ClientKind::BytesOnly => "bytes-only",
+            ClientKind::Hyper => "hyper",
             ClientKind::Goodput => "goodput",
             ClientKind::GoodputStartup => "goodput-startup",
         }
@@ -90,7 +95,7 @@ pub struct ClientRun {
     pub server_slip: Spread,
     /// Anything odd about the run, for the notes under the tables.
     pub notes: Vec<String>,
-    /// Closed loop (goodput, and the bytes-only client's TTFT): accuracy
+    /// Closed loop (goodput, and the bytes-only and hyper clients' TTFT): accuracy
     /// against the server log.
     pub accuracy: Option<Accuracy>,
     /// goodput only, open loop: arrival figures.
@@ -149,10 +154,14 @@ pub fn closed_loop(
     let server = ReferenceServer::start(env.server.clone(), 0)?;
     let addr = server.addr();
     let command = match client {
-        ClientKind::BytesOnly => ChildCommand {
+        ClientKind::BytesOnly | ClientKind::Hyper => ChildCommand {
             program: env.bench_exe.clone(),
             args: words(&[
-                "bytes-client",
+                if client == ClientKind::Hyper {
+                    "hyper-client"
+                } else {
+                    "bytes-client"
+                },
                 "--addr",
                 &addr.to_string(),
                 "--concurrency",
@@ -197,14 +206,27 @@ pub fn closed_loop(
             run.server_requests
         ));
     }
-    match client {
-        ClientKind::BytesOnly => {
-            let summary = check_bytes_client(&mut run)?;
-            match join::read_records(&timings_path(env, &label)) {
+    join_with_log(env, &mut run, &log, &label)?;
+    Ok(run)
+}
+
+/// What a closed-loop run's client recorded, checked and joined with the
+/// server's `log`: the accuracy figures (TTFT only for the bench's own
+/// clients) and the notes about what they left out.
+fn join_with_log(
+    env: &BenchEnv,
+    run: &mut ClientRun,
+    log: &[RequestLog],
+    label: &str,
+) -> anyhow::Result<()> {
+    match run.client {
+        ClientKind::BytesOnly | ClientKind::Hyper => {
+            let summary = check_client_summary(run)?;
+            match join::read_records(&timings_path(env, label)) {
                 Ok(records) => {
                     let origin = summary.clock_origin_monotonic_ns;
-                    let accuracy = join::accuracy(&records, &log, origin);
-                    note_accuracy(&mut run.notes, &accuracy, &label, false);
+                    let accuracy = join::accuracy(&records, log, origin);
+                    note_accuracy(&mut run.notes, &accuracy, label, false);
                     run.accuracy = Some(accuracy);
                 }
                 Err(e) => run
@@ -215,8 +237,8 @@ pub fn closed_loop(
         ClientKind::GoodputStartup => check_goodput_exit(&run.usage)?,
         ClientKind::Goodput => {
             check_goodput_exit(&run.usage)?;
-            let records = join::read_records(&records_path(env, &label))?;
-            let origin = read_results(&results_path(env, &label))
+            let records = join::read_records(&records_path(env, label))?;
+            let origin = read_results(&results_path(env, label))
                 .as_ref()
                 .and_then(join::clock_origin);
             if origin.is_none() {
@@ -226,12 +248,12 @@ pub fn closed_loop(
                      are missing"
                 ));
             }
-            let accuracy = join::accuracy(&records, &log, origin);
-            note_accuracy(&mut run.notes, &accuracy, &label, true);
+            let accuracy = join::accuracy(&records, log, origin);
+            note_accuracy(&mut run.notes, &accuracy, label, true);
             run.accuracy = Some(accuracy);
         }
     }
-    Ok(run)
+    Ok(())
 }
 
 /// An open-loop goodput run: Poisson arrivals at `rate` req/s for
@@ -498,21 +520,22 @@ fn check_goodput_exit(usage: &ChildUsage) -> anyhow::Result<()> {
     }
 }
 
-/// Checks the bytes-only client's summary against the server's count and
-/// returns the summary.
-fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<BytesClientSummary> {
+/// Checks the summary of one of the bench's own clients (bytes-only,
+/// hyper) against the server's count and returns the summary.
+fn check_client_summary(run: &mut ClientRun) -> anyhow::Result<ClientSummary> {
+    let name = run.client.name();
     anyhow::ensure!(
         run.usage.exit_code == Some(0),
-        "bytes client exited with {:?}: {}\n{}",
+        "{name} client exited with {:?}: {}\n{}",
         run.usage.exit_code,
         run.usage.command,
         child::tail(&run.usage.stderr, 20)
     );
-    let summary: BytesClientSummary = serde_json::from_str(run.usage.stdout.trim())
-        .with_context(|| format!("bytes client printed no summary: {:?}", run.usage.stdout))?;
+    let summary: ClientSummary = serde_json::from_str(run.usage.stdout.trim())
+        .with_context(|| format!("{name} client printed no summary: {:?}", run.usage.stdout))?;
     if summary.failed > 0 {
         run.notes.push(format!(
-            "bytes-only at {} streams: {} of {} requests failed (first error: {})",
+            "{name} at {} streams: {} of {} requests failed (first error: {})",
             run.streams,
             summary.failed,
             summary.requests,
@@ -523,7 +546,7 @@ fn check_bytes_client(run: &mut ClientRun) -> anyhow::Result<BytesClientSummary>
     let expected = run.tokens + 2 * summary.ok;
     if summary.data_events != expected {
         run.notes.push(format!(
-            "bytes-only at {} streams: counted {} data events, server wrote {} (tokens + usage + [DONE])",
+            "{name} at {} streams: counted {} data events, server wrote {} (tokens + usage + [DONE])",
             run.streams, summary.data_events, expected
         ));
     }

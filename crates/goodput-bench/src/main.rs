@@ -2,8 +2,8 @@
 //! for BENCHMARKS.md, with the exact commands it ran.
 //!
 //! A reference server with a known schedule runs inside this process and logs
-//! when it really wrote each token; each client (goodput, or the bytes-only
-//! floor) runs as a child process whose CPU and peak memory are read with
+//! when it really wrote each token; each client (goodput, the bytes-only
+//! floor, or the hyper client beside it) runs as a child process whose CPU and peak memory are read with
 //! `wait4`. The goodput binary is expected at `target/release/goodput` of the
 //! workspace (`cargo build --release -p goodput`), or wherever `--goodput` says.
 //!
@@ -11,9 +11,11 @@
 
 mod bytes_client;
 mod child;
+mod clients;
 mod clock;
 mod experiments;
 mod http;
+mod hyper_client;
 mod join;
 mod machine;
 mod report;
@@ -49,16 +51,22 @@ enum Command {
     Serve(ServeArgs),
     /// The bytes-only client: streams and counts events, nothing else
     /// (prints a JSON summary). The other subcommands run it as a child.
-    BytesClient(BytesClientArgs),
-    /// Client CPU per token and peak RSS, goodput against the bytes-only
-    /// floor at the same load; goodput's accuracy comes with it.
+    BytesClient(ClientArgs),
+    /// The hyper client: the bytes-only client's connections and requests
+    /// through hyper's HTTP/1.1 client connection, the body read frame by
+    /// frame, events counted (prints the same JSON summary).
+    HyperClient(ClientArgs),
+    /// Client CPU per token and peak RSS, goodput and the hyper client
+    /// against the bytes-only floor at the same load; goodput's accuracy
+    /// comes with it.
     ClientCost(ClientCostArgs),
     /// TTFT and ITL error of goodput against the server's log (goodput only).
     Accuracy(StreamsArgs),
     /// Achieved request rate and schedule lag of goodput in open loop.
     OpenLoop(OpenLoopArgs),
-    /// Everything with defaults: client-cost at 256 and 1,024 streams (3
-    /// requests per stream, 200 tokens, each pair of runs repeated), then
+    /// Everything with defaults: client-cost of the three clients at 256 and
+    /// 1,024 streams (3 requests per stream, 200 tokens, each set of runs
+    /// repeated), then
     /// open-loop at 2,000 req/s for 10 s with 4-token outputs.
     All(AllArgs),
     /// (Internal) run a command and print its cost from wait4 as JSON; the
@@ -156,8 +164,9 @@ struct ServeArgs {
     server: ServerArgs,
 }
 
+/// The flags of the bench's own clients (`bytes-client`, `hyper-client`).
 #[derive(Debug, Args)]
-struct BytesClientArgs {
+struct ClientArgs {
     /// Server address, e.g. 127.0.0.1:8000.
     #[arg(long)]
     addr: SocketAddr,
@@ -178,9 +187,23 @@ struct BytesClientArgs {
     time_limit_s: u64,
     /// Write per-request send and first-token times here (JSONL, in the
     /// shape of goodput's records; request ids are the suffix of
-    /// `x-request-id: bytes-<id>`).
+    /// `x-request-id: bytes-<id>` or `hyper-<id>`).
     #[arg(long)]
     timings: Option<PathBuf>,
+}
+
+impl ClientArgs {
+    fn config(self) -> clients::ClientConfig {
+        clients::ClientConfig {
+            addr: self.addr,
+            concurrency: self.concurrency,
+            requests: self.requests,
+            max_tokens: self.max_tokens,
+            input_words: self.input_words,
+            time_limit: Duration::from_secs(self.time_limit_s),
+            timings: self.timings,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -206,8 +229,8 @@ struct StreamsArgs {
 struct ClientCostArgs {
     #[command(flatten)]
     streams: StreamsArgs,
-    /// Clients to measure, comma-separated: bytes, goodput.
-    #[arg(long, value_delimiter = ',', default_value = "bytes,goodput")]
+    /// Clients to measure, comma-separated: bytes, hyper, goodput.
+    #[arg(long, value_delimiter = ',', default_value = "bytes,hyper,goodput")]
     clients: Vec<ClientName>,
 }
 
@@ -215,6 +238,8 @@ struct ClientCostArgs {
 enum ClientName {
     /// The bytes-only floor.
     Bytes,
+    /// The bytes-only client's requests through hyper's client.
+    Hyper,
     /// The goodput binary.
     Goodput,
 }
@@ -259,15 +284,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve(args) => serve(args),
         Command::BytesClient(args) => {
-            let summary = bytes_client::run(&bytes_client::BytesClientConfig {
-                addr: args.addr,
-                concurrency: args.concurrency,
-                requests: args.requests,
-                max_tokens: args.max_tokens,
-                input_words: args.input_words,
-                time_limit: Duration::from_secs(args.time_limit_s),
-                timings: args.timings,
-            })?;
+            let summary = bytes_client::run(&args.config())?;
+            println!("{}", serde_json::to_string(&summary)?);
+            Ok(())
+        }
+        Command::HyperClient(args) => {
+            let summary = hyper_client::run(&args.config())?;
             println!("{}", serde_json::to_string(&summary)?);
             Ok(())
         }
@@ -278,6 +300,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .iter()
                 .map(|c| match c {
                     ClientName::Bytes => ClientKind::BytesOnly,
+                    ClientName::Hyper => ClientKind::Hyper,
                     ClientName::Goodput => ClientKind::Goodput,
                 })
                 .collect();
@@ -309,7 +332,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let mut runs = closed_loop_runs(
                 &env,
                 &streams,
-                &[ClientKind::BytesOnly, ClientKind::Goodput],
+                &[
+                    ClientKind::BytesOnly,
+                    ClientKind::Hyper,
+                    ClientKind::Goodput,
+                ],
             )?;
             runs.push(experiments::open_loop(&env, 2000.0, 10.0, 4)?);
             print_report(&env, &runs);
@@ -349,7 +376,7 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
 }
 
 /// goodput's fixed cost first (when goodput is measured), then for each
-/// stream count and repetition each client in turn (bytes-only first), so
+/// stream count and repetition each client in turn (in `kinds`' order), so
 /// the clients being compared run at nearly the same time.
 fn closed_loop_runs(
     env: &BenchEnv,

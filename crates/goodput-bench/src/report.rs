@@ -90,50 +90,14 @@ pub fn setup(env: &BenchEnv) -> String {
 }
 
 /// CPU per token and memory, one row per client run; the ratio column
-/// compares goodput with the bytes-only run at the same streams.
+/// compares goodput and the hyper client with the bytes-only run at the
+/// same streams.
 pub fn cost(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Client cost\n\n");
     let rows: Vec<Vec<String>> = runs
         .iter()
         .filter(|r| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup)
-        .map(|run| {
-            let floor = runs
-                .iter()
-                .find(|b| {
-                    b.client == ClientKind::BytesOnly
-                        && b.streams == run.streams
-                        && b.repetition == run.repetition
-                        && b.open_loop.is_none()
-                })
-                .map(ClientRun::cpu_per_token_us);
-            let ratio = match (run.client, floor) {
-                (ClientKind::Goodput, Some(floor)) => {
-                    format!("{}×", num(run.cpu_per_token_us() / floor, 2))
-                }
-                _ => "–".to_string(),
-            };
-            let wall = run.usage.wall.as_secs_f64();
-            vec![
-                run.client.name().to_string(),
-                count(run.streams as u64),
-                count(run.requests as u64),
-                count(run.tokens),
-                num(wall, 1),
-                num(run.usage.user.as_secs_f64(), 2),
-                num(run.usage.sys.as_secs_f64(), 2),
-                num(run.cpu_per_token_us(), 2),
-                ratio,
-                mib(run.usage.max_rss_kib),
-                count((run.tokens as f64 / wall) as u64),
-                num(run.server_cpu.as_secs_f64(), 2),
-                format!(
-                    "{} / {}",
-                    num(run.server_slip.p50, 2),
-                    num(run.server_slip.p99, 2)
-                ),
-                opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
-            ]
-        })
+        .map(|run| cost_row(run, runs))
         .collect();
     table(
         &mut out,
@@ -158,6 +122,56 @@ pub fn cost(runs: &[ClientRun]) -> String {
     if runs.iter().any(|r| r.repetition > 0) {
         out.push_str(&medians(runs));
     }
+    out.push_str(&fixed_cost(runs));
+    out.push_str(&cost_notes(runs));
+    out
+}
+
+/// One closed-loop run's row of the cost table, its CPU per token compared
+/// with the bytes-only run of the same streams and repetition in `runs`.
+fn cost_row(run: &ClientRun, runs: &[ClientRun]) -> Vec<String> {
+    let floor = runs
+        .iter()
+        .find(|b| {
+            b.client == ClientKind::BytesOnly
+                && b.streams == run.streams
+                && b.repetition == run.repetition
+                && b.open_loop.is_none()
+        })
+        .map(ClientRun::cpu_per_token_us);
+    let ratio = match (run.client, floor) {
+        (ClientKind::Goodput | ClientKind::Hyper, Some(floor)) => {
+            format!("{}×", num(run.cpu_per_token_us() / floor, 2))
+        }
+        _ => "–".to_string(),
+    };
+    let wall = run.usage.wall.as_secs_f64();
+    vec![
+        run.client.name().to_string(),
+        count(run.streams as u64),
+        count(run.requests as u64),
+        count(run.tokens),
+        num(wall, 1),
+        num(run.usage.user.as_secs_f64(), 2),
+        num(run.usage.sys.as_secs_f64(), 2),
+        num(run.cpu_per_token_us(), 2),
+        ratio,
+        mib(run.usage.max_rss_kib),
+        count((run.tokens as f64 / wall) as u64),
+        num(run.server_cpu.as_secs_f64(), 2),
+        format!(
+            "{} / {}",
+            num(run.server_slip.p50, 2),
+            num(run.server_slip.p99, 2)
+        ),
+        opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
+    ]
+}
+
+/// goodput's fixed cost: one line per start-up run (start-up, probe, one
+/// request of one token, exit).
+fn fixed_cost(runs: &[ClientRun]) -> String {
+    let mut out = String::new();
     for startup in runs
         .iter()
         .filter(|r| r.client == ClientKind::GoodputStartup)
@@ -173,14 +187,24 @@ pub fn cost(runs: &[ClientRun]) -> String {
             mib(startup.usage.max_rss_kib)
         );
     }
+    out
+}
+
+/// What the cost table's columns mean, and the floor of the RSS measure.
+fn cost_notes(runs: &[ClientRun]) -> String {
+    let mut out = String::new();
     out.push_str(
         "CPU per token = the client process's user + system CPU time (start-up included) / content \
-         token events the server wrote during the run (probe and every request included; both clients \
-         read every response to its end). Tokens/s absorbed = tokens / client wall time. Server slip = \
+         token events the server wrote during the run (probe and every request included; every client \
+         reads every response to its end). hyper = the bytes-only client's connections and requests \
+         through hyper's HTTP/1.1 client connection (`bench hyper-client`: its connection task decodes \
+         the body, the request task reads it frame by frame, one clock read per frame, events counted \
+         as the bytes-only client counts them): what a general-purpose client costs for the same \
+         reading. Tokens/s absorbed = tokens / client wall time. Server slip = \
          how late the server wrote each token against its schedule (it shares the cores; its log stays \
          the truth either way). Other CPU = CPU the rest of the machine used during the run (from \
          `/proc/stat`, less client and server): well above 0 means the figures were disturbed. \
-         Target: goodput ≤ 1.5× bytes-only.\n\n",
+         Target: goodput ≤ 1.5× bytes-only, and below hyper.\n\n",
     );
     let floor = runs
         .iter()
@@ -198,17 +222,16 @@ pub fn cost(runs: &[ClientRun]) -> String {
     out
 }
 
-/// Medians over repetitions, per stream count: CPU per token of each client,
-/// their ratio, and goodput's peak RSS.
+/// Medians over repetitions, one row per stream count and client: CPU per
+/// token, its ratio to the bytes-only median at the same streams, and peak
+/// RSS.
 fn medians(runs: &[ClientRun]) -> String {
     let mut out = String::new();
-    let mut streams: Vec<usize> = Vec::new();
-    for run in runs
-        .iter()
-        .filter(|r| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup)
-    {
-        if !streams.contains(&run.streams) {
-            streams.push(run.streams);
+    let measured = |r: &&ClientRun| r.open_loop.is_none() && r.client != ClientKind::GoodputStartup;
+    let mut loads: Vec<(usize, ClientKind)> = Vec::new();
+    for run in runs.iter().filter(measured) {
+        if !loads.contains(&(run.streams, run.client)) {
+            loads.push((run.streams, run.client));
         }
     }
     let median = |client: ClientKind, at: usize, figure: fn(&ClientRun) -> f64| {
@@ -219,20 +242,24 @@ fn medians(runs: &[ClientRun]) -> String {
             .collect();
         (values.len(), crate::stats::Spread::of(&values).p50)
     };
-    let rows: Vec<Vec<String>> = streams
+    let rows: Vec<Vec<String>> = loads
         .iter()
-        .map(|&at| {
-            let (n, floor) = median(ClientKind::BytesOnly, at, ClientRun::cpu_per_token_us);
-            let (m, goodput) = median(ClientKind::Goodput, at, ClientRun::cpu_per_token_us);
-            let (_, rss) = median(ClientKind::Goodput, at, |r| {
-                r.usage.max_rss_kib as f64 / 1024.0
-            });
+        .map(|&(at, client)| {
+            let (n, cpu) = median(client, at, ClientRun::cpu_per_token_us);
+            let (floor_runs, floor) =
+                median(ClientKind::BytesOnly, at, ClientRun::cpu_per_token_us);
+            let (_, rss) = median(client, at, |r| r.usage.max_rss_kib as f64 / 1024.0);
+            let ratio = match client {
+                ClientKind::BytesOnly => "–".to_string(),
+                _ if floor_runs == 0 => "–".to_string(),
+                _ => format!("{}×", num(cpu / floor, 2)),
+            };
             vec![
                 count(at as u64),
-                format!("{n} / {m}"),
-                num(floor, 2),
-                num(goodput, 2),
-                format!("{}×", num(goodput / floor, 2)),
+                client.name().to_string(),
+                n.to_string(),
+                num(cpu, 2),
+                ratio,
                 num(rss, 1),
             ]
         })
@@ -242,11 +269,11 @@ fn medians(runs: &[ClientRun]) -> String {
         &mut out,
         &[
             "streams",
-            "runs (bytes-only / goodput)",
-            "bytes-only CPU per token (µs)",
-            "goodput CPU per token (µs)",
-            "goodput vs bytes-only",
-            "goodput peak RSS (MiB)",
+            "client",
+            "runs",
+            "CPU per token (µs)",
+            "vs bytes-only",
+            "peak RSS (MiB)",
         ],
         &rows,
     );
@@ -254,15 +281,24 @@ fn medians(runs: &[ClientRun]) -> String {
 }
 
 /// TTFT and ITL error against the server's log, one row per closed-loop run
-/// (the bytes-only client has TTFT only), then the TTFT error decomposed.
+/// (the bytes-only and hyper clients have TTFT only), then the TTFT error
+/// decomposed.
 pub fn accuracy(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Accuracy against the server's log\n\n");
     let with_accuracy: Vec<(&ClientRun, &Accuracy)> = runs
         .iter()
         .filter_map(|run| Some((run, run.accuracy.as_ref()?)))
         .collect();
+    out.push_str(&error_table(&with_accuracy));
+    out.push_str(&ttft_error_sources(&with_accuracy));
+    out
+}
+
+/// The TTFT and ITL error table, one row per run, with what its columns
+/// mean.
+fn error_table(with_accuracy: &[(&ClientRun, &Accuracy)]) -> String {
+    let mut out = String::new();
     let pair = |s: &Spread| format!("{} / {}", num(s.p50, 2), num(s.p99, 2));
-    let triple = |s: &Spread| format!("{} / {} / {}", num(s.p50, 2), num(s.p99, 2), num(s.max, 2));
     let rows: Vec<Vec<String>> = with_accuracy
         .iter()
         .map(|(run, a)| {
@@ -311,9 +347,18 @@ pub fn accuracy(runs: &[ClientRun]) -> String {
          gap between the writes of tokens k−1 and k, per gap; the table gives percentiles of its absolute \
          value. The bytes-only client keeps no per-event times (TTFT only): its TTFT is from right before \
          its request `write` to right after the `read` that brought the end of the first event. \
+         The hyper client's (TTFT only too) is from right before `send_request` to the frame that \
+         brought the end of the first event. \
          Percentiles interpolate linearly between ranks (numpy's default).\n\n",
     );
+    out
+}
 
+/// The TTFT error decomposed on the one monotonic clock: send delay, the
+/// server's read lateness, first-event and per-event delay.
+fn ttft_error_sources(with_accuracy: &[(&ClientRun, &Accuracy)]) -> String {
+    let mut out = String::new();
+    let triple = |s: &Spread| format!("{} / {} / {}", num(s.p50, 2), num(s.p99, 2), num(s.max, 2));
     out.push_str("#### Where the TTFT error comes from\n\n");
     let rows: Vec<Vec<String>> = with_accuracy
         .iter()
@@ -530,9 +575,13 @@ mod tests {
             fake_run(ClientKind::BytesOnly, 256, 5_000),
             fake_run(ClientKind::Goodput, 256, 7_500),
             fake_run(ClientKind::Goodput, 1024, 7_500),
+            fake_run(ClientKind::Hyper, 256, 10_000),
         ];
         let markdown = cost(&runs);
         assert_rectangular(&markdown);
+        // The hyper client is compared with the same floor: 10 µs, 2×.
+        let hyper = markdown.lines().find(|l| l.starts_with("| hyper")).unwrap();
+        assert!(hyper.contains("| 10.00 | 2.00× |"), "{hyper}");
         let lines: Vec<&str> = markdown
             .lines()
             .filter(|l| l.starts_with("| goodput"))
@@ -566,7 +615,11 @@ mod tests {
         assert!(markdown.contains("| 6.00 | 1.20× |"), "{markdown}");
         // Medians: 6 µs floor, 9 µs goodput.
         assert!(
-            markdown.contains("| 256 | 3 / 3 | 6.00 | 9.00 | 1.50× | 2.0 |"),
+            markdown.contains("| 256 | bytes-only | 3 | 6.00 | – | 2.0 |"),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| 256 | goodput | 3 | 9.00 | 1.50× | 2.0 |"),
             "{markdown}"
         );
     }

@@ -1,6 +1,7 @@
 //! Drives the real `bench` binary: `bench serve` on a free loopback port, the
 //! bytes-only client against it, raw requests for the chat and models routes,
-//! then checks the log `bench serve` writes when it stops.
+//! then checks the log `bench serve` writes when it stops; and the hyper
+//! client against it, which must see and time what the bytes-only one does.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpStream;
@@ -228,5 +229,67 @@ fn serves_streams_on_schedule_and_logs_every_token() {
             assert!(*t >= due, "token {i} written {} ns early", due - t);
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `bench hyper-client`: the same requests as the bytes-only client, the
+/// same summary and timings, every event counted, ids `hyper-<id>`.
+#[test]
+fn the_hyper_client_reads_and_times_what_the_bytes_client_does() {
+    let dir = std::env::temp_dir().join(format!("goodput-bench-hyper-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log_path = dir.join("server-log.jsonl");
+    let timings_path = dir.join("timings.jsonl");
+    let serve = start_serve(&log_path);
+    let output = Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["hyper-client", "--addr", &serve.addr])
+        .args([
+            "--concurrency",
+            "4",
+            "--requests",
+            "10",
+            "--max-tokens",
+            "5",
+            "--time-limit-s",
+            "30",
+        ])
+        .arg("--timings")
+        .arg(&timings_path)
+        .output()
+        .expect("hyper client runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON summary");
+    assert_eq!(summary["ok"], 10, "{summary}");
+    assert_eq!(summary["failed"], 0, "{summary}");
+    // 5 tokens + usage + [DONE] per response.
+    assert_eq!(summary["data_events"], 70, "{summary}");
+    let timings: Vec<serde_json::Value> = std::fs::read_to_string(&timings_path)
+        .expect("timings file")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(timings.len(), 10);
+    for t in &timings {
+        assert_eq!(t["ok"], true, "{t}");
+        let ttft = t["ttft_ms"].as_f64().unwrap();
+        assert!(ttft >= TTFT_MS as f64 && ttft < 5_000.0, "{t}");
+    }
+    // SAFETY: sending a signal to our own child, which has not been reaped.
+    unsafe { libc::kill(serve.child.id() as libc::pid_t, libc::SIGINT) };
+    let mut serve = serve;
+    assert!(serve.child.wait().unwrap().success());
+    let log = std::fs::read_to_string(&log_path).expect("server log");
+    let mut ids: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["request_id"].to_string())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 10, "{ids:?}");
+    assert!(ids.iter().all(|id| id.starts_with("\"hyper-")), "{ids:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

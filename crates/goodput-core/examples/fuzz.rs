@@ -1,7 +1,7 @@
 //! The long robustness run: millions of mutated inputs through every parser
 //! (`goodput_core::fuzz`), on every core, no panic allowed.
 //!
-//! `cargo run --release -p goodput-core --example fuzz [-- TOTAL [SEED]]`
+//! `cargo run --release -p goodput-core --features fuzz --example fuzz [-- TOTAL [SEED]]`
 //! (default 10,000,000 inputs, split over the targets; the file readers get
 //! a hundredth of the share, as each case writes a file).
 

@@ -6,6 +6,7 @@
 //! `cargo run --release -p goodput-core --example prep_rate [-- N]`
 
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,23 +34,44 @@ fn main() {
     };
     let dir = std::env::temp_dir().join(format!("goodput-prep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-
-    // A dataset of n rows of ~300-word prompts, and a Mooncake-shaped trace
-    // of n rows: 1–40 blocks of 512 tokens, prefixes shared within 1,000
-    // conversation families.
-    let words = goodput_core::words::words();
     let data = dir.join("d.jsonl");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&data).unwrap());
-    let mut x = 7u64;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let trace = dir.join("t.jsonl");
+    // One generator for both files, so they are the same on every run.
+    let mut rng = XorShift(7);
+    write_dataset(&data, n, &mut rng);
+    write_trace(&trace, n, &mut rng);
+
+    println!(
+        "| workload | requests | load s | build s | requests/s | µs/request | mean prompt tokens |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (name, make) in cases(n, &data, &trace, &tok) {
+        time_case(name, make, n, &params, &tok);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// xorshift64: a tiny deterministic generator for the input files.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// A dataset of `n` rows of 100–500-word prompts, 128 output tokens each.
+fn write_dataset(path: &Path, n: usize, rng: &mut XorShift) {
+    let words = goodput_core::words::words();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for _ in 0..n {
-        let len = 100 + (next() % 400) as usize;
-        let text: Vec<&str> = (0..len).map(|_| words[(next() % 1980) as usize]).collect();
+        let len = 100 + (rng.next() % 400) as usize;
+        let text: Vec<&str> = (0..len)
+            .map(|_| words[(rng.next() % 1980) as usize])
+            .collect();
         writeln!(
             f,
             "{}",
@@ -57,13 +79,16 @@ fn main() {
         )
         .unwrap();
     }
-    drop(f);
-    let trace = dir.join("t.jsonl");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&trace).unwrap());
+}
+
+/// A Mooncake-shaped trace of `n` rows: 1–40 blocks of 512 tokens,
+/// prefixes shared within 1,000 conversation families.
+fn write_trace(path: &Path, n: usize, rng: &mut XorShift) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     for i in 0..n {
-        let family = next() % 1000;
-        let blocks = 1 + next() % 40;
-        let shared = blocks.min(1 + next() % 8);
+        let family = rng.next() % 1000;
+        let blocks = 1 + rng.next() % 40;
+        let shared = blocks.min(1 + rng.next() % 8);
         let ids: Vec<u64> = (0..blocks)
             .map(|b| {
                 if b < shared {
@@ -73,7 +98,7 @@ fn main() {
                 }
             })
             .collect();
-        let input = blocks * 512 - next() % 512;
+        let input = blocks * 512 - rng.next() % 512;
         writeln!(
             f,
             "{}",
@@ -81,8 +106,19 @@ fn main() {
         )
         .unwrap();
     }
-    drop(f);
+}
 
+/// Builds one case's workload; the time it takes is the case's load time.
+type Make<'a> = Box<dyn Fn() -> WorkloadSpec + 'a>;
+
+/// The four workloads timed: synthetic (salted, and with shared prefixes),
+/// the dataset file, the trace file.
+fn cases<'a>(
+    n: usize,
+    data: &'a Path,
+    trace: &'a Path,
+    tok: &'a Tokenizer,
+) -> Vec<(&'static str, Make<'a>)> {
     let mut synth = SyntheticSpec::new(LengthSpec::Fixed(1024), LengthSpec::Fixed(128), 1);
     let mut prefixed = synth.clone();
     prefixed.prefix = Some(PrefixSpec {
@@ -91,24 +127,18 @@ fn main() {
         choice: GroupChoice::Uniform,
     });
     synth.cache_bust = true;
-
-    println!(
-        "| workload | requests | load s | build s | requests/s | µs/request | mean prompt tokens |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
-    type Make<'a> = Box<dyn Fn() -> WorkloadSpec + 'a>;
-    let cases: Vec<(&str, Make)> = vec![
+    vec![
         (
             "synthetic 1024 tokens, salted",
-            Box::new(|| WorkloadSpec::synthetic(synth.clone())),
+            Box::new(move || WorkloadSpec::synthetic(synth.clone())),
         ),
         (
             "synthetic 1024 tokens, 16 prefixes of 768",
-            Box::new(|| WorkloadSpec::synthetic(prefixed.clone())),
+            Box::new(move || WorkloadSpec::synthetic(prefixed.clone())),
         ),
         (
             "dataset JSONL (100–500 words a row)",
-            Box::new(|| {
+            Box::new(move || {
                 let opts = DatasetOptions {
                     num: n,
                     sampling: Sampling::Random,
@@ -119,7 +149,7 @@ fn main() {
                 WorkloadSpec {
                     synthetic: SyntheticSpec::new(LengthSpec::Fixed(1), LengthSpec::Fixed(128), 1),
                     source: SourceSpec::Dataset {
-                        dataset: Arc::new(load_dataset(&data, &opts, &tok).unwrap()),
+                        dataset: Arc::new(load_dataset(data, &opts, tok).unwrap()),
                         output_override: None,
                     },
                 }
@@ -127,37 +157,39 @@ fn main() {
         ),
         (
             "Mooncake-shaped trace (mean ~10k tokens)",
-            Box::new(|| WorkloadSpec {
+            Box::new(move || WorkloadSpec {
                 synthetic: SyntheticSpec::new(LengthSpec::Fixed(1), LengthSpec::Fixed(128), 1),
                 source: SourceSpec::Trace {
-                    trace: Arc::new(load_trace(&trace, &TraceOptions::default()).unwrap()),
+                    trace: Arc::new(load_trace(trace, &TraceOptions::default()).unwrap()),
                     speed: 1.0,
                     block_tokens: 512,
                     output_override: None,
                 },
             }),
         ),
-    ];
-    for (name, make) in cases {
-        let t0 = Instant::now();
-        let spec = make();
-        let load_s = t0.elapsed().as_secs_f64();
-        let mut source = spec.source(&params, &tok, 42, 0);
-        let t1 = Instant::now();
-        let mut built = 0usize;
-        let mut tokens = 0u64;
-        while built < n {
-            let Some(p) = source.next() else { break };
-            tokens += u64::from(p.request.prompt_tokens.unwrap_or(0));
-            built += 1;
-        }
-        let s = t1.elapsed().as_secs_f64();
-        println!(
-            "| {name} | {built} | {load_s:.2} | {s:.2} | {:.0} | {:.1} | {:.0} |",
-            built as f64 / s,
-            s * 1e6 / built as f64,
-            tokens as f64 / built as f64
-        );
+    ]
+}
+
+/// Load one case's workload, build up to `n` requests from it, and print
+/// its row of the table.
+fn time_case(name: &str, make: Make, n: usize, params: &RequestParams, tok: &Tokenizer) {
+    let t0 = Instant::now();
+    let spec = make();
+    let load_s = t0.elapsed().as_secs_f64();
+    let mut source = spec.source(params, tok, 42, 0);
+    let t1 = Instant::now();
+    let mut built = 0usize;
+    let mut tokens = 0u64;
+    while built < n {
+        let Some(p) = source.next() else { break };
+        tokens += u64::from(p.request.prompt_tokens.unwrap_or(0));
+        built += 1;
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let s = t1.elapsed().as_secs_f64();
+    println!(
+        "| {name} | {built} | {load_s:.2} | {s:.2} | {:.0} | {:.1} | {:.0} |",
+        built as f64 / s,
+        s * 1e6 / built as f64,
+        tokens as f64 / built as f64
+    );
 }

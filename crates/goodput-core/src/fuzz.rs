@@ -4,8 +4,10 @@
 //! parsers, give the same result however the input is split into reads.
 //!
 //! The test suite runs a bounded number of cases per target
-//! (`fuzz::tests`); `cargo run --release -p goodput-core --example fuzz`
-//! runs millions (figures in `BENCHMARKS.md`). No coverage guidance: the
+//! (`fuzz::tests`); `cargo run --release -p goodput-core --features fuzz
+//! --example fuzz` runs millions (figures in `BENCHMARKS.md`). The module
+//! is compiled only for the tests and under the `fuzz` feature: it is no
+//! part of the library goodput ships. No coverage guidance: the
 //! machine's one toolchain is stable, and `cargo fuzz` needs nightly. The
 //! mutations are structure-aware instead (seeds are valid inputs of each
 //! format, mutated by flips, insertions, deletions, duplications and

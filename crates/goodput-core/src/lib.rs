@@ -15,6 +15,7 @@ pub mod client;
 pub mod clock;
 pub mod cost;
 pub mod executor;
+#[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod knee;
 pub mod live;

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use crate::engine::EngineCounters;
 use crate::stats::{Histogram, LiveState, SimStats};
 
 fn escape_label(v: &str) -> String {
@@ -48,14 +49,25 @@ impl Out<'_> {
 }
 
 /// Render the state (and its summary, [`LiveState::summary`]) for the
-/// served model `model_name`.
+/// served model `model_name`: vLLM's series first, then the simulator's own.
 pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String {
     let labels = format!("model_name=\"{}\"", escape_label(model_name));
     let mut o = Out {
         buf: String::with_capacity(16 * 1024),
         labels: &labels,
     };
-    let c = &state.counters;
+    scheduler_gauges(&mut o, state);
+    token_counters(&mut o, &state.counters);
+    finished_requests(&mut o, state);
+    latency_histograms(&mut o, state);
+    engine_steps(&mut o, state);
+    engine_summary(&mut o, summary);
+    o.buf
+}
+
+/// vLLM's scheduler gauges: requests running and waiting, KV-cache usage
+/// (under its V1 and its older name).
+fn scheduler_gauges(o: &mut Out, state: &LiveState) {
     o.value(
         "vllm:num_requests_running",
         "gauge",
@@ -80,6 +92,11 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
         "GPU KV-cache usage. 1 means 100 percent usage (older name).",
         state.kv_usage,
     );
+}
+
+/// vLLM's counters: preemptions, prefix-cache lookups (V1 and older names),
+/// prompt, cached-prompt and generated tokens.
+fn token_counters(o: &mut Out, c: &EngineCounters) {
     for (name, help, v) in [
         (
             "vllm:num_preemptions_total",
@@ -126,6 +143,10 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
     ] {
         o.value(name, "counter", help, v as f64);
     }
+}
+
+/// vLLM's finished requests by reason (`stop`, `length`, `abort`).
+fn finished_requests(o: &mut Out, state: &LiveState) {
     o.header(
         "vllm:request_success_total",
         "counter",
@@ -138,9 +159,15 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
     ] {
         let _ = writeln!(
             o.buf,
-            "vllm:request_success_total{{{labels},finished_reason=\"{reason}\"}} {v}"
+            "vllm:request_success_total{{{},finished_reason=\"{reason}\"}} {v}",
+            o.labels
         );
     }
+}
+
+/// vLLM's latency histograms: TTFT, inter-token latency (under its V1 and
+/// its pre-0.11 name) and end-to-end latency.
+fn latency_histograms(o: &mut Out, state: &LiveState) {
     o.histogram(
         "vllm:time_to_first_token_seconds",
         "Histogram of time to first token in seconds.",
@@ -161,11 +188,16 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
         "Histogram of end to end request latency in seconds.",
         &state.e2e,
     );
+}
+
+/// The simulator's engine steps: how many, their modelled durations, and
+/// how late each started.
+fn engine_steps(o: &mut Out, state: &LiveState) {
     o.value(
         "goodput_sim_steps_total",
         "counter",
         "Engine steps run.",
-        c.steps as f64,
+        state.counters.steps as f64,
     );
     o.histogram(
         "goodput_sim_step_duration_seconds",
@@ -177,6 +209,11 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
         "How long after its deadline each engine step started, in seconds.",
         &state.lateness,
     );
+}
+
+/// The simulator's summary gauges: step lateness percentiles, the engine
+/// thread's work time and its real-time priority.
+fn engine_summary(o: &mut Out, summary: &SimStats) {
     for (name, help, v) in [
         (
             "goodput_sim_step_lateness_mean_seconds",
@@ -223,7 +260,6 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
         "SCHED_FIFO priority of the engine thread (0: a normal thread).",
         summary.engine_priority.fifo.map_or(0.0, f64::from),
     );
-    o.buf
 }
 
 #[cfg(test)]

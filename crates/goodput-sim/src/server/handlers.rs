@@ -9,6 +9,7 @@ use bytes::Bytes;
 use http::{header, Method, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use serde_json::json;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::body::{cut_after, SimBody, SseStream, StreamFaults};
 use super::openai::{error_body, full_response, CompletionRequest, Content, Endpoint, Prompt};
@@ -210,43 +211,18 @@ fn status_fault(f: StatusFault) -> Response<SimBody> {
     }
 }
 
+/// One completion request, from its body to its answer: read and check
+/// it, draw its faults, submit it to the engine, and answer streamed or
+/// whole.
 async fn completion(
     state: Arc<AppState>,
     req: http::Request<hyper::body::Incoming>,
     endpoint: Endpoint,
 ) -> Response<SimBody> {
-    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("could not read the request body: {e}"),
-            )
-        }
-    };
-    let parsed: CompletionRequest = match serde_json::from_slice(&body) {
+    let parsed = match read_request(&state, req).await {
         Ok(r) => r,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("invalid JSON request body: {e}"),
-            )
-        }
+        Err((status, m)) => return error(status, &m),
     };
-    if let Some(m) = &parsed.model {
-        if m != &state.model_name {
-            return error(
-                StatusCode::NOT_FOUND,
-                &format!("The model `{m}` does not exist."),
-            );
-        }
-    }
-    if parsed.n.is_some_and(|n| n != 1) {
-        return error(StatusCode::BAD_REQUEST, "only n = 1 is supported");
-    }
     let index = state.next_index.fetch_add(1, Ordering::Relaxed);
     let plan: FaultPlan = state.faults.plan(state.seed, index);
     if let Some(f) = plan.status {
@@ -270,27 +246,9 @@ async fn completion(
         Ok(v) => v,
         Err(m) => return error(StatusCode::BAD_REQUEST, &m),
     };
-
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let submission = Submission {
-        request: EngineRequest {
-            id: index,
-            prompt_tokens: ids.len(),
-            block_hashes: block_hashes(&ids),
-            output_tokens,
-        },
-        arrival_s: state.clock.now_s(),
-        reason,
-        events: tx,
-    };
-    if state
-        .engine
-        .send(Command::Add(Box::new(submission)))
-        .is_err()
-    {
+    let Some((events, guard)) = submit(&state, index, &ids, output_tokens, reason) else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
-    }
-    let mut guard = AbortGuard::new(state.engine.clone(), index);
+    };
     if let Some(d) = plan.slow_headers {
         tokio::time::sleep(d).await;
     }
@@ -299,79 +257,186 @@ async fn completion(
         Endpoint::Chat => "chatcmpl",
         Endpoint::Completions => "cmpl",
     };
-    let id = format!("{prefix}-sim{index:08x}");
-    let mid = (output_tokens / 2) as u32;
+    let accepted = Accepted {
+        endpoint,
+        id: format!("{prefix}-sim{index:08x}"),
+        text_key,
+        output_tokens,
+        reason,
+        plan,
+        events,
+        guard,
+    };
     if parsed.stream == Some(true) {
         let include_usage = parsed
             .stream_options
             .as_ref()
             .and_then(|o| o.include_usage)
             .unwrap_or(false);
-        let stream = SseStream {
-            events: rx,
-            writer: super::openai::ChunkWriter::new(
-                endpoint,
-                &id,
-                state.created,
-                &state.model_json,
-            ),
-            seed: state.seed,
-            request_index: text_key,
-            reason,
-            include_usage,
-            faults: StreamFaults {
-                cut_at: plan.cut.then_some(mid),
-                stall_at: plan.stall.map(|d| (mid, d)),
-                malformed_at: plan.malformed.then_some(mid),
-            },
-            guard,
-            role_sent: false,
-            stall: None,
-            held: None,
-            cut: false,
-            done: false,
-        };
-        let mut r = Response::new(SimBody::Stream(Box::new(stream)));
-        let h = r.headers_mut();
-        h.insert(
-            header::CONTENT_TYPE,
-            header::HeaderValue::from_static("text/event-stream; charset=utf-8"),
-        );
-        h.insert(
-            header::CACHE_CONTROL,
-            header::HeaderValue::from_static("no-cache"),
-        );
-        return r;
+        return stream_response(&state, accepted, include_usage);
     }
+    whole_response(&state, accepted).await
+}
 
-    // Whole response: wait for every token.
-    let mut text = String::with_capacity(output_tokens * 7);
+/// The request's body read and parsed, its model and `n` checked; an error
+/// is the status and message to answer with.
+async fn read_request(
+    state: &AppState,
+    req: http::Request<hyper::body::Incoming>,
+) -> Result<CompletionRequest, (StatusCode, String)> {
+    let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!("could not read the request body: {e}"),
+            ))
+        }
+    };
+    let parsed: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!("invalid JSON request body: {e}"),
+            ))
+        }
+    };
+    if let Some(m) = &parsed.model {
+        if m != &state.model_name {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("The model `{m}` does not exist."),
+            ));
+        }
+    }
+    if parsed.n.is_some_and(|n| n != 1) {
+        return Err((StatusCode::BAD_REQUEST, "only n = 1 is supported".into()));
+    }
+    Ok(parsed)
+}
+
+/// Hand request `index` to the engine: the channel its tokens come back on,
+/// and the guard that aborts it if the answer is dropped. `None` when the
+/// engine has stopped.
+fn submit(
+    state: &AppState,
+    index: u64,
+    ids: &[u32],
+    output_tokens: usize,
+    reason: FinishReason,
+) -> Option<(UnboundedReceiver<StreamEvent>, AbortGuard)> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let submission = Submission {
+        request: EngineRequest {
+            id: index,
+            prompt_tokens: ids.len(),
+            block_hashes: block_hashes(ids),
+            output_tokens,
+        },
+        arrival_s: state.clock.now_s(),
+        reason,
+        events: tx,
+    };
+    state.engine.send(Command::Add(Box::new(submission))).ok()?;
+    Some((rx, AbortGuard::new(state.engine.clone(), index)))
+}
+
+/// A request the engine accepted: what its answer is written from.
+struct Accepted {
+    endpoint: Endpoint,
+    /// The response's id (`chatcmpl-sim…`, `cmpl-sim…`).
+    id: String,
+    /// The key of the answer's words: the request's index, or the prompt's
+    /// hash under greedy decoding.
+    text_key: u64,
+    output_tokens: usize,
+    reason: FinishReason,
+    plan: FaultPlan,
+    /// The engine's tokens for this request.
+    events: UnboundedReceiver<StreamEvent>,
+    guard: AbortGuard,
+}
+
+/// The streamed answer: server-sent events as the engine produces tokens,
+/// the plan's cut, stall or malformed event at the middle token.
+fn stream_response(state: &AppState, a: Accepted, include_usage: bool) -> Response<SimBody> {
+    let mid = (a.output_tokens / 2) as u32;
+    let stream = SseStream {
+        events: a.events,
+        writer: super::openai::ChunkWriter::new(
+            a.endpoint,
+            &a.id,
+            state.created,
+            &state.model_json,
+        ),
+        seed: state.seed,
+        request_index: a.text_key,
+        reason: a.reason,
+        include_usage,
+        faults: StreamFaults {
+            cut_at: a.plan.cut.then_some(mid),
+            stall_at: a.plan.stall.map(|d| (mid, d)),
+            malformed_at: a.plan.malformed.then_some(mid),
+        },
+        guard: a.guard,
+        role_sent: false,
+        stall: None,
+        held: None,
+        cut: false,
+        done: false,
+    };
+    let mut r = Response::new(SimBody::Stream(Box::new(stream)));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    h.insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-cache"),
+    );
+    r
+}
+
+/// The whole answer: every token waited for, then one JSON body.
+async fn whole_response(state: &AppState, mut a: Accepted) -> Response<SimBody> {
+    let mut text = String::with_capacity(a.output_tokens * 7);
     let finished = loop {
-        match rx.recv().await {
+        match a.events.recv().await {
             Some(StreamEvent::Token { index: i, done }) => {
                 text.push(' ');
-                text.push_str(output_word(state.seed, text_key, i));
+                text.push_str(output_word(state.seed, a.text_key, i));
                 if let Some(f) = done {
                     break f;
                 }
             }
             Some(StreamEvent::Rejected(e)) => {
-                guard.disarm();
+                a.guard.disarm();
                 return error(StatusCode::BAD_REQUEST, &e.to_string());
             }
             None => return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped"),
         }
     };
-    guard.disarm();
+    a.guard.disarm();
     let body = full_response(
-        endpoint,
-        &id,
+        a.endpoint,
+        &a.id,
         state.created,
         &state.model_name,
         &text,
-        reason,
+        a.reason,
         &finished,
     );
+    whole_body_with_faults(body, &a.plan)
+}
+
+/// A whole JSON answer as the plan wants it: cut after half its bytes,
+/// half of it sent as if whole (malformed), or held back for the stall.
+fn whole_body_with_faults(body: String, plan: &FaultPlan) -> Response<SimBody> {
     if plan.cut {
         let half = body.len() / 2;
         let half = Bytes::from(body).slice(..half);
