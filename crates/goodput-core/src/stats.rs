@@ -3,13 +3,20 @@
 //! Percentiles are order statistics with linear interpolation between the
 //! closest ranks (numpy's default), computed on sorted data. Intervals are
 //! 95 %: distribution-free binomial order-statistic bounds for per-request
-//! metrics (a bound is `None` — open — when there are too few samples), a
+//! metrics ([`binomial_ci_ranks`]; a bound is `None` — open — when there are
+//! too few samples), a
 //! bootstrap over whole requests for pooled per-token values, and a bootstrap
 //! over time blocks for throughputs.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
+
+mod binomial;
+
+pub use binomial::binomial_ci_ranks;
+#[cfg(test)]
+pub(crate) use binomial::exact_coverage;
 
 /// Percentile `p` (0–100) of sorted data, numpy's linear interpolation.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
@@ -161,43 +168,6 @@ impl Ordered for LogHistogram {
         let last = Self::bin_of(x);
         self.bins.iter().take(last + 1).sum::<u64>() as usize
     }
-}
-
-/// 1-based ranks `(l, u)` of the order statistics bounding the `q`-quantile
-/// with at least 95 % coverage; a rank outside `1..=n` means that side is open.
-pub fn binomial_ci_ranks(n: usize, q: f64) -> (usize, usize) {
-    if n == 0 || q <= 0.0 || q >= 1.0 {
-        return (0, n + 1);
-    }
-    // cdf[k] = P(B <= k), B ~ Binomial(n, q), accumulated in log space.
-    let (lq, l1q) = (q.ln(), (1.0 - q).ln());
-    let mut log_pmf = n as f64 * l1q;
-    let mut cdf = Vec::with_capacity(n + 1);
-    let mut acc = 0.0;
-    for k in 0..=n {
-        if k > 0 {
-            log_pmf += ((n - k + 1) as f64).ln() - (k as f64).ln() + lq - l1q;
-        }
-        acc += log_pmf.exp();
-        cdf.push(acc.min(1.0));
-    }
-    // Largest l with P(B <= l-1) <= 0.025; smallest u with P(B <= u-1) >= 0.975.
-    let mut l = 0;
-    for k in 1..=n {
-        if cdf[k - 1] <= 0.025 {
-            l = k;
-        } else {
-            break;
-        }
-    }
-    let mut u = n + 1;
-    for k in 1..=n {
-        if cdf[k - 1] >= 0.975 {
-            u = k;
-            break;
-        }
-    }
-    (l, u)
 }
 
 /// A figure with its 95 % interval; `None` bounds are open (too few samples).
@@ -396,7 +366,7 @@ pub fn describe_ordered(
     let pct = percentiles
         .iter()
         .map(|&p| {
-            let (l, u) = binomial_ci_ranks(n, p / 100.0);
+            let (l, u) = binomial_ci_ranks(n, p / 100.0, 0.95);
             let value = percentile_of(o, p).unwrap_or(f64::NAN);
             let lo = (l >= 1).then(|| o.at(l - 1));
             let hi = (u <= n).then(|| o.at(u - 1));
@@ -629,19 +599,6 @@ mod tests {
         let h: Vec<f64> = (1..=100).map(|x| x as f64).collect();
         assert!((percentile_sorted(&h, 90.0).unwrap() - 90.1).abs() < 1e-9);
         assert!((percentile_sorted(&h, 99.0).unwrap() - 99.01).abs() < 1e-9);
-    }
-
-    #[test]
-    fn binomial_ranks_known_values() {
-        // Median of 10: the classical interval is [x(2), x(9)] (coverage 97.9 %).
-        assert_eq!(binomial_ci_ranks(10, 0.5), (2, 9));
-        // p99 needs about 367 samples for a finite upper bound.
-        assert!(binomial_ci_ranks(300, 0.99).1 > 300);
-        let (l, u) = binomial_ci_ranks(1000, 0.99);
-        assert!(
-            (980..990).contains(&l) && (991..=1000).contains(&u),
-            "{l} {u}"
-        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ use super::{RequestMetrics, TokenSource};
 use crate::record::{ErrorKind, RequestRecord};
 use crate::slo::{self, Slo, SloOutcome, TermOutcome, Threshold};
 use crate::stats::{self, Distribution, Estimate, Ordered};
-use crate::verdict::{self, Verdict};
+use crate::verdict::Verdict;
 
 /// Width of the time-series buckets.
 pub const BUCKET_S: f64 = 0.1;
@@ -300,11 +300,11 @@ impl Collector {
             let q = term.percentile / 100.0;
             // Pass: failed and in-flight requests as if infinitely slow (after v).
             let n_pass = v.count() + (self.failed + pending) as usize;
-            let (_, u) = verdict::binomial_ci_ranks_at(n_pass, q, conf);
+            let (_, u) = stats::binomial_ci_ranks(n_pass, q, conf);
             let passes = u >= 1 && u <= v.count() && v.at(u - 1) <= term.threshold_ms;
             // Fail: in-flight requests as if instant (before v).
             let n_fail = v.count() + pending as usize;
-            let (l, _) = verdict::binomial_ci_ranks_at(n_fail, q, conf);
+            let (l, _) = stats::binomial_ci_ranks(n_fail, q, conf);
             let fails = l > pending as usize
                 && l <= n_fail
                 && v.at(l - 1 - pending as usize) > term.threshold_ms;
