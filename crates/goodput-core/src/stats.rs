@@ -18,10 +18,9 @@ pub use binomial::binomial_ci_ranks;
 #[cfg(test)]
 pub(crate) use binomial::exact_coverage;
 
-/// Percentile `p` (0–100) of sorted data, numpy's linear interpolation.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    percentile_of(sorted, p)
-}
+/// Percentile `p` (0–100) of sorted data, numpy's linear interpolation
+/// (the one definition, in [`goodput_common::percentile`]).
+pub use goodput_common::percentile::percentile_sorted;
 
 /// A sample in ascending order: exactly (a sorted slice), or within a
 /// bounded relative error (a [`LogHistogram`]), for the order statistics the
@@ -58,18 +57,10 @@ impl Ordered for Vec<f64> {
     }
 }
 
-/// The `p`-th percentile by linear interpolation between order statistics.
+/// The `p`-th percentile by linear interpolation between order statistics
+/// ([`goodput_common::percentile::percentile_by_rank`]).
 pub fn percentile_of(o: &(impl Ordered + ?Sized), p: f64) -> Option<f64> {
-    let n = o.count();
-    if n == 0 {
-        return None;
-    }
-    let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let frac = rank - lo as f64;
-    let a = o.at(lo);
-    Some(a + (o.at(hi) - a) * frac)
+    goodput_common::percentile::percentile_by_rank(o.count(), p, |i| o.at(i))
 }
 
 /// Values in bins 0.1 % wide on a log scale: every order statistic within
@@ -581,25 +572,6 @@ pub fn rate_with_ci(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_match_numpy_linear() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        // numpy.percentile([1,2,3,4], [0, 50, 90, 99, 100]) = [1, 2.5, 3.7, 3.97, 4]
-        let got: Vec<f64> = [0.0, 50.0, 90.0, 99.0, 100.0]
-            .iter()
-            .map(|&p| percentile_sorted(&v, p).unwrap())
-            .collect();
-        for (g, e) in got.iter().zip([1.0, 2.5, 3.7, 3.97, 4.0]) {
-            assert!((g - e).abs() < 1e-12, "{got:?}");
-        }
-        assert_eq!(percentile_sorted(&[7.0], 99.0), Some(7.0));
-        assert_eq!(percentile_sorted(&[], 50.0), None);
-        // 1..=100: p90 = 90.1, p99 = 99.01
-        let h: Vec<f64> = (1..=100).map(|x| x as f64).collect();
-        assert!((percentile_sorted(&h, 90.0).unwrap() - 90.1).abs() < 1e-9);
-        assert!((percentile_sorted(&h, 99.0).unwrap() - 99.01).abs() < 1e-9);
-    }
 
     #[test]
     fn coverage_is_at_least_95_percent() {
