@@ -406,15 +406,7 @@ pub fn describe_pooled(
     let mut d = describe(values.iter().map(|&v| v as f64).collect(), percentiles)?;
     d.ci_method = CiMethod::Bootstrap;
     let n_req = groups.len();
-    let mut rng = StdRng::seed_from_u64(seed);
-    // Requests taking part in the bootstrap: all, or a random subset.
-    let m = if values.len() * RESAMPLES <= BOOT_BUDGET {
-        n_req
-    } else {
-        (n_req * BOOT_BUDGET / (values.len() * RESAMPLES))
-            .max(50)
-            .min(n_req)
-    };
+    let m = bootstrap_requests(n_req, values.len());
     if n_req < 2 || m < 2 {
         d.ci_method = CiMethod::None;
         d.mean.lo = None;
@@ -425,6 +417,31 @@ pub fn describe_pooled(
         }
         return Some(d);
     }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let chosen = choose_requests(n_req, m, &mut rng);
+    let pool = WeightedPool::new(values, groups, &chosen, percentiles);
+    let centre = pool.estimate(&vec![1u32; m]);
+    let boot = pool.resample(&mut rng);
+    set_bootstrap_intervals(&mut d, boot, &centre, (m as f64 / n_req as f64).sqrt());
+    Some(d)
+}
+
+/// How many of `n_req` requests (holding `n_values` values) take part in
+/// the pooled bootstrap: all of them when [`RESAMPLES`] passes over every
+/// value fit in [`BOOT_BUDGET`], else a subset (at least 50).
+fn bootstrap_requests(n_req: usize, n_values: usize) -> usize {
+    if n_values * RESAMPLES <= BOOT_BUDGET {
+        n_req
+    } else {
+        (n_req * BOOT_BUDGET / (n_values * RESAMPLES))
+            .max(50)
+            .min(n_req)
+    }
+}
+
+/// `m` of the requests `0..n_req`, drawn at random without replacement (all
+/// of them, in order, when `m == n_req`).
+fn choose_requests(n_req: usize, m: usize, rng: &mut StdRng) -> Vec<usize> {
     let mut chosen: Vec<usize> = (0..n_req).collect();
     if m < n_req {
         for i in 0..m {
@@ -433,23 +450,49 @@ pub fn describe_pooled(
         }
         chosen.truncate(m);
     }
-    // The chosen requests' values, sorted, tagged with their index in `chosen`.
-    let mut sorted: Vec<(f32, u32)> = Vec::new();
-    for (k, &r) in chosen.iter().enumerate() {
-        let start = if r == 0 { 0 } else { groups[r - 1] as usize };
-        sorted.extend(
-            values[start..groups[r] as usize]
-                .iter()
-                .map(|&v| (v, k as u32)),
-        );
+    chosen
+}
+
+/// The chosen requests' values, sorted once, each tagged with its request's
+/// index among the chosen: a resample is then a weight per request, and
+/// its quantiles one pass over the sorted values.
+struct WeightedPool<'a> {
+    sorted: Vec<(f32, u32)>,
+    percentiles: &'a [f64],
+    /// Indices of `percentiles` in ascending order of percentile.
+    order: Vec<usize>,
+    requests: usize,
+}
+
+impl<'a> WeightedPool<'a> {
+    fn new(values: &[f32], groups: &[u32], chosen: &[usize], percentiles: &'a [f64]) -> Self {
+        let mut sorted: Vec<(f32, u32)> = Vec::new();
+        for (k, &r) in chosen.iter().enumerate() {
+            let start = if r == 0 { 0 } else { groups[r - 1] as usize };
+            sorted.extend(
+                values[start..groups[r] as usize]
+                    .iter()
+                    .map(|&v| (v, k as u32)),
+            );
+        }
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut order: Vec<usize> = (0..percentiles.len()).collect();
+        order.sort_by(|&a, &b| percentiles[a].total_cmp(&percentiles[b]));
+        WeightedPool {
+            sorted,
+            percentiles,
+            order,
+            requests: chosen.len(),
+        }
     }
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut order: Vec<usize> = (0..percentiles.len()).collect();
-    order.sort_by(|&a, &b| percentiles[a].total_cmp(&percentiles[b]));
-    // Weighted quantiles (no interpolation) and mean of one weighting.
-    let estimate = |weights: &[u32]| -> Vec<f64> {
+
+    /// Weighted quantiles (no interpolation) of one weighting of the
+    /// requests, in the order of `percentiles`, then the weighted mean.
+    fn estimate(&self, weights: &[u32]) -> Vec<f64> {
+        let percentiles = self.percentiles;
         let mut out = vec![f64::NAN; percentiles.len() + 1];
-        let total: f64 = sorted
+        let total: f64 = self
+            .sorted
             .iter()
             .map(|&(_, k)| weights[k as usize] as f64)
             .sum();
@@ -457,7 +500,7 @@ pub fn describe_pooled(
             return out;
         }
         let (mut sum, mut acc, mut next) = (0.0, 0.0, 0);
-        for &(v, k) in &sorted {
+        for &(v, k) in &self.sorted {
             let w = weights[k as usize];
             if w == 0 {
                 continue;
@@ -465,42 +508,55 @@ pub fn describe_pooled(
             let w = w as f64;
             sum += v as f64 * w;
             acc += w;
-            while next < order.len() && acc >= percentiles[order[next]] / 100.0 * total {
-                out[order[next]] = v as f64;
+            while next < self.order.len() && acc >= percentiles[self.order[next]] / 100.0 * total {
+                out[self.order[next]] = v as f64;
                 next += 1;
             }
         }
-        for &i in &order[next..] {
-            out[i] = sorted[sorted.len() - 1].0 as f64;
+        for &i in &self.order[next..] {
+            out[i] = self.sorted[self.sorted.len() - 1].0 as f64;
         }
         out[percentiles.len()] = sum / total;
         out
-    };
-    let centre = estimate(&vec![1u32; m]);
-    let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); percentiles.len() + 1];
-    let mut weights = vec![0u32; m];
-    for _ in 0..RESAMPLES {
-        weights.iter_mut().for_each(|w| *w = 0);
-        for _ in 0..m {
-            weights[rng.random_range(0..m)] += 1;
-        }
-        for (i, x) in estimate(&weights).into_iter().enumerate() {
-            if x.is_finite() {
-                boot[i].push(x);
+    }
+
+    /// [`RESAMPLES`] resamples of the requests with replacement: for each
+    /// figure ([`Self::estimate`]'s order), its finite values.
+    fn resample(&self, rng: &mut StdRng) -> Vec<Vec<f64>> {
+        let m = self.requests;
+        let mut boot: Vec<Vec<f64>> =
+            vec![Vec::with_capacity(RESAMPLES); self.percentiles.len() + 1];
+        let mut weights = vec![0u32; m];
+        for _ in 0..RESAMPLES {
+            weights.iter_mut().for_each(|w| *w = 0);
+            for _ in 0..m {
+                weights[rng.random_range(0..m)] += 1;
+            }
+            for (i, x) in self.estimate(&weights).into_iter().enumerate() {
+                if x.is_finite() {
+                    boot[i].push(x);
+                }
             }
         }
+        boot
     }
-    let scale = (m as f64 / n_req as f64).sqrt();
+}
+
+/// Each figure's 95 % interval from its resampled values `boot`: their
+/// 2.5th and 97.5th percentiles, moved from the subset's `centre` onto the
+/// full-sample value and their spread rescaled by `scale` (√(m/n)).
+fn set_bootstrap_intervals(d: &mut Distribution, boot: Vec<Vec<f64>>, centre: &[f64], scale: f64) {
+    let mean_index = d.percentiles.len();
     for (i, mut b) in boot.into_iter().enumerate() {
         b.sort_by(f64::total_cmp);
-        let full = if i == percentiles.len() {
+        let full = if i == mean_index {
             d.mean.value
         } else {
             d.percentiles[i].1.value
         };
         let shift = |q: f64| percentile_sorted(&b, q).map(|x| full + (x - centre[i]) * scale);
         let (lo, hi) = (shift(2.5), shift(97.5));
-        if i == percentiles.len() {
+        if i == mean_index {
             d.mean.lo = lo;
             d.mean.hi = hi;
         } else {
@@ -508,7 +564,6 @@ pub fn describe_pooled(
             d.percentiles[i].1.hi = hi;
         }
     }
-    Some(d)
 }
 
 /// A rate (per second) with a bootstrap interval over equal time blocks:
