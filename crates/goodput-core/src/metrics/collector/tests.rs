@@ -1,7 +1,7 @@
 //! The collector's tests: whole runs of hand-made records, summarized.
 
 use super::*;
-use crate::record::{Event, RequestError};
+use crate::record::{ErrorKind, Event, RequestError};
 use goodput_common::tokenizer::Tokenizer;
 
 const MS: u64 = 1_000_000;
