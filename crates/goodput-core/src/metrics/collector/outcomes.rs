@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{ErrorKind, RequestRecord};
+use crate::record::{ErrorKey, RequestRecord};
 
 /// What became of one measured request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Outcome {
     Completed,
     /// Failed, under its key in the error counts (`connect`, `http_503`).
-    Failed(String),
+    Failed(ErrorKey),
     /// Still running when the drain timeout ended the run: neither
     /// completed nor failed, and not part of the duration.
     Incomplete,
@@ -24,19 +24,11 @@ impl Outcome {
         if rec.incomplete() {
             return Outcome::Incomplete;
         }
-        match error_key(rec) {
+        match ErrorKey::of(rec) {
             Some(key) => Outcome::Failed(key),
             None => Outcome::Completed,
         }
     }
-}
-
-fn error_key(rec: &RequestRecord) -> Option<String> {
-    let e = rec.error.as_ref()?;
-    Some(match (e.kind, rec.http_status) {
-        (ErrorKind::HttpStatus, Some(code)) => format!("http_{code}"),
-        (kind, _) => kind.as_str().to_string(),
-    })
 }
 
 /// Failures by kind.
@@ -44,9 +36,10 @@ fn error_key(rec: &RequestRecord) -> Option<String> {
 pub struct ErrorSummary {
     /// failed / (completed + failed).
     pub error_rate: f64,
-    pub by_kind: BTreeMap<String, u64>,
+    /// Failed requests by kind, written as `{"connect": 2, "http_503": 5}`.
+    pub by_kind: BTreeMap<ErrorKey, u64>,
     /// One message per kind.
-    pub examples: BTreeMap<String, String>,
+    pub examples: BTreeMap<ErrorKey, String>,
 }
 
 /// Counts of the measured requests by outcome.
@@ -55,9 +48,9 @@ pub(super) struct OutcomeCounts {
     completed: u64,
     failed: u64,
     incomplete: u64,
-    by_kind: BTreeMap<String, u64>,
+    by_kind: BTreeMap<ErrorKey, u64>,
     /// The first message seen of each kind.
-    examples: BTreeMap<String, String>,
+    examples: BTreeMap<ErrorKey, String>,
 }
 
 impl OutcomeCounts {
@@ -67,10 +60,10 @@ impl OutcomeCounts {
             Outcome::Incomplete => self.incomplete += 1,
             Outcome::Failed(key) => {
                 self.failed += 1;
-                *self.by_kind.entry(key.clone()).or_default() += 1;
+                *self.by_kind.entry(*key).or_default() += 1;
                 if let Some(e) = &rec.error {
                     self.examples
-                        .entry(key.clone())
+                        .entry(*key)
                         .or_insert_with(|| e.message.clone());
                 }
             }

@@ -1,7 +1,7 @@
 //! The collector's tests: whole runs of hand-made records, summarized.
 
 use super::*;
-use crate::record::{ErrorKind, Event, RequestError};
+use crate::record::{ErrorKey, ErrorKind, Event, RequestError};
 use goodput_common::tokenizer::Tokenizer;
 
 const MS: u64 = 1_000_000;
@@ -84,7 +84,12 @@ fn never_sent_requests_are_failures_outside_lag_and_duration() {
         ],
     );
     assert_eq!((m.completed, m.failed, m.sent), (2, 1, 2));
-    assert_eq!(m.errors.by_kind.get("connect"), Some(&1));
+    assert_eq!(
+        m.errors
+            .by_kind
+            .get(&ErrorKey::new(ErrorKind::Connect, None)),
+        Some(&1)
+    );
     assert!((m.duration_s - 1.1).abs() < 1e-9, "{}", m.duration_s);
     let lag = m.get(Metric::ScheduleLag).unwrap();
     assert_eq!(lag.count, 2);
@@ -124,7 +129,8 @@ fn mean_in_flight_counts_failures() {
     let series_mean =
         m.timeseries.in_flight.iter().sum::<f64>() / m.timeseries.in_flight.len() as f64;
     assert!((series_mean - 2.0).abs() < 0.25, "{series_mean}");
-    assert_eq!(m.timeseries.failures["http_500"][10], 1.0);
+    let http_500 = ErrorKey::new(ErrorKind::HttpStatus, Some(500));
+    assert_eq!(m.timeseries.failures[&http_500][10], 1.0);
 }
 
 fn failed(send: u64, done: u64, status: u16) -> RequestRecord {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::outcomes::Outcome;
 use crate::metrics::RequestMetrics;
-use crate::record::RequestRecord;
+use crate::record::{ErrorKey, RequestRecord};
 
 /// Width of the time-series buckets.
 pub const BUCKET_S: f64 = 0.1;
@@ -25,7 +25,7 @@ pub struct TimeSeries {
     pub in_flight: Vec<f64>,
     /// Failures by kind, per bucket of their end.
     #[serde(default)]
-    pub failures: BTreeMap<String, Vec<f64>>,
+    pub failures: BTreeMap<ErrorKey, Vec<f64>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,7 +50,7 @@ pub(super) struct Buckets {
     /// waiting for a first token — the server's queue, seen from outside.
     waiting_in: Vec<f64>,
     waiting_out: Vec<f64>,
-    failures: BTreeMap<String, Vec<f64>>,
+    failures: BTreeMap<ErrorKey, Vec<f64>>,
 }
 
 fn bump(v: &mut Vec<f64>, i: usize, x: f64) {
@@ -109,11 +109,7 @@ impl Buckets {
         }
         let done_bucket = self.bucket(rec.t_done);
         if let Outcome::Failed(key) = outcome {
-            bump(
-                self.failures.entry(key.clone()).or_default(),
-                done_bucket,
-                1.0,
-            );
+            bump(self.failures.entry(*key).or_default(), done_bucket, 1.0);
             return;
         }
         bump(&mut self.completions, done_bucket, 1.0);
