@@ -1,18 +1,11 @@
 //! Percentiles of samples, defined as numpy's default (linear interpolation
-//! between closest ranks), which is what `vllm bench serve` reports.
+//! between closest ranks), which is what `vllm bench serve` reports: the
+//! one definition goodput's own metrics use
+//! ([`goodput_common::percentile`]).
 
 /// The `p`-th percentile (0..=100) of `sorted` (ascending); NaN when empty.
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
-    match sorted.len() {
-        0 => f64::NAN,
-        1 => sorted[0],
-        n => {
-            let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
-            let low = rank.floor() as usize;
-            let high = rank.ceil() as usize;
-            sorted[low] + (sorted[high] - sorted[low]) * (rank - low as f64)
-        }
-    }
+    goodput_common::percentile::percentile_sorted(sorted, p).unwrap_or(f64::NAN)
 }
 
 /// Sorted copy of `samples`, NaNs dropped.

@@ -5,10 +5,13 @@
 //! distributions ([`lengths`]), the API endpoint ([`endpoint`]). The built-in
 //! tokenizers ([`tokenizer`]) and the word list ([`words`]) live here too, so
 //! the simulator counts tokens exactly as the client does without depending
-//! on the client's HTTP and TLS stack.
+//! on the client's HTTP and TLS stack. The definition of a percentile
+//! ([`percentile`]) is here so that goodput's metrics and its own benchmarks
+//! compute the same one.
 pub mod clock;
 pub mod endpoint;
 pub mod lengths;
+pub mod percentile;
 pub mod tokenizer;
 pub mod units;
 pub mod words;

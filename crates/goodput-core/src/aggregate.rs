@@ -6,65 +6,15 @@
 //! finished), and accumulates the measured phase. Nothing is locked and
 //! nothing on the request path waits for it.
 
-use std::io::Write;
-
 use tokio::sync::mpsc;
 
 use crate::executor::{Msg, Progress, RunControl};
 use crate::metrics::{Collector, RequestMetrics};
-use crate::report::records::record_line;
 use crate::tokenizer::Tokenizer;
 
-/// Where record lines go, kept across the runs of a sweep.
-#[derive(Default)]
-pub struct RecordsSink {
-    writer: Option<Box<dyn Write + Send>>,
-    /// Per-event arrival offsets in each line (`--records-itl`).
-    itl: bool,
-    /// The first write error; writing stops there.
-    error: Option<String>,
-}
+mod records;
 
-impl RecordsSink {
-    pub fn new(writer: Option<Box<dyn Write + Send>>, itl: bool) -> Self {
-        RecordsSink {
-            writer,
-            itl,
-            error: None,
-        }
-    }
-
-    /// The write error that stopped the records file, if any.
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
-    }
-
-    fn write(&mut self, line: &[u8]) {
-        if let Some(w) = self.writer.as_mut() {
-            if let Err(e) = w.write_all(line) {
-                self.error = Some(e.to_string());
-                self.writer = None;
-            }
-        }
-    }
-
-    fn flush(&mut self) {
-        if let Some(w) = self.writer.as_mut() {
-            if let Err(e) = w.flush() {
-                self.error = Some(e.to_string());
-                self.writer = None;
-            }
-        }
-    }
-}
-
-/// What identifies a run's lines.
-#[derive(Debug, Clone)]
-pub struct LineContext {
-    pub run_id: String,
-    /// Record times are written as seconds after this (ns on the run clock).
-    pub origin_ns: u64,
-}
+pub use records::{LineContext, RecordsSink};
 
 /// Start the aggregator thread; it ends when every sender is dropped and
 /// returns what it collected and the sink.
@@ -141,7 +91,6 @@ fn aggregate(
     let mut measured_done = 0u64;
     let mut recent = RecentTtft::default();
     lower_thread_priority();
-    let mut line = Vec::with_capacity(1024);
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
         while let Some(msg) = next.take() {
@@ -159,9 +108,7 @@ fn aggregate(
                     if let Some(live) = &live {
                         live.observe(&rec, &m);
                     }
-                    line.clear();
-                    record_line(&mut line, &rec, &m, sink.itl, &ctx);
-                    sink.write(&line);
+                    sink.append(&rec, &m, &ctx);
                 }
             }
             next = rx.try_recv().ok();

@@ -6,7 +6,10 @@
 //! here is derived: every metric is computed from these fields in
 //! [`crate::metrics`], so definitions cannot drift apart.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Warm-up requests are sent before the measured phase and excluded from every figure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +56,26 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 11] = [
+        ErrorKind::Connect,
+        ErrorKind::Proxy,
+        ErrorKind::ClientLimit,
+        ErrorKind::Timeout,
+        ErrorKind::HttpStatus,
+        ErrorKind::StreamCut,
+        ErrorKind::EmptyResponse,
+        ErrorKind::Malformed,
+        ErrorKind::ServerError,
+        ErrorKind::Cancelled,
+        ErrorKind::Incomplete,
+    ];
+
+    /// The kind named `name` ([`ErrorKind::as_str`]).
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
@@ -67,6 +90,114 @@ impl ErrorKind {
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Incomplete => "incomplete",
         }
+    }
+}
+
+/// What error counts are keyed by: a failure's kind and, for an HTTP
+/// status failure, the status itself. Its name — in the results JSON
+/// (`errors.by_kind`, `timeseries.failures`), the console and the HTML — is
+/// `http_503` for a status, else the kind's (`connect`, and `http_status`
+/// when no status line arrived). Keys are ordered by that name, so a map
+/// keyed by them reads in the order the JSON writes its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ErrorKey {
+    kind: ErrorKind,
+    /// Only for [`ErrorKind::HttpStatus`].
+    http_status: Option<u16>,
+}
+
+impl ErrorKey {
+    /// The key of a failure of `kind`; `http_status` is kept only for an
+    /// HTTP status failure.
+    pub fn new(kind: ErrorKind, http_status: Option<u16>) -> ErrorKey {
+        ErrorKey {
+            kind,
+            http_status: http_status.filter(|_| kind == ErrorKind::HttpStatus),
+        }
+    }
+
+    /// The key of a record's failure; `None` for a record without one.
+    pub fn of(rec: &RequestRecord) -> Option<ErrorKey> {
+        let e = rec.error.as_ref()?;
+        Some(ErrorKey::new(e.kind, rec.http_status))
+    }
+
+    pub fn kind(self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn http_status(self) -> Option<u16> {
+        self.http_status
+    }
+
+    /// The key's name, written into `buf` when it is a status's (at most
+    /// `http_65535`), without allocating: keys are compared by it.
+    fn name(self, buf: &mut [u8; 16]) -> &[u8] {
+        let Some(code) = self.http_status else {
+            return self.kind.as_str().as_bytes();
+        };
+        let len = {
+            let mut cursor = std::io::Cursor::new(&mut buf[..]);
+            // 10 bytes at most: the buffer cannot run out.
+            let _ = std::io::Write::write_fmt(&mut cursor, format_args!("http_{code}"));
+            cursor.position() as usize
+        };
+        &buf[..len]
+    }
+}
+
+impl fmt::Display for ErrorKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.http_status {
+            Some(code) => write!(f, "http_{code}"),
+            None => f.write_str(self.kind.as_str()),
+        }
+    }
+}
+
+impl FromStr for ErrorKey {
+    type Err = String;
+
+    /// `http_503` (a status of three digits or more), or a kind's name.
+    fn from_str(s: &str) -> Result<ErrorKey, String> {
+        let status = s
+            .strip_prefix("http_")
+            .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse::<u16>().ok());
+        match (status, ErrorKind::from_name(s)) {
+            (Some(code), _) => Ok(ErrorKey::new(ErrorKind::HttpStatus, Some(code))),
+            (None, Some(kind)) => Ok(ErrorKey::new(kind, None)),
+            (None, None) => Err(format!(
+                "unknown error kind '{s}' (expected http_<status> or one of: {})",
+                ErrorKind::ALL.map(ErrorKind::as_str).join(", ")
+            )),
+        }
+    }
+}
+
+impl Ord for ErrorKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let (mut a, mut b) = ([0u8; 16], [0u8; 16]);
+        self.name(&mut a).cmp(other.name(&mut b))
+    }
+}
+
+impl PartialOrd for ErrorKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for ErrorKey {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -161,5 +292,55 @@ impl RequestRecord {
     /// Ended by the drain timeout: neither completed nor failed.
     pub fn incomplete(&self) -> bool {
         matches!(&self.error, Some(e) if e.kind == ErrorKind::Incomplete)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_kinds_are_named_as_serialized() {
+        for kind in ErrorKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            assert_eq!(ErrorKind::from_name(kind.as_str()), Some(kind));
+        }
+    }
+
+    /// Keys read and write the names of the results JSON, a status only
+    /// with an HTTP status failure, and sort as those names do.
+    #[test]
+    fn error_keys_are_their_names() {
+        let status = |code| ErrorKey::new(ErrorKind::HttpStatus, Some(code));
+        let kind = |k| ErrorKey::new(k, None);
+        assert_eq!(status(503).to_string(), "http_503");
+        assert_eq!(kind(ErrorKind::HttpStatus).to_string(), "http_status");
+        assert_eq!(
+            ErrorKey::new(ErrorKind::Connect, Some(503)),
+            kind(ErrorKind::Connect)
+        );
+        let mut keys = vec![
+            kind(ErrorKind::Timeout),
+            status(65535),
+            kind(ErrorKind::HttpStatus),
+            status(500),
+            kind(ErrorKind::ClientLimit),
+            status(429),
+            kind(ErrorKind::Connect),
+        ];
+        for k in &keys {
+            assert_eq!(k.to_string().parse::<ErrorKey>(), Ok(*k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.to_string());
+        }
+        let mut names: Vec<String> = keys.iter().map(ToString::to_string).collect();
+        keys.sort();
+        names.sort();
+        assert_eq!(
+            keys.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            names
+        );
+        for bad in ["http_", "http_x1", "http_70000", "refused"] {
+            assert!(bad.parse::<ErrorKey>().is_err(), "{bad}");
+        }
     }
 }

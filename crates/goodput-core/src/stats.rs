@@ -3,7 +3,8 @@
 //! Percentiles are order statistics with linear interpolation between the
 //! closest ranks (numpy's default), computed on sorted data. Intervals are
 //! 95 %: distribution-free binomial order-statistic bounds for per-request
-//! metrics (a bound is `None` — open — when there are too few samples), a
+//! metrics ([`binomial_ci_ranks`]; a bound is `None` — open — when there are
+//! too few samples), a
 //! bootstrap over whole requests for pooled per-token values, and a bootstrap
 //! over time blocks for throughputs.
 
@@ -11,10 +12,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-/// Percentile `p` (0–100) of sorted data, numpy's linear interpolation.
-pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    percentile_of(sorted, p)
-}
+mod binomial;
+
+pub use binomial::binomial_ci_ranks;
+#[cfg(test)]
+pub(crate) use binomial::exact_coverage;
+
+/// Percentile `p` (0–100) of sorted data, numpy's linear interpolation
+/// (the one definition, in [`goodput_common::percentile`]).
+pub use goodput_common::percentile::percentile_sorted;
 
 /// A sample in ascending order: exactly (a sorted slice), or within a
 /// bounded relative error (a [`LogHistogram`]), for the order statistics the
@@ -51,18 +57,10 @@ impl Ordered for Vec<f64> {
     }
 }
 
-/// The `p`-th percentile by linear interpolation between order statistics.
+/// The `p`-th percentile by linear interpolation between order statistics
+/// ([`goodput_common::percentile::percentile_by_rank`]).
 pub fn percentile_of(o: &(impl Ordered + ?Sized), p: f64) -> Option<f64> {
-    let n = o.count();
-    if n == 0 {
-        return None;
-    }
-    let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = rank.ceil() as usize;
-    let frac = rank - lo as f64;
-    let a = o.at(lo);
-    Some(a + (o.at(hi) - a) * frac)
+    goodput_common::percentile::percentile_by_rank(o.count(), p, |i| o.at(i))
 }
 
 /// Values in bins 0.1 % wide on a log scale: every order statistic within
@@ -161,43 +159,6 @@ impl Ordered for LogHistogram {
         let last = Self::bin_of(x);
         self.bins.iter().take(last + 1).sum::<u64>() as usize
     }
-}
-
-/// 1-based ranks `(l, u)` of the order statistics bounding the `q`-quantile
-/// with at least 95 % coverage; a rank outside `1..=n` means that side is open.
-pub fn binomial_ci_ranks(n: usize, q: f64) -> (usize, usize) {
-    if n == 0 || q <= 0.0 || q >= 1.0 {
-        return (0, n + 1);
-    }
-    // cdf[k] = P(B <= k), B ~ Binomial(n, q), accumulated in log space.
-    let (lq, l1q) = (q.ln(), (1.0 - q).ln());
-    let mut log_pmf = n as f64 * l1q;
-    let mut cdf = Vec::with_capacity(n + 1);
-    let mut acc = 0.0;
-    for k in 0..=n {
-        if k > 0 {
-            log_pmf += ((n - k + 1) as f64).ln() - (k as f64).ln() + lq - l1q;
-        }
-        acc += log_pmf.exp();
-        cdf.push(acc.min(1.0));
-    }
-    // Largest l with P(B <= l-1) <= 0.025; smallest u with P(B <= u-1) >= 0.975.
-    let mut l = 0;
-    for k in 1..=n {
-        if cdf[k - 1] <= 0.025 {
-            l = k;
-        } else {
-            break;
-        }
-    }
-    let mut u = n + 1;
-    for k in 1..=n {
-        if cdf[k - 1] >= 0.975 {
-            u = k;
-            break;
-        }
-    }
-    (l, u)
 }
 
 /// A figure with its 95 % interval; `None` bounds are open (too few samples).
@@ -396,7 +357,7 @@ pub fn describe_ordered(
     let pct = percentiles
         .iter()
         .map(|&p| {
-            let (l, u) = binomial_ci_ranks(n, p / 100.0);
+            let (l, u) = binomial_ci_ranks(n, p / 100.0, 0.95);
             let value = percentile_of(o, p).unwrap_or(f64::NAN);
             let lo = (l >= 1).then(|| o.at(l - 1));
             let hi = (u <= n).then(|| o.at(u - 1));
@@ -445,15 +406,7 @@ pub fn describe_pooled(
     let mut d = describe(values.iter().map(|&v| v as f64).collect(), percentiles)?;
     d.ci_method = CiMethod::Bootstrap;
     let n_req = groups.len();
-    let mut rng = StdRng::seed_from_u64(seed);
-    // Requests taking part in the bootstrap: all, or a random subset.
-    let m = if values.len() * RESAMPLES <= BOOT_BUDGET {
-        n_req
-    } else {
-        (n_req * BOOT_BUDGET / (values.len() * RESAMPLES))
-            .max(50)
-            .min(n_req)
-    };
+    let m = bootstrap_requests(n_req, values.len());
     if n_req < 2 || m < 2 {
         d.ci_method = CiMethod::None;
         d.mean.lo = None;
@@ -464,6 +417,31 @@ pub fn describe_pooled(
         }
         return Some(d);
     }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let chosen = choose_requests(n_req, m, &mut rng);
+    let pool = WeightedPool::new(values, groups, &chosen, percentiles);
+    let centre = pool.estimate(&vec![1u32; m]);
+    let boot = pool.resample(&mut rng);
+    set_bootstrap_intervals(&mut d, boot, &centre, (m as f64 / n_req as f64).sqrt());
+    Some(d)
+}
+
+/// How many of `n_req` requests (holding `n_values` values) take part in
+/// the pooled bootstrap: all of them when [`RESAMPLES`] passes over every
+/// value fit in [`BOOT_BUDGET`], else a subset (at least 50).
+fn bootstrap_requests(n_req: usize, n_values: usize) -> usize {
+    if n_values * RESAMPLES <= BOOT_BUDGET {
+        n_req
+    } else {
+        (n_req * BOOT_BUDGET / (n_values * RESAMPLES))
+            .max(50)
+            .min(n_req)
+    }
+}
+
+/// `m` of the requests `0..n_req`, drawn at random without replacement (all
+/// of them, in order, when `m == n_req`).
+fn choose_requests(n_req: usize, m: usize, rng: &mut StdRng) -> Vec<usize> {
     let mut chosen: Vec<usize> = (0..n_req).collect();
     if m < n_req {
         for i in 0..m {
@@ -472,23 +450,49 @@ pub fn describe_pooled(
         }
         chosen.truncate(m);
     }
-    // The chosen requests' values, sorted, tagged with their index in `chosen`.
-    let mut sorted: Vec<(f32, u32)> = Vec::new();
-    for (k, &r) in chosen.iter().enumerate() {
-        let start = if r == 0 { 0 } else { groups[r - 1] as usize };
-        sorted.extend(
-            values[start..groups[r] as usize]
-                .iter()
-                .map(|&v| (v, k as u32)),
-        );
+    chosen
+}
+
+/// The chosen requests' values, sorted once, each tagged with its request's
+/// index among the chosen: a resample is then a weight per request, and
+/// its quantiles one pass over the sorted values.
+struct WeightedPool<'a> {
+    sorted: Vec<(f32, u32)>,
+    percentiles: &'a [f64],
+    /// Indices of `percentiles` in ascending order of percentile.
+    order: Vec<usize>,
+    requests: usize,
+}
+
+impl<'a> WeightedPool<'a> {
+    fn new(values: &[f32], groups: &[u32], chosen: &[usize], percentiles: &'a [f64]) -> Self {
+        let mut sorted: Vec<(f32, u32)> = Vec::new();
+        for (k, &r) in chosen.iter().enumerate() {
+            let start = if r == 0 { 0 } else { groups[r - 1] as usize };
+            sorted.extend(
+                values[start..groups[r] as usize]
+                    .iter()
+                    .map(|&v| (v, k as u32)),
+            );
+        }
+        sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut order: Vec<usize> = (0..percentiles.len()).collect();
+        order.sort_by(|&a, &b| percentiles[a].total_cmp(&percentiles[b]));
+        WeightedPool {
+            sorted,
+            percentiles,
+            order,
+            requests: chosen.len(),
+        }
     }
-    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut order: Vec<usize> = (0..percentiles.len()).collect();
-    order.sort_by(|&a, &b| percentiles[a].total_cmp(&percentiles[b]));
-    // Weighted quantiles (no interpolation) and mean of one weighting.
-    let estimate = |weights: &[u32]| -> Vec<f64> {
+
+    /// Weighted quantiles (no interpolation) of one weighting of the
+    /// requests, in the order of `percentiles`, then the weighted mean.
+    fn estimate(&self, weights: &[u32]) -> Vec<f64> {
+        let percentiles = self.percentiles;
         let mut out = vec![f64::NAN; percentiles.len() + 1];
-        let total: f64 = sorted
+        let total: f64 = self
+            .sorted
             .iter()
             .map(|&(_, k)| weights[k as usize] as f64)
             .sum();
@@ -496,7 +500,7 @@ pub fn describe_pooled(
             return out;
         }
         let (mut sum, mut acc, mut next) = (0.0, 0.0, 0);
-        for &(v, k) in &sorted {
+        for &(v, k) in &self.sorted {
             let w = weights[k as usize];
             if w == 0 {
                 continue;
@@ -504,42 +508,55 @@ pub fn describe_pooled(
             let w = w as f64;
             sum += v as f64 * w;
             acc += w;
-            while next < order.len() && acc >= percentiles[order[next]] / 100.0 * total {
-                out[order[next]] = v as f64;
+            while next < self.order.len() && acc >= percentiles[self.order[next]] / 100.0 * total {
+                out[self.order[next]] = v as f64;
                 next += 1;
             }
         }
-        for &i in &order[next..] {
-            out[i] = sorted[sorted.len() - 1].0 as f64;
+        for &i in &self.order[next..] {
+            out[i] = self.sorted[self.sorted.len() - 1].0 as f64;
         }
         out[percentiles.len()] = sum / total;
         out
-    };
-    let centre = estimate(&vec![1u32; m]);
-    let mut boot: Vec<Vec<f64>> = vec![Vec::with_capacity(RESAMPLES); percentiles.len() + 1];
-    let mut weights = vec![0u32; m];
-    for _ in 0..RESAMPLES {
-        weights.iter_mut().for_each(|w| *w = 0);
-        for _ in 0..m {
-            weights[rng.random_range(0..m)] += 1;
-        }
-        for (i, x) in estimate(&weights).into_iter().enumerate() {
-            if x.is_finite() {
-                boot[i].push(x);
+    }
+
+    /// [`RESAMPLES`] resamples of the requests with replacement: for each
+    /// figure ([`Self::estimate`]'s order), its finite values.
+    fn resample(&self, rng: &mut StdRng) -> Vec<Vec<f64>> {
+        let m = self.requests;
+        let mut boot: Vec<Vec<f64>> =
+            vec![Vec::with_capacity(RESAMPLES); self.percentiles.len() + 1];
+        let mut weights = vec![0u32; m];
+        for _ in 0..RESAMPLES {
+            weights.iter_mut().for_each(|w| *w = 0);
+            for _ in 0..m {
+                weights[rng.random_range(0..m)] += 1;
+            }
+            for (i, x) in self.estimate(&weights).into_iter().enumerate() {
+                if x.is_finite() {
+                    boot[i].push(x);
+                }
             }
         }
+        boot
     }
-    let scale = (m as f64 / n_req as f64).sqrt();
+}
+
+/// Each figure's 95 % interval from its resampled values `boot`: their
+/// 2.5th and 97.5th percentiles, moved from the subset's `centre` onto the
+/// full-sample value and their spread rescaled by `scale` (√(m/n)).
+fn set_bootstrap_intervals(d: &mut Distribution, boot: Vec<Vec<f64>>, centre: &[f64], scale: f64) {
+    let mean_index = d.percentiles.len();
     for (i, mut b) in boot.into_iter().enumerate() {
         b.sort_by(f64::total_cmp);
-        let full = if i == percentiles.len() {
+        let full = if i == mean_index {
             d.mean.value
         } else {
             d.percentiles[i].1.value
         };
         let shift = |q: f64| percentile_sorted(&b, q).map(|x| full + (x - centre[i]) * scale);
         let (lo, hi) = (shift(2.5), shift(97.5));
-        if i == percentiles.len() {
+        if i == mean_index {
             d.mean.lo = lo;
             d.mean.hi = hi;
         } else {
@@ -547,7 +564,6 @@ pub fn describe_pooled(
             d.percentiles[i].1.hi = hi;
         }
     }
-    Some(d)
 }
 
 /// A rate (per second) with a bootstrap interval over equal time blocks:
@@ -611,38 +627,6 @@ pub fn rate_with_ci(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_match_numpy_linear() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        // numpy.percentile([1,2,3,4], [0, 50, 90, 99, 100]) = [1, 2.5, 3.7, 3.97, 4]
-        let got: Vec<f64> = [0.0, 50.0, 90.0, 99.0, 100.0]
-            .iter()
-            .map(|&p| percentile_sorted(&v, p).unwrap())
-            .collect();
-        for (g, e) in got.iter().zip([1.0, 2.5, 3.7, 3.97, 4.0]) {
-            assert!((g - e).abs() < 1e-12, "{got:?}");
-        }
-        assert_eq!(percentile_sorted(&[7.0], 99.0), Some(7.0));
-        assert_eq!(percentile_sorted(&[], 50.0), None);
-        // 1..=100: p90 = 90.1, p99 = 99.01
-        let h: Vec<f64> = (1..=100).map(|x| x as f64).collect();
-        assert!((percentile_sorted(&h, 90.0).unwrap() - 90.1).abs() < 1e-9);
-        assert!((percentile_sorted(&h, 99.0).unwrap() - 99.01).abs() < 1e-9);
-    }
-
-    #[test]
-    fn binomial_ranks_known_values() {
-        // Median of 10: the classical interval is [x(2), x(9)] (coverage 97.9 %).
-        assert_eq!(binomial_ci_ranks(10, 0.5), (2, 9));
-        // p99 needs about 367 samples for a finite upper bound.
-        assert!(binomial_ci_ranks(300, 0.99).1 > 300);
-        let (l, u) = binomial_ci_ranks(1000, 0.99);
-        assert!(
-            (980..990).contains(&l) && (991..=1000).contains(&u),
-            "{l} {u}"
-        );
-    }
 
     #[test]
     fn coverage_is_at_least_95_percent() {

@@ -13,10 +13,10 @@
 //! number B of values at or below the true q-quantile is Binomial(n, q), so
 //! the order statistics `[x(l), x(u)]` cover it with probability
 //! `P(l <= B <= u − 1)`; the ranks `(l, u)` are chosen so each tail has
-//! probability at most `(1 − confidence)/2`. The 95 % interval is
-//! [`crate::stats::binomial_ci_ranks`]; [`binomial_ci_ranks_at`] is the same
-//! rule at any confidence level. A rank outside `1..=n` leaves that side
-//! open (`None`).
+//! probability at most `(1 − confidence)/2`, by
+//! [`crate::stats::binomial_ci_ranks`] at any confidence level (95 % for a
+//! verdict, `1 − alpha/K` for a look). A rank outside `1..=n` leaves that
+//! side open (`None`).
 //!
 //! [`judge`] gives the term a [`Verdict`]: `Pass` when the whole interval is
 //! `<= T`, `Fail` when the whole interval is `> T`, `Inconclusive` otherwise
@@ -101,7 +101,7 @@ pub struct TermJudgement {
 /// in (0, 1)). See the module documentation for the rule.
 pub fn judge(sorted: &(impl Ordered + ?Sized), q: f64, threshold: f64) -> TermJudgement {
     let n = sorted.count();
-    let (l, u) = binomial_ci_ranks(n, q);
+    let (l, u) = binomial_ci_ranks(n, q, 0.95);
     let (lo, hi) = bounds(sorted, l, u);
     let value = percentile_of(sorted, q * 100.0).unwrap_or(f64::NAN);
     let verdict = verdict_of(lo, hi, threshold);
@@ -150,7 +150,7 @@ fn more_to_settle(n: usize, within: usize, q: f64) -> Option<u64> {
     let pass_side = share > q;
     let settled = |total: usize| {
         let k = (within as u128 * total as u128 / n as u128) as usize;
-        let (l, u) = binomial_ci_ranks_at(total, q, 0.95);
+        let (l, u) = binomial_ci_ranks(total, q, 0.95);
         if pass_side {
             k >= u
         } else {
@@ -179,96 +179,6 @@ fn more_to_settle(n: usize, within: usize, q: f64) -> Option<u64> {
         }
     }
     Some((hi - n) as u64)
-}
-
-/// 1-based ranks `(l, u)` of the order statistics bounding the `q`-quantile
-/// of `n` values with coverage at least `confidence`, each tail at most
-/// `(1 − confidence)/2`; a rank outside `1..=n` means that side is open.
-///
-/// The rule of [`crate::stats::binomial_ci_ranks`] (largest `l` with
-/// `P(B <= l−1) <= tail`, smallest `u` with `P(B <= u−1) >= 1 − tail`,
-/// B ~ Binomial(n, q)); at `confidence = 0.95` the two agree (tested on a
-/// grid of n and q). The distribution is summed only over the window around
-/// its mode where the probability is at least `tail · e^−40` times the
-/// mode's; the terms left out decay geometrically and are negligible against
-/// `tail`, and the cost is O(√n) instead of O(n).
-/// Invalid arguments (`n == 0`, `q` or `confidence` outside (0, 1)) give
-/// `(0, n + 1)`: both sides open.
-pub fn binomial_ci_ranks_at(n: usize, q: f64, confidence: f64) -> (usize, usize) {
-    if n == 0 || !(q > 0.0 && q < 1.0) || !(confidence > 0.0 && confidence < 1.0) {
-        return (0, n + 1);
-    }
-    let tail = (1.0 - confidence) / 2.0;
-    let (first, cdf) = binomial_cdf_window(n, q, -tail.ln() + 40.0);
-    // P(B <= j): 0 below the window, 1 above it.
-    let cdf_at = |j: usize| -> f64 {
-        if j < first {
-            0.0
-        } else {
-            cdf.get(j - first).copied().unwrap_or(1.0)
-        }
-    };
-    // cdf is non-decreasing: l is the first j in 0..n with cdf(j) > tail
-    // (n if none), u − 1 the first with cdf(j) >= 1 − tail (u = n + 1 if none).
-    let (mut l, mut u) = (None, n + 1);
-    for j in first..n {
-        let c = cdf_at(j);
-        if l.is_none() && c > tail {
-            l = Some(j);
-        }
-        if c >= 1.0 - tail {
-            u = j + 1;
-            break;
-        }
-    }
-    (l.unwrap_or(n), u)
-}
-
-/// `(first, cdf)` with `cdf[i] = P(B <= first + i)`, B ~ Binomial(n, q),
-/// over the window of k whose probability is within `e^−cut` of the mode's.
-fn binomial_cdf_window(n: usize, q: f64, cut: f64) -> (usize, Vec<f64>) {
-    let mode = (((n + 1) as f64 * q).floor() as usize).min(n);
-    // ln of pmf(k−1)/pmf(k) = ln(k/(n−k+1)) + ln((1−q)/q), and its inverse.
-    let lr = (1.0 - q).ln() - q.ln();
-    let mut down = Vec::new();
-    let (mut w, mut k) = (0.0, mode);
-    while k > 0 {
-        w += (k as f64).ln() - ((n - k + 1) as f64).ln() + lr;
-        if w < -cut {
-            break;
-        }
-        down.push(w);
-        k -= 1;
-    }
-    let mut up = Vec::new();
-    let (mut w, mut k) = (0.0, mode);
-    while k < n {
-        w += ((n - k) as f64).ln() - ((k + 1) as f64).ln() - lr;
-        if w < -cut {
-            break;
-        }
-        up.push(w);
-        k += 1;
-    }
-    let first = mode - down.len();
-    let pmf: Vec<f64> = down
-        .iter()
-        .rev()
-        .copied()
-        .chain(std::iter::once(0.0))
-        .chain(up)
-        .map(f64::exp)
-        .collect();
-    let total: f64 = pmf.iter().sum();
-    let mut acc = 0.0;
-    let cdf = pmf
-        .iter()
-        .map(|p| {
-            acc += p;
-            (acc / total).min(1.0)
-        })
-        .collect();
-    (first, cdf)
 }
 
 /// What a [`SequentialTest`] says at a look.
@@ -342,7 +252,7 @@ impl SequentialTest {
         let confidence = 1.0 - alpha / looks.len() as f64;
         let ranks = looks
             .iter()
-            .map(|&s| binomial_ci_ranks_at(s, q, confidence))
+            .map(|&s| binomial_ci_ranks(s, q, confidence))
             .collect();
         Some(SequentialTest {
             q,
@@ -419,7 +329,7 @@ impl SequentialTest {
         let (l, u) = if n == size {
             scheduled_ranks
         } else {
-            binomial_ci_ranks_at(n, self.q, self.confidence)
+            binomial_ci_ranks(n, self.q, self.confidence)
         };
         let (lo, hi) = bounds(sorted, l, u);
         match verdict_of(lo, hi, self.threshold) {
@@ -433,7 +343,7 @@ impl SequentialTest {
 }
 
 /// The fewest values whose `q`-quantile (a fraction) has a finite 95 %
-/// interval on both sides ([`binomial_ci_ranks_at`]): 368 for p99, 74 for
+/// interval on both sides ([`binomial_ci_ranks`]): 368 for p99, 74 for
 /// p95, 37 for p90. Below it a run cannot settle a term of that percentile
 /// either way.
 pub fn requests_to_bound(q: f64) -> u64 {
@@ -441,7 +351,7 @@ pub fn requests_to_bound(q: f64) -> u64 {
         return u64::MAX;
     }
     let bounded = |n: usize| {
-        let (l, u) = binomial_ci_ranks_at(n, q, 0.95);
+        let (l, u) = binomial_ci_ranks(n, q, 0.95);
         l >= 1 && u <= n
     };
     // Bounded is monotone in n: gallop up, then bisect.
@@ -467,6 +377,7 @@ pub fn requests_to_bound(q: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::exact_coverage;
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use rand_distr::{Distribution, LogNormal};
@@ -481,53 +392,6 @@ mod tests {
         let mut v: Vec<f64> = (0..n).map(|_| d.sample(rng)).collect();
         v.sort_by(f64::total_cmp);
         v
-    }
-
-    /// Exact coverage P(l <= B <= u−1), B ~ Binomial(n, q), of ranks (l, u).
-    fn exact_coverage(n: usize, q: f64, (l, u): (usize, usize)) -> f64 {
-        let (first, cdf) = binomial_cdf_window(n, q, 80.0);
-        let cdf_at = |j: isize| -> f64 {
-            if j < first as isize {
-                0.0
-            } else {
-                cdf.get(j as usize - first).copied().unwrap_or(1.0)
-            }
-        };
-        cdf_at(u as isize - 1) - cdf_at(l as isize - 1)
-    }
-
-    #[test]
-    fn ranks_at_95_match_stats() {
-        let qs = [0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999];
-        let sizes = (1..=400)
-            .chain((401..=5000).step_by(37))
-            .chain([20_000, 100_000]);
-        for n in sizes {
-            for &q in &qs {
-                assert_eq!(
-                    binomial_ci_ranks_at(n, q, 0.95),
-                    binomial_ci_ranks(n, q),
-                    "n={n} q={q}"
-                );
-            }
-        }
-        assert_eq!(binomial_ci_ranks_at(0, 0.5, 0.95), (0, 1));
-        assert_eq!(binomial_ci_ranks_at(10, 1.0, 0.95), (0, 11));
-        assert_eq!(binomial_ci_ranks_at(10, 0.5, 1.0), (0, 11));
-    }
-
-    #[test]
-    fn ranks_at_higher_confidence_are_wider_and_cover() {
-        for (n, q) in [(200, 0.5), (1000, 0.99), (5000, 0.9), (1_000_000, 0.99)] {
-            let (l95, u95) = binomial_ci_ranks_at(n, q, 0.95);
-            let (l99, u99) = binomial_ci_ranks_at(n, q, 0.99);
-            assert!(l99 <= l95 && u99 >= u95, "n={n} q={q}");
-            for conf in [0.9, 0.95, 0.99, 0.999] {
-                let r = binomial_ci_ranks_at(n, q, conf);
-                let c = exact_coverage(n, q, r);
-                assert!(c >= conf - 1e-12, "n={n} q={q} conf={conf}: {c}");
-            }
-        }
     }
 
     #[test]
@@ -548,7 +412,7 @@ mod tests {
                 }
             }
             let mc = hits as f64 / trials as f64;
-            let exact = exact_coverage(n, q, binomial_ci_ranks(n, q));
+            let exact = exact_coverage(n, q, binomial_ci_ranks(n, q, 0.95));
             println!("coverage n={n} q={q}: simulated {mc:.4}, exact {exact:.4}");
             assert!((0.95..0.995).contains(&exact), "exact {exact}");
             assert!((0.95..0.995).contains(&mc), "simulated {mc}");
@@ -764,7 +628,7 @@ mod tests {
         for (q, n) in [(0.99, 368u64), (0.95, 74), (0.9, 37)] {
             let got = requests_to_bound(q);
             let closed = |n: u64| {
-                let (l, u) = binomial_ci_ranks_at(n as usize, q, 0.95);
+                let (l, u) = binomial_ci_ranks(n as usize, q, 0.95);
                 l >= 1 && u <= n as usize
             };
             assert!(closed(got) && !closed(got - 1), "q {q}: {got}");

@@ -464,6 +464,13 @@ fn evaluate(
 
 /// Percentile `p` (0–100) of sorted data, numpy's default linear
 /// interpolation between the closest ranks.
+///
+/// A copy of its own on purpose, not `goodput_common::percentile`, which
+/// goodput's metrics and benchmarks share: this module is the independent
+/// reference the tests check goodput's measured goodput against, so it is
+/// written from the definition (`docs/metrics.md`) alone. Were both sides to
+/// call the same function, a defect in it would agree with itself and the
+/// comparison could not catch it.
 fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {

@@ -49,8 +49,10 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Gamma};
 use serde::{Deserialize, Serialize};
 
+use super::{Distributions, RequestMetrics};
+use crate::record::RequestRecord;
 use crate::schedule::{Arrival, Load};
-use crate::slo::SloTerm;
+use crate::slo::{self, SloTerm};
 use crate::stats;
 
 /// Most requests (warm-up included) a run keeps for the adjustment; past
@@ -123,9 +125,39 @@ impl ControlTrace {
         }
     }
 
-    /// The terms adjusted, in the order of each request's values.
-    pub(crate) fn terms(&self) -> &[SloTerm] {
-        &self.terms
+    /// One request as the run recorded it, warm-up included: its intended
+    /// send time, whether it is measured, and — for a completed measured
+    /// request — each term's judged value (from the schedule in open loop).
+    pub(crate) fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics, open_loop: bool) {
+        let values = if rec.warmup || !rec.ok() {
+            Vec::new()
+        } else {
+            self.terms
+                .iter()
+                .map(|t| slo::judged_metric(t.metric, open_loop).value(m))
+                .collect()
+        };
+        self.push(rec.t_sched, !rec.warmup, values);
+    }
+
+    /// The adjustment of the run whose distributions are `d`: each
+    /// per-request term's percentile as judged, and no adjustment of a
+    /// pooled one (see [`Self::finish`]).
+    pub(crate) fn summarize(&self, d: &Distributions, open_loop: bool) -> Option<ScheduleControl> {
+        let raw: Vec<Option<f64>> = self
+            .terms
+            .iter()
+            .map(|t| {
+                let judged = slo::judged_metric(t.metric, open_loop);
+                if judged.info().pooled {
+                    return None;
+                }
+                d.get(&judged)
+                    .and_then(|d| d.percentiles.iter().find(|p| p.0 == t.percentile))
+                    .map(|p| p.1.value)
+            })
+            .collect();
+        self.finish(&raw)
     }
 
     /// One request: its intended send time, whether it is measured, and

@@ -2,8 +2,9 @@
 //!
 //! [`RequestMetrics::derive`] turns one [`RequestRecord`] into TTFT, TPOT,
 //! ITL, ICL, E2EL and token counts exactly as `spec/metrics.md` defines them;
-//! [`Collector`] accumulates the measured phase and
-//! [`Collector::summarize`] produces the run's [`RunMetrics`];
+//! [`Collector`] accumulates the measured phase (one accumulator per kind
+//! of figure, in `collector/`) and [`Collector::summarize`] produces the
+//! run's [`RunMetrics`];
 //! [`registry`] names each metric once. Time units: ms for latencies,
 //! seconds for durations, per second for throughputs.
 

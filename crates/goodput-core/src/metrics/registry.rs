@@ -43,6 +43,8 @@ pub enum Shown {
 /// What the registry says of one metric.
 #[derive(Debug)]
 pub struct Info {
+    /// The metric this row describes.
+    pub metric: Metric,
     /// JSON key of its distribution object, and its name in records.
     pub key: &'static str,
     /// The short name in console labels (`Mean TTFT (ms):`).
@@ -60,6 +62,165 @@ pub struct Info {
     pub pooled: bool,
     pub shown: Shown,
 }
+
+/// The registry: one row per metric, in the order of [`Metric`]'s variants
+/// ([`Metric::info`] reads row `metric as usize`; a test checks the order).
+static REGISTRY: [Info; 14] = [
+    Info {
+        metric: Metric::Ttft,
+        key: "ttft",
+        short: "TTFT",
+        title: "Time to First Token",
+        note: "",
+        slo_name: Some("ttft"),
+        vllm_keys: true,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::TtftFromSchedule,
+        key: "ttft_from_schedule",
+        short: "TTFT",
+        title: "TTFT from scheduled arrival",
+        note: "latency a user arriving on schedule saw (corrects coordinated omission)",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::OpenLoop,
+    },
+    Info {
+        metric: Metric::TimeToFirstOutputToken,
+        key: "time_to_first_output_token",
+        short: "TTFOT",
+        title: "Time to First Output Token",
+        note: "first answer token, after the reasoning",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::TimeToFirstReasoningToken,
+        key: "time_to_first_reasoning_token",
+        short: "TTFRT",
+        title: "Time to First Reasoning Token",
+        note: "reasoning models: the first reasoning delta",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::Tpot,
+        key: "tpot",
+        short: "TPOT",
+        title: "Time per Output Token (excl. 1st token)",
+        note: "",
+        slo_name: Some("tpot"),
+        vllm_keys: true,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::ReasoningTpot,
+        key: "reasoning_tpot",
+        short: "reasoning TPOT",
+        title: "Time per Reasoning Token",
+        note: "over the reasoning: (last - first reasoning event) / (reasoning tokens - 1)",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::AnswerTpot,
+        key: "answer_tpot",
+        short: "answer TPOT",
+        title: "Time per Answer Token",
+        note: "over the answer after the reasoning",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::Itl,
+        key: "itl",
+        short: "ITL",
+        title: "Inter-token Latency",
+        note: "per token; a chunk of k tokens counts k gaps of gap/k",
+        slo_name: Some("itl"),
+        vllm_keys: true,
+        pooled: true,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::Icl,
+        key: "icl",
+        short: "ICL",
+        title: "Inter-chunk Latency",
+        note: "per chunk (what vLLM calls ITL)",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: true,
+        shown: Shown::UnlessSameAsItl,
+    },
+    Info {
+        metric: Metric::E2el,
+        key: "e2el",
+        short: "E2EL",
+        title: "End-to-end Latency",
+        note: "",
+        slo_name: Some("e2el"),
+        vllm_keys: true,
+        pooled: false,
+        shown: Shown::Always,
+    },
+    Info {
+        metric: Metric::E2elFromSchedule,
+        key: "e2el_from_schedule",
+        short: "E2EL",
+        title: "E2EL from scheduled arrival",
+        note: "",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Never,
+    },
+    Info {
+        metric: Metric::Generation,
+        key: "generation",
+        short: "generation",
+        title: "Generation time",
+        note: "",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Never,
+    },
+    Info {
+        metric: Metric::ScheduleLag,
+        key: "schedule_lag",
+        short: "schedule lag",
+        title: "Schedule lag",
+        note: "",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Never,
+    },
+    Info {
+        metric: Metric::Connect,
+        key: "connect",
+        short: "connect",
+        title: "Connection setup",
+        note: "",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Never,
+    },
+];
 
 impl Metric {
     /// In the order reports show them.
@@ -80,186 +241,9 @@ impl Metric {
         Metric::Connect,
     ];
 
+    /// What the registry says of this metric.
     pub fn info(self) -> &'static Info {
-        // One row of the table, positionally, so the rows below read as a table.
-        #[allow(clippy::too_many_arguments)]
-        const fn info(
-            key: &'static str,
-            short: &'static str,
-            title: &'static str,
-            note: &'static str,
-            slo_name: Option<&'static str>,
-            vllm_keys: bool,
-            pooled: bool,
-            shown: Shown,
-        ) -> Info {
-            Info {
-                key,
-                short,
-                title,
-                note,
-                slo_name,
-                vllm_keys,
-                pooled,
-                shown,
-            }
-        }
-        static TTFT: Info = info(
-            "ttft",
-            "TTFT",
-            "Time to First Token",
-            "",
-            Some("ttft"),
-            true,
-            false,
-            Shown::Always,
-        );
-        static TTFT_SCHED: Info = info(
-            "ttft_from_schedule",
-            "TTFT",
-            "TTFT from scheduled arrival",
-            "latency a user arriving on schedule saw (corrects coordinated omission)",
-            None,
-            false,
-            false,
-            Shown::OpenLoop,
-        );
-        static TTFOT: Info = info(
-            "time_to_first_output_token",
-            "TTFOT",
-            "Time to First Output Token",
-            "first answer token, after the reasoning",
-            None,
-            false,
-            false,
-            Shown::Always,
-        );
-        static TTFRT: Info = info(
-            "time_to_first_reasoning_token",
-            "TTFRT",
-            "Time to First Reasoning Token",
-            "reasoning models: the first reasoning delta",
-            None,
-            false,
-            false,
-            Shown::Always,
-        );
-        static REASONING_TPOT: Info = info(
-            "reasoning_tpot",
-            "reasoning TPOT",
-            "Time per Reasoning Token",
-            "over the reasoning: (last - first reasoning event) / (reasoning tokens - 1)",
-            None,
-            false,
-            false,
-            Shown::Always,
-        );
-        static ANSWER_TPOT: Info = info(
-            "answer_tpot",
-            "answer TPOT",
-            "Time per Answer Token",
-            "over the answer after the reasoning",
-            None,
-            false,
-            false,
-            Shown::Always,
-        );
-        static TPOT: Info = info(
-            "tpot",
-            "TPOT",
-            "Time per Output Token (excl. 1st token)",
-            "",
-            Some("tpot"),
-            true,
-            false,
-            Shown::Always,
-        );
-        static ITL: Info = info(
-            "itl",
-            "ITL",
-            "Inter-token Latency",
-            "per token; a chunk of k tokens counts k gaps of gap/k",
-            Some("itl"),
-            true,
-            true,
-            Shown::Always,
-        );
-        static ICL: Info = info(
-            "icl",
-            "ICL",
-            "Inter-chunk Latency",
-            "per chunk (what vLLM calls ITL)",
-            None,
-            false,
-            true,
-            Shown::UnlessSameAsItl,
-        );
-        static E2EL: Info = info(
-            "e2el",
-            "E2EL",
-            "End-to-end Latency",
-            "",
-            Some("e2el"),
-            true,
-            false,
-            Shown::Always,
-        );
-        static E2EL_SCHED: Info = info(
-            "e2el_from_schedule",
-            "E2EL",
-            "E2EL from scheduled arrival",
-            "",
-            None,
-            false,
-            false,
-            Shown::Never,
-        );
-        static GENERATION: Info = info(
-            "generation",
-            "generation",
-            "Generation time",
-            "",
-            None,
-            false,
-            false,
-            Shown::Never,
-        );
-        static LAG: Info = info(
-            "schedule_lag",
-            "schedule lag",
-            "Schedule lag",
-            "",
-            None,
-            false,
-            false,
-            Shown::Never,
-        );
-        static CONNECT: Info = info(
-            "connect",
-            "connect",
-            "Connection setup",
-            "",
-            None,
-            false,
-            false,
-            Shown::Never,
-        );
-        match self {
-            Metric::Ttft => &TTFT,
-            Metric::TtftFromSchedule => &TTFT_SCHED,
-            Metric::TimeToFirstOutputToken => &TTFOT,
-            Metric::TimeToFirstReasoningToken => &TTFRT,
-            Metric::Tpot => &TPOT,
-            Metric::ReasoningTpot => &REASONING_TPOT,
-            Metric::AnswerTpot => &ANSWER_TPOT,
-            Metric::Itl => &ITL,
-            Metric::Icl => &ICL,
-            Metric::E2el => &E2EL,
-            Metric::E2elFromSchedule => &E2EL_SCHED,
-            Metric::Generation => &GENERATION,
-            Metric::ScheduleLag => &LAG,
-            Metric::Connect => &CONNECT,
-        }
+        &REGISTRY[self as usize]
     }
 
     pub fn key(self) -> &'static str {
@@ -315,5 +299,12 @@ mod tests {
         }
         assert_eq!(Metric::from_slo_name("tpot"), Some(Metric::Tpot));
         assert_eq!(Metric::from_slo_name("connect"), None);
+    }
+
+    #[test]
+    fn each_metric_reads_its_own_row() {
+        for m in Metric::ALL {
+            assert_eq!(m.info().metric, m);
+        }
     }
 }

@@ -6,7 +6,6 @@ pub mod console;
 pub mod csv;
 pub mod html;
 pub mod json;
-pub mod records;
 pub mod saved;
 
 use crate::result::RunResult;

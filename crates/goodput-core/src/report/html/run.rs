@@ -705,7 +705,7 @@ fn time_charts(runs: &[(Source, &RunResult)]) -> Vec<Chart> {
             }
             for (k, (kind, v)) in ts.failures.iter().enumerate() {
                 failures.series.push(Series::new(
-                    kind.clone(),
+                    kind.to_string(),
                     source.colour + 1 + k,
                     bin(ts, v, false),
                 ));
@@ -829,7 +829,7 @@ fn detail(source: Source, r: &RunResult, several: bool) -> String {
                 .unwrap_or("");
             out.push_str(&format!(
                 "<tr><td>{}</td><td class=\"num\">{n}</td><td class=\"num\">{}</td><td class=\"example\">{}</td></tr>\n",
-                escape(kind),
+                escape(&kind.to_string()),
                 share(*n as f64 / total.max(1) as f64),
                 escape(example)
             ));

@@ -1,6 +1,10 @@
-//! Azure's date-time stamps to integer nanoseconds, without a date
-//! library: `YYYY-MM-DD HH:MM:SS`, an optional fraction of up to 9 digits
-//! (Azure writes 7 in 2023 and 6 in 2024) and an optional zone.
+//! Azure's date-time stamps to integer nanoseconds: `YYYY-MM-DD HH:MM:SS`,
+//! an optional fraction of up to 9 digits (Azure writes 7 in 2023 and 6 in
+//! 2024) and an optional zone. The grammar is checked here, strictly, field
+//! by field; the calendar (month lengths, leap years, days since 1970) is
+//! `jiff`'s.
+
+use jiff::civil::DateTime;
 
 /// Nanoseconds since 1970-01-01 00:00 UTC of `YYYY-MM-DD HH:MM:SS`, with an
 /// optional fraction of 1 to 9 digits and an optional zone (`Z`, `+HH:MM`,
@@ -22,15 +26,6 @@ pub(super) fn parse_datetime(text: &str) -> Option<i128> {
     }
     let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
     let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    if !(1..=12).contains(&month)
-        || day < 1
-        || day > days_in_month(year, month)
-        || hour > 23
-        || minute > 59
-        || second > 59
-    {
-        return None;
-    }
     let mut i = 19;
     let mut fraction_ns = 0;
     if punct(i, b".") {
@@ -67,30 +62,21 @@ pub(super) fn parse_datetime(text: &str) -> Option<i128> {
         }
         _ => return None,
     };
-    let seconds =
-        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
-    Some(seconds * 1_000_000_000 + fraction_ns)
-}
-
-fn days_in_month(year: i128, month: i128) -> i128 {
-    match month {
-        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// `days_from_civil`).
-fn days_from_civil(year: i128, month: i128, day: i128) -> i128 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let year_of_era = y - era * 400;
-    let month_from_march = (month + 9) % 12;
-    let day_of_year = (153 * month_from_march + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
+    // Every field has at most 4 digits (the year) or 2: each fits its type,
+    // and jiff rejects what is out of range (month 13, February 29th of a
+    // common year, hour 24, second 60).
+    let at = DateTime::new(
+        year as i16,
+        month as i8,
+        day as i8,
+        hour as i8,
+        minute as i8,
+        second as i8,
+        fraction_ns as i32,
+    )
+    .ok()?;
+    let since_epoch = at.duration_since(jiff::civil::date(1970, 1, 1).at(0, 0, 0, 0));
+    Some(since_epoch.as_nanos() - offset_s * 1_000_000_000)
 }
 
 #[cfg(test)]
@@ -119,11 +105,20 @@ mod tests {
             ns("2024-05-12 00:00:00.5-0130"),
             ns("2024-05-12 01:30:00.5")
         );
+        // The ends of four-digit years, proleptic Gregorian.
+        assert_eq!(ns("0000-03-01 00:00:00"), -719_468 * 86_400 * 1_000_000_000);
+        assert_eq!(
+            ns("9999-12-31 23:59:59.999999999"),
+            253_402_300_799_999_999_999
+        );
         for bad in [
             "2023-11-16",
             "2023-13-01 00:00:00",
             "2023-02-29 00:00:00",
             "2023-11-16 24:00:00",
+            "2023-11-16 23:59:60",
+            "2023-11-16 23:60:00",
+            "2023-11-16 18:17:03+24:00",
             "2023-11-16 18:17:03.",
             "2023-11-16 18:17:03.1234567890",
             "2023-11-16 18:17:03 +0",

@@ -1,23 +1,86 @@
-//! The per-request records file: one JSON object per line, appended as each
-//! request finishes. Pure: a record in, bytes out.
+//! The per-request records file (`--records`): one JSON object per line,
+//! appended by the aggregator as each request finishes. [`RecordsSink`] is
+//! where the lines go; [`record_line`] formats one, pure: a record in, bytes
+//! out. Both live here, beside the aggregator, so the pipeline does not
+//! reach into the report layer.
 //!
 //! Times (`sched_s`, `send_s`, `done_s`) are seconds since the run started
 //! (`run.clock_origin_monotonic_ns` in the results); `send_s` is null for a
 //! request that never got a connection, and `done_s` is set for every
 //! request, failures included, so when each ended can be reconstructed.
 
+use std::io::Write;
+
 use serde_json::{json, Value};
 
-use crate::aggregate::LineContext;
 use crate::metrics::RequestMetrics;
 use crate::record::RequestRecord;
+
+/// Where record lines go, kept across the runs of a sweep.
+#[derive(Default)]
+pub struct RecordsSink {
+    writer: Option<Box<dyn Write + Send>>,
+    /// Per-event arrival offsets in each line (`--records-itl`).
+    itl: bool,
+    /// The first write error; writing stops there.
+    error: Option<String>,
+    /// The line being formatted, reused from one record to the next.
+    line: Vec<u8>,
+}
+
+impl RecordsSink {
+    pub fn new(writer: Option<Box<dyn Write + Send>>, itl: bool) -> Self {
+        RecordsSink {
+            writer,
+            itl,
+            error: None,
+            line: Vec::with_capacity(1024),
+        }
+    }
+
+    /// The write error that stopped the records file, if any.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Append one request's line (written, not yet flushed).
+    pub(super) fn append(&mut self, rec: &RequestRecord, m: &RequestMetrics, ctx: &LineContext) {
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        self.line.clear();
+        record_line(&mut self.line, rec, m, self.itl, ctx);
+        if let Err(e) = w.write_all(&self.line) {
+            self.error = Some(e.to_string());
+            self.writer = None;
+        }
+    }
+
+    /// Flush the lines appended so far (once per batch of records).
+    pub(super) fn flush(&mut self) {
+        if let Some(w) = self.writer.as_mut() {
+            if let Err(e) = w.flush() {
+                self.error = Some(e.to_string());
+                self.writer = None;
+            }
+        }
+    }
+}
+
+/// What identifies a run's lines.
+#[derive(Debug, Clone)]
+pub struct LineContext {
+    pub run_id: String,
+    /// Record times are written as seconds after this (ns on the run clock).
+    pub origin_ns: u64,
+}
 
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
 /// Append the JSON line for one request to `out` (with a trailing newline).
-pub fn record_line(
+fn record_line(
     out: &mut Vec<u8>,
     rec: &RequestRecord,
     m: &RequestMetrics,

@@ -1,0 +1,401 @@
+//! The measured phase, accumulated one finished request at a time, and
+//! summarized into the run's figures.
+//!
+//! [`Collector`] is thin: it sorts each measured request into its outcome
+//! and hands it to one accumulator per kind of figure, each of which owns
+//! its `add` (one finished request) and `finish` (its part of the summary):
+//!
+//! - [`outcomes`]: completed, failed by kind, incomplete — the error summary;
+//! - [`latency`]: per-request values and pooled gaps — the distributions;
+//! - [`timeseries`]: the per-bucket series, the throughput blocks and the
+//!   steady-state window;
+//! - [`window`]: the send window, duration and time in flight (Little's law);
+//! - [`tokens`]: token totals, their sources and the length mix;
+//! - [`sessions`]: multi-turn sessions and turns;
+//! - [`ttft_trend`]: the (send time, TTFT) sample of the saturation check;
+//! - [`goodput`]: good requests and the SLO's judgement;
+//! - [`outputs`]: quality against references and output hashes;
+//! - [`early_stop`]: the early end of a sweep point once its verdict is settled.
+//!
+//! Definitions are in `docs/metrics.md`: a request that never got a
+//! connection has no send time and is in no latency, lag or duration
+//! figure (it is a failure of its kind); warm-up requests are in none at
+//! all.
+
+mod early_stop;
+mod goodput;
+mod latency;
+mod outcomes;
+mod outputs;
+mod sessions;
+mod timeseries;
+mod tokens;
+mod ttft_trend;
+mod window;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::control::{ControlSpec, ControlTrace, ScheduleControl};
+use crate::metrics::mix::WorkloadMix;
+use crate::metrics::saturation::{self, Saturation};
+use crate::metrics::{Metric, RequestMetrics};
+use crate::quality::Quality;
+use crate::record::RequestRecord;
+use crate::schedule::Load;
+use crate::slo::{Slo, SloOutcome, SloTerm, Threshold};
+use crate::stats::{self, Distribution, Estimate};
+use crate::verdict::Verdict;
+use goodput::Goodput;
+use latency::LatencySamples;
+use outcomes::{Outcome, OutcomeCounts};
+use outputs::Outputs;
+use sessions::Sessions;
+use timeseries::Buckets;
+use tokens::TokenCounts;
+use ttft_trend::TtftTrend;
+use window::{SendWindow, WindowFigures};
+
+pub use early_stop::EarlyStop;
+pub use latency::Distributions;
+pub use outcomes::ErrorSummary;
+pub use sessions::SessionSummary;
+pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
+pub use tokens::TokenSummary;
+
+/// Accumulates the measured phase, one finished request at a time.
+#[derive(Debug, Default)]
+pub struct Collector {
+    /// Latencies are judged from the schedule (open loop).
+    open_loop: bool,
+    outcomes: OutcomeCounts,
+    latency: LatencySamples,
+    buckets: Buckets,
+    window: SendWindow,
+    tokens: TokenCounts,
+    sessions: Sessions,
+    ttft_trend: TtftTrend,
+    goodput: Goodput,
+    outputs: Outputs,
+    early: Option<EarlyStop>,
+    /// Send times and judged values for the schedule adjustment ([`super::control`]).
+    control: Option<ControlTrace>,
+}
+
+impl Collector {
+    /// A collector that counts good requests against `thresholds`, judging
+    /// latencies from the schedule in open loop.
+    pub fn new(thresholds: Vec<Threshold>, open_loop: bool) -> Self {
+        Collector {
+            open_loop,
+            goodput: Goodput::new(thresholds),
+            ..Default::default()
+        }
+    }
+
+    /// End the run early once its SLO verdict is settled ([`EarlyStop`]).
+    pub fn with_early_stop(mut self, early: Option<EarlyStop>) -> Self {
+        self.early = early;
+        self
+    }
+
+    /// Adjust the SLO terms' percentiles for the burstiness of the run's own
+    /// arrival schedule ([`super::control`]); open loop only.
+    pub fn with_schedule_control(
+        mut self,
+        spec: Option<ControlSpec>,
+        load: Load,
+        terms: &[SloTerm],
+    ) -> Self {
+        self.control = spec
+            .filter(|_| load.is_open() && !terms.is_empty())
+            .map(|s| ControlTrace::new(s, load, terms.to_vec()));
+        self
+    }
+
+    /// Keep a hash of each completed request's output (`--repeat`).
+    pub fn with_output_hashes(mut self, keep: bool) -> Self {
+        self.outputs.keep_hashes(keep);
+        self
+    }
+
+    /// The kept output hashes, by request id (empty unless kept).
+    pub fn take_output_hashes(&mut self) -> Vec<(u64, u64)> {
+        self.outputs.take_hashes()
+    }
+
+    /// The early verdict, if the run was settled before its end.
+    pub fn early_verdict(&self) -> Option<Verdict> {
+        self.early.as_ref().and_then(EarlyStop::settled)
+    }
+
+    /// At a planned look, whether the SLO verdict is settled; `pending`:
+    /// measured requests sent but not finished. Returns the verdict once, when
+    /// it settles.
+    pub fn check_early(&mut self, pending: u64) -> Option<Verdict> {
+        let early = self.early.as_mut()?;
+        early.look(
+            &self.latency,
+            self.outcomes.done(),
+            self.outcomes.failed(),
+            pending,
+            self.open_loop,
+        )
+    }
+
+    /// The measured phase starts at `t_sched_ns`: the time series' origin.
+    pub fn measure_start(&mut self, t_sched_ns: u64) {
+        self.buckets.measure_start(t_sched_ns);
+    }
+
+    /// Add one request (warm-up requests are ignored, but for the schedule
+    /// adjustment's send times).
+    pub fn add(&mut self, rec: &RequestRecord, m: &RequestMetrics) {
+        if let Some(c) = self.control.as_mut() {
+            c.add(rec, m, self.open_loop);
+        }
+        if rec.warmup {
+            return;
+        }
+        let outcome = Outcome::of(rec);
+        self.outcomes.add(rec, &outcome);
+        self.window.add(rec, m, &outcome);
+        self.buckets.add(rec, m, &outcome);
+        self.tokens.add(rec, m, &outcome);
+        self.sessions.add(rec, m, &outcome);
+        if outcome != Outcome::Completed {
+            return;
+        }
+        self.latency.add(m);
+        self.goodput.add(m, self.open_loop);
+        self.ttft_trend
+            .add(rec, m, self.buckets.origin_ns(), self.open_loop);
+        self.outputs.add(rec);
+    }
+
+    /// Whether the pooled ITL went past its exact limit and is kept as a
+    /// 0.1 %-resolution histogram (see [`super::pooled`]).
+    pub fn itl_bounded(&self) -> bool {
+        self.latency.pooled_bounded()
+    }
+
+    /// Whether per-request values went past their exact limit and are kept
+    /// as 0.1 %-resolution histograms (see [`super::samples`]).
+    pub fn values_bounded(&self) -> bool {
+        self.latency.values_bounded()
+    }
+
+    /// Compute the run's figures. `ramp_end_ns`: when the target load was
+    /// first reached (for the steady-state window).
+    pub fn summarize(
+        &self,
+        percentiles: &[f64],
+        ramp_end_ns: Option<u64>,
+        seed: u64,
+        slo: Option<&Slo>,
+    ) -> RunMetrics {
+        let window = self.window.finish(self.open_loop);
+        let distributions = self.latency.finish(percentiles, seed);
+        let in_flight = self.buckets.in_flight();
+        let saturation = self.saturation(&distributions, &window, &in_flight);
+        let slo = slo.map(|slo| {
+            self.goodput.judge(
+                slo,
+                &self.latency,
+                &distributions,
+                &self.outcomes,
+                window.duration_s,
+                self.open_loop,
+            )
+        });
+        let schedule_control = self
+            .control
+            .as_ref()
+            .and_then(|c| c.summarize(&distributions, self.open_loop));
+        RunMetrics {
+            completed: self.outcomes.completed(),
+            failed: self.outcomes.failed(),
+            incomplete: self.outcomes.incomplete(),
+            sent: window.sends,
+            duration_s: window.duration_s,
+            total_input_tokens: self.tokens.total_input(),
+            total_output_tokens: self.tokens.total_output(),
+            throughput: self.throughput(&window, seed),
+            steady_state: self.buckets.steady_state(
+                ramp_end_ns,
+                self.window.first_send_ns(),
+                self.window.last_send_ns(),
+            ),
+            achieved_request_rate: window.achieved_request_rate,
+            mean_in_flight: window.mean_in_flight,
+            distributions,
+            errors: self.outcomes.finish(),
+            tokens: self.tokens.finish(),
+            workload: self.tokens.workload(),
+            quality: self.outputs.quality(),
+            timeseries: self.buckets.finish(in_flight),
+            saturation,
+            slo,
+            schedule_control,
+            sessions: self.sessions.finish(percentiles),
+        }
+    }
+
+    /// Throughputs over the run's duration, the two rates with intervals
+    /// from whole 1 s blocks (bootstraps drawn from `seed`, `seed + 1`).
+    fn throughput(&self, window: &WindowFigures, seed: u64) -> Throughput {
+        let duration_s = window.duration_s;
+        let (completion_blocks, token_blocks) = self.buckets.second_blocks(duration_s);
+        let per_s = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        let (input, output) = (self.tokens.total_input(), self.tokens.total_output());
+        Throughput {
+            request: stats::rate_with_ci(
+                self.outcomes.completed() as f64,
+                duration_s,
+                &completion_blocks,
+                1.0,
+                seed,
+            ),
+            output: stats::rate_with_ci(output as f64, duration_s, &token_blocks, 1.0, seed + 1),
+            input: per_s(input),
+            total_token: per_s(input + output),
+            streamed_output: window.streamed_output,
+        }
+    }
+
+    /// The saturation checks ([`saturation`]): the schedule's own rate, the
+    /// queue of requests waiting for a first token over the sending window,
+    /// the trends of in-flight requests and TTFT after the pipeline filled,
+    /// and a backlog of requests still running at the end.
+    fn saturation(
+        &self,
+        d: &Distributions,
+        window: &WindowFigures,
+        in_flight: &[f64],
+    ) -> Saturation {
+        let mut saturation = match (self.buckets.origin_ns(), self.window.first_send_ns()) {
+            (Some(origin), Some(first)) => self.assess_trends(d, window, in_flight, origin, first),
+            _ => saturation::assess(&saturation::Inputs {
+                intended_rate: window.intended_request_rate,
+                achieved_rate: window.achieved_request_rate,
+                ..Default::default()
+            }),
+        };
+        // Most requests still running when the run ended: no trend can be
+        // fitted to completions that never came, but the server is behind.
+        let (completed, incomplete) = (self.outcomes.completed(), self.outcomes.incomplete());
+        if incomplete >= 5 && incomplete > completed {
+            saturation.saturated = true;
+            saturation.findings.push(format!(
+                "{} of {} requests sent were still running when the run ended: the server is far behind the offered load",
+                incomplete,
+                self.outcomes.done() + incomplete
+            ));
+        }
+        saturation
+    }
+
+    /// [`saturation::assess`] on the series, from the time-series origin
+    /// `origin` and the first send `first` (ns).
+    fn assess_trends(
+        &self,
+        d: &Distributions,
+        window: &WindowFigures,
+        in_flight: &[f64],
+        origin: u64,
+        first: u64,
+    ) -> Saturation {
+        let fill_s = d
+            .get(&Metric::E2el)
+            .and_then(|e| e.percentiles.iter().find(|p| p.0 == 50.0))
+            .map_or(0.0, |p| p.1.value / 1e3);
+        let send_start = first.saturating_sub(origin) as f64 / 1e9;
+        let end = self.window.last_send_ns().saturating_sub(origin) as f64 / 1e9;
+        // The pipeline fills in about one E2EL; a queued run's E2EL can be
+        // longer than the window itself, so at most 30 % of it is skipped.
+        let start = send_start + fill_s.min(0.3 * (end - send_start).max(0.0));
+        let series = |v: &[f64]| -> Vec<(f64, f64)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| ((i as f64 + 0.5) * BUCKET_S, x))
+                .collect()
+        };
+        saturation::assess(&saturation::Inputs {
+            intended_rate: window.intended_request_rate,
+            achieved_rate: window.achieved_request_rate,
+            in_flight: &series(in_flight),
+            waiting: &series(&self.buckets.waiting()),
+            sends: &series(self.buckets.sends()),
+            ttft: &self.ttft_trend.finish(),
+            window: (start, end),
+            sending: (send_start, end),
+        })
+    }
+}
+
+/// Throughputs over the run's duration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Completed requests/s, with a block-bootstrap interval over the whole
+    /// run ([`stats::rate_with_ci`]).
+    pub request: Estimate,
+    /// Output tokens/s, with a block-bootstrap interval over the whole run.
+    pub output: Estimate,
+    /// Input tokens/s.
+    pub input: f64,
+    /// Input + output tokens/s.
+    pub total_token: f64,
+    /// Output tokens streamed per second by every measured request —
+    /// completed, failed or still running at the end — counted when they
+    /// arrived, over the first send to the last response end or cut. The
+    /// one throughput of a sweep point: an overloaded point whose requests
+    /// outlast it streams tokens although none completed.
+    pub streamed_output: f64,
+}
+
+/// Run-level figures of the measured phase.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMetrics {
+    pub completed: u64,
+    pub failed: u64,
+    pub incomplete: u64,
+    /// Requests that reached the server (had a `t_send`).
+    pub sent: u64,
+    pub duration_s: f64,
+    pub total_input_tokens: u64,
+    pub total_output_tokens: u64,
+    pub throughput: Throughput,
+    pub steady_state: Option<SteadyState>,
+    pub achieved_request_rate: Option<f64>,
+    pub mean_in_flight: f64,
+    pub distributions: Distributions,
+    pub errors: ErrorSummary,
+    pub tokens: TokenSummary,
+    /// The workload as sent: length mix and prefix-cache shares.
+    pub workload: WorkloadMix,
+    /// Outputs against their references, where the workload has them.
+    pub quality: Option<Quality>,
+    pub timeseries: TimeSeries,
+    pub saturation: Saturation,
+    /// Against the SLO, when one was given (`--slo`, `--goodput`).
+    pub slo: Option<SloOutcome>,
+    /// The SLO terms' percentiles adjusted for the burstiness of the run's
+    /// own arrival schedule (a goodput search's points; [`super::control`]).
+    pub schedule_control: Option<ScheduleControl>,
+    /// Multi-turn sessions, when the workload has them.
+    pub sessions: Option<SessionSummary>,
+}
+
+impl RunMetrics {
+    pub fn get(&self, m: Metric) -> Option<&Distribution> {
+        self.distributions.get(&m)
+    }
+}
+
+#[cfg(test)]
+mod tests;
