@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::SweepPoint;
+use super::result::SweepPoint;
 use crate::result::RunResult;
 use crate::schedule::Load;
 use crate::search::{Observation, SearchConfig};
