@@ -130,6 +130,17 @@ impl Runner<'_> {
         false
     }
 
+    /// Bring the server back to idle before the next point ([`start::settle`]).
+    async fn settle(&self) -> Option<PointStart> {
+        start::settle(
+            self.target,
+            &self.result.points,
+            self.spec.point_time,
+            self.control,
+        )
+        .await
+    }
+
     /// Run one point after bringing the server back to idle; a point whose
     /// start found the server still busy (gauges) is run once more after
     /// another wait, and stays flagged if that one is not clean either.
