@@ -40,7 +40,7 @@ use crate::aggregate::RecordsSink;
 use crate::executor::{Progress, RunControl};
 use crate::metrics::Metric;
 use crate::schedule::Load;
-use crate::search::{Search, Step as SearchStep};
+use crate::search::{Answer, Search, Step as SearchStep};
 
 mod curve;
 mod observe;
@@ -352,42 +352,15 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// The goodput search: the floor run, then the points [`Search`] asks
+    /// for within its budget of load time; the answer is the search's.
     async fn search(&mut self, precision: f64) -> Result<(), RunError> {
-        let slo_text = self
-            .spec
-            .base
-            .slo
-            .as_ref()
-            .map(|s| s.describe())
-            .unwrap_or_default();
-        let mut answer = Goodput {
-            rate: 0.0,
-            bracket: (0.0, None),
-            slo: slo_text,
-            workload: self.result.workload.clone(),
-            notes: Vec::new(),
-            confirmed: false,
-            interval: None,
-            method: None,
-            inconclusive: false,
-        };
+        let mut answer = self.unanswered();
         if !self.floor().await? {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
-        if let Some(floor) = self
-            .result
-            .points
-            .first()
-            .filter(|p| p.meets == Some(false))
-        {
-            let why = floor
-                .result
-                .metrics
-                .slo
-                .as_ref()
-                .map(|s| s.reasons.join("; "))
-                .unwrap_or_default();
+        if let Some(why) = self.floor_missed() {
             answer
                 .notes
                 .push(format!("the SLO is missed even at concurrency 1 ({why})"));
@@ -407,11 +380,7 @@ impl Runner<'_> {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
-        let budget = self.spec.max_time.map_or(self.spec.search_time, |m| {
-            self.spec
-                .search_time
-                .min(m.saturating_sub(self.started.elapsed()))
-        });
+        let budget = self.search_budget();
         let Some(slo) = self.spec.base.slo.as_ref() else {
             self.result.goodput = Some(answer);
             return Ok(());
@@ -426,6 +395,68 @@ impl Runner<'_> {
             self.spec.measure_time,
         );
         let mut search = Search::new(config);
+        self.search_points(&mut search, control).await?;
+        self.conclude(answer, search.answer(), budget, precision);
+        Ok(())
+    }
+
+    /// The goodput before any point answered: 0, for the spec's SLO and workload.
+    fn unanswered(&self) -> Goodput {
+        let slo_text = self
+            .spec
+            .base
+            .slo
+            .as_ref()
+            .map(|s| s.describe())
+            .unwrap_or_default();
+        Goodput {
+            rate: 0.0,
+            bracket: (0.0, None),
+            slo: slo_text,
+            workload: self.result.workload.clone(),
+            notes: Vec::new(),
+            confirmed: false,
+            interval: None,
+            method: None,
+            inconclusive: false,
+        }
+    }
+
+    /// Why the floor run (concurrency 1) missed the SLO, if it did.
+    fn floor_missed(&self) -> Option<String> {
+        let floor = self
+            .result
+            .points
+            .first()
+            .filter(|p| p.meets == Some(false))?;
+        Some(
+            floor
+                .result
+                .metrics
+                .slo
+                .as_ref()
+                .map(|s| s.reasons.join("; "))
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Load time the search may spend: `--search-time`, within what
+    /// `--max-time` leaves.
+    fn search_budget(&self) -> Duration {
+        self.spec.max_time.map_or(self.spec.search_time, |m| {
+            self.spec
+                .search_time
+                .min(m.saturating_sub(self.started.elapsed()))
+        })
+    }
+
+    /// Run the points the search asks for, exploring then measuring, and
+    /// show it each one, until it is done or the sweep must stop.
+    async fn search_points(
+        &mut self,
+        search: &mut Search,
+        control: Option<crate::metrics::control::ControlSpec>,
+    ) -> Result<(), RunError> {
         loop {
             let (plan, measuring) = match search.next() {
                 SearchStep::Done => break,
@@ -461,7 +492,13 @@ impl Runner<'_> {
                 search.record(observe(pt, measuring));
             }
         }
-        let found = search.answer();
+        Ok(())
+    }
+
+    /// The search's answer as the sweep's goodput, with what to know about
+    /// it; a sweep stopped before any rate was settled has none (unknown,
+    /// not 0).
+    fn conclude(&mut self, mut answer: Goodput, found: Answer, budget: Duration, precision: f64) {
         let unsettled = found.bracket.0 <= 0.0 && found.bracket.1.is_none();
         if let (Some(max), true) = (self.spec.max_time, unsettled) {
             if budget < self.spec.search_time {
@@ -471,9 +508,9 @@ impl Runner<'_> {
             }
         }
         if let Some(why) = self.result.stopped.clone() {
-            if found.bracket.0 <= 0.0 && found.bracket.1.is_none() {
+            if unsettled {
                 // Stopped (a signal, --max-time) before any rate was settled: unknown, not 0.
-                return Ok(());
+                return;
             }
             answer.notes.push(format!(
                 "the search stopped early ({why}): the interval may be wider than the precision"
@@ -507,7 +544,6 @@ impl Runner<'_> {
             );
         }
         self.result.goodput = Some(answer);
-        Ok(())
     }
 
     /// The floor or the probe could not finish: goodput 0 when they measured
