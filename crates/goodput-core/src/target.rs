@@ -19,7 +19,7 @@ use crate::aggregate::{self, LineContext, RecordsSink};
 use crate::client::{snippet, Client, ClientError, ClientOptions};
 use crate::clock::RunClock;
 use crate::cost::{Cost, CostSpec};
-use crate::executor::{self, Progress, RunControl, RunPlan};
+use crate::executor::{self, Executor, Progress, RunControl, RunPlan};
 use crate::metrics::{Collector, EarlyStop};
 use crate::protocol::{request_body, Prompt, RequestParams};
 use crate::result::{now_rfc3339, RunResult};
@@ -316,16 +316,16 @@ impl PreparedTarget {
             (stop_tx, s.spawn(progress.clone(), warmup, stop_rx))
         });
         let timer = PreciseTimer::new();
-        let mut exec = executor::execute(
-            &spec.plan,
-            self.client.clone(),
-            source,
-            self.clock,
-            &timer,
+        let mut exec = Executor {
+            plan: &spec.plan,
+            transport: self.client.clone(),
+            clock: self.clock,
+            timer: &timer,
             control,
-            tx,
+            records: tx,
             progress,
-        )
+        }
+        .run(source)
         .await;
         let server_metrics = match scrape {
             Some((stop, task)) => {
