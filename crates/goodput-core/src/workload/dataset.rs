@@ -212,26 +212,68 @@ pub fn load_dataset(
     check_filters(path, opts, tokenizer)?;
 
     // Pass 1: validate everything, filter, remember where eligible rows are.
-    let mut stats = DatasetStats {
-        name: files::file_name(path),
-        format,
-        sha256: String::new(),
-        rows_read: 0,
-        rows_skipped: 0,
-        rows_dropped_input_filter: 0,
-        rows_dropped_output_filter: 0,
-        rows_without_output_length: 0,
-        rows_eligible: 0,
-        rows_requested: opts.num as u64,
-        rows_selected: 0,
-        input_filter_tokens: opts.input_filter.map(|(lo, hi)| [lo, hi]),
-        output_filter_tokens: opts.output_filter.map(|(lo, hi)| [lo, hi]),
-        sampling: opts.sampling,
-        exhausted: opts.exhausted,
-        seed: opts.seed,
-        cycled: false,
-        truncated: false,
+    let mut stats = DatasetStats::before_reading(path, format, opts);
+    let eligible = find_eligible(path, opts, tokenizer, &mut stats)?;
+
+    // Choose, then pass 2: read only the chosen rows, in file order.
+    let choice = choose(eligible.len(), opts).map_err(|()| shortfall(path, &stats))?;
+    stats.cycled = choice.cycled;
+    stats.truncated = choice.truncated;
+    let mut distinct = choice.order.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let spots: Vec<Spot> = distinct.iter().map(|&i| eligible[i]).collect();
+    drop(eligible);
+    let parsed = match format {
+        DatasetFormat::ShareGpt => sharegpt::reread(path, &spots)?,
+        DatasetFormat::Jsonl => jsonl::reread(path, &spots)?,
+        DatasetFormat::Csv => csv::reread(path, &opts.prompt_column, &spots)?,
     };
+    let distinct_rows: Vec<Option<DatasetRow>> = parsed
+        .into_iter()
+        .zip(&spots)
+        .map(|(row, spot)| Some(row.into_row(spot.line, tokenizer)))
+        .collect();
+    let rows = in_send_order(&choice.order, &distinct, distinct_rows);
+    stats.rows_selected = rows.len() as u64;
+    Ok(Dataset { rows, stats })
+}
+
+impl DatasetStats {
+    /// The stats of a file not read yet: the options, every count 0.
+    fn before_reading(path: &Path, format: DatasetFormat, opts: &DatasetOptions) -> Self {
+        DatasetStats {
+            name: files::file_name(path),
+            format,
+            sha256: String::new(),
+            rows_read: 0,
+            rows_skipped: 0,
+            rows_dropped_input_filter: 0,
+            rows_dropped_output_filter: 0,
+            rows_without_output_length: 0,
+            rows_eligible: 0,
+            rows_requested: opts.num as u64,
+            rows_selected: 0,
+            input_filter_tokens: opts.input_filter.map(|(lo, hi)| [lo, hi]),
+            output_filter_tokens: opts.output_filter.map(|(lo, hi)| [lo, hi]),
+            sampling: opts.sampling,
+            exhausted: opts.exhausted,
+            seed: opts.seed,
+            cycled: false,
+            truncated: false,
+        }
+    }
+}
+
+/// The first pass: read and validate every row, apply the filters, and
+/// return where each eligible row starts; `stats` gets the counts and the
+/// file's hash.
+fn find_eligible(
+    path: &Path,
+    opts: &DatasetOptions,
+    tokenizer: &Tokenizer,
+    stats: &mut DatasetStats,
+) -> Result<Vec<Spot>, FileError> {
     let mut eligible: Vec<Spot> = Vec::new();
     let mut on_row = |spot: Spot, row: Option<Parsed>| {
         stats.rows_read += 1;
@@ -258,36 +300,26 @@ pub fn load_dataset(
         eligible.push(spot);
         Ok(())
     };
-    stats.sha256 = match format {
+    let sha256 = match stats.format {
         DatasetFormat::ShareGpt => sharegpt::scan(path, &mut on_row)?,
         DatasetFormat::Jsonl => jsonl::scan(path, &mut on_row)?,
         DatasetFormat::Csv => csv::scan(path, &opts.prompt_column, &mut on_row)?,
     };
+    stats.sha256 = sha256;
     stats.rows_eligible = eligible.len() as u64;
+    Ok(eligible)
+}
 
-    // Choose, then pass 2: read only the chosen rows, in file order.
-    let choice = choose(eligible.len(), opts).map_err(|()| shortfall(path, &stats))?;
-    stats.cycled = choice.cycled;
-    stats.truncated = choice.truncated;
-    let mut distinct = choice.order.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let spots: Vec<Spot> = distinct.iter().map(|&i| eligible[i]).collect();
-    drop(eligible);
-    let parsed = match format {
-        DatasetFormat::ShareGpt => sharegpt::reread(path, &spots)?,
-        DatasetFormat::Jsonl => jsonl::reread(path, &spots)?,
-        DatasetFormat::Csv => csv::reread(path, &opts.prompt_column, &spots)?,
-    };
-    let mut distinct_rows: Vec<Option<DatasetRow>> = parsed
-        .into_iter()
-        .zip(&spots)
-        .map(|(row, spot)| Some(row.into_row(spot.line, tokenizer)))
-        .collect();
-
-    // Send order: move each row out at its last use, clone it before.
-    let slots: Vec<usize> = choice
-        .order
+/// The chosen rows in send order (`order`, indices among the eligible
+/// rows), from the distinct rows read (`rows`, in the order of the sorted
+/// `distinct` indices): each row is moved out at its last use and cloned
+/// before.
+fn in_send_order(
+    order: &[usize],
+    distinct: &[usize],
+    mut rows: Vec<Option<DatasetRow>>,
+) -> Vec<DatasetRow> {
+    let slots: Vec<usize> = order
         .iter()
         .map(|i| distinct.partition_point(|d| d < i))
         .collect();
@@ -295,19 +327,17 @@ pub fn load_dataset(
     for &slot in &slots {
         uses[slot] += 1;
     }
-    let rows: Vec<DatasetRow> = slots
+    slots
         .iter()
         .filter_map(|&slot| {
             uses[slot] -= 1;
             if uses[slot] == 0 {
-                distinct_rows[slot].take()
+                rows[slot].take()
             } else {
-                distinct_rows[slot].clone()
+                rows[slot].clone()
             }
         })
-        .collect();
-    stats.rows_selected = rows.len() as u64;
-    Ok(Dataset { rows, stats })
+        .collect()
 }
 
 /// Filters must be satisfiable and, for input lengths, countable.
