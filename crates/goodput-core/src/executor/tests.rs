@@ -444,14 +444,16 @@ async fn a_trace_is_sent_at_its_scaled_timestamps() {
     .unwrap();
     let src = crate::workload::replay::TraceSource::new(
         Arc::new(trace),
-        crate::protocol::tests::params(Endpoint::Completions),
-        crate::workload::TextBuilder::new(Tokenizer::from_spec("none").unwrap()),
         2.0,
         512,
         None,
-        true,
-        1,
-        9,
+        crate::workload::replay::BuildContext {
+            params: crate::protocol::tests::params(Endpoint::Completions),
+            text: crate::workload::TextBuilder::new(Tokenizer::from_spec("none").unwrap()),
+            cache_bust: true,
+            seed: 1,
+            nonce: 9,
+        },
     );
     let clock = RunClock::start();
     let t = MockTransport::new(

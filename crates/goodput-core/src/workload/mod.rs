@@ -114,6 +114,13 @@ impl WorkloadSpec {
         warmup: u64,
     ) -> Box<dyn RequestSource> {
         let s = &self.synthetic;
+        let build = || replay::BuildContext {
+            params: params.clone(),
+            text: TextBuilder::new(tokenizer.clone()),
+            cache_bust: s.cache_bust,
+            seed: s.seed,
+            nonce,
+        };
         match &self.source {
             SourceSpec::Synthetic => Box::new(SyntheticSource::new(
                 s.clone(),
@@ -127,13 +134,9 @@ impl WorkloadSpec {
             } => Box::new(
                 replay::DatasetSource::new(
                     dataset.clone(),
-                    params.clone(),
-                    TextBuilder::new(tokenizer.clone()),
                     output_override.clone(),
                     s.output_tokens.clone(),
-                    s.cache_bust,
-                    s.seed,
-                    nonce,
+                    build(),
                 )
                 .with_warmup(warmup),
             ),
@@ -144,14 +147,10 @@ impl WorkloadSpec {
                 output_override,
             } => Box::new(replay::TraceSource::new(
                 trace.clone(),
-                params.clone(),
-                TextBuilder::new(tokenizer.clone()),
                 *speed,
                 *block_tokens,
                 output_override.clone(),
-                s.cache_bust,
-                s.seed,
-                nonce,
+                build(),
             )),
         }
     }
