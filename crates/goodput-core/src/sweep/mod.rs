@@ -52,9 +52,10 @@ use crate::target::{PreparedTarget, RunError, RunSpec};
 use curve::p;
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config};
-pub use result::{CurvePoint, Goodput, KneeAt, Knees, PointRole, SweepPoint, SweepResult};
+pub use result::{
+    CurvePoint, Goodput, KneeAt, Knees, PointRole, PointStart, SweepPoint, SweepResult,
+};
 pub use spec::{SweepMode, SweepSpec};
-pub use start::PointStart;
 pub use stop::StopReason;
 
 /// The workload in words: `chat, input 1024 / output 128 tokens`.

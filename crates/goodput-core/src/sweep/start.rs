@@ -3,36 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-use super::result::SweepPoint;
+use super::result::{PointStart, SweepPoint};
 use crate::executor::RunControl;
 use crate::metrics::Metric;
 use crate::target::PreparedTarget;
-
-/// How a point's start was made clean: a point must not inherit the
-/// previous point's backlog (a server that does not abort a request when
-/// its client goes away keeps working on the ones a point abandoned).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PointStart {
-    /// `gauges`: the server's running + waiting gauges were polled until
-    /// zero; `estimate`: without gauges, the client waited for the
-    /// requests it abandoned to have had time to finish.
-    pub by: String,
-    /// Requests the previous point abandoned at its end (still running at
-    /// the server, unless it aborts them).
-    pub abandoned: u64,
-    /// Seconds waited before the point.
-    pub waited_s: f64,
-    /// The server's running + waiting when the point started (gauges only).
-    pub server_queue: Option<f64>,
-    /// The server was idle when the point started: known from the gauges,
-    /// None without them.
-    pub idle: Option<bool>,
-    /// The point was run again because its first run started over a queue.
-    #[serde(default)]
-    pub redone: bool,
-}
 
 /// Bring the server back to idle before a point, after `points`: poll its
 /// running + waiting gauges until zero where it exposes them, else wait for
