@@ -25,6 +25,7 @@
 //! becomes an [`ErrorKind`] on the record; nothing here panics or aborts
 //! the run.
 
+mod error;
 pub mod h1;
 pub mod proxy;
 mod response;
@@ -45,6 +46,7 @@ use crate::clock::RunClock;
 use crate::protocol::{Endpoint, PreparedRequest};
 use crate::record::{ErrorKind, RequestError, RequestRecord};
 use crate::transport::Transport;
+pub use error::ClientError;
 use h1::{Conn, Stream};
 pub use response::snippet;
 use response::{
@@ -53,21 +55,6 @@ use response::{
 };
 pub use target::BaseUrl;
 use watchdog::Watchdog;
-
-/// Errors setting the client up (not request failures: those are records).
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("invalid URL '{url}': {why}")]
-    BadUrl { url: String, why: String },
-    #[error("cannot resolve {host}: {message}")]
-    Resolve { host: String, message: String },
-    #[error("invalid header '{0}': expected 'Name: value'")]
-    BadHeader(String),
-    #[error("TLS setup failed: {0}")]
-    Tls(String),
-    #[error("{0}")]
-    Request(String),
-}
 
 /// How to reach the server.
 #[derive(Debug, Clone)]
