@@ -31,10 +31,11 @@ use rand::SeedableRng;
 
 use super::dataset::{Dataset, RowPrompt};
 use super::prompt::TextBuilder;
+use super::source::{FollowUps, Planned, RequestSource};
 use super::synthetic::{mix_seed, push_salt};
 use super::trace::{Trace, TraceRow};
-use super::{FollowUps, LengthSpec, Planned, RequestSource};
 use crate::protocol::{request_body, PreparedRequest, Prompt, RequestParams};
+use goodput_common::lengths::LengthSpec;
 
 /// What a file's source builds one run's requests with, whatever the
 /// file: the request parameters, the prompt text (and its token counts),
