@@ -35,6 +35,7 @@
 
 mod csv;
 mod jsonl;
+mod row;
 mod sharegpt;
 
 use std::path::Path;
@@ -44,8 +45,9 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::files::{self, choices, flags, FileError, Kind};
-use crate::protocol::Message;
 use goodput_common::tokenizer::Tokenizer;
+pub use row::{DatasetRow, RowPrompt};
+use row::{Parsed, Spot};
 
 choices! {
     /// A dataset file's format.
@@ -96,31 +98,6 @@ impl DatasetFormat {
             )),
         }
     }
-}
-
-/// What a row asks the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RowPrompt {
-    /// One prompt text (a user message, or a completions prompt).
-    Text(String),
-    /// A whole conversation to send as chat messages.
-    Messages(Vec<Message>),
-}
-
-/// One validated row of a dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DatasetRow {
-    pub prompt: RowPrompt,
-    /// The run's tokenizer's count of the prompt text (for messages, the sum
-    /// over their contents); `None` under `--tokenizer none`.
-    pub input_tokens: Option<u32>,
-    /// The expected output length: the row's `output_tokens`, or for
-    /// ShareGPT the token count of the reply. `None` when the row has none.
-    pub output_tokens: Option<u32>,
-    /// The expected answer, for quality figures (ShareGPT: the reply).
-    pub reference: Option<String>,
-    /// The file line where the row starts (1-based).
-    pub line: u64,
 }
 
 /// How to read and sample a dataset.
@@ -370,74 +347,6 @@ fn check_filters(
         }
     }
     Ok(())
-}
-
-/// Where a row starts, to read it again in the second pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Spot {
-    offset: u64,
-    line: u64,
-}
-
-/// A row as read, before any token is counted.
-#[derive(Debug)]
-struct Parsed {
-    prompt: RowPrompt,
-    output: Output,
-    reference: Option<String>,
-}
-
-/// Where a row's expected output length comes from.
-#[derive(Debug)]
-enum Output {
-    /// The row states it (or states none).
-    Stated(Option<u32>),
-    /// The token count of the reference (ShareGPT's reply).
-    OfReference,
-}
-
-/// Called once per row in file order; `None` is a row that was skipped.
-type OnRow<'a> = dyn FnMut(Spot, Option<Parsed>) -> Result<(), FileError> + 'a;
-
-fn count(tokenizer: &Tokenizer, text: &str) -> Option<u32> {
-    tokenizer
-        .count(text)
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-}
-
-impl Parsed {
-    fn input_tokens(&self, tokenizer: &Tokenizer) -> Option<u32> {
-        match &self.prompt {
-            RowPrompt::Text(text) => count(tokenizer, text),
-            RowPrompt::Messages(messages) => messages.iter().try_fold(0u32, |sum, m| {
-                count(tokenizer, &m.content).map(|n| sum.saturating_add(n))
-            }),
-        }
-    }
-
-    fn has_output_length(&self, tokenizer: &Tokenizer) -> bool {
-        match self.output {
-            Output::Stated(n) => n.is_some(),
-            Output::OfReference => self.reference.is_some() && tokenizer.is_enabled(),
-        }
-    }
-
-    fn output_tokens(&self, tokenizer: &Tokenizer) -> Option<u32> {
-        match self.output {
-            Output::Stated(n) => n,
-            Output::OfReference => count(tokenizer, self.reference.as_deref()?),
-        }
-    }
-
-    fn into_row(self, line: u64, tokenizer: &Tokenizer) -> DatasetRow {
-        DatasetRow {
-            input_tokens: self.input_tokens(tokenizer),
-            output_tokens: self.output_tokens(tokenizer),
-            prompt: self.prompt,
-            reference: self.reference,
-            line,
-        }
-    }
 }
 
 /// The chosen eligible rows (indices in file order of eligibility), in send
