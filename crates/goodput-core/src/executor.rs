@@ -1,7 +1,8 @@
 //! Executor: the one engine every load shape runs on.
 //!
-//! It pulls requests from a [`RequestSource`], asks the [`Schedule`] when each
-//! should go (unless the source carries its own time, as a trace does), waits
+//! It pulls requests from a [`RequestSource`](crate::workload::RequestSource),
+//! asks the [`Schedule`] when each should go (unless the source carries its
+//! own time, as a trace does), waits
 //! for that absolute instant (open loop) or for a free slot (closed loop, and
 //! open loop under `--max-concurrency`), and spawns one task per request on a
 //! [`Transport`]. Tasks send their finished [`RequestRecord`] down a channel

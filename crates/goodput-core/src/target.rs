@@ -5,7 +5,7 @@
 //! `min_tokens`/`ignore_eos`; every stage ends at once when the user stops
 //! (a signal). [`PreparedTarget::run`] then runs one plan — a run, or one
 //! point of a sweep — with no repeated discovery, probe or tokenizer build:
-//! it starts the aggregator, drives the [`executor`](crate::executor), and
+//! it starts the aggregator, drives the [`executor`], and
 //! returns a [`RunResult`]. Each run has its own id (in every record and
 //! `x-request-id`) and its own salt nonce, so no run's prompts share a prefix
 //! with an earlier run's.

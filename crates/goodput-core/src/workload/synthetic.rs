@@ -8,7 +8,7 @@
 //! ```
 //!
 //! and its input length counts all three. Text comes from
-//! [`TextBuilder`](super::prompt::TextBuilder), checked by the run's
+//! [`TextBuilder`], checked by the run's
 //! tokenizer until the count is exact.
 //!
 //! **Cache control.** The salt (`--cache-bust`, the default) makes every
