@@ -2,12 +2,16 @@
 //!
 //! It pulls requests from a [`RequestSource`](crate::workload::RequestSource),
 //! asks the [`Schedule`] when each should go (unless the source carries its
-//! own time, as a trace does), waits
-//! for that absolute instant (open loop) or for a free slot (closed loop, and
-//! open loop under `--max-concurrency`), and spawns one task per request on a
-//! [`Transport`]. Tasks send their finished [`RequestRecord`] down a channel
-//! to the aggregator; nothing on this path locks shared results or grows with
-//! the number of requests sent.
+//! own time, as a trace does), waits for that absolute instant (open loop)
+//! or for a free slot (closed loop, and open loop under `--max-concurrency`),
+//! and spawns one task per request on a [`Transport`]. Tasks send their
+//! finished [`RequestRecord`] down a channel to the aggregator; nothing on
+//! this path locks shared results or grows with the number of requests sent.
+//!
+//! Every run, whatever its load, goes through the same phases
+//! ([`Executor::run`]): start (the slots opened, the source's first requests
+//! built, the schedule's clock started), the one send loop, stop sending,
+//! drain, finish.
 //!
 //! Sessions run on the same loop: a slot is held by a *session* (a
 //! single-turn request is a session of one turn), so closed loop means N
