@@ -1,12 +1,17 @@
 //! Executor: the one engine every load shape runs on.
 //!
-//! It pulls requests from a [`RequestSource`], asks the [`Schedule`] when each
-//! should go (unless the source carries its own time, as a trace does), waits
-//! for that absolute instant (open loop) or for a free slot (closed loop, and
-//! open loop under `--max-concurrency`), and spawns one task per request on a
-//! [`Transport`]. Tasks send their finished [`RequestRecord`] down a channel
-//! to the aggregator; nothing on this path locks shared results or grows with
-//! the number of requests sent.
+//! It pulls requests from a [`RequestSource`](crate::workload::RequestSource),
+//! asks the [`Schedule`] when each should go (unless the source carries its
+//! own time, as a trace does), waits for that absolute instant (open loop)
+//! or for a free slot (closed loop, and open loop under `--max-concurrency`),
+//! and spawns one task per request on a [`Transport`]. Tasks send their
+//! finished [`RequestRecord`] down a channel to the aggregator; nothing on
+//! this path locks shared results or grows with the number of requests sent.
+//!
+//! Every run, whatever its load, goes through the same phases
+//! ([`Executor::run`]): start (the slots opened, the source's first requests
+//! built, the schedule's clock started), the one send loop, stop sending,
+//! drain, finish.
 //!
 //! Sessions run on the same loop: a slot is held by a *session* (a
 //! single-turn request is a session of one turn), so closed loop means N
@@ -31,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
 
 use crate::clock::RunClock;
 use crate::protocol::PreparedRequest;
@@ -39,6 +45,9 @@ use crate::schedule::{Load, RampUp, Schedule};
 use crate::timer::Timer;
 use crate::transport::Transport;
 use crate::workload::{FollowUps, Prefetch};
+
+mod control;
+pub use control::RunControl;
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
@@ -98,90 +107,6 @@ pub struct RunPlan {
     /// starts at its end.
     #[serde(default)]
     pub ramp_up: Option<RampUp>,
-}
-
-/// Stop signals for a running executor, shared with whoever handles signals.
-#[derive(Clone)]
-pub struct RunControl {
-    stop_tx: Arc<watch::Sender<bool>>,
-    cancel_tx: Arc<watch::Sender<Option<ErrorKind>>>,
-}
-
-impl Default for RunControl {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl RunControl {
-    pub fn new() -> Self {
-        RunControl {
-            stop_tx: Arc::new(watch::channel(false).0),
-            cancel_tx: Arc::new(watch::channel(None).0),
-        }
-    }
-
-    /// Stop sending; in-flight requests may finish (up to the drain timeout).
-    /// Also ends whatever is being prepared (model discovery, the probe).
-    pub fn stop_sending(&self) {
-        self.stop_tx.send_replace(true);
-    }
-
-    /// Cancel every in-flight request now (recorded as `cancelled`).
-    pub fn cancel_in_flight(&self) {
-        self.cancel_tx.send_replace(Some(ErrorKind::Cancelled));
-    }
-
-    /// End the run now because its outcome is settled (a sweep point whose
-    /// SLO verdict is known): no more sends, and requests in flight are
-    /// stopped as `incomplete` (neither completed nor failed).
-    pub fn end_early(&self) {
-        self.stop_tx.send_replace(true);
-        self.cancel_tx.send_replace(Some(ErrorKind::Incomplete));
-    }
-
-    /// A control for one part of a run (a sweep point) that stops and
-    /// cancels when this one does, and can also be ended on its own.
-    pub fn child(&self) -> RunControl {
-        let child = RunControl::new();
-        // Already stopped: the child starts stopped (no window for a send).
-        if self.is_stopping() {
-            child.stop_tx.send_replace(true);
-        }
-        let parent = self.clone();
-        let weak_stop = Arc::downgrade(&child.stop_tx);
-        let weak_cancel = Arc::downgrade(&child.cancel_tx);
-        tokio::spawn(async move {
-            let mut stop = parent.stop_tx.subscribe();
-            let mut cancel = parent.cancel_tx.subscribe();
-            if stop.wait_for(|s| *s).await.is_err() {
-                return;
-            }
-            match weak_stop.upgrade() {
-                Some(s) => s.send_replace(true),
-                None => return,
-            };
-            let kind = match cancel.wait_for(|c| c.is_some()).await {
-                Ok(kind) => *kind,
-                Err(_) => return,
-            };
-            if let Some(c) = weak_cancel.upgrade() {
-                c.send_replace(kind);
-            }
-        });
-        child
-    }
-
-    /// Whether a stop was asked for.
-    pub fn is_stopping(&self) -> bool {
-        *self.stop_tx.borrow()
-    }
-
-    /// Resolves when a stop is asked for.
-    pub async fn stopped(&self) {
-        let mut rx = self.stop_tx.subscribe();
-        let _ = rx.wait_for(|s| *s).await;
-    }
 }
 
 /// What the executor knows when it returns (records went to the channel).
@@ -338,209 +263,340 @@ fn spawn_request<T: Transport>(
     });
 }
 
-/// Run the plan to its end. Records of every request (warm-up included,
-/// marked) are sent on `records`.
-#[allow(clippy::too_many_arguments)]
-pub async fn execute<T: Transport, Tm: Timer>(
-    plan: &RunPlan,
-    transport: Arc<T>,
-    mut source: Prefetch,
+/// What a run needs from its caller. [`Executor::run`] runs the plan on a
+/// request source: every load shape (closed loop, open loop, a trace's own
+/// times, sessions) goes through the same phases and the same send loop.
+pub struct Executor<'a, T, Tm> {
+    pub plan: &'a RunPlan,
+    /// Sends one request and records it (the HTTP client, or a mock).
+    pub transport: Arc<T>,
+    pub clock: RunClock,
+    /// Waits for the open loop's send instants.
+    pub timer: &'a Tm,
+    pub control: &'a RunControl,
+    /// Where every request's record goes (warm-up included, marked): the
+    /// aggregator.
+    pub records: mpsc::UnboundedSender<Msg>,
+    pub progress: Arc<Progress>,
+}
+
+impl<'a, T: Transport, Tm: Timer> Executor<'a, T, Tm> {
+    /// Run the plan to its end on requests from `source`: start (slots,
+    /// the source's first requests built, the schedule's origin), send until
+    /// a bound, a stop or the source's end, then drain the requests in
+    /// flight. Records go to `records` as requests finish.
+    pub async fn run(self, source: Prefetch) -> ExecSummary {
+        let mut run = Run::start(self, source).await;
+        run.send_loop().await;
+        run.stop_sending().await;
+        run.drain().await;
+        run.finish()
+    }
+}
+
+/// A run under way: the executor's inputs and what its phases share.
+struct Run<'a, T: Transport, Tm: Timer> {
+    plan: &'a RunPlan,
+    timer: &'a Tm,
+    control: &'a RunControl,
     clock: RunClock,
-    timer: &Tm,
-    control: &RunControl,
-    records: mpsc::UnboundedSender<Msg>,
-    progress: Arc<Progress>,
-) -> ExecSummary {
-    let cap = plan
-        .load
-        .concurrency_cap()
-        .unwrap_or(UNCAPPED)
-        .min(UNCAPPED);
-    // A closed-loop ramp opens its slots one by one (see below).
-    let closed_ramp = plan.ramp_up.filter(|_| !plan.load.is_open() && cap > 1);
-    let slots = Arc::new(Semaphore::new(if closed_ramp.is_some() { 1 } else { cap }));
-    let mut schedule = Schedule::new(plan.load, plan.seed).with_ramp(plan.ramp_up);
-    let mut stop_rx = control.stop_tx.subscribe();
-    let cancel_rx = control.cancel_tx.subscribe();
-    // Cancellation reaches requests through the transport (the client's
-    // watchdog shuts their sockets down); the request path polls nothing for it.
-    let canceller = {
-        let mut rx = cancel_rx.clone();
-        let transport = transport.clone();
-        tokio::spawn(async move {
-            if let Ok(kind) = rx.wait_for(|c| c.is_some()).await {
-                if let Some(kind) = *kind {
-                    transport.stop_all(kind);
+    source: Prefetch,
+    schedule: Schedule,
+    /// One permit per request allowed in flight; a session's turns hold its
+    /// session's permit through the think time.
+    slots: Arc<Semaphore>,
+    /// The slots once every one is open.
+    cap: usize,
+    stop_rx: watch::Receiver<bool>,
+    cancel_rx: watch::Receiver<Option<ErrorKind>>,
+    /// Stops the requests in flight, through the transport, on a cancel.
+    canceller: JoinHandle<()>,
+    /// What each request task is given.
+    ctx: TaskCtx<T>,
+    /// Sessions' next turns, handed back by the request tasks.
+    follow_rx: mpsc::UnboundedReceiver<FollowUp>,
+    /// Sessions' turns waiting for their ready time.
+    pending: PendingTurns,
+    books: Books,
+    /// When sending started: the schedule's origin.
+    origin: Instant,
+    /// Closed loop without a ramp: ramp-up ends once this many measured
+    /// requests are out.
+    ramp_at: Option<u64>,
+    /// A closed loop's ramp, opening its slots one by one.
+    ramp: Option<SlotRamp>,
+    /// The next new request and its intended time (None: as soon as a slot
+    /// is free).
+    next_new: Option<(PreparedRequest, Option<Instant>)>,
+    /// The source has no more new requests.
+    source_done: bool,
+}
+
+/// Whether the send loop goes on after a step.
+enum Flow {
+    Go,
+    Stop,
+}
+
+impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
+    /// Set up the run and open sending: the slots (all at once, or one by
+    /// one over a closed loop's ramp), the canceller, what request tasks
+    /// are given; then wait for the source's first requests and start the
+    /// schedule's clock.
+    async fn start(exec: Executor<'a, T, Tm>, mut source: Prefetch) -> Self {
+        let plan = exec.plan;
+        let cap = plan
+            .load
+            .concurrency_cap()
+            .unwrap_or(UNCAPPED)
+            .min(UNCAPPED);
+        // A closed-loop ramp opens its slots one by one (see below).
+        let closed_ramp = plan.ramp_up.filter(|_| !plan.load.is_open() && cap > 1);
+        let slots = Arc::new(Semaphore::new(if closed_ramp.is_some() { 1 } else { cap }));
+        let schedule = Schedule::new(plan.load, plan.seed).with_ramp(plan.ramp_up);
+        let mut stop_rx = exec.control.stop_tx.subscribe();
+        let cancel_rx = exec.control.cancel_tx.subscribe();
+        let canceller = spawn_canceller(cancel_rx.clone(), exec.transport.clone());
+        let (follow_tx, follow_rx) = mpsc::unbounded_channel::<FollowUp>();
+        let ctx = TaskCtx {
+            transport: exec.transport,
+            follow_ups: source.follow_ups(),
+            records: exec.records,
+            follow_tx,
+            progress: exec.progress,
+            lost: Arc::new(AtomicU64::new(0)),
+            clock: exec.clock,
+        };
+        let mut books = Books::default();
+        // Requests are built before the first send (up to the prefetch buffer),
+        // so building never delays the schedule's start.
+        tokio::select! {
+            biased;
+            _ = stop_rx.wait_for(|s| *s) => {}
+            _ = source.primed() => {}
+        }
+        // Closed loop: ramp-up ends when the target concurrency's worth is out
+        // (with --ramp-up: at the ramp's end, below).
+        let ramp_at = (!plan.load.is_open() && plan.ramp_up.is_none()).then_some(cap as u64);
+        // The schedule starts now, when sending starts (not at the run clock's origin).
+        let origin = crate::clock::now();
+        let ramp = closed_ramp.map(|ramp| SlotRamp::start(ramp, &slots, cap, origin));
+        if let Some(r) = plan.ramp_up {
+            books.summary.ramp_end_ns = Some(exec.clock.ns(origin + r.duration));
+        }
+        Run {
+            plan,
+            timer: exec.timer,
+            control: exec.control,
+            clock: exec.clock,
+            source,
+            schedule,
+            slots,
+            cap,
+            stop_rx,
+            cancel_rx,
+            canceller,
+            ctx,
+            follow_rx,
+            pending: PendingTurns::default(),
+            books,
+            origin,
+            ramp_at,
+            ramp,
+            next_new: None,
+            source_done: false,
+        }
+    }
+
+    /// The one send loop of every load shape. Each turn sends what is due
+    /// first — a session's turn at its ready time, or the next new request
+    /// at its scheduled instant (open loop, a trace) or when a slot frees
+    /// (closed loop) — until the measured phase's bounds are reached, the
+    /// source runs out, or a stop is asked for. The first requests are the
+    /// warm-up, marked.
+    async fn send_loop(&mut self) {
+        loop {
+            if *self.stop_rx.borrow() {
+                self.books.summary.interrupted = true;
+                break;
+            }
+            let now = crate::clock::now();
+            let in_warmup = self.in_warmup(now);
+            if !in_warmup && self.measured_bounds_reached(now) {
+                break;
+            }
+            if self.next_new.is_none() && !self.source_done {
+                if let Flow::Stop = self.pull_next(in_warmup).await {
+                    break;
                 }
             }
-        })
-    };
-    let (follow_tx, mut follow_rx) = mpsc::unbounded_channel::<FollowUp>();
-    let lost = Arc::new(AtomicU64::new(0));
-    let ctx = TaskCtx {
-        transport: transport.clone(),
-        follow_ups: source.follow_ups(),
-        records: records.clone(),
-        follow_tx,
-        progress: progress.clone(),
-        lost: lost.clone(),
-        clock,
-    };
-    let mut books = Books::default();
-    // Requests are built before the first send (up to the prefetch buffer),
-    // so building never delays the schedule's start.
-    tokio::select! {
-        biased;
-        _ = stop_rx.wait_for(|s| *s) => {}
-        _ = source.primed() => {}
-    }
-    // Closed loop: ramp-up ends when the target concurrency's worth is out
-    // (with --ramp-up: at the ramp's end, below).
-    let ramp_at = (!plan.load.is_open() && plan.ramp_up.is_none()).then_some(cap as u64);
-    // The schedule starts now, when sending starts (not at the run clock's origin).
-    let origin = crate::clock::now();
-    let opened = Arc::new(AtomicU64::new(1));
-    let ramp_task = closed_ramp.map(|ramp| {
-        let (slots, opened) = (slots.clone(), opened.clone());
-        tokio::spawn(async move {
-            for i in 1..cap {
-                tokio::time::sleep_until((origin + ramp.slot_opens(i, cap)).into()).await;
-                slots.add_permits(1);
-                opened.fetch_add(1, Relaxed);
+            // Without sessions, an exhausted source ends sending; with them, the
+            // sessions in flight go on to their last turns (below).
+            if self.next_new.is_none() && self.source_done && self.ctx.follow_ups.is_none() {
+                self.books.summary.source_exhausted = true;
+                break;
             }
-        })
-    });
-    if let Some(r) = plan.ramp_up {
-        books.summary.ramp_end_ns = Some(clock.ns(origin + r.duration));
-    }
-    let mut pending = PendingTurns::default();
-    // The next new request and its intended time (None: as soon as a slot is free).
-    let mut next_new: Option<(PreparedRequest, Option<Instant>)> = None;
-    let mut source_done = false;
-
-    'send: loop {
-        if *stop_rx.borrow() {
-            books.summary.interrupted = true;
-            break;
-        }
-        let now = crate::clock::now();
-        let in_warmup = match plan.warmup {
-            Warmup::None => false,
-            Warmup::Requests(n) => books.summary.sent_warmup < n,
-            Warmup::Duration(d) => books.warmup_start.is_none_or(|s| now < s + d),
-        };
-        let measured_window_over =
-            |at: Instant, start: Option<Instant>| match (plan.duration, start) {
-                (Some(d), Some(s)) => at >= s + d,
+            let new_at = self.next_new.as_ref().map(|(_, at)| at.unwrap_or(now));
+            let follow_at = self.pending.next_ready();
+            // The earlier of the two goes first; a follow-up already holds its slot.
+            // A follow-up already due goes first even if a new request is due
+            // earlier: it holds its slot, while the new one may be waiting for one
+            // (comparing ready times alone would spin once both are past).
+            let follow_first = match (follow_at, new_at) {
+                (Some(f), Some(n)) => f <= n.max(now),
+                (Some(_), None) => true,
                 _ => false,
             };
-        if !in_warmup {
-            if plan
-                .num_prompts
-                .is_some_and(|n| books.summary.sent_measured >= n)
-            {
-                break;
-            }
-            if measured_window_over(now, books.measure_start) {
-                break;
-            }
-        }
-        if next_new.is_none() && !source_done {
-            let next = tokio::select! {
-                biased;
-                _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
-                p = source.next() => p,
-            };
-            match next {
-                Some(mut p) => {
-                    p.request.warmup = in_warmup;
-                    let at = p.at.or_else(|| schedule.next_offset());
-                    // An offset past every representable instant never comes.
-                    let at = at.map(|o| {
-                        origin
-                            .checked_add(o)
-                            .unwrap_or(origin + crate::units::MAX_DURATION)
-                    });
-                    next_new = Some((p.request, at));
+            let flow = if follow_first {
+                self.send_due_turn(follow_at.unwrap_or(now)).await
+            } else {
+                match new_at {
+                    Some(target) => self.send_new(target, follow_at).await,
+                    None => self.wait_for_turns().await,
                 }
-                None => source_done = true,
+            };
+            if let Flow::Stop = flow {
+                break;
             }
         }
-        // Without sessions, an exhausted source ends sending; with them, the
-        // sessions in flight go on to their last turns (below).
-        if next_new.is_none() && source_done && ctx.follow_ups.is_none() {
-            books.summary.source_exhausted = true;
-            break;
+    }
+
+    /// Whether the next request is a warm-up one.
+    fn in_warmup(&self, now: Instant) -> bool {
+        match self.plan.warmup {
+            Warmup::None => false,
+            Warmup::Requests(n) => self.books.summary.sent_warmup < n,
+            Warmup::Duration(d) => self.books.warmup_start.is_none_or(|s| now < s + d),
         }
-        let new_at = next_new.as_ref().map(|(_, at)| at.unwrap_or(now));
-        let follow_at = pending.next_ready();
-        // The earlier of the two goes first; a follow-up already holds its slot.
-        // A follow-up already due goes first even if a new request is due
-        // earlier: it holds its slot, while the new one may be waiting for one
-        // (comparing ready times alone would spin once both are past).
-        let follow_first = match (follow_at, new_at) {
-            (Some(f), Some(n)) => f <= n.max(now),
-            (Some(_), None) => true,
+    }
+
+    /// The measured phase has sent its requests, or its sending window is over.
+    fn measured_bounds_reached(&self, now: Instant) -> bool {
+        self.plan
+            .num_prompts
+            .is_some_and(|n| self.books.summary.sent_measured >= n)
+            || self.window_over(now)
+    }
+
+    /// `at` is past the measured phase's sending window (once that started).
+    fn window_over(&self, at: Instant) -> bool {
+        match (self.plan.duration, self.books.measure_start) {
+            (Some(d), Some(s)) => at >= s + d,
             _ => false,
-        };
-        if follow_first {
-            let f_at = follow_at.unwrap_or(now);
-            tokio::select! {
-                biased;
-                _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
-                Some(f) = follow_rx.recv() => {
-                    pending.push(f);
-                    continue;
-                }
-                _ = tokio::time::sleep_until(f_at.into()) => {}
-            }
-            let Some(f) = pending.pop() else {
-                continue;
-            };
-            if !f.request.warmup && measured_window_over(f.ready, books.measure_start) {
-                // Past the sending window: the turn is not sent (its slot
-                // frees); the loop ends at the top once `now` is past it too.
-                continue;
-            }
-            let t_sched = clock.ns(f.ready);
-            books.send(&ctx, f.request, t_sched, f.permit, ramp_at);
-            continue;
         }
-        let Some(target) = new_at else {
-            // Nothing to send now: wait for a session's next turn, or, once
-            // the source is exhausted, for the last session to end (every
-            // slot back).
-            tokio::select! {
-                biased;
-                _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
-                f = follow_rx.recv() => match f {
-                    Some(f) => { pending.push(f); continue; }
-                    None => break 'send,
-                },
-                _ = async {
-                    if source_done {
-                        drop(slots.acquire_many(cap as u32).await);
-                    } else {
-                        std::future::pending::<()>().await;
-                    }
-                } => {
-                    books.summary.source_exhausted = true;
-                    break 'send;
-                }
+    }
+
+    /// Take the source's next new request, with its intended instant: its
+    /// own time (a trace's), else the schedule's next (None: as soon as a
+    /// slot is free); or learn that the source is exhausted.
+    async fn pull_next(&mut self, in_warmup: bool) -> Flow {
+        let next = tokio::select! {
+            biased;
+            _ = self.stop_rx.wait_for(|s| *s) => {
+                self.books.summary.interrupted = true;
+                return Flow::Stop;
             }
+            p = self.source.next() => p,
         };
-        let is_warmup = next_new.as_ref().is_some_and(|(r, _)| r.warmup);
-        let timed = next_new.as_ref().is_some_and(|(_, at)| at.is_some());
+        match next {
+            Some(mut p) => {
+                p.request.warmup = in_warmup;
+                let at = p.at.or_else(|| self.schedule.next_offset());
+                // An offset past every representable instant never comes.
+                let origin = self.origin;
+                let at = at.map(|o| {
+                    origin
+                        .checked_add(o)
+                        .unwrap_or(origin + crate::units::MAX_DURATION)
+                });
+                self.next_new = Some((p.request, at));
+            }
+            None => self.source_done = true,
+        }
+        Flow::Go
+    }
+
+    /// A session's turn goes first: wait until `at`, its ready time (taking
+    /// in turns handed back meanwhile), then send the earliest turn, unless
+    /// it falls past the sending window.
+    async fn send_due_turn(&mut self, at: Instant) -> Flow {
+        tokio::select! {
+            biased;
+            _ = self.stop_rx.wait_for(|s| *s) => {
+                self.books.summary.interrupted = true;
+                return Flow::Stop;
+            }
+            Some(f) = self.follow_rx.recv() => {
+                self.pending.push(f);
+                return Flow::Go;
+            }
+            _ = tokio::time::sleep_until(at.into()) => {}
+        }
+        let Some(f) = self.pending.pop() else {
+            return Flow::Go;
+        };
+        if !f.request.warmup && self.window_over(f.ready) {
+            // Past the sending window: the turn is not sent (its slot
+            // frees); the loop ends at the top once `now` is past it too.
+            return Flow::Go;
+        }
+        let t_sched = self.clock.ns(f.ready);
+        self.books
+            .send(&self.ctx, f.request, t_sched, f.permit, self.ramp_at);
+        Flow::Go
+    }
+
+    /// Nothing new to send now: wait for a session's next turn, or, once
+    /// the source is exhausted, for the last session to end (every slot
+    /// back).
+    async fn wait_for_turns(&mut self) -> Flow {
+        let (slots, cap, source_done) = (&self.slots, self.cap, self.source_done);
+        tokio::select! {
+            biased;
+            _ = self.stop_rx.wait_for(|s| *s) => {
+                self.books.summary.interrupted = true;
+                Flow::Stop
+            }
+            f = self.follow_rx.recv() => match f {
+                Some(f) => {
+                    self.pending.push(f);
+                    Flow::Go
+                }
+                None => Flow::Stop,
+            },
+            _ = async {
+                if source_done {
+                    drop(slots.acquire_many(cap as u32).await);
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            } => {
+                self.books.summary.source_exhausted = true;
+                Flow::Stop
+            }
+        }
+    }
+
+    /// Send the next new request due at `target`: at that instant when it
+    /// is scheduled (open loop, a trace), and once a slot is free. A
+    /// session's turn falling due at `follow_at` meanwhile goes first.
+    async fn send_new(&mut self, target: Instant, follow_at: Option<Instant>) -> Flow {
+        let is_warmup = self.next_new.as_ref().is_some_and(|(r, _)| r.warmup);
+        let timed = self.next_new.as_ref().is_some_and(|(_, at)| at.is_some());
         // A duration-bounded run does not send arrivals past its end.
-        if timed && !is_warmup && measured_window_over(target, books.measure_start) {
-            break;
+        if timed && !is_warmup && self.window_over(target) {
+            return Flow::Stop;
         }
+        let (slots, timer) = (&self.slots, self.timer);
         let permit = tokio::select! {
             biased;
-            _ = stop_rx.wait_for(|s| *s) => { books.summary.interrupted = true; break 'send; }
-            Some(f) = follow_rx.recv() => {
-                pending.push(f);
-                continue;
+            _ = self.stop_rx.wait_for(|s| *s) => {
+                self.books.summary.interrupted = true;
+                return Flow::Stop;
+            }
+            Some(f) = self.follow_rx.recv() => {
+                self.pending.push(f);
+                return Flow::Go;
             }
             // A session's turn fell due while this request waits for a slot
             // (which may be held by that very session): send it first.
@@ -549,62 +605,130 @@ pub async fn execute<T: Transport, Tm: Timer>(
                     Some(t) => tokio::time::sleep_until(t.into()).await,
                     None => std::future::pending().await,
                 }
-            } => continue,
+            } => return Flow::Go,
             p = async {
                 if timed { timer.sleep_until(target).await; }
                 slots.clone().acquire_owned().await
-            } => match p { Ok(p) => p, Err(_) => break 'send },
+            } => match p { Ok(p) => p, Err(_) => return Flow::Stop },
         };
         // Closed loop: the slot may have freed after the sending window closed.
-        if !timed && !is_warmup && measured_window_over(crate::clock::now(), books.measure_start) {
+        if !timed && !is_warmup && self.window_over(crate::clock::now()) {
             drop(permit);
-            break;
+            return Flow::Stop;
         }
-        let Some((req, _)) = next_new.take() else {
-            continue;
+        let Some((req, _)) = self.next_new.take() else {
+            return Flow::Go;
         };
         let t_sched = if timed {
-            clock.ns(target)
+            self.clock.ns(target)
         } else {
-            clock.now_ns()
+            self.clock.now_ns()
         };
-        books.send(&ctx, req, t_sched, permit, ramp_at);
+        self.books
+            .send(&self.ctx, req, t_sched, permit, self.ramp_at);
+        Flow::Go
     }
 
-    // A ramp cut short opens its remaining slots, so the drain can take them all.
-    if let Some(task) = ramp_task {
-        task.abort();
-        let _ = task.await;
-        slots.add_permits(cap - opened.load(Relaxed) as usize);
-    }
-    // Sending is over: sessions' pending turns are dropped (freeing their
-    // slots), and so is any turn finishing later (its channel is closed).
-    drop(ctx);
-    follow_rx.close();
-    while follow_rx.try_recv().is_ok() {}
-    pending.clear();
-    // Drain: wait for every slot to come back, up to the drain timeout.
-    let all = cap as u32;
-    let drained = tokio::select! {
-        r = tokio::time::timeout(plan.drain_timeout, drain(&slots, all, &mut follow_rx)) => r.is_ok(),
-        _ = async { let mut c = cancel_rx.clone(); let _ = c.wait_for(|c| c.is_some()).await; } => false,
-    };
-    if !drained {
-        if control.cancel_tx.borrow().is_none() {
-            books.summary.drain_timed_out = true;
-            control.cancel_tx.send_replace(Some(ErrorKind::Incomplete));
+    /// Sending is over: a ramp cut short opens its remaining slots (so the
+    /// drain can take them all); sessions' pending turns are dropped
+    /// (freeing their slots), and so is any turn finishing later (its
+    /// channel is closed).
+    async fn stop_sending(&mut self) {
+        if let Some(ramp) = self.ramp.take() {
+            ramp.stop(&self.slots, self.cap).await;
         }
-        let _ =
-            tokio::time::timeout(Duration::from_secs(5), drain(&slots, all, &mut follow_rx)).await;
+        self.follow_rx.close();
+        while self.follow_rx.try_recv().is_ok() {}
+        self.pending.clear();
     }
-    canceller.abort();
-    books.summary.records_lost = lost.load(Relaxed);
-    books.summary
+
+    /// Drain: wait for every slot to come back, up to the drain timeout or
+    /// a cancel. Past the timeout, the requests still in flight are stopped
+    /// as `incomplete`, and their records are waited for (5 s at most).
+    async fn drain(&mut self) {
+        let all = self.cap as u32;
+        let drained = tokio::select! {
+            r = tokio::time::timeout(
+                self.plan.drain_timeout,
+                all_slots_back(&self.slots, all, &mut self.follow_rx),
+            ) => r.is_ok(),
+            _ = async {
+                let mut c = self.cancel_rx.clone();
+                let _ = c.wait_for(|c| c.is_some()).await;
+            } => false,
+        };
+        if !drained {
+            if self.control.cancel_tx.borrow().is_none() {
+                self.books.summary.drain_timed_out = true;
+                self.control
+                    .cancel_tx
+                    .send_replace(Some(ErrorKind::Incomplete));
+            }
+            let _ = tokio::time::timeout(
+                Duration::from_secs(5),
+                all_slots_back(&self.slots, all, &mut self.follow_rx),
+            )
+            .await;
+        }
+    }
+
+    /// The run's summary: what the send loop booked, and the records that
+    /// could not be handed to the aggregator.
+    fn finish(self) -> ExecSummary {
+        self.canceller.abort();
+        let mut summary = self.books.summary;
+        summary.records_lost = self.ctx.lost.load(Relaxed);
+        summary
+    }
+}
+
+/// Cancellation reaches requests through the transport (the client's
+/// watchdog shuts their sockets down); the request path polls nothing for it.
+fn spawn_canceller<T: Transport>(
+    mut cancel_rx: watch::Receiver<Option<ErrorKind>>,
+    transport: Arc<T>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        if let Ok(kind) = cancel_rx.wait_for(|c| c.is_some()).await {
+            if let Some(kind) = *kind {
+                transport.stop_all(kind);
+            }
+        }
+    })
+}
+
+/// A closed loop's `--ramp-up`: its slots open one by one over the ramp.
+struct SlotRamp {
+    task: JoinHandle<()>,
+    /// Slots open so far (the first is open from the start).
+    opened: Arc<AtomicU64>,
+}
+
+impl SlotRamp {
+    fn start(ramp: RampUp, slots: &Arc<Semaphore>, cap: usize, origin: Instant) -> Self {
+        let opened = Arc::new(AtomicU64::new(1));
+        let (slots, count) = (slots.clone(), opened.clone());
+        let task = tokio::spawn(async move {
+            for i in 1..cap {
+                tokio::time::sleep_until((origin + ramp.slot_opens(i, cap)).into()).await;
+                slots.add_permits(1);
+                count.fetch_add(1, Relaxed);
+            }
+        });
+        SlotRamp { task, opened }
+    }
+
+    /// End the ramp (sending is over) and open the slots it had not yet.
+    async fn stop(self, slots: &Semaphore, cap: usize) {
+        self.task.abort();
+        let _ = self.task.await;
+        slots.add_permits(cap - self.opened.load(Relaxed) as usize);
+    }
 }
 
 /// Wait until every slot is back, discarding session turns that still
 /// arrive (each frees its slot when dropped).
-async fn drain(
+async fn all_slots_back(
     slots: &Arc<Semaphore>,
     all: u32,
     follow_rx: &mut mpsc::UnboundedReceiver<FollowUp>,

@@ -129,104 +129,99 @@ impl LiveMetrics {
         fn hists(new: fn() -> Histogram) -> Hists {
             Family::new_with_constructor(new)
         }
-        let mut registry = Registry::with_prefix("goodput");
-        let requests = Family::<Outcome, Counter>::default();
+        let mut live = LiveMetrics {
+            registry: Registry::with_prefix("goodput"),
+            requests: Family::default(),
+            sent: Family::default(),
+            in_flight: Gauge::default(),
+            ttft: hists(|| Histogram::new(TTFT.iter().copied())),
+            tpot: hists(|| Histogram::new(PER_TOKEN.iter().copied())),
+            e2el: hists(|| Histogram::new(E2EL.iter().copied())),
+            itl: hists(|| Histogram::new(PER_TOKEN.iter().copied())),
+            lag: hists(|| Histogram::new(LAG.iter().copied())),
+            input_tokens: Family::default(),
+            output_tokens: Family::default(),
+            run: Gauge::default(),
+            offered_rate: Gauge::default(),
+            target_concurrency: Gauge::default(),
+            runs: Mutex::new(Runs::default()),
+        };
+        live.register();
+        live
+    }
+
+    /// Register every series with its help text, in the exposition's order.
+    fn register(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "requests",
             "Finished requests by phase, outcome (completed, failed, incomplete) and kind (ok or the error kind)",
-            requests.clone(),
+            self.requests.clone(),
         );
-        let sent = Family::<Phase, Counter>::default();
-        registry.register("requests_sent", "Requests sent, by phase", sent.clone());
-        let in_flight = Gauge::default();
+        registry.register(
+            "requests_sent",
+            "Requests sent, by phase",
+            self.sent.clone(),
+        );
         registry.register(
             "in_flight",
             "Requests sent and not yet finished",
-            in_flight.clone(),
-        );
-        let (ttft, tpot, e2el, itl, lag) = (
-            hists(|| Histogram::new(TTFT.iter().copied())),
-            hists(|| Histogram::new(PER_TOKEN.iter().copied())),
-            hists(|| Histogram::new(E2EL.iter().copied())),
-            hists(|| Histogram::new(PER_TOKEN.iter().copied())),
-            hists(|| Histogram::new(LAG.iter().copied())),
+            self.in_flight.clone(),
         );
         for (name, help, h) in [
             (
                 "ttft",
                 "Time to first token (from the send) of completed requests",
-                &ttft,
+                &self.ttft,
             ),
             (
                 "tpot",
                 "Time per output token after the first, one value per completed request",
-                &tpot,
+                &self.tpot,
             ),
             (
                 "e2el",
                 "End-to-end latency (from the send) of completed requests",
-                &e2el,
+                &self.e2el,
             ),
             (
                 "itl",
                 "Inter-token latency, one value per output token after the first",
-                &itl,
+                &self.itl,
             ),
             (
                 "schedule_lag",
                 "How late the client sent each request after its scheduled time",
-                &lag,
+                &self.lag,
             ),
         ] {
             registry.register_with_unit(name, help, Unit::Seconds, h.clone());
         }
-        let input_tokens = Family::<Phase, Counter>::default();
         registry.register(
             "input_tokens",
             "Prompt tokens of completed requests (the server's count where reported)",
-            input_tokens.clone(),
+            self.input_tokens.clone(),
         );
-        let output_tokens = Family::<Phase, Counter>::default();
         registry.register(
             "output_tokens",
             "Output tokens of completed requests, as the metrics count them",
-            output_tokens.clone(),
+            self.output_tokens.clone(),
         );
-        let run = Gauge::default();
         registry.register(
             "run",
             "The run (sweep point) under way, from 1",
-            run.clone(),
+            self.run.clone(),
         );
-        let offered_rate = Gauge::<f64, AtomicU64>::default();
         registry.register(
             "offered_rate",
             "Offered request rate of the run under way, requests/s (0: closed loop; +Inf: all at once)",
-            offered_rate.clone(),
+            self.offered_rate.clone(),
         );
-        let target_concurrency = Gauge::default();
         registry.register(
             "target_concurrency",
             "Concurrency of the closed loop under way, or the open loop's cap (0: none)",
-            target_concurrency.clone(),
+            self.target_concurrency.clone(),
         );
-        LiveMetrics {
-            registry,
-            requests,
-            sent,
-            in_flight,
-            ttft,
-            tpot,
-            e2el,
-            itl,
-            lag,
-            input_tokens,
-            output_tokens,
-            run,
-            offered_rate,
-            target_concurrency,
-            runs: Mutex::new(Runs::default()),
-        }
     }
 
     /// A run (or sweep point) starts, its sends counted by `progress`.

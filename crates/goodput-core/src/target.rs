@@ -5,7 +5,7 @@
 //! `min_tokens`/`ignore_eos`; every stage ends at once when the user stops
 //! (a signal). [`PreparedTarget::run`] then runs one plan — a run, or one
 //! point of a sweep — with no repeated discovery, probe or tokenizer build:
-//! it starts the aggregator, drives the [`executor`](crate::executor), and
+//! it starts the aggregator, drives the [`executor`], and
 //! returns a [`RunResult`]. Each run has its own id (in every record and
 //! `x-request-id`) and its own salt nonce, so no run's prompts share a prefix
 //! with an earlier run's.
@@ -16,15 +16,15 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::aggregate::{self, LineContext, RecordsSink};
-use crate::client::{snippet, Client, ClientError, ClientOptions};
+use crate::client::{snippet, Client, ClientError, ClientOptions, ConnectionStats};
 use crate::clock::RunClock;
 use crate::cost::{Cost, CostSpec};
-use crate::executor::{self, Progress, RunControl, RunPlan};
-use crate::metrics::{Collector, EarlyStop};
+use crate::executor::{self, Executor, Msg, Progress, RunControl, RunPlan};
+use crate::metrics::{Collector, EarlyStop, RunMetrics};
 use crate::protocol::{request_body, Prompt, RequestParams};
 use crate::result::{now_rfc3339, RunResult};
 use crate::schedule::Load;
-use crate::server_metrics::{ScrapeOptions, Scraper};
+use crate::server_metrics::{ScrapeOptions, Scraper, ServerMetrics};
 use crate::slo::Slo;
 use crate::timer::PreciseTimer;
 use crate::tokenizer::Tokenizer;
@@ -229,8 +229,10 @@ impl PreparedTarget {
         &self.params
     }
 
-    /// Run one plan. Records (warm-up included, marked) are appended to
-    /// `sink` as they finish.
+    /// Run one plan: begin it on the client, start its request source, its
+    /// aggregator and the server's scrape, drive the executor to the end,
+    /// then gather what was measured into its result. Records (warm-up
+    /// included, marked) are appended to `sink` as they finish.
     pub async fn run(
         &self,
         spec: &RunSpec,
@@ -245,8 +247,90 @@ impl PreparedTarget {
         let run_origin_ns = self.clock.now_ns();
         let cpu_before = process_cpu_s();
         let wall_before = std::time::Instant::now();
-        let nonce = rand::random::<u64>();
+        let nonce = self.begin(spec, control).await?;
         let run_id = format!("{nonce:016x}");
+        let source = self.start_source(spec, nonce)?;
+        let line_ctx = LineContext {
+            run_id: run_id.clone(),
+            origin_ns: run_origin_ns,
+        };
+        let (tx, aggregator) = self.start_aggregator(spec, sink, line_ctx, control, &progress)?;
+        if let Some(live) = &self.live {
+            live.begin_run(&spec.plan.load, progress.clone());
+        }
+        let connections_before = self.client.connection_stats();
+        let scrape = self.start_scrape(spec, &progress);
+        let timer = PreciseTimer::new();
+        let mut exec = Executor {
+            plan: &spec.plan,
+            transport: self.client.clone(),
+            clock: self.clock,
+            timer: &timer,
+            control,
+            records: tx,
+            progress,
+        }
+        .run(source)
+        .await;
+        let server_metrics = stop_scrape(scrape).await;
+        let (mut collector, returned_sink) =
+            join_aggregator(aggregator, exec.sent_warmup + exec.sent_measured).await?;
+        *sink = returned_sink;
+        if exec.records_lost > 0 {
+            return Err(RunError::Internal(format!(
+                "{} request records were lost before they were counted",
+                exec.records_lost
+            )));
+        }
+        let percentiles = spec.reported_percentiles();
+        let metrics = collector.summarize(
+            &percentiles,
+            exec.ramp_end_ns,
+            spec.plan.seed,
+            spec.slo.as_ref(),
+        );
+        let early_stop = collector.early_verdict();
+        let output_hashes = collector.take_output_hashes();
+        if early_stop.is_some() {
+            // Ended because its verdict was settled, not by a signal.
+            exec.interrupted = false;
+        }
+        let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
+        let cost = spec.cost.map(|c| Cost::of(c, &metrics, sessions_completed));
+        let connections = self.client.connection_stats().since(connections_before);
+        let notes = self.run_notes(sink, &metrics, &collector, &connections);
+        let wall = wall_before.elapsed().as_secs_f64();
+        let client_cpu_cores = (!self.options.server_in_process && wall > 1.0)
+            .then(|| process_cpu_s().zip(cpu_before).map(|(a, b)| (a - b) / wall))
+            .flatten();
+        let warnings = self.warnings(spec, &metrics, &percentiles, client_cpu_cores);
+        let server_metrics = server_metrics.map(|s| with_client_figures(s, &metrics));
+        Ok(RunResult {
+            run_id,
+            config: self.config(spec),
+            model: self.model.clone(),
+            tokenizer: self.tokenizer.spec().to_string(),
+            load: spec.plan.load,
+            percentiles,
+            metrics,
+            exec,
+            connections,
+            early_stop,
+            cost,
+            notes,
+            warnings,
+            started_at,
+            clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
+            output_hashes,
+            server_metrics,
+        })
+    }
+
+    /// Begin a run on the client: a new run id and prompt salt (the
+    /// returned nonce) and, in closed loop, its connections opened before
+    /// any request is timed. Ends at once when `control` stops.
+    async fn begin(&self, spec: &RunSpec, control: &RunControl) -> Result<u64, RunError> {
+        let nonce = rand::random::<u64>();
         self.client.begin_run(nonce);
         if let Load::Closed { concurrency } = spec.plan.load {
             tokio::select! {
@@ -255,6 +339,22 @@ impl PreparedTarget {
                 _ = self.client.prewarm(concurrency) => {}
             }
         }
+        Ok(nonce)
+    }
+
+    /// Start scraping the server's own metrics through the run, where a
+    /// scraper was set up.
+    fn start_scrape(&self, spec: &RunSpec, progress: &Arc<Progress>) -> Option<Scrape> {
+        self.scraper.as_ref().map(|s| {
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+            let warmup = !matches!(spec.plan.warmup, executor::Warmup::None);
+            (stop_tx, s.spawn(progress.clone(), warmup, stop_rx))
+        })
+    }
+
+    /// The run's requests, built on their own thread ahead of the sends
+    /// (enough for the whole plan, warm-up included), salted with `nonce`.
+    fn start_source(&self, spec: &RunSpec, nonce: u64) -> Result<Prefetch, RunError> {
         let warmup = match spec.plan.warmup {
             executor::Warmup::Requests(n) => n,
             _ => 0,
@@ -263,13 +363,24 @@ impl PreparedTarget {
             .workload
             .source(&self.params, &self.tokenizer, nonce, warmup);
         let ahead = planned_requests(&spec.plan).saturating_add(warmup);
-        let source = Prefetch::start(source, ahead.min(usize::MAX as u64) as usize)
-            .map_err(|e| RunError::Internal(format!("starting the workload thread: {e}")))?;
+        Prefetch::start(source, ahead.min(usize::MAX as u64) as usize)
+            .map_err(|e| RunError::Internal(format!("starting the workload thread: {e}")))
+    }
+
+    /// Start the run's aggregator thread: its collector (the SLO's
+    /// thresholds; an early stop when the run may end on its verdict;
+    /// output hashes; the SLO percentiles adjusted for the run's schedule),
+    /// the records file (taken from `sink` until the thread is joined) and
+    /// what watches it. Returns the channel the executor sends records on.
+    fn start_aggregator(
+        &self,
+        spec: &RunSpec,
+        sink: &mut RecordsSink,
+        line_ctx: LineContext,
+        control: &RunControl,
+        progress: &Arc<Progress>,
+    ) -> Result<(mpsc::UnboundedSender<Msg>, Aggregator), RunError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let line_ctx = LineContext {
-            run_id: run_id.clone(),
-            origin_ns: run_origin_ns,
-        };
         let early = spec
             .slo
             .as_ref()
@@ -306,92 +417,25 @@ impl PreparedTarget {
             },
         )
         .map_err(|e| RunError::Internal(format!("starting the aggregator thread: {e}")))?;
-        if let Some(live) = &self.live {
-            live.begin_run(&spec.plan.load, progress.clone());
-        }
-        let connections_before = self.client.connection_stats();
-        let scrape = self.scraper.as_ref().map(|s| {
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-            let warmup = !matches!(spec.plan.warmup, executor::Warmup::None);
-            (stop_tx, s.spawn(progress.clone(), warmup, stop_rx))
-        });
-        let timer = PreciseTimer::new();
-        let mut exec = executor::execute(
-            &spec.plan,
-            self.client.clone(),
-            source,
-            self.clock,
-            &timer,
-            control,
-            tx,
-            progress,
-        )
-        .await;
-        let server_metrics = match scrape {
-            Some((stop, task)) => {
-                let _ = stop.send(());
-                task.await.ok()
-            }
-            None => None,
-        };
-        let joined = tokio::task::spawn_blocking(move || aggregator.join()).await;
-        let (mut collector, returned_sink) = match joined {
-            Ok(Ok(x)) => x,
-            Ok(Err(panic)) => {
-                let why = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into());
-                return Err(RunError::Internal(format!(
-                    "the aggregator thread panicked ({why}); {} records could not be counted",
-                    exec.sent_warmup + exec.sent_measured
-                )));
-            }
-            Err(e) => return Err(RunError::Internal(format!("joining the aggregator: {e}"))),
-        };
-        *sink = returned_sink;
-        if exec.records_lost > 0 {
-            return Err(RunError::Internal(format!(
-                "{} request records were lost before they were counted",
-                exec.records_lost
-            )));
-        }
-        let percentiles = spec.reported_percentiles();
-        let metrics = collector.summarize(
-            &percentiles,
-            exec.ramp_end_ns,
-            spec.plan.seed,
-            spec.slo.as_ref(),
-        );
-        let early_stop = collector.early_verdict();
-        let output_hashes = collector.take_output_hashes();
-        if early_stop.is_some() {
-            // Ended because its verdict was settled, not by a signal.
-            exec.interrupted = false;
-        }
-        let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
-        let cost = spec.cost.map(|c| Cost::of(c, &metrics, sessions_completed));
+        Ok((tx, aggregator))
+    }
+
+    /// What the run says in words: what preparing found, a records file
+    /// that could not be written, what the token counts and the server's
+    /// connections showed, and which figures were kept as histograms.
+    fn run_notes(
+        &self,
+        sink: &RecordsSink,
+        metrics: &RunMetrics,
+        collector: &Collector,
+        connections: &ConnectionStats,
+    ) -> Vec<String> {
         let mut notes = self.notes.clone();
         if let Some(e) = sink.error() {
             notes.push(format!("records file: {e}"));
         }
         notes.extend(token_notes(&metrics.tokens, &self.params));
-        let connections = self.client.connection_stats().since(connections_before);
         notes.extend(connections.note());
-        let wall = wall_before.elapsed().as_secs_f64();
-        let warnings = crate::traps::check(
-            &metrics,
-            &crate::traps::RunFacts {
-                load: spec.plan.load,
-                pinned: self.params.min_tokens || self.params.ignore_eos,
-                client_cpu_cores: (!self.options.server_in_process && wall > 1.0)
-                    .then(|| process_cpu_s().zip(cpu_before).map(|(a, b)| (a - b) / wall))
-                    .flatten(),
-                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            },
-            &percentiles,
-        );
         if collector.values_bounded() {
             notes.push(format!(
                 "past {} requests, per-request figures were kept as histograms with 0.1% bins (memory stays flat): percentiles and their intervals within 0.1% of exact, means exact",
@@ -404,35 +448,29 @@ impl PreparedTarget {
                 crate::metrics::pooled::EXACT_LIMIT
             ));
         }
-        let server_metrics = server_metrics.map(|mut s| {
-            s.set_client_ttft(
-                metrics
-                    .get(crate::metrics::Metric::Ttft)
-                    .map(|d| d.mean.value),
-                metrics.completed,
-            );
-            s.set_client_output_tokens(metrics.total_output_tokens);
-            s
-        });
-        Ok(RunResult {
-            run_id,
-            config: self.config(spec),
-            model: self.model.clone(),
-            tokenizer: self.tokenizer.spec().to_string(),
-            load: spec.plan.load,
-            percentiles,
+        notes
+    }
+
+    /// The traps the run's figures show ([`crate::traps`]), given the
+    /// client's CPU use (cores, when it could be measured apart from the
+    /// server's).
+    fn warnings(
+        &self,
+        spec: &RunSpec,
+        metrics: &RunMetrics,
+        percentiles: &[f64],
+        client_cpu_cores: Option<f64>,
+    ) -> Vec<crate::traps::Warning> {
+        crate::traps::check(
             metrics,
-            exec,
-            connections,
-            early_stop,
-            cost,
-            notes,
-            warnings,
-            started_at,
-            clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
-            output_hashes,
-            server_metrics,
-        })
+            &crate::traps::RunFacts {
+                load: spec.plan.load,
+                pinned: self.params.min_tokens || self.params.ignore_eos,
+                client_cpu_cores,
+                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            },
+            percentiles,
+        )
     }
 
     /// Requests the server holds right now (its running + waiting gauges),
@@ -559,6 +597,58 @@ fn planned_requests(plan: &RunPlan) -> u64 {
         (None, Some(t)) => t,
         (None, None) => 10_000,
     }
+}
+
+/// A run's scrape of the server's metrics: what stops it, and its task.
+type Scrape = (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<ServerMetrics>,
+);
+
+/// Stop the run's scrape and take what it saw.
+async fn stop_scrape(scrape: Option<Scrape>) -> Option<ServerMetrics> {
+    let (stop, task) = scrape?;
+    let _ = stop.send(());
+    task.await.ok()
+}
+
+/// The aggregator thread of a run; it returns its collector and the records sink.
+type Aggregator = std::thread::JoinHandle<(Collector, RecordsSink)>;
+
+/// Wait for the aggregator to count the last record and hand back its
+/// collector and the records sink. A panicked aggregator is goodput's own
+/// fault, said with the `sent` records it could not count.
+async fn join_aggregator(
+    aggregator: Aggregator,
+    sent: u64,
+) -> Result<(Collector, RecordsSink), RunError> {
+    match tokio::task::spawn_blocking(move || aggregator.join()).await {
+        Ok(Ok(x)) => Ok(x),
+        Ok(Err(panic)) => {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(RunError::Internal(format!(
+                "the aggregator thread panicked ({why}); {sent} records could not be counted"
+            )))
+        }
+        Err(e) => Err(RunError::Internal(format!("joining the aggregator: {e}"))),
+    }
+}
+
+/// The server's own metrics with the client's figures beside them (its
+/// mean TTFT and completed requests, its output tokens), for comparison.
+fn with_client_figures(mut s: ServerMetrics, metrics: &RunMetrics) -> ServerMetrics {
+    s.set_client_ttft(
+        metrics
+            .get(crate::metrics::Metric::Ttft)
+            .map(|d| d.mean.value),
+        metrics.completed,
+    );
+    s.set_client_output_tokens(metrics.total_output_tokens);
+    s
 }
 
 fn redact_header(h: &str) -> String {

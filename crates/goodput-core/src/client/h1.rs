@@ -366,101 +366,114 @@ impl BodyDecoder {
     /// Decode from `input`, handing payload slices to `out`. Returns the
     /// number of bytes consumed (all of them, unless the body ended first).
     pub fn decode(&mut self, input: &[u8], mut out: impl FnMut(&[u8])) -> Result<usize, String> {
+        if input.is_empty() || self.done {
+            return Ok(0);
+        }
+        match self.kind {
+            BodyKind::UntilClose => {
+                out(input);
+                Ok(input.len())
+            }
+            BodyKind::Length(_) => {
+                let take = input.len().min(self.remaining as usize);
+                out(&input[..take]);
+                self.remaining -= take as u64;
+                self.done = self.remaining == 0;
+                Ok(take)
+            }
+            BodyKind::Chunked => self.decode_chunked(input, out),
+        }
+    }
+
+    /// Decode a chunked body's framing byte by byte (sizes, extensions,
+    /// trailers), handing each chunk's data to `out`. Returns the bytes
+    /// consumed.
+    #[inline]
+    fn decode_chunked(
+        &mut self,
+        input: &[u8],
+        mut out: impl FnMut(&[u8]),
+    ) -> Result<usize, String> {
         let mut i = 0;
         while i < input.len() && !self.done {
-            match self.kind {
-                BodyKind::UntilClose => {
-                    out(&input[i..]);
-                    return Ok(input.len());
+            let b = input[i];
+            match self.state {
+                ChunkState::Size => {
+                    i += 1;
+                    match (b as char).to_digit(16) {
+                        Some(d) if self.size_digits < 16 => {
+                            self.size = self.size * 16 + d as u64;
+                            self.size_digits += 1;
+                        }
+                        Some(_) => return Err("chunk size too large".into()),
+                        None if self.size_digits == 0 => {
+                            return Err(format!("invalid chunk size byte 0x{b:02x}"))
+                        }
+                        None if b == b'\r' => self.state = ChunkState::SizeLf,
+                        None if b == b'\n' => self.after_size(),
+                        None if b == b';' || b == b' ' || b == b'\t' => {
+                            self.state = ChunkState::Extension
+                        }
+                        None => return Err(format!("invalid chunk size byte 0x{b:02x}")),
+                    }
                 }
-                BodyKind::Length(_) => {
+                ChunkState::Extension => {
+                    i += 1;
+                    if b == b'\r' {
+                        self.state = ChunkState::SizeLf;
+                    } else if b == b'\n' {
+                        self.after_size();
+                    }
+                }
+                ChunkState::SizeLf => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err("chunk size line not ended by CRLF".into());
+                    }
+                    self.after_size();
+                }
+                ChunkState::Data => {
                     let take = (input.len() - i).min(self.remaining as usize);
                     out(&input[i..i + take]);
                     i += take;
                     self.remaining -= take as u64;
-                    self.done = self.remaining == 0;
+                    if self.remaining == 0 {
+                        self.state = ChunkState::DataCr;
+                    }
                 }
-                BodyKind::Chunked => {
-                    let b = input[i];
-                    match self.state {
-                        ChunkState::Size => {
-                            i += 1;
-                            match (b as char).to_digit(16) {
-                                Some(d) if self.size_digits < 16 => {
-                                    self.size = self.size * 16 + d as u64;
-                                    self.size_digits += 1;
-                                }
-                                Some(_) => return Err("chunk size too large".into()),
-                                None if self.size_digits == 0 => {
-                                    return Err(format!("invalid chunk size byte 0x{b:02x}"))
-                                }
-                                None if b == b'\r' => self.state = ChunkState::SizeLf,
-                                None if b == b'\n' => self.after_size(),
-                                None if b == b';' || b == b' ' || b == b'\t' => {
-                                    self.state = ChunkState::Extension
-                                }
-                                None => return Err(format!("invalid chunk size byte 0x{b:02x}")),
-                            }
-                        }
-                        ChunkState::Extension => {
-                            i += 1;
-                            if b == b'\r' {
-                                self.state = ChunkState::SizeLf;
-                            } else if b == b'\n' {
-                                self.after_size();
-                            }
-                        }
-                        ChunkState::SizeLf => {
-                            i += 1;
-                            if b != b'\n' {
-                                return Err("chunk size line not ended by CRLF".into());
-                            }
-                            self.after_size();
-                        }
-                        ChunkState::Data => {
-                            let take = (input.len() - i).min(self.remaining as usize);
-                            out(&input[i..i + take]);
-                            i += take;
-                            self.remaining -= take as u64;
-                            if self.remaining == 0 {
-                                self.state = ChunkState::DataCr;
-                            }
-                        }
-                        ChunkState::DataCr => {
-                            i += 1;
-                            match b {
-                                b'\r' => self.state = ChunkState::DataLf,
-                                b'\n' => self.next_chunk(),
-                                _ => return Err("chunk data not followed by CRLF".into()),
-                            }
-                        }
-                        ChunkState::DataLf => {
-                            i += 1;
-                            if b != b'\n' {
-                                return Err("chunk data not followed by CRLF".into());
-                            }
-                            self.next_chunk();
-                        }
-                        ChunkState::Trailer(empty) => {
-                            i += 1;
-                            match b {
-                                b'\r' => self.state = ChunkState::TrailerLf(empty),
-                                b'\n' if empty => self.done = true,
-                                b'\n' => self.state = ChunkState::Trailer(true),
-                                _ => self.state = ChunkState::Trailer(false),
-                            }
-                        }
-                        ChunkState::TrailerLf(empty) => {
-                            i += 1;
-                            if b != b'\n' {
-                                return Err("trailer line not ended by CRLF".into());
-                            }
-                            if empty {
-                                self.done = true;
-                            } else {
-                                self.state = ChunkState::Trailer(true);
-                            }
-                        }
+                ChunkState::DataCr => {
+                    i += 1;
+                    match b {
+                        b'\r' => self.state = ChunkState::DataLf,
+                        b'\n' => self.next_chunk(),
+                        _ => return Err("chunk data not followed by CRLF".into()),
+                    }
+                }
+                ChunkState::DataLf => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err("chunk data not followed by CRLF".into());
+                    }
+                    self.next_chunk();
+                }
+                ChunkState::Trailer(empty) => {
+                    i += 1;
+                    match b {
+                        b'\r' => self.state = ChunkState::TrailerLf(empty),
+                        b'\n' if empty => self.done = true,
+                        b'\n' => self.state = ChunkState::Trailer(true),
+                        _ => self.state = ChunkState::Trailer(false),
+                    }
+                }
+                ChunkState::TrailerLf(empty) => {
+                    i += 1;
+                    if b != b'\n' {
+                        return Err("trailer line not ended by CRLF".into());
+                    }
+                    if empty {
+                        self.done = true;
+                    } else {
+                        self.state = ChunkState::Trailer(true);
                     }
                 }
             }

@@ -25,6 +25,7 @@
 //! becomes an [`ErrorKind`] on the record; nothing here panics or aborts
 //! the run.
 
+mod error;
 pub mod h1;
 pub mod proxy;
 mod response;
@@ -45,28 +46,15 @@ use crate::clock::RunClock;
 use crate::protocol::{Endpoint, PreparedRequest};
 use crate::record::{ErrorKind, RequestError, RequestRecord};
 use crate::transport::Transport;
+pub use error::ClientError;
 use h1::{Conn, Stream};
 pub use response::snippet;
 use response::{
-    describe_body, err, read_body, read_head, read_stream, status_message, whole_response, Reader,
+    a_web_page, err, no_content, read_body, read_head, read_stream, status_message, whole_response,
+    Reader,
 };
 pub use target::BaseUrl;
 use watchdog::Watchdog;
-
-/// Errors setting the client up (not request failures: those are records).
-#[derive(Debug, thiserror::Error)]
-pub enum ClientError {
-    #[error("invalid URL '{url}': {why}")]
-    BadUrl { url: String, why: String },
-    #[error("cannot resolve {host}: {message}")]
-    Resolve { host: String, message: String },
-    #[error("invalid header '{0}': expected 'Name: value'")]
-    BadHeader(String),
-    #[error("TLS setup failed: {0}")]
-    Tls(String),
-    #[error("{0}")]
-    Request(String),
-}
 
 /// How to reach the server.
 #[derive(Debug, Clone)]
@@ -182,6 +170,86 @@ fn header_line(out: &mut Vec<u8>, name: &str, value: &str) -> Result<(), ClientE
     Ok(())
 }
 
+/// The addresses of `host` (the target, or the proxy it is reached through).
+async fn resolve(host: String, port: u16) -> Result<Vec<SocketAddr>, ClientError> {
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|e| ClientError::Resolve {
+            host: host.clone(),
+            message: e.to_string(),
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(ClientError::Resolve {
+            host,
+            message: "no addresses".into(),
+        });
+    }
+    Ok(addrs)
+}
+
+/// The header lines every request sends, rendered once: host, content
+/// type, user agent, the API key, the user's headers, and (a plain-HTTP
+/// request through a proxy) the proxy's credentials.
+fn header_lines(
+    opts: &ClientOptions,
+    base: &BaseUrl,
+    proxy: Option<&proxy::Proxy>,
+) -> Result<Vec<u8>, ClientError> {
+    let mut lines = Vec::new();
+    header_line(&mut lines, "host", &base.authority())?;
+    header_line(&mut lines, "content-type", "application/json")?;
+    header_line(
+        &mut lines,
+        "user-agent",
+        concat!("goodput/", env!("CARGO_PKG_VERSION")),
+    )?;
+    if let Some(key) = &opts.api_key {
+        header_line(&mut lines, "authorization", &format!("Bearer {key}"))
+            .map_err(|_| ClientError::BadHeader("Authorization: Bearer <key>".into()))?;
+    }
+    for h in &opts.headers {
+        let (name, value) = h
+            .split_once(':')
+            .ok_or_else(|| ClientError::BadHeader(h.clone()))?;
+        header_line(&mut lines, name.trim(), value.trim())
+            .map_err(|_| ClientError::BadHeader(h.clone()))?;
+    }
+    // A plain-HTTP request through a proxy carries the proxy's
+    // credentials; an https one sends them only in its CONNECT.
+    if let (Some(p), false) = (proxy, base.https) {
+        if let Some(a) = &p.authorization {
+            header_line(&mut lines, "proxy-authorization", a)?;
+        }
+    }
+    Ok(lines)
+}
+
+/// What must never be printed or saved, even when a server echoes it back
+/// in an error body: the API key, secret headers' values, the proxy's
+/// credentials; longest first, so a secret containing another is redacted
+/// whole.
+fn secrets(opts: &ClientOptions, proxy: Option<&proxy::Proxy>) -> Vec<String> {
+    let mut secrets: Vec<String> = opts.api_key.iter().cloned().collect();
+    for h in &opts.headers {
+        if let Some((name, value)) = h.split_once(':') {
+            if is_secret_header(name.trim()) {
+                secrets.push(value.trim().to_string());
+                if let Some(token) = value.split_whitespace().nth(1) {
+                    secrets.push(token.to_string());
+                }
+            }
+        }
+    }
+    if let Some(a) = proxy.and_then(|p| p.authorization.clone()) {
+        secrets.push(a.trim_start_matches("Basic ").to_string());
+        secrets.push(a);
+    }
+    secrets.retain(|s| s.len() >= 4);
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets
+}
+
 impl Client {
     /// Resolve the host once and prepare headers and TLS.
     pub async fn new(opts: ClientOptions, clock: RunClock) -> Result<Self, ClientError> {
@@ -197,19 +265,7 @@ impl Client {
             Some(p) => (p.host.clone(), p.port),
             None => (base.host.clone(), base.port),
         };
-        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|e| ClientError::Resolve {
-                host: host.clone(),
-                message: e.to_string(),
-            })?
-            .collect();
-        if addrs.is_empty() {
-            return Err(ClientError::Resolve {
-                host,
-                message: "no addresses".into(),
-            });
-        }
+        let addrs = resolve(host, port).await?;
         let tls = if base.https {
             let config = tls::client_config(&opts.tls)?;
             let name = rustls::pki_types::ServerName::try_from(base.host.clone())
@@ -218,52 +274,9 @@ impl Client {
         } else {
             None
         };
-        let mut lines = Vec::new();
-        header_line(&mut lines, "host", &base.authority())?;
-        header_line(&mut lines, "content-type", "application/json")?;
-        header_line(
-            &mut lines,
-            "user-agent",
-            concat!("goodput/", env!("CARGO_PKG_VERSION")),
-        )?;
-        if let Some(key) = &opts.api_key {
-            header_line(&mut lines, "authorization", &format!("Bearer {key}"))
-                .map_err(|_| ClientError::BadHeader("Authorization: Bearer <key>".into()))?;
-        }
-        for h in &opts.headers {
-            let (name, value) = h
-                .split_once(':')
-                .ok_or_else(|| ClientError::BadHeader(h.clone()))?;
-            header_line(&mut lines, name.trim(), value.trim())
-                .map_err(|_| ClientError::BadHeader(h.clone()))?;
-        }
-        // A plain-HTTP request through a proxy carries the proxy's
-        // credentials; an https one sends them only in its CONNECT.
-        if let (Some(p), false) = (&proxy, base.https) {
-            if let Some(a) = &p.authorization {
-                header_line(&mut lines, "proxy-authorization", a)?;
-            }
-        }
+        let lines = header_lines(&opts, &base, proxy.as_ref())?;
         let endpoint_path = base.path(opts.endpoint.path());
-        // What must never be printed or saved, even when a server echoes it
-        // back in an error body: the API key and secret-looking headers.
-        let mut secrets: Vec<String> = opts.api_key.iter().cloned().collect();
-        for h in &opts.headers {
-            if let Some((name, value)) = h.split_once(':') {
-                if is_secret_header(name.trim()) {
-                    secrets.push(value.trim().to_string());
-                    if let Some(token) = value.split_whitespace().nth(1) {
-                        secrets.push(token.to_string());
-                    }
-                }
-            }
-        }
-        if let Some(a) = proxy.as_ref().and_then(|p| p.authorization.clone()) {
-            secrets.push(a.trim_start_matches("Basic ").to_string());
-            secrets.push(a);
-        }
-        secrets.retain(|s| s.len() >= 4);
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        let secrets = secrets(&opts, proxy.as_ref());
         Ok(Client {
             inner: Arc::new(Inner {
                 proxy,
@@ -602,20 +615,7 @@ impl Client {
             let body = read_body(&mut conn, &head, &mut timer, 2048)
                 .await
                 .unwrap_or_default();
-            return Err(err(
-                ErrorKind::Malformed,
-                format!(
-                    "HTTP {} with content-type {} where {} was asked for (a proxy's or gateway's page?): {}",
-                    head.status,
-                    head.content_type.as_deref().unwrap_or_default(),
-                    if req.stream {
-                        "an event stream (text/event-stream)"
-                    } else {
-                        "JSON"
-                    },
-                    describe_body(&head, &body)
-                ),
-            ));
+            return Err(a_web_page(&head, &body, req.stream));
         }
         let reusable = if req.stream {
             read_stream(&mut conn, &head, &mut timer, rec).await?
@@ -633,17 +633,7 @@ impl Client {
         if rec.events.is_empty() {
             // A 200 that carried no content is no answer: counting it as a
             // success would report thousands of requests/s of nothing.
-            return Err(err(
-                ErrorKind::EmptyResponse,
-                format!(
-                    "HTTP {} with no content (finish_reason {}, completion_tokens {})",
-                    head.status,
-                    rec.finish_reason.as_deref().unwrap_or("none"),
-                    rec.usage
-                        .and_then(|u| u.completion_tokens)
-                        .map_or("not reported".into(), |n| n.to_string())
-                ),
-            ));
+            return Err(no_content(head.status, rec));
         }
         Ok(())
     }

@@ -21,8 +21,8 @@ use base64::Engine as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use super::error::ClientError;
 use super::target::BaseUrl;
-use super::ClientError;
 
 /// A proxy to reach the target through.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -230,19 +230,11 @@ pub(super) async fn read_stream(
         }
         if !state.done && rec.finish_reason.is_none() {
             if state.events == 0 {
-                if let Some(t) = other_type {
-                    return Err(not_a_stream(head.status, &t, &kept));
-                }
-                // The body's framing ended it (a length, the last chunk),
-                // not a closed connection: nothing was cut, nothing was said.
-                if body_bytes == 0 && head.body != BodyKind::UntilClose && decoder.is_done() {
-                    return Err(err(
-                        ErrorKind::EmptyResponse,
-                        format!(
-                            "HTTP {} with an empty body: the response ended, properly framed, without one event",
-                            head.status
-                        ),
-                    ));
+                let framed_end = decoder.is_done();
+                if let Some(e) =
+                    no_event(head, other_type.as_deref(), &kept, body_bytes, framed_end)
+                {
+                    return Err(e);
                 }
             }
             return Err(err(
@@ -337,6 +329,33 @@ impl StreamState {
     }
 }
 
+/// What a response that ended without one event was, when it was no cut
+/// stream: a body of another type (`other_type`, its start `kept`) where a
+/// stream was asked for, or an empty body that its framing (a length, the
+/// last chunk: `framed_end`) ended properly, with nothing cut and nothing
+/// said. None: the stream was cut.
+fn no_event(
+    head: &Head,
+    other_type: Option<&str>,
+    kept: &[u8],
+    body_bytes: usize,
+    framed_end: bool,
+) -> Option<RequestError> {
+    if let Some(t) = other_type {
+        return Some(not_a_stream(head.status, t, kept));
+    }
+    if body_bytes == 0 && head.body != BodyKind::UntilClose && framed_end {
+        return Some(err(
+            ErrorKind::EmptyResponse,
+            format!(
+                "HTTP {} with an empty body: the response ended, properly framed, without one event",
+                head.status
+            ),
+        ));
+    }
+    None
+}
+
 /// Bytes kept of a body that is not an event stream, for its message.
 const KEPT: usize = 4096;
 
@@ -404,6 +423,42 @@ fn is_plain_text(data: &[u8]) -> bool {
         && std::str::from_utf8(t).is_ok_and(|s| s.chars().any(char::is_alphabetic))
 }
 
+/// A web page where the API's answer belongs, whatever its status (a
+/// proxy's sign-in page, a gateway's error page): what it is, and what was
+/// asked for (an event stream when `stream`, else JSON).
+pub(super) fn a_web_page(head: &Head, body: &[u8], stream: bool) -> RequestError {
+    err(
+        ErrorKind::Malformed,
+        format!(
+            "HTTP {} with content-type {} where {} was asked for (a proxy's or gateway's page?): {}",
+            head.status,
+            head.content_type.as_deref().unwrap_or_default(),
+            if stream {
+                "an event stream (text/event-stream)"
+            } else {
+                "JSON"
+            },
+            describe_body(head, body)
+        ),
+    )
+}
+
+/// A success that carried no content: no answer, with what the server did
+/// say (its finish reason and completion tokens).
+pub(super) fn no_content(status: u16, rec: &RequestRecord) -> RequestError {
+    err(
+        ErrorKind::EmptyResponse,
+        format!(
+            "HTTP {} with no content (finish_reason {}, completion_tokens {})",
+            status,
+            rec.finish_reason.as_deref().unwrap_or("none"),
+            rec.usage
+                .and_then(|u| u.completion_tokens)
+                .map_or("not reported".into(), |n| n.to_string())
+        ),
+    )
+}
+
 /// What a non-2xx answer said: its status, where a redirect points
 /// (goodput follows none: following would send the request a second time),
 /// and its body.
@@ -421,7 +476,7 @@ pub(super) fn status_message(head: &Head, body: &[u8]) -> String {
 }
 
 /// A body in a few words: an HTML page by its title, anything else as an excerpt.
-pub(super) fn describe_body(head: &Head, body: &[u8]) -> String {
+fn describe_body(head: &Head, body: &[u8]) -> String {
     let starts_html = {
         let t = body.trim_ascii_start();
         t.len() >= 5

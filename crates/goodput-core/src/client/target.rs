@@ -4,7 +4,7 @@
 //! URL; a base that already ends in `/v1` does not get a second one; any path
 //! the user gave is kept (`https://host/proxy` → `https://host/proxy/v1/chat/completions`).
 
-use super::ClientError;
+use super::error::ClientError;
 
 /// A parsed base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

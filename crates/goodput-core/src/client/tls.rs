@@ -13,7 +13,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
-use super::ClientError;
+use super::error::ClientError;
 
 /// How the client does TLS.
 #[derive(Debug, Clone, Default, PartialEq)]

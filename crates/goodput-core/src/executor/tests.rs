@@ -59,16 +59,16 @@ async fn run(
 ) -> Outcome {
     let clock = transport.clock;
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let summary = execute(
+    let summary = Executor {
         plan,
         transport,
-        Prefetch::inline(Box::new(src)),
         clock,
-        &TokioTimer,
+        timer: &TokioTimer,
         control,
-        tx,
-        Arc::new(Progress::default()),
-    )
+        records: tx,
+        progress: Arc::new(Progress::default()),
+    }
+    .run(Prefetch::inline(Box::new(src)))
     .await;
     let mut records = Vec::new();
     let mut measure_start = None;
@@ -444,14 +444,16 @@ async fn a_trace_is_sent_at_its_scaled_timestamps() {
     .unwrap();
     let src = crate::workload::replay::TraceSource::new(
         Arc::new(trace),
-        crate::protocol::tests::params(Endpoint::Completions),
-        crate::workload::TextBuilder::new(Tokenizer::from_spec("none").unwrap()),
         2.0,
         512,
         None,
-        true,
-        1,
-        9,
+        crate::workload::replay::BuildContext {
+            params: crate::protocol::tests::params(Endpoint::Completions),
+            text: crate::workload::TextBuilder::new(Tokenizer::from_spec("none").unwrap()),
+            cache_bust: true,
+            seed: 1,
+            nonce: 9,
+        },
     );
     let clock = RunClock::start();
     let t = MockTransport::new(
@@ -470,16 +472,16 @@ async fn a_trace_is_sent_at_its_scaled_timestamps() {
         ..plan(Load::Closed { concurrency: 1 }, 0)
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let summary = execute(
-        &p,
-        t.clone(),
-        Prefetch::inline(Box::new(src)),
+    let summary = Executor {
+        plan: &p,
+        transport: t.clone(),
         clock,
-        &TokioTimer,
-        &RunControl::new(),
-        tx,
-        Arc::new(Progress::default()),
-    )
+        timer: &TokioTimer,
+        control: &RunControl::new(),
+        records: tx,
+        progress: Arc::new(Progress::default()),
+    }
+    .run(Prefetch::inline(Box::new(src)))
     .await;
     assert!(summary.source_exhausted);
     let mut sched = Vec::new();

@@ -1,6 +1,6 @@
 //! The latency–throughput curve of a sweep and its knees, from its points.
 
-use super::{CurvePoint, KneeAt, Knees, PointRole, SweepPoint};
+use super::result::{CurvePoint, KneeAt, Knees, PointRole, SweepPoint};
 use crate::knee;
 use crate::metrics::Metric;
 use crate::result::RunResult;

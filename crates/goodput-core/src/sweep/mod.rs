@@ -36,179 +36,27 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::aggregate::RecordsSink;
-use crate::executor::{Progress, RunControl, WarmupPolicy};
+use crate::executor::{Progress, RunControl};
 use crate::metrics::Metric;
-use crate::result::RunResult;
-use crate::schedule::{Arrival, Load};
-use crate::search::{Search, Step as SearchStep};
+use crate::schedule::Load;
+use crate::search::{Answer, Search, Step as SearchStep};
 
 mod curve;
 mod observe;
+mod result;
+mod spec;
 mod start;
 mod stop;
 use crate::target::{PreparedTarget, RunError, RunSpec};
 use curve::p;
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config};
-pub use start::PointStart;
+pub use result::{
+    CurvePoint, Goodput, KneeAt, Knees, PointRole, PointStart, SweepPoint, SweepResult,
+};
+pub use spec::{SweepMode, SweepSpec};
 pub use stop::StopReason;
-
-/// Which points to run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SweepMode {
-    Auto,
-    Rates(Vec<f64>),
-    Concurrencies(Vec<usize>),
-    /// The highest rate meeting the SLO, to a relative precision.
-    Search {
-        precision: f64,
-    },
-}
-
-/// A whole sweep.
-#[derive(Debug, Clone)]
-pub struct SweepSpec {
-    pub mode: SweepMode,
-    /// Workload, bounds per point, percentiles, SLO, cost; its load is ignored.
-    pub base: RunSpec,
-    pub warmup: WarmupPolicy,
-    pub arrival: Arrival,
-    pub max_concurrency: Option<usize>,
-    /// The longest any point may take (its sending window; the drain is
-    /// bounded by half of it).
-    pub point_time: Duration,
-    /// Sending window of the floor run and the capacity probe's points.
-    pub probe_time: Duration,
-    pub max_time: Option<Duration>,
-    /// Load time a goodput search may spend after its floor run.
-    pub search_time: Duration,
-    /// Least sending window of a search's measuring point.
-    pub measure_time: Duration,
-}
-
-/// Why a point was run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PointRole {
-    /// Concurrency 1: the latency floor.
-    Floor,
-    /// Closed loop, doubling concurrency: the capacity probe.
-    Probe,
-    /// A point of the curve.
-    Grid,
-    /// A rate tried by the goodput search while it locates the edge
-    /// (short, ending as soon as its verdict is settled).
-    Search,
-    /// A long point near the edge whose margin the search's fit uses.
-    Measure,
-    /// The full-length rerun at an earlier search's answer (documents
-    /// written before the fitted search).
-    Confirm,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    pub role: PointRole,
-    /// Whether it met the SLO (the settled early verdict, else the point estimate).
-    pub meets: Option<bool>,
-    pub wall_s: f64,
-    pub result: RunResult,
-    /// How the server was brought back to idle before it (every point but
-    /// the first).
-    #[serde(default)]
-    pub start: Option<PointStart>,
-}
-
-/// One point of the latency–throughput curve.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CurvePoint {
-    /// Index into `points`.
-    pub point: usize,
-    /// Offered rate (req/s, open loop) or concurrency (closed loop).
-    pub offered: f64,
-    /// Completed requests / duration (first send to last response end),
-    /// req/s: the run's `request_throughput`.
-    pub request_throughput: f64,
-    /// Output tokens streamed by every measured request per second, counted
-    /// as they arrived: the run's `streamed_output_throughput`.
-    pub output_throughput: f64,
-    pub ttft_p50_ms: Option<f64>,
-    pub ttft_p99_ms: Option<f64>,
-    pub tpot_p50_ms: Option<f64>,
-    pub tpot_p99_ms: Option<f64>,
-    pub e2el_p50_ms: Option<f64>,
-    pub e2el_p99_ms: Option<f64>,
-    pub saturated: bool,
-    pub meets: Option<bool>,
-    pub cost_per_million_good_output_tokens: Option<f64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct KneeAt {
-    /// Index into `curve`.
-    pub curve_index: usize,
-    pub offered: f64,
-}
-
-/// Where the curve bends, by two methods.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Knees {
-    /// Kneedle on throughput against offered load.
-    pub throughput: Option<KneeAt>,
-    /// The first load whose p99 TTFT exceeds the floor by `degradation_factor`.
-    pub degradation: Option<KneeAt>,
-    pub degradation_factor: f64,
-    pub floor_ttft_p99_ms: Option<f64>,
-}
-
-/// The headline: the highest offered rate meeting the SLO.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Goodput {
-    /// req/s; 0 when even the lowest load misses the SLO.
-    pub rate: f64,
-    /// [highest passing, lowest failing] (a search bracket, not a confidence interval).
-    pub bracket: (f64, Option<f64>),
-    pub slo: String,
-    pub workload: String,
-    /// Why it is 0, or what to know about it.
-    pub notes: Vec<String>,
-    /// A measuring point within the precision of `rate` met the SLO.
-    pub confirmed: bool,
-    /// 95 % interval of the rate at which the SLO's margin crosses zero:
-    /// the rates the measurements do not settle as pass or fail.
-    #[serde(default)]
-    pub interval: Option<(f64, f64)>,
-    /// How `rate` was reached: `fit` (the margin's zero fitted over the
-    /// points near the edge) or `bracket` (the highest passing rate).
-    #[serde(default)]
-    pub method: Option<crate::search::Method>,
-    /// The rate rests on points too small to bound the SLO's percentiles,
-    /// whose verdicts were not settled either: it is no answer (the notes
-    /// say why and what would make one).
-    #[serde(default)]
-    pub inconclusive: bool,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct SweepResult {
-    pub mode: Option<SweepMode>,
-    pub points: Vec<SweepPoint>,
-    pub curve: Vec<CurvePoint>,
-    pub knees: Knees,
-    /// Request throughput at the top of the capacity probe (req/s).
-    pub capacity: Option<f64>,
-    pub goodput: Option<Goodput>,
-    /// Why the sweep stopped before its plan was done.
-    pub stopped: Option<StopReason>,
-    /// Seconds spent running points (load time).
-    pub load_time_s: f64,
-    pub workload: String,
-    pub seconds_per_point: f64,
-}
 
 /// The workload in words: `chat, input 1024 / output 128 tokens`.
 pub fn describe_workload(endpoint: crate::protocol::Endpoint, spec: &RunSpec) -> String {
@@ -281,6 +129,17 @@ impl Runner<'_> {
             return true;
         }
         false
+    }
+
+    /// Bring the server back to idle before the next point ([`start::settle`]).
+    async fn settle(&self) -> Option<PointStart> {
+        start::settle(
+            self.target,
+            &self.result.points,
+            self.spec.point_time,
+            self.control,
+        )
+        .await
     }
 
     /// Run one point after bringing the server back to idle; a point whose
@@ -494,42 +353,15 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// The goodput search: the floor run, then the points [`Search`] asks
+    /// for within its budget of load time; the answer is the search's.
     async fn search(&mut self, precision: f64) -> Result<(), RunError> {
-        let slo_text = self
-            .spec
-            .base
-            .slo
-            .as_ref()
-            .map(|s| s.describe())
-            .unwrap_or_default();
-        let mut answer = Goodput {
-            rate: 0.0,
-            bracket: (0.0, None),
-            slo: slo_text,
-            workload: self.result.workload.clone(),
-            notes: Vec::new(),
-            confirmed: false,
-            interval: None,
-            method: None,
-            inconclusive: false,
-        };
+        let mut answer = self.unanswered();
         if !self.floor().await? {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
-        if let Some(floor) = self
-            .result
-            .points
-            .first()
-            .filter(|p| p.meets == Some(false))
-        {
-            let why = floor
-                .result
-                .metrics
-                .slo
-                .as_ref()
-                .map(|s| s.reasons.join("; "))
-                .unwrap_or_default();
+        if let Some(why) = self.floor_missed() {
             answer
                 .notes
                 .push(format!("the SLO is missed even at concurrency 1 ({why})"));
@@ -549,11 +381,7 @@ impl Runner<'_> {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         }
-        let budget = self.spec.max_time.map_or(self.spec.search_time, |m| {
-            self.spec
-                .search_time
-                .min(m.saturating_sub(self.started.elapsed()))
-        });
+        let budget = self.search_budget();
         let Some(slo) = self.spec.base.slo.as_ref() else {
             self.result.goodput = Some(answer);
             return Ok(());
@@ -568,6 +396,68 @@ impl Runner<'_> {
             self.spec.measure_time,
         );
         let mut search = Search::new(config);
+        self.search_points(&mut search, control).await?;
+        self.conclude(answer, search.answer(), budget, precision);
+        Ok(())
+    }
+
+    /// The goodput before any point answered: 0, for the spec's SLO and workload.
+    fn unanswered(&self) -> Goodput {
+        let slo_text = self
+            .spec
+            .base
+            .slo
+            .as_ref()
+            .map(|s| s.describe())
+            .unwrap_or_default();
+        Goodput {
+            rate: 0.0,
+            bracket: (0.0, None),
+            slo: slo_text,
+            workload: self.result.workload.clone(),
+            notes: Vec::new(),
+            confirmed: false,
+            interval: None,
+            method: None,
+            inconclusive: false,
+        }
+    }
+
+    /// Why the floor run (concurrency 1) missed the SLO, if it did.
+    fn floor_missed(&self) -> Option<String> {
+        let floor = self
+            .result
+            .points
+            .first()
+            .filter(|p| p.meets == Some(false))?;
+        Some(
+            floor
+                .result
+                .metrics
+                .slo
+                .as_ref()
+                .map(|s| s.reasons.join("; "))
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Load time the search may spend: `--search-time`, within what
+    /// `--max-time` leaves.
+    fn search_budget(&self) -> Duration {
+        self.spec.max_time.map_or(self.spec.search_time, |m| {
+            self.spec
+                .search_time
+                .min(m.saturating_sub(self.started.elapsed()))
+        })
+    }
+
+    /// Run the points the search asks for, exploring then measuring, and
+    /// show it each one, until it is done or the sweep must stop.
+    async fn search_points(
+        &mut self,
+        search: &mut Search,
+        control: Option<crate::metrics::control::ControlSpec>,
+    ) -> Result<(), RunError> {
         loop {
             let (plan, measuring) = match search.next() {
                 SearchStep::Done => break,
@@ -603,7 +493,13 @@ impl Runner<'_> {
                 search.record(observe(pt, measuring));
             }
         }
-        let found = search.answer();
+        Ok(())
+    }
+
+    /// The search's answer as the sweep's goodput, with what to know about
+    /// it; a sweep stopped before any rate was settled has none (unknown,
+    /// not 0).
+    fn conclude(&mut self, mut answer: Goodput, found: Answer, budget: Duration, precision: f64) {
         let unsettled = found.bracket.0 <= 0.0 && found.bracket.1.is_none();
         if let (Some(max), true) = (self.spec.max_time, unsettled) {
             if budget < self.spec.search_time {
@@ -613,9 +509,9 @@ impl Runner<'_> {
             }
         }
         if let Some(why) = self.result.stopped.clone() {
-            if found.bracket.0 <= 0.0 && found.bracket.1.is_none() {
+            if unsettled {
                 // Stopped (a signal, --max-time) before any rate was settled: unknown, not 0.
-                return Ok(());
+                return;
             }
             answer.notes.push(format!(
                 "the search stopped early ({why}): the interval may be wider than the precision"
@@ -649,7 +545,6 @@ impl Runner<'_> {
             );
         }
         self.result.goodput = Some(answer);
-        Ok(())
     }
 
     /// The floor or the probe could not finish: goodput 0 when they measured

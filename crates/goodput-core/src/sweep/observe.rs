@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::SweepPoint;
+use super::result::SweepPoint;
 use crate::result::RunResult;
 use crate::schedule::Load;
 use crate::search::{Observation, SearchConfig};
@@ -38,8 +38,8 @@ pub(super) fn observe(pt: &SweepPoint, measuring: bool) -> Observation {
     )
 }
 
-/// [`observe`] from a run's metrics (a virtual-time model of a point has no
-/// whole [`RunResult`]).
+/// What a point shows the search (as `observe`), from a run's metrics (a
+/// virtual-time model of a point has no whole [`RunResult`]).
 pub fn observe_metrics(
     m: &crate::metrics::RunMetrics,
     load: &Load,

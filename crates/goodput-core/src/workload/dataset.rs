@@ -35,6 +35,7 @@
 
 mod csv;
 mod jsonl;
+mod row;
 mod sharegpt;
 
 use std::path::Path;
@@ -44,8 +45,9 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use super::files::{self, choices, flags, FileError, Kind};
-use crate::protocol::Message;
 use goodput_common::tokenizer::Tokenizer;
+pub use row::{DatasetRow, RowPrompt};
+use row::{Parsed, Spot};
 
 choices! {
     /// A dataset file's format.
@@ -96,31 +98,6 @@ impl DatasetFormat {
             )),
         }
     }
-}
-
-/// What a row asks the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RowPrompt {
-    /// One prompt text (a user message, or a completions prompt).
-    Text(String),
-    /// A whole conversation to send as chat messages.
-    Messages(Vec<Message>),
-}
-
-/// One validated row of a dataset.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DatasetRow {
-    pub prompt: RowPrompt,
-    /// The run's tokenizer's count of the prompt text (for messages, the sum
-    /// over their contents); `None` under `--tokenizer none`.
-    pub input_tokens: Option<u32>,
-    /// The expected output length: the row's `output_tokens`, or for
-    /// ShareGPT the token count of the reply. `None` when the row has none.
-    pub output_tokens: Option<u32>,
-    /// The expected answer, for quality figures (ShareGPT: the reply).
-    pub reference: Option<String>,
-    /// The file line where the row starts (1-based).
-    pub line: u64,
 }
 
 /// How to read and sample a dataset.
@@ -212,26 +189,68 @@ pub fn load_dataset(
     check_filters(path, opts, tokenizer)?;
 
     // Pass 1: validate everything, filter, remember where eligible rows are.
-    let mut stats = DatasetStats {
-        name: files::file_name(path),
-        format,
-        sha256: String::new(),
-        rows_read: 0,
-        rows_skipped: 0,
-        rows_dropped_input_filter: 0,
-        rows_dropped_output_filter: 0,
-        rows_without_output_length: 0,
-        rows_eligible: 0,
-        rows_requested: opts.num as u64,
-        rows_selected: 0,
-        input_filter_tokens: opts.input_filter.map(|(lo, hi)| [lo, hi]),
-        output_filter_tokens: opts.output_filter.map(|(lo, hi)| [lo, hi]),
-        sampling: opts.sampling,
-        exhausted: opts.exhausted,
-        seed: opts.seed,
-        cycled: false,
-        truncated: false,
+    let mut stats = DatasetStats::before_reading(path, format, opts);
+    let eligible = find_eligible(path, opts, tokenizer, &mut stats)?;
+
+    // Choose, then pass 2: read only the chosen rows, in file order.
+    let choice = choose(eligible.len(), opts).map_err(|()| shortfall(path, &stats))?;
+    stats.cycled = choice.cycled;
+    stats.truncated = choice.truncated;
+    let mut distinct = choice.order.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let spots: Vec<Spot> = distinct.iter().map(|&i| eligible[i]).collect();
+    drop(eligible);
+    let parsed = match format {
+        DatasetFormat::ShareGpt => sharegpt::reread(path, &spots)?,
+        DatasetFormat::Jsonl => jsonl::reread(path, &spots)?,
+        DatasetFormat::Csv => csv::reread(path, &opts.prompt_column, &spots)?,
     };
+    let distinct_rows: Vec<Option<DatasetRow>> = parsed
+        .into_iter()
+        .zip(&spots)
+        .map(|(row, spot)| Some(row.into_row(spot.line, tokenizer)))
+        .collect();
+    let rows = in_send_order(&choice.order, &distinct, distinct_rows);
+    stats.rows_selected = rows.len() as u64;
+    Ok(Dataset { rows, stats })
+}
+
+impl DatasetStats {
+    /// The stats of a file not read yet: the options, every count 0.
+    fn before_reading(path: &Path, format: DatasetFormat, opts: &DatasetOptions) -> Self {
+        DatasetStats {
+            name: files::file_name(path),
+            format,
+            sha256: String::new(),
+            rows_read: 0,
+            rows_skipped: 0,
+            rows_dropped_input_filter: 0,
+            rows_dropped_output_filter: 0,
+            rows_without_output_length: 0,
+            rows_eligible: 0,
+            rows_requested: opts.num as u64,
+            rows_selected: 0,
+            input_filter_tokens: opts.input_filter.map(|(lo, hi)| [lo, hi]),
+            output_filter_tokens: opts.output_filter.map(|(lo, hi)| [lo, hi]),
+            sampling: opts.sampling,
+            exhausted: opts.exhausted,
+            seed: opts.seed,
+            cycled: false,
+            truncated: false,
+        }
+    }
+}
+
+/// The first pass: read and validate every row, apply the filters, and
+/// return where each eligible row starts; `stats` gets the counts and the
+/// file's hash.
+fn find_eligible(
+    path: &Path,
+    opts: &DatasetOptions,
+    tokenizer: &Tokenizer,
+    stats: &mut DatasetStats,
+) -> Result<Vec<Spot>, FileError> {
     let mut eligible: Vec<Spot> = Vec::new();
     let mut on_row = |spot: Spot, row: Option<Parsed>| {
         stats.rows_read += 1;
@@ -258,36 +277,26 @@ pub fn load_dataset(
         eligible.push(spot);
         Ok(())
     };
-    stats.sha256 = match format {
+    let sha256 = match stats.format {
         DatasetFormat::ShareGpt => sharegpt::scan(path, &mut on_row)?,
         DatasetFormat::Jsonl => jsonl::scan(path, &mut on_row)?,
         DatasetFormat::Csv => csv::scan(path, &opts.prompt_column, &mut on_row)?,
     };
+    stats.sha256 = sha256;
     stats.rows_eligible = eligible.len() as u64;
+    Ok(eligible)
+}
 
-    // Choose, then pass 2: read only the chosen rows, in file order.
-    let choice = choose(eligible.len(), opts).map_err(|()| shortfall(path, &stats))?;
-    stats.cycled = choice.cycled;
-    stats.truncated = choice.truncated;
-    let mut distinct = choice.order.clone();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let spots: Vec<Spot> = distinct.iter().map(|&i| eligible[i]).collect();
-    drop(eligible);
-    let parsed = match format {
-        DatasetFormat::ShareGpt => sharegpt::reread(path, &spots)?,
-        DatasetFormat::Jsonl => jsonl::reread(path, &spots)?,
-        DatasetFormat::Csv => csv::reread(path, &opts.prompt_column, &spots)?,
-    };
-    let mut distinct_rows: Vec<Option<DatasetRow>> = parsed
-        .into_iter()
-        .zip(&spots)
-        .map(|(row, spot)| Some(row.into_row(spot.line, tokenizer)))
-        .collect();
-
-    // Send order: move each row out at its last use, clone it before.
-    let slots: Vec<usize> = choice
-        .order
+/// The chosen rows in send order (`order`, indices among the eligible
+/// rows), from the distinct rows read (`rows`, in the order of the sorted
+/// `distinct` indices): each row is moved out at its last use and cloned
+/// before.
+fn in_send_order(
+    order: &[usize],
+    distinct: &[usize],
+    mut rows: Vec<Option<DatasetRow>>,
+) -> Vec<DatasetRow> {
+    let slots: Vec<usize> = order
         .iter()
         .map(|i| distinct.partition_point(|d| d < i))
         .collect();
@@ -295,19 +304,17 @@ pub fn load_dataset(
     for &slot in &slots {
         uses[slot] += 1;
     }
-    let rows: Vec<DatasetRow> = slots
+    slots
         .iter()
         .filter_map(|&slot| {
             uses[slot] -= 1;
             if uses[slot] == 0 {
-                distinct_rows[slot].take()
+                rows[slot].take()
             } else {
-                distinct_rows[slot].clone()
+                rows[slot].clone()
             }
         })
-        .collect();
-    stats.rows_selected = rows.len() as u64;
-    Ok(Dataset { rows, stats })
+        .collect()
 }
 
 /// Filters must be satisfiable and, for input lengths, countable.
@@ -340,74 +347,6 @@ fn check_filters(
         }
     }
     Ok(())
-}
-
-/// Where a row starts, to read it again in the second pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Spot {
-    offset: u64,
-    line: u64,
-}
-
-/// A row as read, before any token is counted.
-#[derive(Debug)]
-struct Parsed {
-    prompt: RowPrompt,
-    output: Output,
-    reference: Option<String>,
-}
-
-/// Where a row's expected output length comes from.
-#[derive(Debug)]
-enum Output {
-    /// The row states it (or states none).
-    Stated(Option<u32>),
-    /// The token count of the reference (ShareGPT's reply).
-    OfReference,
-}
-
-/// Called once per row in file order; `None` is a row that was skipped.
-type OnRow<'a> = dyn FnMut(Spot, Option<Parsed>) -> Result<(), FileError> + 'a;
-
-fn count(tokenizer: &Tokenizer, text: &str) -> Option<u32> {
-    tokenizer
-        .count(text)
-        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
-}
-
-impl Parsed {
-    fn input_tokens(&self, tokenizer: &Tokenizer) -> Option<u32> {
-        match &self.prompt {
-            RowPrompt::Text(text) => count(tokenizer, text),
-            RowPrompt::Messages(messages) => messages.iter().try_fold(0u32, |sum, m| {
-                count(tokenizer, &m.content).map(|n| sum.saturating_add(n))
-            }),
-        }
-    }
-
-    fn has_output_length(&self, tokenizer: &Tokenizer) -> bool {
-        match self.output {
-            Output::Stated(n) => n.is_some(),
-            Output::OfReference => self.reference.is_some() && tokenizer.is_enabled(),
-        }
-    }
-
-    fn output_tokens(&self, tokenizer: &Tokenizer) -> Option<u32> {
-        match self.output {
-            Output::Stated(n) => n,
-            Output::OfReference => count(tokenizer, self.reference.as_deref()?),
-        }
-    }
-
-    fn into_row(self, line: u64, tokenizer: &Tokenizer) -> DatasetRow {
-        DatasetRow {
-            input_tokens: self.input_tokens(tokenizer),
-            output_tokens: self.output_tokens(tokenizer),
-            prompt: self.prompt,
-            reference: self.reference,
-            line,
-        }
-    }
 }
 
 /// The chosen eligible rows (indices in file order of eligibility), in send

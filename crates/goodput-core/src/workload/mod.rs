@@ -16,56 +16,22 @@ pub mod files;
 pub mod prefetch;
 pub mod prompt;
 pub mod replay;
+mod source;
 pub mod synthetic;
 pub mod trace;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::protocol::{PreparedRequest, RequestParams};
-use crate::record::RequestRecord;
+use crate::protocol::RequestParams;
 use goodput_common::tokenizer::Tokenizer;
 
 pub use goodput_common::lengths::LengthSpec;
 pub use prefetch::Prefetch;
 pub use prompt::TextBuilder;
+pub use source::{FollowUps, Planned, RequestSource};
 pub use synthetic::{GroupChoice, PrefixSpec, SessionShape, SyntheticSource, SyntheticSpec};
-
-/// A request and, for a workload that carries its own timing (a trace), when
-/// it should be sent as an offset from the start of sending. `None`: the
-/// run's schedule decides.
-#[derive(Debug)]
-pub struct Planned {
-    pub request: PreparedRequest,
-    pub at: Option<Duration>,
-}
-
-/// Where requests come from. Sources run on a thread of their own
-/// ([`prefetch`]), ahead of the executor.
-pub trait RequestSource: Send {
-    /// The next new request (for a session workload, the first turn of a new
-    /// session); `None` when the source is exhausted. The executor marks it
-    /// warm-up or measured when it takes it.
-    fn next(&mut self) -> Option<Planned>;
-
-    /// The builder of sessions' follow-up turns; `None` when every request
-    /// stands alone.
-    fn follow_ups(&self) -> Option<Arc<dyn FollowUps>>;
-}
-
-/// Builds a session's next turn from the previous one's response.
-pub trait FollowUps: Send + Sync {
-    /// The turn after `prev`, which finished as `rec`, and the think time
-    /// before it is sent; `None` when the session is over (its last turn, or
-    /// a failed turn: a conversation cannot go on without the answer).
-    fn next_turn(
-        &self,
-        prev: &PreparedRequest,
-        rec: &RequestRecord,
-    ) -> Option<(PreparedRequest, Duration)>;
-}
 
 /// What a run sends: where prompts come from, and the synthetic shape
 /// (lengths, seed, sessions, shared prefixes, cache busting) that applies
@@ -114,6 +80,13 @@ impl WorkloadSpec {
         warmup: u64,
     ) -> Box<dyn RequestSource> {
         let s = &self.synthetic;
+        let build = || replay::BuildContext {
+            params: params.clone(),
+            text: TextBuilder::new(tokenizer.clone()),
+            cache_bust: s.cache_bust,
+            seed: s.seed,
+            nonce,
+        };
         match &self.source {
             SourceSpec::Synthetic => Box::new(SyntheticSource::new(
                 s.clone(),
@@ -127,13 +100,9 @@ impl WorkloadSpec {
             } => Box::new(
                 replay::DatasetSource::new(
                     dataset.clone(),
-                    params.clone(),
-                    TextBuilder::new(tokenizer.clone()),
                     output_override.clone(),
                     s.output_tokens.clone(),
-                    s.cache_bust,
-                    s.seed,
-                    nonce,
+                    build(),
                 )
                 .with_warmup(warmup),
             ),
@@ -144,14 +113,10 @@ impl WorkloadSpec {
                 output_override,
             } => Box::new(replay::TraceSource::new(
                 trace.clone(),
-                params.clone(),
-                TextBuilder::new(tokenizer.clone()),
                 *speed,
                 *block_tokens,
                 output_override.clone(),
-                s.cache_bust,
-                s.seed,
-                nonce,
+                build(),
             )),
         }
     }

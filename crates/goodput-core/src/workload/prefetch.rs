@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
 
-use super::{FollowUps, Planned, RequestSource};
+use super::source::{FollowUps, Planned, RequestSource};
 
 /// Requests built ahead of the executor. A 32k-token prompt is about
 /// 200 KB, so the buffer stays near 200 MB even then.

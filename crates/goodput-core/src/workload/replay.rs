@@ -31,10 +31,23 @@ use rand::SeedableRng;
 
 use super::dataset::{Dataset, RowPrompt};
 use super::prompt::TextBuilder;
+use super::source::{FollowUps, Planned, RequestSource};
 use super::synthetic::{mix_seed, push_salt};
 use super::trace::{Trace, TraceRow};
-use super::{FollowUps, LengthSpec, Planned, RequestSource};
 use crate::protocol::{request_body, PreparedRequest, Prompt, RequestParams};
+use goodput_common::lengths::LengthSpec;
+
+/// What a file's source builds one run's requests with, whatever the
+/// file: the request parameters, the prompt text (and its token counts),
+/// whether prompts are salted (`--cache-bust`), the workload's seed and
+/// the run's nonce.
+pub struct BuildContext {
+    pub params: RequestParams,
+    pub text: TextBuilder,
+    pub cache_bust: bool,
+    pub seed: u64,
+    pub nonce: u64,
+}
 
 /// A dataset's rows, in the order the loader chose, once each.
 pub struct DatasetSource {
@@ -60,17 +73,22 @@ impl DatasetSource {
         self
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The dataset's rows as one run's requests; a row without an output
+    /// length gets one drawn from `output_default`, and `output_override`
+    /// (`--output-tokens` given) applies to every row.
     pub fn new(
         dataset: Arc<Dataset>,
-        params: RequestParams,
-        text: TextBuilder,
         output_override: Option<LengthSpec>,
         output_default: LengthSpec,
-        cache_bust: bool,
-        seed: u64,
-        nonce: u64,
+        build: BuildContext,
     ) -> Self {
+        let BuildContext {
+            params,
+            text,
+            cache_bust,
+            seed,
+            nonce,
+        } = build;
         DatasetSource {
             dataset,
             params,
@@ -195,18 +213,24 @@ pub struct TraceSource {
 const BLOCK_CACHE: usize = 50_000;
 
 impl TraceSource {
-    #[allow(clippy::too_many_arguments)]
+    /// The trace's rows as one run's requests, at their times divided by
+    /// `speed`; a Mooncake row's hash ids become blocks of `block_tokens`
+    /// tokens, and `output_override` (`--output-tokens` given) applies to
+    /// every row.
     pub fn new(
         trace: Arc<Trace>,
-        params: RequestParams,
-        text: TextBuilder,
         speed: f64,
         block_tokens: u32,
         output_override: Option<LengthSpec>,
-        cache_bust: bool,
-        seed: u64,
-        nonce: u64,
+        build: BuildContext,
     ) -> Self {
+        let BuildContext {
+            params,
+            text,
+            cache_bust,
+            seed,
+            nonce,
+        } = build;
         TraceSource {
             trace,
             params,

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! and its input length counts all three. Text comes from
-//! [`TextBuilder`](super::prompt::TextBuilder), checked by the run's
+//! [`TextBuilder`], checked by the run's
 //! tokenizer until the count is exact.
 //!
 //! **Cache control.** The salt (`--cache-bust`, the default) makes every
@@ -39,9 +39,10 @@ use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
 use super::prompt::TextBuilder;
-use super::{FollowUps, LengthSpec, Planned, RequestSource};
+use super::source::{FollowUps, Planned, RequestSource};
 use crate::protocol::{request_body, Message, PreparedRequest, Prompt, RequestParams, SessionTurn};
 use crate::record::RequestRecord;
+use goodput_common::lengths::LengthSpec;
 use goodput_common::tokenizer::Tokenizer;
 use goodput_common::units::DurationSpec;
 use goodput_common::words::words;

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::{OnRow, Output, Parsed, RowPrompt, Spot};
+use super::row::{OnRow, Output, Parsed, RowPrompt, Spot};
 use crate::workload::files::{self, flags, FileError, Hashing};
 
 /// Column positions in a dataset CSV.

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{OnRow, Output, Parsed, RowPrompt, Spot};
+use super::row::{OnRow, Output, Parsed, RowPrompt, Spot};
 use crate::protocol::Message;
 use crate::workload::files::{self, describe, FileError, Hashing};
 

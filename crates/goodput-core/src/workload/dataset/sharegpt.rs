@@ -17,7 +17,7 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::{OnRow, Output, Parsed, RowPrompt, Spot};
+use super::row::{OnRow, Output, Parsed, RowPrompt, Spot};
 use crate::workload::files::{self, describe, FileError, Hashing};
 
 /// Pass 1: every element, in order; returns the SHA-256 of the file.

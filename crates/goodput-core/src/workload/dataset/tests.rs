@@ -4,6 +4,7 @@ use std::sync::OnceLock;
 use sha2::{Digest, Sha256};
 
 use super::*;
+use crate::protocol::Message;
 use crate::workload::files::scratch;
 
 fn tiktoken() -> &'static Tokenizer {

@@ -51,14 +51,16 @@ fn mooncake() -> Arc<Trace> {
 fn trace_source(trace: Arc<Trace>, speed: f64, nonce: u64) -> TraceSource {
     TraceSource::new(
         trace,
-        params(Endpoint::Completions),
-        TextBuilder::new(tok()),
         speed,
         16,
         None,
-        true,
-        1,
-        nonce,
+        BuildContext {
+            params: params(Endpoint::Completions),
+            text: TextBuilder::new(tok()),
+            cache_bust: true,
+            seed: 1,
+            nonce,
+        },
     )
 }
 
@@ -153,13 +155,15 @@ fn dataset_rows_are_sent_with_their_lengths_or_the_override() {
     let source = |over: Option<LengthSpec>, bust: bool| {
         DatasetSource::new(
             ds.clone(),
-            params(Endpoint::Chat),
-            TextBuilder::new(tok()),
             over,
             LengthSpec::Fixed(64),
-            bust,
-            1,
-            5,
+            BuildContext {
+                params: params(Endpoint::Chat),
+                text: TextBuilder::new(tok()),
+                cache_bust: bust,
+                seed: 1,
+                nonce: 5,
+            },
         )
     };
     let mut src = source(None, false);
