@@ -1,4 +1,4 @@
-//! Cost and energy of a run (`spec/metrics.md`, "Cost and energy"): what the
+//! Cost and energy of a run (`docs/metrics.md#cost-and-energy`): what the
 //! deployment under test costs per request, per million output tokens and per
 //! million *good* output tokens (within the SLO), and how many output tokens
 //! it produces per joule, from `--cost-per-hour`, `--power-watts` and the

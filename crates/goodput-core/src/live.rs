@@ -15,7 +15,7 @@
 //! - `requests_sent_total{phase}` and `in_flight`;
 //! - `ttft_seconds`, `tpot_seconds`, `e2el_seconds`, `itl_seconds`,
 //!   `schedule_lag_seconds`: histograms (`{phase}`) as the metrics define them
-//!   (`spec/metrics.md`), completed requests only, ITL one value per token;
+//!   (`docs/metrics.md#per-request-figures`), completed requests only, ITL one value per token;
 //! - `input_tokens_total`, `output_tokens_total{phase}`: of completed
 //!   requests, counted as the metrics count them;
 //! - `run` (the 1-based run or sweep point under way), `offered_rate`

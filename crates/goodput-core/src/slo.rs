@@ -1,6 +1,6 @@
 //! SLOs: what a run must meet, and whether it did.
 //!
-//! Grammar (`spec/metrics.md`, "SLOs and goodput"): a term is
+//! Grammar (`docs/metrics.md#slos-and-goodput-of-a-run`): a term is
 //! `METRIC:pQ<=X` with METRIC one of `ttft`, `tpot`, `itl`, `e2el` (the
 //! registry's SLO names), Q any percentile in (0, 100) (`median` is p50) and
 //! X a duration (`200ms`, `1.5s`, `500us`; a bare number is ms). vLLM's

@@ -21,7 +21,7 @@
 //! [`judge`] gives the term a [`Verdict`]: `Pass` when the whole interval is
 //! `<= T`, `Fail` when the whole interval is `> T`, `Inconclusive` otherwise
 //! (an open upper bound can never pass, an open lower bound never fail). The
-//! exit code follows the point estimate (`point_passes`), as the CLI spec
+//! exit code follows the point estimate (`point_passes`), as `docs/cli.md#exit-codes`
 //! says; the verdict is an annotation. Because the interval is
 //! distribution-free, a wrong settled verdict (`Pass` while the true
 //! quantile is above T, `Fail` while it is at or below T) has probability at
@@ -343,8 +343,8 @@ impl SequentialTest {
 }
 
 /// The fewest values whose `q`-quantile (a fraction) has a finite 95 %
-/// interval on both sides ([`binomial_ci_ranks`]): 368 for p99, 74 for
-/// p95, 37 for p90. Below it a run cannot settle a term of that percentile
+/// interval on both sides ([`binomial_ci_ranks`]): 368 for p99, 72 for
+/// p95, 36 for p90 (`docs/metrics.md#requests-a-percentile-needs`). Below it a run cannot settle a term of that percentile
 /// either way.
 pub fn requests_to_bound(q: f64) -> u64 {
     if !(q > 0.0 && q < 1.0) {

@@ -1,7 +1,7 @@
 //! Metrics: every derived figure, computed in one place from raw records.
 //!
 //! [`RequestMetrics::derive`] turns one [`RequestRecord`] into TTFT, TPOT,
-//! ITL, ICL, E2EL and token counts exactly as `spec/metrics.md` defines them;
+//! ITL, ICL, E2EL and token counts exactly as `docs/metrics.md#per-request-figures` defines them;
 //! [`Collector`] accumulates the measured phase (one accumulator per kind
 //! of figure, in `collector/`) and [`Collector::summarize`] produces the
 //! run's [`RunMetrics`];

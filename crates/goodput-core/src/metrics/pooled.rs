@@ -7,7 +7,7 @@
 //! at 80,000 tokens/s would hold 190 MB — the pool becomes bounded:
 //!
 //! - a log histogram whose bins are 0.1 % wide ([`REL_ERROR`]): every
-//!   percentile within 0.1 % relative of the exact one (`spec/metrics.md`
+//!   percentile within 0.1 % relative of the exact one (`docs/metrics.md#long-runs`
 //!   allows it), with the count, sum, sum of squares, min and max kept
 //!   exactly, so the mean and standard deviation are exact;
 //! - a uniform reservoir of whole requests (Algorithm R over requests, at

@@ -2,7 +2,7 @@
 //! stays flat in long runs.
 //!
 //! Up to [`EXACT_LIMIT`] values are kept exactly; past that, a
-//! [`LogHistogram`] with 0.1 % bins (`spec/metrics.md` allows 0.1 %
+//! [`LogHistogram`] with 0.1 % bins (`docs/metrics.md#long-runs` allows 0.1 %
 //! relative error) whose count, sum, sum of squares, min and max stay
 //! exact. Percentiles, their binomial intervals and SLO verdicts read the
 //! same order statistics either way ([`Ordered`]).
