@@ -739,7 +739,7 @@ pub fn sweep_summary(r: &SweepResult) -> String {
                 .result
                 .warnings
                 .iter()
-                .rfind(|w| w.kind == "too_few_for_percentile");
+                .rfind(|w| w.kind == crate::traps::Trap::TooFewForPercentile);
             if let Some(w) = too_few {
                 notes.push(
                     w.message

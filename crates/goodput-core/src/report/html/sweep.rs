@@ -552,7 +552,7 @@ fn point_remarks(p: &crate::sweep::SweepPoint) -> String {
             .result
             .warnings
             .iter()
-            .rfind(|w| w.kind == "too_few_for_percentile")
+            .rfind(|w| w.kind == crate::traps::Trap::TooFewForPercentile)
         {
             // Plain text that wraps in the narrow column, in the warning colour.
             parts.push(format!(
