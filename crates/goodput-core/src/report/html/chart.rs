@@ -18,7 +18,7 @@
 use plotters::prelude::*;
 
 use super::escape;
-use super::scale::{wants_log, Scale, CHAR_PX, LABEL_PX};
+use super::scale::{wants_log, AxisKind, Scale, CHAR_PX, LABEL_PX};
 
 /// The SVG's own size (its viewBox); CSS scales it to the page width.
 const WIDTH: u32 = 640;
@@ -152,17 +152,6 @@ pub(super) struct Mark {
     pub colour: usize,
     /// Legend text for the shape (one entry per shape).
     pub name: String,
-}
-
-/// How an axis maps values.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum AxisKind {
-    /// Log where the values span more than [`super::scale::LOG_RATIO`], else linear.
-    Auto,
-    /// Linear from zero (throughputs, counts).
-    FromZero,
-    /// Linear over a fixed range (a CDF's 0–100 %).
-    Fixed(f64, f64),
 }
 
 #[derive(Debug, Clone)]

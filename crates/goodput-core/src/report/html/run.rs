@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::chart::{Axis, AxisKind, Chart, Guide, Series};
+use super::chart::{Axis, Chart, Guide, Series};
+use super::scale::AxisKind;
 use super::{
     badge, config_block, escape, estimate, ms, num, row, share, swatch, table_by_source, Source,
 };

@@ -12,7 +12,16 @@ use std::ops::Range;
 
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 
-use super::chart::AxisKind;
+/// How an axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum AxisKind {
+    /// Log where the values span more than [`LOG_RATIO`], else linear.
+    Auto,
+    /// Linear from zero (throughputs, counts).
+    FromZero,
+    /// Linear over a fixed range (a CDF's 0–100 %).
+    Fixed(f64, f64),
+}
 
 /// Above this max/min ratio an automatic axis is logarithmic.
 pub(super) const LOG_RATIO: f64 = 50.0;

@@ -2,8 +2,9 @@
 //! overlaid (one colour per file) with SLO thresholds, knees and the goodput
 //! point marked, then each sweep's points, workload and configuration.
 
-use super::chart::{Axis, AxisKind, Chart, Guide, Mark, Series, Shape};
+use super::chart::{Axis, Chart, Guide, Mark, Series, Shape};
 use super::run::workload;
+use super::scale::AxisKind;
 use super::{badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source};
 use crate::metrics::Metric;
 use crate::schedule::Load;
