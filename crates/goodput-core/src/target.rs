@@ -12,7 +12,6 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::aggregate::{self, LineContext, RecordsSink};
@@ -443,7 +442,7 @@ impl PreparedTarget {
 
     /// Everything needed to rerun, minus secrets.
     fn config(&self, spec: &RunSpec) -> serde_json::Value {
-        config(
+        crate::config::config(
             &self.options,
             &self.model,
             &self.params,
@@ -487,7 +486,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
     .summarize(&percentiles, None, spec.plan.seed, spec.slo.as_ref());
     RunResult {
         run_id: format!("{:016x}", rand::random::<u64>()),
-        config: config(opts, &params.model, &params, &opts.tokenizer, spec),
+        config: crate::config::config(opts, &params.model, &params, &opts.tokenizer, spec),
         model: params.model.clone(),
         tokenizer: opts.tokenizer.spec().to_string(),
         load: spec.plan.load,
@@ -509,41 +508,6 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
     }
 }
 
-/// Everything needed to rerun, minus secrets.
-fn config(
-    opts: &TargetOptions,
-    model: &str,
-    params: &RequestParams,
-    tokenizer: &Tokenizer,
-    spec: &RunSpec,
-) -> serde_json::Value {
-    let c = &opts.client;
-    let plan = &spec.plan;
-    json!({
-        "url": c.url,
-        "endpoint": c.endpoint,
-        "model": model,
-        "headers": c.headers.iter().map(|h| redact_header(h)).collect::<Vec<_>>(),
-        "timeout_s": c.timeout.as_secs_f64(),
-        "idle_timeout_s": c.idle_timeout.as_secs_f64(),
-        "load": plan.load,
-        "num_prompts": plan.num_prompts,
-        "duration_s": plan.duration.map(|d| d.as_secs_f64()),
-        "warmup": plan.warmup,
-        "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
-        "seed": plan.seed,
-        "workload": spec.workload.describe(tokenizer, c.endpoint),
-        "stream": params.stream,
-        "temperature": params.temperature,
-        "min_tokens_sent": params.min_tokens,
-        "ignore_eos_sent": params.ignore_eos,
-        "tokenizer": tokenizer.spec(),
-        "percentiles": spec.reported_percentiles(),
-        "slo": spec.slo,
-        "cache_bust": true,
-    })
-}
-
 /// How many measured requests a plan will send, for planning early looks.
 fn planned_requests(plan: &RunPlan) -> u64 {
     let by_time = match (plan.duration, plan.load) {
@@ -560,15 +524,6 @@ fn planned_requests(plan: &RunPlan) -> u64 {
         (None, None) => 10_000,
     }
 }
-
-fn redact_header(h: &str) -> String {
-    match h.split_once(':') {
-        Some((name, _)) if is_secret_header(name.trim()) => format!("{}: <redacted>", name.trim()),
-        _ => h.to_string(),
-    }
-}
-
-use crate::client::is_secret_header;
 
 async fn discover_model(client: &Client) -> Result<String, RunError> {
     let url = format!(
