@@ -12,6 +12,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
+use crate::config::RunConfig;
 use crate::executor::ExecSummary;
 use crate::metrics::{Distributions, Metric, RunMetrics};
 use crate::schedule::Load;
@@ -26,7 +27,7 @@ pub struct RunResult {
     /// Unique per run; every record line and `x-request-id` carries it.
     pub run_id: String,
     /// Everything needed to rerun, minus secrets (`load` and `percentiles` among it).
-    pub config: Value,
+    pub config: RunConfig,
     pub model: String,
     /// The client tokenizer's spec.
     pub tokenizer: String,
@@ -144,9 +145,9 @@ impl RunResult {
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
         // What the workload was asked to be (from `config`), and what was sent.
-        let mut workload = match self.config.get("workload") {
-            Some(Value::Object(w)) => Value::Object(w.clone()),
-            _ => json!({}),
+        let mut workload = match &self.config.workload {
+            Some(w) => json!(w),
+            None => json!({}),
         };
         workload["measured"] = json!(m.workload);
         o.insert("workload".into(), workload);
@@ -177,7 +178,7 @@ impl RunResult {
             }),
         );
         o.insert("model_id".into(), json!(self.model));
-        o.insert("config".into(), self.config.clone());
+        o.insert("config".into(), self.config.to_value());
         o.insert(
             "tool".into(),
             json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")}),
@@ -242,13 +243,14 @@ impl RunResult {
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
         };
+        let config: RunConfig = field(doc, "config")?;
         Ok(RunResult {
             run_id: field(run, "run_id")?,
-            config: doc["config"].clone(),
             model: field(doc, "model_id")?,
             tokenizer: field(doc, "tokens.tokenizer")?,
-            load: field(doc, "config.load")?,
-            percentiles: field(doc, "config.percentiles")?,
+            load: config.load,
+            percentiles: config.percentiles.clone(),
+            config,
             metrics,
             exec: ExecSummary {
                 sent_warmup: field(run, "warmup_requests")?,

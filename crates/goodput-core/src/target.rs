@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::aggregate::{self, LineContext, RecordsSink};
 use crate::client::{snippet, Client, ClientError, ClientOptions};
 use crate::clock::RunClock;
+use crate::config::RunConfig;
 use crate::cost::{Cost, CostSpec};
 use crate::executor::{self, Progress, RunControl, RunPlan};
 use crate::metrics::{Collector, EarlyStop};
@@ -441,13 +442,15 @@ impl PreparedTarget {
     }
 
     /// Everything needed to rerun, minus secrets.
-    fn config(&self, spec: &RunSpec) -> serde_json::Value {
-        crate::config::config(
-            &self.options,
-            &self.model,
+    fn config(&self, spec: &RunSpec) -> RunConfig {
+        RunConfig::new(
+            &self.options.client,
             &self.params,
+            &spec.plan,
+            &spec.workload,
             &self.tokenizer,
-            spec,
+            spec.reported_percentiles(),
+            spec.slo.clone(),
         )
     }
 
@@ -486,7 +489,15 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
     .summarize(&percentiles, None, spec.plan.seed, spec.slo.as_ref());
     RunResult {
         run_id: format!("{:016x}", rand::random::<u64>()),
-        config: crate::config::config(opts, &params.model, &params, &opts.tokenizer, spec),
+        config: RunConfig::new(
+            &opts.client,
+            &params,
+            &spec.plan,
+            &spec.workload,
+            &opts.tokenizer,
+            spec.reported_percentiles(),
+            spec.slo.clone(),
+        ),
         model: params.model.clone(),
         tokenizer: opts.tokenizer.spec().to_string(),
         load: spec.plan.load,

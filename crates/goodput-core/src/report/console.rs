@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use crate::config::WorkloadConfig;
 use crate::metrics::registry::Shown;
 use crate::metrics::Metric;
 use crate::result::RunResult;
@@ -11,6 +12,7 @@ use crate::slo::{format_ms, SloOutcome};
 use crate::stats::{pct_label, Distribution, Estimate};
 use crate::sweep::SweepResult;
 use crate::verdict::Verdict;
+use crate::workload::dataset::DatasetStats;
 
 const WIDTH: usize = 50;
 
@@ -74,61 +76,10 @@ fn mix(m: &crate::metrics::mix::LengthMix) -> String {
 /// The workload above the figures: a throughput without the prompts that
 /// produced it means nothing.
 fn workload(out: &mut String, r: &RunResult) {
-    let w = r.config.get("workload").cloned().unwrap_or_default();
     let mix_ = &r.metrics.workload;
     rule(out, " Workload ", '=');
-    if let Some(s) = w["summary"].as_str() {
-        line(out, "Workload:", s);
-    }
-    let tok = &w["tokenizer"];
-    if let Some(name) = tok["name"].as_str() {
-        let kind = tok["kind"].as_str().unwrap_or("");
-        let hash = tok["sha256"].as_str().map(|h| &h[..h.len().min(12)]);
-        line(
-            out,
-            "Tokenizer (client counts):",
-            match hash {
-                Some(h) => format!("{name} ({kind}, sha256 {h}…)"),
-                None => format!("{name} ({kind})"),
-            },
-        );
-    }
-    if let Some(seed) = w["seed"].as_u64() {
-        line(out, "Seed:", seed);
-    }
-    if let Some(d) = w.get("dataset").filter(|d| d.is_object()) {
-        let n = |k: &str| d[k].as_u64().unwrap_or(0);
-        line(
-            out,
-            "Dataset rows read / used:",
-            format!(
-                "{} / {} ({})",
-                n("rows_read"),
-                n("rows_selected"),
-                d["sampling"].as_str().unwrap_or("")
-            ),
-        );
-        let dropped =
-            n("rows_skipped") + n("rows_dropped_input_filter") + n("rows_dropped_output_filter");
-        if dropped > 0 {
-            line(
-                out,
-                "Dataset rows dropped:",
-                format!(
-                    "{} unusable, {} by input filter, {} by output filter",
-                    n("rows_skipped"),
-                    n("rows_dropped_input_filter"),
-                    n("rows_dropped_output_filter")
-                ),
-            );
-        }
-        if d["cycled"].as_bool() == Some(true) {
-            line(
-                out,
-                "Dataset rows reused:",
-                "yes (--dataset-exhausted cycle)",
-            );
-        }
+    if let Some(w) = &r.config.workload {
+        workload_asked(out, w);
     }
     if let Some(i) = &mix_.input_tokens {
         line(out, "Input tokens (sent):", mix(i));
@@ -155,6 +106,60 @@ fn workload(out: &mut String, r: &RunResult) {
             out,
             "Prefix cache hits allowed / reported:",
             format!("{} / {}", pct(mix_.cacheable_share), pct(mix_.cached_share)),
+        );
+    }
+}
+
+/// The workload as it was asked for: in words, the tokenizer, the seed and
+/// how a dataset was read.
+fn workload_asked(out: &mut String, w: &WorkloadConfig) {
+    line(out, "Workload:", &w.summary);
+    let tok = &w.tokenizer;
+    // The kind as the results JSON names it (`hugging_face`).
+    let kind = serde_json::to_value(tok.kind).unwrap_or_default();
+    let kind = kind.as_str().unwrap_or("");
+    line(
+        out,
+        "Tokenizer (client counts):",
+        match &tok.sha256 {
+            Some(h) => format!("{} ({kind}, sha256 {}…)", tok.name, &h[..h.len().min(12)]),
+            None => format!("{} ({kind})", tok.name),
+        },
+    );
+    line(out, "Seed:", w.seed);
+    if let Some(d) = w.dataset() {
+        dataset_lines(out, d);
+    }
+}
+
+/// Rows of a dataset read, used, dropped and reused.
+fn dataset_lines(out: &mut String, d: &DatasetStats) {
+    line(
+        out,
+        "Dataset rows read / used:",
+        format!(
+            "{} / {} ({})",
+            d.rows_read,
+            d.rows_selected,
+            d.sampling.as_str()
+        ),
+    );
+    let dropped = d.rows_skipped + d.rows_dropped_input_filter + d.rows_dropped_output_filter;
+    if dropped > 0 {
+        line(
+            out,
+            "Dataset rows dropped:",
+            format!(
+                "{} unusable, {} by input filter, {} by output filter",
+                d.rows_skipped, d.rows_dropped_input_filter, d.rows_dropped_output_filter
+            ),
+        );
+    }
+    if d.cycled {
+        line(
+            out,
+            "Dataset rows reused:",
+            "yes (--dataset-exhausted cycle)",
         );
     }
 }
@@ -901,7 +906,7 @@ pub(crate) mod tests {
         let load = Load::Closed { concurrency: 4 };
         RunResult {
             run_id: "00000000000000aa".into(),
-            config: serde_json::json!({"load": load, "percentiles": percentiles}),
+            config: crate::config::tests::sample_config(load, percentiles.clone()),
             model: "m".into(),
             tokenizer: "none".into(),
             load,

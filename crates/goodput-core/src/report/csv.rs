@@ -121,9 +121,7 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
         }),
         col("offered_rate_req_per_s", |r| opt(r.run.load.offered_rate())),
         col("workload", |r| {
-            r.run.config["workload"]["summary"]
-                .as_str()
-                .map(str::to_string)
+            r.run.config.workload_summary().map(str::to_string)
         }),
         col("completed", |r| Some(r.run.metrics.completed.to_string())),
         col("failed", |r| Some(r.run.metrics.failed.to_string())),

@@ -155,7 +155,7 @@ pub(super) fn compare(
             continue;
         };
         let (rb, rn) = (&base.points[ib].result, &new.points[inew].result);
-        if !load_warned && rb.config["load"] != rn.config["load"] {
+        if !load_warned && rb.config.load != rn.config.load {
             load_warned = true;
             warnings.push(Warning {
                 kind: WarningKind::Load,

@@ -161,8 +161,8 @@ fn header(items: &[(String, Saved)]) -> String {
             Saved::Run(r) => format!(
                 "run · {} · {} · started {}",
                 r.model,
-                r.config["workload"]["summary"]
-                    .as_str()
+                r.config
+                    .workload_summary()
                     .unwrap_or("workload not recorded"),
                 r.started_at
             ),
@@ -172,7 +172,7 @@ fn header(items: &[(String, Saved)]) -> String {
                 r.runs.first().map_or("", |r| r.model.as_str()),
                 r.runs
                     .first()
-                    .and_then(|r| r.config["workload"]["summary"].as_str())
+                    .and_then(|r| r.config.workload_summary())
                     .unwrap_or("workload not recorded"),
             ),
             Saved::Sweep(s) => {
@@ -389,9 +389,9 @@ pub(super) fn table_by_source(first: &str, sources: &[Source], rows: &[String]) 
     out
 }
 
-/// A configuration object, pretty-printed and escaped, folded away.
-pub(super) fn config_block(title: &str, config: &serde_json::Value) -> String {
-    let text = serde_json::to_string_pretty(config).unwrap_or_default();
+/// A run's configuration as saved, pretty-printed and escaped, folded away.
+pub(super) fn config_block(title: &str, config: &crate::config::RunConfig) -> String {
+    let text = serde_json::to_string_pretty(&config.to_value()).unwrap_or_default();
     format!(
         "<details data-section=\"config\"><summary>{}</summary>\n<pre>{}</pre>\n</details>\n",
         escape(title),

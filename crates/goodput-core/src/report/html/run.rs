@@ -872,20 +872,18 @@ fn plain(v: &Value) -> String {
 
 /// The workload as asked (`config.workload`) and as sent (the measured mix).
 pub(super) fn workload(r: &RunResult) -> String {
-    let w = &r.config["workload"];
+    let w = r.config.workload.as_ref();
     let mut out = String::from("<div data-section=\"workload\">\n<h4>Workload</h4>\n");
-    if let Some(summary) = w["summary"].as_str() {
-        out.push_str(&format!("<p>{}</p>\n", escape(summary)));
+    if let Some(w) = w {
+        out.push_str(&format!("<p>{}</p>\n", escape(&w.summary)));
     }
     let mut rows = String::new();
-    let tokenizer = w["tokenizer"]["spec"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| r.tokenizer.clone());
-    rows.push_str(&row("tokenizer", &[escape(&tokenizer)]));
-    if let Some(o) = w.as_object() {
-        for (k, v) in o {
-            if matches!(k.as_str(), "summary" | "tokenizer" | "measured") {
+    let tokenizer = w.map_or(&r.tokenizer, |w| &w.tokenizer.spec);
+    rows.push_str(&row("tokenizer", &[escape(tokenizer)]));
+    // Every other saved key of the description, as saved (sorted by key).
+    if let Some(Value::Object(o)) = w.map(|w| serde_json::json!(w)) {
+        for (k, v) in &o {
+            if matches!(k.as_str(), "summary" | "tokenizer") {
                 continue;
             }
             rows.push_str(&row(k, &[escape(&plain(v))]));

@@ -3,6 +3,8 @@
 //! appear only when there is something to say.
 
 use super::*;
+use crate::config::tests::{dataset_workload, sample_config, synthetic_workload};
+use crate::config::RunConfig;
 use crate::cost::{Cost, CostSpec};
 use crate::executor::ExecSummary;
 use crate::metrics::{Collector, RequestMetrics};
@@ -38,11 +40,10 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
     };
     RunResult {
         run_id: "00000000000000bb".into(),
-        config: serde_json::json!({
-            "load": load,
-            "percentiles": percentiles,
-            "workload": {"summary": "chat, input 32 / output 5 tokens", "kind": "synthetic"},
-        }),
+        config: RunConfig {
+            workload: Some(synthetic_workload("chat, input 32 / output 5 tokens", 0)),
+            ..sample_config(load, percentiles.clone())
+        },
         model: "m".into(),
         tokenizer: "none".into(),
         load,
@@ -287,9 +288,9 @@ fn two_sweeps_overlay_as_two_series() {
 #[test]
 fn text_from_results_is_escaped_and_the_page_has_no_script() {
     let mut r = run(Some(&slo()), true, HOSTILE);
-    r.config["workload"]["summary"] = HOSTILE.into();
-    r.config["workload"]["dataset"] = HOSTILE.into();
-    r.config["note"] = HOSTILE.into();
+    r.config.workload = Some(dataset_workload(HOSTILE));
+    r.config.url = HOSTILE.into();
+    r.config.headers = vec![HOSTILE.into()];
     r.model = HOSTILE.into();
     r.notes.push(HOSTILE.into());
     let mut s = sweep(1.0);
@@ -310,7 +311,7 @@ fn text_from_results_is_escaped_and_the_page_has_no_script() {
     );
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"));
     // The pretty-printed config escapes the JSON string's own quotes too.
-    assert!(html.contains("&quot;note&quot;: &quot;&lt;script&gt;"));
+    assert!(html.contains("&quot;url&quot;: &quot;&lt;script&gt;"));
     // No raw quote breaks out of an attribute: every `="` opens a value that
     // closes before the next tag.
     assert!(!html.contains("\"'&"));
@@ -437,7 +438,7 @@ fn a_closed_loop_has_no_from_schedule_series() {
     let open = run(None, false, "");
     let mut closed = open.clone();
     closed.load = Load::Closed { concurrency: 4 };
-    closed.config["load"] = serde_json::json!(closed.load);
+    closed.config.load = closed.load;
     for (r, series) in [(&open, 2), (&closed, 1)] {
         let html = render(&one("run.json", Saved::Run(Box::new(r.clone()))));
         for id in ["cdf-ttft", "cdf-e2el"] {
