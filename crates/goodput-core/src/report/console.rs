@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::config::WorkloadConfig;
 use crate::metrics::registry::Shown;
 use crate::metrics::Metric;
+use crate::report::saved::Saved;
 use crate::result::RunResult;
 use crate::schedule::Load;
 use crate::slo::{format_ms, SloOutcome};
@@ -162,6 +163,24 @@ fn dataset_lines(out: &mut String, d: &DatasetStats) {
             "yes (--dataset-exhausted cycle)",
         );
     }
+}
+
+/// The console text for labelled results: each one's summary (a run's
+/// table, a sweep's, a repeat set's), headed by `# label` when there are
+/// several.
+pub fn render(items: &[(String, Saved)]) -> String {
+    let mut out = String::new();
+    for (label, saved) in items {
+        if items.len() > 1 {
+            let _ = writeln!(out, "# {label}");
+        }
+        out.push_str(&match saved {
+            Saved::Run(r) => summary(r),
+            Saved::Sweep(s) => sweep_summary(s),
+            Saved::Repeat(r) => repeat_summary(r),
+        });
+    }
+    out
 }
 
 /// Render the summary table.

@@ -56,31 +56,9 @@ mod sweep;
 mod tests;
 
 use crate::report::saved::Saved;
-use crate::report::Exporter;
 use crate::result::RunResult;
 use crate::stats::Estimate;
 use crate::sweep::SweepResult;
-
-/// The HTML exporter: the page for a list of results.
-pub struct Html;
-
-impl Html {
-    /// The page for labelled saved results (runs and sweeps).
-    pub fn render(&self, items: &[(String, Saved)]) -> String {
-        render(items)
-    }
-}
-
-impl Exporter for Html {
-    /// The page for runs, each labelled by its run id.
-    fn export(&self, results: &[RunResult]) -> Vec<u8> {
-        let items: Vec<(String, Saved)> = results
-            .iter()
-            .map(|r| (r.run_id.clone(), Saved::Run(Box::new(r.clone()))))
-            .collect();
-        render(&items).into_bytes()
-    }
-}
 
 /// One file's place in the page: its label and its colour.
 #[derive(Debug, Clone, Copy)]

@@ -353,10 +353,12 @@ fn nothing_in_gives_a_page_that_says_so() {
 }
 
 #[test]
-fn exporter_labels_runs_by_id() {
-    let r = run(None, false, "");
-    let html = String::from_utf8(Html.export(&[r])).unwrap();
-    assert!(html.contains("00000000000000bb"));
+fn the_exporter_writes_the_page_for_its_labelled_results() {
+    use crate::report::{Exporter, Html};
+    let items = one("run-label.json", Saved::Run(Box::new(run(None, false, ""))));
+    let html = String::from_utf8(Html.to_bytes(&items)).unwrap();
+    assert!(html.contains("run-label.json"));
+    assert_eq!(html, render(&items));
 }
 
 #[test]
