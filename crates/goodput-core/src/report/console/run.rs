@@ -132,70 +132,86 @@ fn dataset_lines(out: &mut String, d: &DatasetStats) {
     }
 }
 
-/// Render the summary table.
+/// Render the summary table: the workload, then each section in
+/// `vllm bench serve`'s order, then what the reader should know.
 pub fn summary(r: &RunResult) -> String {
-    let m = &r.metrics;
     let mut out = String::new();
     workload(&mut out, r);
-    rule(&mut out, " Serving Benchmark Result ", '=');
-    line(&mut out, "Successful requests:", m.completed);
-    line(&mut out, "Failed requests:", m.failed);
+    requests_and_load(&mut out, r);
+    throughput(&mut out, r);
+    latency_sections(&mut out, r);
+    if let Some(slo) = &r.metrics.slo {
+        slo_section(&mut out, slo);
+    }
+    sessions_section(&mut out, r);
+    client_section(&mut out, r);
+    errors_section(&mut out, r);
+    cost_section(&mut out, r);
+    closing_lines(&mut out, r);
+    out
+}
+
+/// The result's headline: requests by outcome, the load, the duration
+/// and the token totals.
+fn requests_and_load(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
+    rule(out, " Serving Benchmark Result ", '=');
+    line(out, "Successful requests:", m.completed);
+    line(out, "Failed requests:", m.failed);
     if m.incomplete > 0 {
-        line(
-            &mut out,
-            "Incomplete requests (drain timeout):",
-            m.incomplete,
-        );
+        line(out, "Incomplete requests (drain timeout):", m.incomplete);
     }
     match r.load {
-        Load::Closed { concurrency } => line(&mut out, "Maximum request concurrency:", concurrency),
+        Load::Closed { concurrency } => line(out, "Maximum request concurrency:", concurrency),
         Load::Open {
             rate,
             arrival,
             max_concurrency,
         } => {
             line(
-                &mut out,
+                out,
                 "Offered request rate (req/s):",
                 format!("{rate} ({arrival})"),
             );
             if let Some(c) = max_concurrency {
-                line(&mut out, "Maximum request concurrency:", c);
+                line(out, "Maximum request concurrency:", c);
             }
             if let Some(a) = m.achieved_request_rate {
-                line(&mut out, "Achieved request rate (req/s):", num(a));
+                line(out, "Achieved request rate (req/s):", num(a));
             }
         }
     }
-    line(&mut out, "Benchmark duration (s):", num(m.duration_s));
-    line(&mut out, "Total input tokens:", m.total_input_tokens);
-    line(&mut out, "Total generated tokens:", m.total_output_tokens);
+    line(out, "Benchmark duration (s):", num(m.duration_s));
+    line(out, "Total input tokens:", m.total_input_tokens);
+    line(out, "Total generated tokens:", m.total_output_tokens);
+}
+
+/// Throughput with its interval, goodput under an SLO, and the steady-state
+/// window's output throughput.
+fn throughput(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
     line(
-        &mut out,
+        out,
         "Request throughput (req/s):",
         estimate(&m.throughput.request),
     );
     line(
-        &mut out,
+        out,
         "Output token throughput (tok/s):",
         estimate(&m.throughput.output),
     );
     line(
-        &mut out,
+        out,
         "Total Token throughput (tok/s):",
         num(m.throughput.total_token),
     );
     if let Some(slo) = &m.slo {
-        line(
-            &mut out,
-            "Request goodput (req/s):",
-            num(slo.request_goodput),
-        );
-        line(&mut out, "Token goodput (tok/s):", num(slo.token_goodput));
+        line(out, "Request goodput (req/s):", num(slo.request_goodput));
+        line(out, "Token goodput (tok/s):", num(slo.token_goodput));
     }
     if let Some(s) = &m.steady_state {
         line(
-            &mut out,
+            out,
             "Steady-state output throughput (tok/s):",
             format!(
                 "{} ({:.1}-{:.1} s)",
@@ -205,6 +221,11 @@ pub fn summary(r: &RunResult) -> String {
             ),
         );
     }
+}
+
+/// A section per latency distribution the registry shows for this load.
+fn latency_sections(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
     let itl_count = m.get(Metric::Itl).map(|d| d.count);
     for metric in Metric::ALL {
         let Some(d) = m.get(metric) else {
@@ -218,26 +239,28 @@ pub fn summary(r: &RunResult) -> String {
             Shown::Never => false,
         };
         if shown {
-            section(&mut out, info.title, info.short, d, info.note);
+            section(out, info.title, info.short, d, info.note);
         }
     }
-    if let Some(slo) = &m.slo {
-        slo_section(&mut out, slo);
-    }
+}
+
+/// Multi-turn sessions: how many, how long, and TTFT turn by turn.
+fn sessions_section(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
     if let Some(sessions) = &m.sessions {
-        rule(&mut out, "Sessions", '-');
+        rule(out, "Sessions", '-');
         line(
-            &mut out,
+            out,
             "Sessions (completed):",
             format!("{} ({})", sessions.sessions, sessions.sessions_completed),
         );
-        line(&mut out, "Turns completed:", sessions.turns_completed);
+        line(out, "Turns completed:", sessions.turns_completed);
         if let Some(d) = &sessions.duration {
-            line(&mut out, "Mean session duration (ms):", estimate(&d.mean));
+            line(out, "Mean session duration (ms):", estimate(&d.mean));
         }
         for t in &sessions.by_turn {
             line(
-                &mut out,
+                out,
                 &format!("Turn {}: median TTFT (ms), cached:", t.turn + 1),
                 format!(
                     "{} ({} requests), {}",
@@ -249,60 +272,67 @@ pub fn summary(r: &RunResult) -> String {
             );
         }
     }
-    rule(&mut out, "Client", '-');
+}
+
+/// The client's side: schedule lag, requests in flight, and where token
+/// counts came from.
+fn client_section(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
+    rule(out, "Client", '-');
     if let Some(d) = m.get(Metric::ScheduleLag) {
         let p99 = d
             .percentiles
             .iter()
             .find(|(p, _)| *p == 99.0)
             .map(|(_, e)| e.value);
-        line(&mut out, "Mean schedule lag (ms):", num(d.mean.value));
+        line(out, "Mean schedule lag (ms):", num(d.mean.value));
         if let Some(p) = p99 {
-            line(&mut out, "P99 schedule lag (ms):", num(p));
+            line(out, "P99 schedule lag (ms):", num(p));
         }
     }
-    line(
-        &mut out,
-        "Mean in flight (Little's law):",
-        num(m.mean_in_flight),
-    );
+    line(out, "Mean in flight (Little's law):", num(m.mean_in_flight));
     let sources: Vec<String> = m
         .tokens
         .output_sources
         .iter()
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
-    line(&mut out, "Output token counts from:", sources.join(", "));
+    line(out, "Output token counts from:", sources.join(", "));
     let sources: Vec<String> = m
         .tokens
         .input_sources
         .iter()
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
-    line(&mut out, "Input token counts from:", sources.join(", "));
+    line(out, "Input token counts from:", sources.join(", "));
     if let Some(d) = m.tokens.input_server_minus_client_mean {
         line(
-            &mut out,
+            out,
             "Server minus client input:",
             format!("{d:+.1} tokens/request"),
         );
     }
     if let Some(s) = m.tokens.count_discrepancy_share {
         line(
-            &mut out,
+            out,
             "Server/client count differ >5%:",
             format!("{:.1}%", s * 100.0),
         );
     }
+}
+
+/// Failures by kind, with an example message of each.
+fn errors_section(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
     if m.failed > 0 {
-        rule(&mut out, "Errors", '-');
+        rule(out, "Errors", '-');
         line(
-            &mut out,
+            out,
             "Error rate:",
             format!("{:.2}%", m.errors.error_rate * 100.0),
         );
         for (kind, n) in &m.errors.by_kind {
-            line(&mut out, &format!("  {kind}:"), n);
+            line(out, &format!("  {kind}:"), n);
         }
         for (kind, msg) in &m.errors.examples {
             let mut msg = msg.clone();
@@ -317,38 +347,48 @@ pub fn summary(r: &RunResult) -> String {
             let _ = writeln!(out, "  e.g. {kind}: {msg}");
         }
     }
+}
+
+/// Cost per request, per million tokens and per GPU (`--cost-per-hour`).
+fn cost_section(out: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
-        rule(&mut out, "Cost", '-');
+        rule(out, "Cost", '-');
         let money = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
-        line(&mut out, "Cost per request:", money(c.per_request));
+        line(out, "Cost per request:", money(c.per_request));
         line(
-            &mut out,
+            out,
             "Cost per 1M output tokens:",
             money(c.per_million_output_tokens),
         );
         line(
-            &mut out,
+            out,
             "Cost per 1M good output tokens:",
             money(c.per_million_good_output_tokens),
         );
         if c.per_session.is_some() {
-            line(&mut out, "Cost per session:", money(c.per_session));
+            line(out, "Cost per session:", money(c.per_session));
         }
         if let Some(j) = c.output_tokens_per_joule {
-            line(&mut out, "Output tokens per joule:", format!("{j:.3}"));
+            line(out, "Output tokens per joule:", format!("{j:.3}"));
         }
         line(
-            &mut out,
+            out,
             "Output tok/s per GPU:",
             num(c.output_throughput_per_gpu),
         );
     }
-    rule(&mut out, "", '=');
+}
+
+/// Below the table: saturation findings, the server's own view, then the
+/// run's notes and warnings.
+fn closing_lines(out: &mut String, r: &RunResult) {
+    let m = &r.metrics;
+    rule(out, "", '=');
     for f in &m.saturation.findings {
         let _ = writeln!(out, "saturation: {f}");
     }
     if let Some(sm) = &r.server_metrics {
-        server_section(&mut out, sm);
+        server_section(out, sm);
     }
     if r.exec.interrupted {
         let _ = writeln!(
@@ -363,7 +403,6 @@ pub fn summary(r: &RunResult) -> String {
     for w in &r.warnings {
         let _ = writeln!(out, "warning: {}", w.message);
     }
-    out
 }
 
 /// Each term with its estimate, interval and verdict, then the run's verdict.
