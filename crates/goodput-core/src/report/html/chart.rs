@@ -13,11 +13,11 @@
 //! more than `scale::LOG_RATIO` (a latency axis from 10 ms to 5 s), else linear.
 //! All text plotters draws is ours (tick labels, axis titles); the SVG
 //! backend escapes it. Names from results files (labels, series names) go
-//! only into the HTML legend, through [`super::escape`].
+//! only into the HTML legend, through [`super::format::escape`].
 
 use plotters::prelude::*;
 
-use super::escape;
+use super::format::{escape, PALETTE};
 use super::scale::{wants_log, AxisKind, Scale, CHAR_PX, LABEL_PX};
 
 /// The SVG's own size (its viewBox); CSS scales it to the page width.
@@ -31,19 +31,6 @@ const DESC_PX: u32 = 17;
 const DOT_R: u32 = 3;
 const DENSE_DOT_R: u32 = 1;
 const DENSE: usize = 40;
-
-/// Series colours: the Okabe–Ito palette, distinguishable with the common
-/// colour-vision deficiencies, darkened a touch for contrast on white.
-pub(super) const PALETTE: [(u8, u8, u8); 8] = [
-    (0, 114, 178),
-    (213, 94, 0),
-    (0, 158, 115),
-    (204, 121, 167),
-    (86, 180, 233),
-    (230, 159, 0),
-    (90, 90, 90),
-    (170, 150, 0),
-];
 
 /// The SLO threshold colour (not in the palette).
 const GUIDE: (u8, u8, u8) = (200, 30, 30);

@@ -5,10 +5,10 @@
 use serde_json::Value;
 
 use super::chart::{Axis, Chart, Guide, Series};
-use super::scale::AxisKind;
-use super::{
+use super::format::{
     badge, config_block, escape, estimate, ms, num, row, share, swatch, table_by_source, Source,
 };
+use super::scale::AxisKind;
 use crate::metrics::{Metric, RunMetrics, TimeSeries};
 use crate::result::RunResult;
 use crate::schedule::Load;
@@ -312,7 +312,7 @@ pub(super) fn load_words(load: &Load) -> String {
             max_concurrency,
         } => {
             let rate = if rate.is_finite() {
-                format!("{} req/s", super::short(rate))
+                format!("{} req/s", super::format::short(rate))
             } else {
                 "all at once".into()
             };
@@ -517,7 +517,7 @@ fn slo_thresholds(r: &RunResult, metric: Metric, vertical: bool) -> Vec<Guide> {
                 "SLO: p{} {} ≤ {}",
                 pct_label(t.percentile),
                 metric.info().short,
-                super::ms_short(t.threshold_ms)
+                super::format::ms_short(t.threshold_ms)
             );
             if vertical {
                 Guide::Vertical {
@@ -788,7 +788,7 @@ fn detail(source: Source, r: &RunResult, several: bool) -> String {
                     "p{} {} ≤ {}",
                     pct_label(t.term.percentile),
                     t.term.metric.info().short,
-                    super::ms_short(t.term.threshold_ms)
+                    super::format::ms_short(t.term.threshold_ms)
                 )),
                 escape(t.judged.key()),
                 t.estimate

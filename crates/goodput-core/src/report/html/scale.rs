@@ -215,8 +215,9 @@ impl Scale {
     /// `8000` and `10k`.
     pub fn label(&self, v: f64) -> String {
         let top = self.major.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let scaled =
-            |div: f64, unit: &str| format!("{}{unit}", super::trim(format!("{:.3}", v / div)));
+        let scaled = |div: f64, unit: &str| {
+            format!("{}{unit}", super::format::trim(format!("{:.3}", v / div)))
+        };
         if top >= 1e7 && v.abs() >= 1e6 {
             scaled(1e6, "M")
         } else if top >= 1e4 && v.abs() >= 1e3 {

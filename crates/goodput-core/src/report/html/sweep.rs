@@ -3,9 +3,11 @@
 //! point marked, then each sweep's points, workload and configuration.
 
 use super::chart::{Axis, Chart, Guide, Mark, Series, Shape};
+use super::format::{
+    badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source,
+};
 use super::run::workload;
 use super::scale::AxisKind;
-use super::{badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source};
 use crate::metrics::Metric;
 use crate::schedule::Load;
 use crate::stats::pct_label;
@@ -271,7 +273,7 @@ fn thresholds(s: &SweepResult, metric: Metric) -> Vec<Guide> {
                 "SLO: p{} {} ≤ {}",
                 pct_label(t.percentile),
                 metric.info().short,
-                super::ms_short(t.threshold_ms)
+                super::format::ms_short(t.threshold_ms)
             ),
         })
         .collect()

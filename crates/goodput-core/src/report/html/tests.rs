@@ -2,6 +2,7 @@
 //! `data-points` counts its circles, escaping, overlays, and sections that
 //! appear only when there is something to say.
 
+use super::format::*;
 use super::*;
 use crate::config::tests::{dataset_workload, sample_config, synthetic_workload};
 use crate::config::RunConfig;
@@ -277,7 +278,7 @@ fn two_sweeps_overlay_as_two_series() {
     }
     // One colour per file.
     let colour = |i: usize| {
-        let (r, g, b) = chart::PALETTE[i];
+        let (r, g, b) = format::PALETTE[i];
         format!("fill=\"#{r:02X}{g:02X}{b:02X}\"")
     };
     let svg = &ttft.3;
