@@ -55,6 +55,7 @@ mod scale;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 use crate::report::saved::Saved;
 use crate::result::RunResult;

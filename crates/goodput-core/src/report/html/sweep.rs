@@ -6,8 +6,8 @@ use super::chart::{Axis, Chart, Guide, Mark, Series, Shape};
 use super::format::{
     badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source,
 };
-use super::run::workload;
 use super::scale::AxisKind;
+use super::workload::workload;
 use crate::metrics::Metric;
 use crate::schedule::Load;
 use crate::stats::pct_label;
