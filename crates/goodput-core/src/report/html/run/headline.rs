@@ -67,10 +67,23 @@ fn slo_cell(m: &RunMetrics) -> String {
     }
 }
 
+/// The rows of the headline table, one cell per run.
 pub(super) fn headline_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
-    let cells = |f: &dyn Fn(&RunResult) -> String| -> Vec<String> {
-        runs.iter().map(|(_, r)| f(r)).collect()
-    };
+    let mut rows = figure_rows(runs);
+    rows.extend(latency_rows(runs));
+    rows.extend(outcome_rows(runs));
+    rows
+}
+
+/// One cell per run, made by `f`.
+fn cells(runs: &[(Source, &RunResult)], f: &dyn Fn(&RunResult) -> String) -> Vec<String> {
+    runs.iter().map(|(_, r)| f(r)).collect()
+}
+
+/// What ran and how much: model, load, duration, requests, throughput, and
+/// quality where any run scored it.
+fn figure_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
+    let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
     let mut rows = vec![
         row("Model", &cells(&|r| escape(&r.model))),
         row("Load", &cells(&|r| escape(&load_words(&r.load)))),
@@ -118,7 +131,14 @@ pub(super) fn headline_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
             }),
         ));
     }
-    // Latency percentiles: the union of what the runs saved.
+    rows
+}
+
+/// The median and the highest saved percentile of each latency: the union
+/// of what the runs saved.
+fn latency_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
+    let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
+    let mut rows = Vec::new();
     for (metric, _) in CDFS {
         let mut ps: Vec<f64> = Vec::new();
         for (_, r) in runs {
@@ -145,6 +165,14 @@ pub(super) fn headline_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
             ));
         }
     }
+    rows
+}
+
+/// How the runs came out: the SLO verdict and goodput, the error rate,
+/// cost and saturation, each only where some run has it.
+fn outcome_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
+    let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
+    let mut rows = Vec::new();
     if runs.iter().any(|(_, r)| r.metrics.slo.is_some()) {
         rows.push(row("SLO", &cells(&|r| slo_cell(&r.metrics))));
         rows.push(row(
