@@ -6,8 +6,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
+use super::figure::{format_relative, format_signed, format_value, Figure};
 use super::significance::{Method, ALPHA};
-use super::{format_relative, format_signed, format_value, Comparison, Figure};
+use super::Comparison;
 
 const HEADERS: [&str; 7] = [
     "figure",

@@ -6,9 +6,11 @@
 
 use serde::Serialize;
 
-use super::{
-    run_figures, run_warnings, Figure, RecordSamples, Significance, Unit, Warning, WarningKind,
-};
+use super::comparability::{describe_load, run_warnings, Warning, WarningKind};
+use super::figure::{Figure, Unit};
+use super::run::run_figures;
+use super::samples::RecordSamples;
+use super::significance::Significance;
 use crate::sweep::{Goodput, SweepMode, SweepResult};
 
 /// The figures shown at each matched load.
@@ -185,8 +187,8 @@ fn compare_curves(
                 kind: WarningKind::Load,
                 message: format!(
                     "load differs at the same offered load: BASE {}, NEW {}",
-                    super::describe_load(&rb.load),
-                    super::describe_load(&rn.load)
+                    describe_load(&rb.load),
+                    describe_load(&rn.load)
                 ),
             });
         }

@@ -5,9 +5,12 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::config::tests::synthetic_workload;
+use crate::metrics::Metric;
 use crate::report::console::tests::sample_result;
+use crate::result::RunResult;
 use crate::schedule::Load;
 use crate::stats::Distribution;
+use crate::stats::Estimate;
 use crate::sweep::{CurvePoint, PointRole, SweepPoint, SweepResult};
 
 /// Every value and bound of a distribution times `k`.
