@@ -418,21 +418,6 @@ fn write_sample_reports() {
     }
 }
 
-#[test]
-fn time_bins_are_at_least_half_a_second_and_a_short_tail_joins_the_last() {
-    let ts = crate::metrics::TimeSeries {
-        bucket_s: 0.1,
-        ..Default::default()
-    };
-    // 12 buckets of 0.1 s: bins of 5, 5, then 2 joined to the second.
-    let b = run::bin(&ts, &[1.0; 12], false);
-    assert_eq!(b.len(), 2);
-    assert!((b[0].0 - 0.25).abs() < 1e-9 && (b[0].1 - 10.0).abs() < 1e-9);
-    assert!((b[1].0 - 0.85).abs() < 1e-9 && (b[1].1 - 10.0).abs() < 1e-9);
-    let m = run::bin(&ts, &[4.0; 12], true);
-    assert_eq!(m[1].1, 4.0);
-}
-
 /// A closed loop has no schedule: its TTFT and E2EL distributions are drawn
 /// once, with no "from scheduled arrival" series in the chart or its legend;
 /// the same run in open loop has both.

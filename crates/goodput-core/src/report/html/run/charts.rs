@@ -139,7 +139,7 @@ pub(super) fn cdf_chart(runs: &[(Source, &RunResult)], metric: Metric, id: &str)
 /// bins: `(bin midpoint s, value per second or mean)`. A last bin shorter
 /// than half the others joins the one before it, so a few buckets at the
 /// end do not make a rate of their own.
-pub(in crate::report::html) fn bin(ts: &TimeSeries, values: &[f64], mean: bool) -> Vec<(f64, f64)> {
+fn bin(ts: &TimeSeries, values: &[f64], mean: bool) -> Vec<(f64, f64)> {
     if ts.bucket_s <= 0.0 || values.is_empty() {
         return Vec::new();
     }
@@ -273,4 +273,24 @@ pub(super) fn time_charts(runs: &[(Source, &RunResult)]) -> Vec<Chart> {
         in_flight.note("Each point is the mean number of requests in flight over its bin."),
         failures.note(format!("{bins} By the time each failure ended.")),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_bins_are_at_least_half_a_second_and_a_short_tail_joins_the_last() {
+        let ts = crate::metrics::TimeSeries {
+            bucket_s: 0.1,
+            ..Default::default()
+        };
+        // 12 buckets of 0.1 s: bins of 5, 5, then 2 joined to the second.
+        let b = bin(&ts, &[1.0; 12], false);
+        assert_eq!(b.len(), 2);
+        assert!((b[0].0 - 0.25).abs() < 1e-9 && (b[0].1 - 10.0).abs() < 1e-9);
+        assert!((b[1].0 - 0.85).abs() < 1e-9 && (b[1].1 - 10.0).abs() < 1e-9);
+        let m = bin(&ts, &[4.0; 12], true);
+        assert_eq!(m[1].1, 4.0);
+    }
 }

@@ -19,9 +19,6 @@ use detail::detail;
 use headline::headline_rows;
 use server::server_block;
 
-#[cfg(test)]
-pub(super) use charts::bin;
-
 /// The runs' section: the headline table, the charts, the server's view,
 /// then each run's own section.
 pub(super) fn section(runs: &[(Source, &RunResult)]) -> String {
