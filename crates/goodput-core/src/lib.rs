@@ -13,6 +13,7 @@
 pub mod aggregate;
 pub mod client;
 pub mod clock;
+pub mod config;
 pub mod cost;
 pub mod executor;
 #[cfg(any(test, feature = "fuzz"))]

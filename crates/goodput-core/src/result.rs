@@ -12,6 +12,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
+use crate::config::RunConfig;
 use crate::executor::ExecSummary;
 use crate::metrics::{Distributions, Metric, RunMetrics};
 use crate::schedule::Load;
@@ -26,7 +27,7 @@ pub struct RunResult {
     /// Unique per run; every record line and `x-request-id` carries it.
     pub run_id: String,
     /// Everything needed to rerun, minus secrets (`load` and `percentiles` among it).
-    pub config: Value,
+    pub config: RunConfig,
     pub model: String,
     /// The client tokenizer's spec.
     pub tokenizer: String,
@@ -69,11 +70,55 @@ fn rate_value(load: &Load) -> Value {
 }
 
 impl RunResult {
-    /// The results document.
+    /// The results document: vLLM's flat keys as a view beside goodput's
+    /// own sections, then the run's facts, the model and the config.
     pub fn to_document(&self) -> Value {
         let m = &self.metrics;
         let mut o = Map::new();
         o.insert("schema_version".into(), json!(SCHEMA_VERSION));
+        self.insert_totals(&mut o);
+        let ci = self.insert_distributions(&mut o);
+        o.insert("ci".into(), Value::Object(ci));
+        o.insert(
+            "achieved_request_rate".into(),
+            json!(m.achieved_request_rate),
+        );
+        o.insert("steady_state".into(), json!(m.steady_state));
+        o.insert("mean_in_flight".into(), json!(m.mean_in_flight));
+        o.insert("errors".into(), json!(m.errors));
+        let mut tokens = json!(m.tokens);
+        tokens["tokenizer"] = json!(self.tokenizer);
+        o.insert("tokens".into(), tokens);
+        o.insert("slo".into(), json!(m.slo));
+        o.insert("saturation".into(), json!(m.saturation));
+        o.insert("schedule_control".into(), json!(m.schedule_control));
+        o.insert("sessions".into(), json!(m.sessions));
+        // What the workload was asked to be (from `config`), and what was sent.
+        let mut workload = match &self.config.workload {
+            Some(w) => json!(w),
+            None => json!({}),
+        };
+        workload["measured"] = json!(m.workload);
+        o.insert("workload".into(), workload);
+        o.insert("cost".into(), json!(self.cost));
+        o.insert("quality".into(), json!(m.quality));
+        o.insert("warnings".into(), json!(self.warnings));
+        o.insert("server_metrics".into(), json!(self.server_metrics));
+        o.insert("timeseries".into(), json!(m.timeseries));
+        o.insert("run".into(), self.run_section());
+        o.insert("model_id".into(), json!(self.model));
+        o.insert("config".into(), self.config.to_value());
+        o.insert(
+            "tool".into(),
+            json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")}),
+        );
+        Value::Object(o)
+    }
+
+    /// vLLM's flat totals: requests, duration, tokens, throughputs,
+    /// goodput and the load asked for.
+    fn insert_totals(&self, o: &mut Map<String, Value>) {
+        let m = &self.metrics;
         o.insert("completed".into(), json!(m.completed));
         o.insert("failed".into(), json!(m.failed));
         o.insert("incomplete".into(), json!(m.incomplete));
@@ -100,6 +145,14 @@ impl RunResult {
         );
         o.insert("max_concurrency".into(), json!(self.load.concurrency_cap()));
         o.insert("request_rate".into(), rate_value(&self.load));
+    }
+
+    /// One distribution object per registry metric (null where the run has
+    /// none) and, for metrics vLLM reports, its flat keys (`mean_ttft_ms`,
+    /// `p99_ttft_ms`, ...) as a view over it; returns the `ci` object: each
+    /// estimate's 95 % interval.
+    fn insert_distributions(&self, o: &mut Map<String, Value>) -> Map<String, Value> {
+        let m = &self.metrics;
         let mut ci = Map::new();
         ci.insert("request_throughput".into(), interval(&m.throughput.request));
         ci.insert("output_throughput".into(), interval(&m.throughput.output));
@@ -128,61 +181,31 @@ impl RunResult {
             c.insert("method".into(), json!(d.ci_method));
             ci.insert(key.into(), Value::Object(c));
         }
-        o.insert("ci".into(), Value::Object(ci));
-        o.insert(
-            "achieved_request_rate".into(),
-            json!(m.achieved_request_rate),
-        );
-        o.insert("steady_state".into(), json!(m.steady_state));
-        o.insert("mean_in_flight".into(), json!(m.mean_in_flight));
-        o.insert("errors".into(), json!(m.errors));
-        let mut tokens = json!(m.tokens);
-        tokens["tokenizer"] = json!(self.tokenizer);
-        o.insert("tokens".into(), tokens);
-        o.insert("slo".into(), json!(m.slo));
-        o.insert("saturation".into(), json!(m.saturation));
-        o.insert("schedule_control".into(), json!(m.schedule_control));
-        o.insert("sessions".into(), json!(m.sessions));
-        // What the workload was asked to be (from `config`), and what was sent.
-        let mut workload = match self.config.get("workload") {
-            Some(Value::Object(w)) => Value::Object(w.clone()),
-            _ => json!({}),
-        };
-        workload["measured"] = json!(m.workload);
-        o.insert("workload".into(), workload);
-        o.insert("cost".into(), json!(self.cost));
-        o.insert("quality".into(), json!(m.quality));
-        o.insert("warnings".into(), json!(self.warnings));
-        o.insert("server_metrics".into(), json!(self.server_metrics));
-        o.insert("timeseries".into(), json!(m.timeseries));
-        o.insert(
-            "run".into(),
-            json!({
-                "run_id": self.run_id,
-                "started_at": self.started_at,
-                "clock_origin_monotonic_ns": self.clock_origin_monotonic_ns,
-                "warmup_requests": self.exec.sent_warmup,
-                "sent_measured": self.exec.sent_measured,
-                "sent": m.sent,
-                "interrupted": self.exec.interrupted,
-                "drain_timed_out": self.exec.drain_timed_out,
-                "source_exhausted": self.exec.source_exhausted,
-                "ramp_end_ns": self.exec.ramp_end_ns,
-                "records_lost": self.exec.records_lost,
-                "stale_connections_discarded": self.connections.stale_discarded,
-                "stale_reuse_resent": self.connections.stale_resent,
-                "connection_pooling_stopped": self.connections.pooling_stopped,
-                "early_stop": self.early_stop,
-                "notes": self.notes,
-            }),
-        );
-        o.insert("model_id".into(), json!(self.model));
-        o.insert("config".into(), self.config.clone());
-        o.insert(
-            "tool".into(),
-            json!({"name": "goodput", "version": env!("CARGO_PKG_VERSION")}),
-        );
-        Value::Object(o)
+        ci
+    }
+
+    /// The `run` object: its id and clock, what was sent, how it ended,
+    /// what the server did to pooled connections, and the notes.
+    fn run_section(&self) -> Value {
+        let m = &self.metrics;
+        json!({
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "clock_origin_monotonic_ns": self.clock_origin_monotonic_ns,
+            "warmup_requests": self.exec.sent_warmup,
+            "sent_measured": self.exec.sent_measured,
+            "sent": m.sent,
+            "interrupted": self.exec.interrupted,
+            "drain_timed_out": self.exec.drain_timed_out,
+            "source_exhausted": self.exec.source_exhausted,
+            "ramp_end_ns": self.exec.ramp_end_ns,
+            "records_lost": self.exec.records_lost,
+            "stale_connections_discarded": self.connections.stale_discarded,
+            "stale_reuse_resent": self.connections.stale_resent,
+            "connection_pooling_stopped": self.connections.pooling_stopped,
+            "early_stop": self.early_stop,
+            "notes": self.notes,
+        })
     }
 
     /// Read a results document back.
@@ -242,13 +265,14 @@ impl RunResult {
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
         };
+        let config: RunConfig = field(doc, "config")?;
         Ok(RunResult {
             run_id: field(run, "run_id")?,
-            config: doc["config"].clone(),
             model: field(doc, "model_id")?,
             tokenizer: field(doc, "tokens.tokenizer")?,
-            load: field(doc, "config.load")?,
-            percentiles: field(doc, "config.percentiles")?,
+            load: config.load,
+            percentiles: config.percentiles.clone(),
+            config,
             metrics,
             exec: ExecSummary {
                 sent_warmup: field(run, "warmup_requests")?,

@@ -12,12 +12,12 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::aggregate::{self, LineContext, RecordsSink};
 use crate::client::{snippet, Client, ClientError, ClientOptions, ConnectionStats};
 use crate::clock::RunClock;
+use crate::config::RunConfig;
 use crate::cost::{Cost, CostSpec};
 use crate::executor::{self, Executor, Msg, Progress, RunControl, RunPlan};
 use crate::metrics::{Collector, EarlyStop, RunMetrics};
@@ -480,13 +480,15 @@ impl PreparedTarget {
     }
 
     /// Everything needed to rerun, minus secrets.
-    fn config(&self, spec: &RunSpec) -> serde_json::Value {
-        config(
-            &self.options,
-            &self.model,
+    fn config(&self, spec: &RunSpec) -> RunConfig {
+        RunConfig::new(
+            &self.options.client,
             &self.params,
+            &spec.plan,
+            &spec.workload,
             &self.tokenizer,
-            spec,
+            spec.reported_percentiles(),
+            spec.slo.clone(),
         )
     }
 
@@ -525,7 +527,15 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
     .summarize(&percentiles, None, spec.plan.seed, spec.slo.as_ref());
     RunResult {
         run_id: format!("{:016x}", rand::random::<u64>()),
-        config: config(opts, &params.model, &params, &opts.tokenizer, spec),
+        config: RunConfig::new(
+            &opts.client,
+            &params,
+            &spec.plan,
+            &spec.workload,
+            &opts.tokenizer,
+            spec.reported_percentiles(),
+            spec.slo.clone(),
+        ),
         model: params.model.clone(),
         tokenizer: opts.tokenizer.spec().to_string(),
         load: spec.plan.load,
@@ -545,41 +555,6 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         output_hashes: Vec::new(),
         server_metrics: None,
     }
-}
-
-/// Everything needed to rerun, minus secrets.
-fn config(
-    opts: &TargetOptions,
-    model: &str,
-    params: &RequestParams,
-    tokenizer: &Tokenizer,
-    spec: &RunSpec,
-) -> serde_json::Value {
-    let c = &opts.client;
-    let plan = &spec.plan;
-    json!({
-        "url": c.url,
-        "endpoint": c.endpoint,
-        "model": model,
-        "headers": c.headers.iter().map(|h| redact_header(h)).collect::<Vec<_>>(),
-        "timeout_s": c.timeout.as_secs_f64(),
-        "idle_timeout_s": c.idle_timeout.as_secs_f64(),
-        "load": plan.load,
-        "num_prompts": plan.num_prompts,
-        "duration_s": plan.duration.map(|d| d.as_secs_f64()),
-        "warmup": plan.warmup,
-        "drain_timeout_s": plan.drain_timeout.as_secs_f64(),
-        "seed": plan.seed,
-        "workload": spec.workload.describe(tokenizer, c.endpoint),
-        "stream": params.stream,
-        "temperature": params.temperature,
-        "min_tokens_sent": params.min_tokens,
-        "ignore_eos_sent": params.ignore_eos,
-        "tokenizer": tokenizer.spec(),
-        "percentiles": spec.reported_percentiles(),
-        "slo": spec.slo,
-        "cache_bust": true,
-    })
 }
 
 /// How many measured requests a plan will send, for planning early looks.
@@ -650,15 +625,6 @@ fn with_client_figures(mut s: ServerMetrics, metrics: &RunMetrics) -> ServerMetr
     s.set_client_output_tokens(metrics.total_output_tokens);
     s
 }
-
-fn redact_header(h: &str) -> String {
-    match h.split_once(':') {
-        Some((name, _)) if is_secret_header(name.trim()) => format!("{}: <redacted>", name.trim()),
-        _ => h.to_string(),
-    }
-}
-
-use crate::client::is_secret_header;
 
 async fn discover_model(client: &Client) -> Result<String, RunError> {
     let url = format!(

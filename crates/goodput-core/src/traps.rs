@@ -10,10 +10,29 @@ use crate::schedule::Load;
 /// One trap the run fell into.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
-    /// A stable name: `concurrency_one`, `prefix_cache`, `unpinned_output`,
-    /// `early_stops`, `client_limited`, `saturated`, `too_few_for_percentile`.
-    pub kind: String,
+    pub kind: Trap,
     pub message: String,
+}
+
+/// Which trap: saved as its stable snake_case name (`concurrency_one`,
+/// `too_few_for_percentile`, ...), which scripts may match on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trap {
+    /// A closed loop of one: the latency floor, nothing about capacity.
+    ConcurrencyOne,
+    /// Most prompt tokens came from the server's prefix cache.
+    PrefixCache,
+    /// Output lengths were not pinned (`min_tokens`/`ignore_eos`).
+    UnpinnedOutput,
+    /// Pinned, yet many requests ended before `max_tokens`.
+    EarlyStops,
+    /// The client's own delays or CPU may have shaped the figures.
+    ClientLimited,
+    /// Queues grew through the run.
+    Saturated,
+    /// Too few requests for a reported percentile's interval to close.
+    TooFewForPercentile,
 }
 
 /// What the checks need beyond the metrics.
@@ -27,11 +46,8 @@ pub struct RunFacts {
     pub cores: usize,
 }
 
-fn warn(kind: &str, message: String) -> Warning {
-    Warning {
-        kind: kind.into(),
-        message,
-    }
+fn warn(kind: Trap, message: String) -> Warning {
+    Warning { kind, message }
 }
 
 /// The traps `m` shows, given the run's facts and reported percentiles.
@@ -39,13 +55,13 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
     let mut w = Vec::new();
     if let Load::Closed { concurrency: 1 } = facts.load {
         w.push(warn(
-            "concurrency_one",
+            Trap::ConcurrencyOne,
             "a concurrency-1 run measures the latency floor only: it says nothing about capacity (sweep the load for that)".into(),
         ));
     }
     if let Some(share) = m.workload.cached_share.filter(|&s| s >= 0.5) {
         w.push(warn(
-            "prefix_cache",
+            Trap::PrefixCache,
             format!(
                 "{:.0}% of prompt tokens were served from the server's prefix cache: these figures describe the cache (use --cache-bust or fewer shared prefixes to measure prefill)",
                 share * 100.0
@@ -54,7 +70,7 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
     }
     if !facts.pinned && m.completed > 0 {
         w.push(warn(
-            "unpinned_output",
+            Trap::UnpinnedOutput,
             "output lengths were not pinned (min_tokens/ignore_eos not sent or not accepted): they vary with the model's answers, so TPOT, E2EL and throughput are not comparable across servers".into(),
         ));
     } else if let Some(share) = m
@@ -63,7 +79,7 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
         .filter(|&s| s > 0.05)
     {
         w.push(warn(
-            "early_stops",
+            Trap::EarlyStops,
             format!(
                 "{:.1}% of requests ended before max_tokens: output lengths differ from the plan, so E2EL and throughput are not comparable",
                 share * 100.0
@@ -88,7 +104,7 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
             why.push(format!("the client used {c:.2} of {} cores", facts.cores));
         }
         w.push(warn(
-            "client_limited",
+            Trap::ClientLimited,
             format!(
                 "the client may have limited the run ({}): its own delays are in the figures; give it more cores or a lower load",
                 why.join(", ")
@@ -97,7 +113,7 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
     }
     if m.saturation.saturated {
         w.push(warn(
-            "saturated",
+            Trap::Saturated,
             "the server was saturated (queues grew through the run): latency figures depend on how long the run lasted, not only on the load".into(),
         ));
     }
@@ -108,7 +124,7 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
         let n = m.completed;
         if p > 50.0 && n > 0 && n < need {
             w.push(warn(
-                "too_few_for_percentile",
+                Trap::TooFewForPercentile,
                 format!(
                     "p{} was asked of {n} requests: its interval cannot close above the estimate before about {need} requests",
                     crate::stats::pct_label(p)
@@ -139,7 +155,40 @@ mod tests {
         m.completed = completed;
         check(&m, &facts(), &[p])
             .into_iter()
-            .find(|w| w.kind == "too_few_for_percentile")
+            .find(|w| w.kind == Trap::TooFewForPercentile)
+    }
+
+    /// Each kind is saved under the name earlier results and scripts use.
+    #[test]
+    fn kinds_are_saved_as_their_stable_names() {
+        let kinds = [
+            Trap::ConcurrencyOne,
+            Trap::PrefixCache,
+            Trap::UnpinnedOutput,
+            Trap::EarlyStops,
+            Trap::ClientLimited,
+            Trap::Saturated,
+            Trap::TooFewForPercentile,
+        ];
+        let names: Vec<serde_json::Value> = kinds
+            .iter()
+            .map(|k| serde_json::to_value(k).unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "concurrency_one",
+                "prefix_cache",
+                "unpinned_output",
+                "early_stops",
+                "client_limited",
+                "saturated",
+                "too_few_for_percentile"
+            ]
+        );
+        for (k, name) in kinds.iter().zip(&names) {
+            assert_eq!(&serde_json::from_value::<Trap>(name.clone()).unwrap(), k);
+        }
     }
 
     /// The warning fires exactly while the percentile's reported interval

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use goodput_core::report::console;
 use goodput_core::report::saved::Saved;
+use goodput_core::report::{self, Exporter};
 
 use crate::cli::ReportArgs;
 use crate::exit::{usage, Code, Exit};
@@ -35,23 +35,18 @@ pub fn read_all(files: &[PathBuf]) -> Result<Vec<(String, Saved)>, Exit> {
 pub fn main(args: ReportArgs) -> Result<Code, Exit> {
     let items = read_all(&args.files)?;
     if !args.quiet {
-        for (label, saved) in &items {
-            if items.len() > 1 {
-                println!("# {label}");
-            }
-            match saved {
-                Saved::Run(r) => print!("{}", console::summary(r)),
-                Saved::Sweep(s) => print!("{}", console::sweep_summary(s)),
-                Saved::Repeat(r) => print!("{}", console::repeat_summary(r)),
-            }
-        }
+        // Each result's summary, under `# label` when there are several.
+        print!(
+            "{}",
+            String::from_utf8_lossy(&report::Console.to_bytes(&items))
+        );
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, goodput_core::report::html::render(&items))
+        std::fs::write(path, report::Html.to_bytes(&items))
             .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, goodput_core::report::csv::render(&items))
+        std::fs::write(path, report::Csv.to_bytes(&items))
             .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
     Ok(Code::Ok)

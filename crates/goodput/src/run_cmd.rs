@@ -43,7 +43,8 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
     let unstarted = |o: &goodput_core::target::TargetOptions| {
-        report::Json.export(&[goodput_core::target::unstarted(o, &spec)])
+        let r = goodput_core::target::unstarted(o, &spec);
+        report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
     };
     let mut session = Session::start(&args.common, &unstarted).await?;
     let mut results = Vec::with_capacity(repeats);
@@ -79,9 +80,10 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
             // Stopped while its connections opened: nothing sent, but the
             // results file still says so.
             Err(RunError::Interrupted) if results.is_empty() => {
+                let r = session.target.unstarted(&spec);
                 session
                     .out
-                    .write(&report::Json.export(&[session.target.unstarted(&spec)]))?;
+                    .write(&report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))]))?;
                 return Err(run_error(RunError::Interrupted));
             }
             // A later repeat stopped before it sent: the earlier ones stand.
@@ -95,10 +97,11 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
     let before_measuring = results[0].exec.interrupted && results[0].exec.sent_measured == 0;
+    let items = [("run".to_string(), Saved::Run(Box::new(results[0].clone())))];
     if !args.common.output.quiet {
         print!(
             "{}",
-            String::from_utf8_lossy(&report::Console.export(&results))
+            String::from_utf8_lossy(&report::Console.to_bytes(&items))
         );
     } else {
         for n in &results[0].notes {
@@ -108,8 +111,9 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
             eprintln!("goodput: warning: {}", w.message);
         }
     }
-    session.out.write(&report::Json.export(&results))?;
-    session.write_reports(Saved::Run(Box::new(results[0].clone())), "run")?;
+    session.out.write(&report::Json.to_bytes(&items))?;
+    let [(_, saved)] = items;
+    session.write_reports(saved, "run")?;
     session.finish().await;
     if before_measuring {
         eprintln!(

@@ -99,8 +99,28 @@ fn estimate_cols<'f>(
     ]
 }
 
-fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
-    let mut c = vec![
+/// Every column of the file, in order; `percentiles`: the union the rows
+/// report.
+fn columns(percentiles: &[f64]) -> Vec<Column<'static>> {
+    [
+        identity_columns(),
+        count_columns(),
+        throughput_columns(),
+        latency_columns(percentiles),
+        cost_columns(),
+        workload_columns(),
+        quality_columns(),
+        server_columns(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Where the row comes from and what ran: source, point, role, run,
+/// model, load and workload.
+fn identity_columns() -> Vec<Column<'static>> {
+    vec![
         col("source", |r| Some(r.source.to_string())),
         col("point", |r| r.point.map(|p| p.to_string())),
         col("role", |r| r.role.clone()),
@@ -121,10 +141,14 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
         }),
         col("offered_rate_req_per_s", |r| opt(r.run.load.offered_rate())),
         col("workload", |r| {
-            r.run.config["workload"]["summary"]
-                .as_str()
-                .map(str::to_string)
+            r.run.config.workload_summary().map(str::to_string)
         }),
+    ]
+}
+
+/// Requests by outcome, the error rate, the duration and token totals.
+fn count_columns() -> Vec<Column<'static>> {
+    vec![
         col("completed", |r| Some(r.run.metrics.completed.to_string())),
         col("failed", |r| Some(r.run.metrics.failed.to_string())),
         col("incomplete", |r| Some(r.run.metrics.incomplete.to_string())),
@@ -136,7 +160,13 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
         col("total_output_tokens", |r| {
             Some(r.run.metrics.total_output_tokens.to_string())
         }),
-    ];
+    ]
+}
+
+/// Throughputs with their intervals, requests in flight, goodput and the
+/// SLO verdict.
+fn throughput_columns() -> Vec<Column<'static>> {
+    let mut c = Vec::new();
     c.extend(estimate_cols("request_throughput", "req_per_s", |r| {
         Some(r.metrics.throughput.request)
     }));
@@ -165,6 +195,13 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
     c.push(col("slo_met", |r| {
         r.run.metrics.slo.as_ref().map(|s| s.meets.to_string())
     }));
+    c
+}
+
+/// Per latency metric of the registry: count, mean with its interval,
+/// std, min, max, and each percentile with its interval.
+fn latency_columns(percentiles: &[f64]) -> Vec<Column<'static>> {
+    let mut c = Vec::new();
     for m in Metric::ALL {
         let key = m.key();
         c.push(col(&format!("{key}_count"), move |r| {
@@ -195,6 +232,12 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
             ));
         }
     }
+    c
+}
+
+/// Cost figures (`--cost-per-hour`, `--power-watts`).
+fn cost_columns() -> Vec<Column<'static>> {
+    let mut c = Vec::new();
     let cost = |f: fn(&crate::cost::Cost) -> Option<f64>| {
         move |r: &Row| opt(r.run.cost.as_ref().and_then(f))
     };
@@ -216,7 +259,13 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
         "output_throughput_per_gpu_tok_per_s",
         cost(|c| Some(c.output_throughput_per_gpu)),
     ));
-    let mix = &|r: &Row| r.run.metrics.workload.clone();
+    c
+}
+
+/// What was sent: mean lengths and prefix-cache shares.
+fn workload_columns() -> Vec<Column<'static>> {
+    let mut c = Vec::new();
+    let mix = |r: &Row| r.run.metrics.workload.clone();
     c.push(col("mean_input_tokens", move |r| {
         opt(mix(r).input_tokens.map(|m| m.mean))
     }));
@@ -229,6 +278,12 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
     c.push(col("server_cached_prompt_share", move |r| {
         opt(mix(r).cached_share)
     }));
+    c
+}
+
+/// Quality against the dataset's references.
+fn quality_columns() -> Vec<Column<'static>> {
+    let mut c = Vec::new();
     let quality = |f: fn(&crate::quality::Quality) -> f64| {
         move |r: &Row| opt(r.run.metrics.quality.as_ref().map(f))
     };
@@ -241,6 +296,12 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'_>> {
     ));
     c.push(col("quality_rouge_l_f1", quality(|q| q.rouge_l_f1)));
     c.push(col("quality_bleu", quality(|q| q.bleu)));
+    c
+}
+
+/// What the server's own metrics said (`--server-metrics`).
+fn server_columns() -> Vec<Column<'static>> {
+    let mut c = Vec::new();
     let server = |f: fn(&crate::server_metrics::ServerSummary) -> Option<f64>| {
         move |r: &Row| {
             opt(r

@@ -1,16 +1,27 @@
 //! The results JSON. Pure: results in, a JSON value out. One run's document
-//! is [`RunResult::to_document`] (vLLM's keys plus goodput's own); several
-//! runs (a comparison, or the points of a sweep) are a list of them.
+//! is [`RunResult::to_document`] (vLLM's keys plus goodput's own); a sweep's
+//! and a repeat set's hold their runs' documents; several results are a
+//! list of their documents.
 
 use serde_json::{json, Value};
 
+use crate::report::saved::Saved;
 use crate::result::RunResult;
 
-/// One run's document, or `{"runs": [...]}` for several.
-pub fn document(results: &[RunResult]) -> Value {
-    match results {
-        [one] => one.to_document(),
-        many => json!({"runs": many.iter().map(RunResult::to_document).collect::<Vec<_>>()}),
+/// One result's document, or `{"runs": [...]}` of each one's for several.
+pub fn document(items: &[(String, Saved)]) -> Value {
+    match items {
+        [(_, one)] => saved_document(one),
+        many => json!({"runs": many.iter().map(|(_, s)| saved_document(s)).collect::<Vec<_>>()}),
+    }
+}
+
+/// A result's document, by what it is.
+pub fn saved_document(saved: &Saved) -> Value {
+    match saved {
+        Saved::Run(r) => r.to_document(),
+        Saved::Sweep(s) => sweep_document(s),
+        Saved::Repeat(r) => repeat_document(r),
     }
 }
 

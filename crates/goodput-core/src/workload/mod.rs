@@ -22,8 +22,6 @@ pub mod trace;
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-
 use crate::protocol::RequestParams;
 use goodput_common::tokenizer::Tokenizer;
 
@@ -185,51 +183,5 @@ impl WorkloadSpec {
             ));
         }
         w
-    }
-
-    /// What the workload was asked to be, for the results document: kind,
-    /// length specs, seed, prefix sharing, cache busting, session shape,
-    /// tokenizer identity.
-    pub fn describe(&self, tokenizer: &Tokenizer, endpoint: crate::protocol::Endpoint) -> Value {
-        let s = &self.synthetic;
-        let mut d = json!({
-            "summary": self.words(endpoint),
-            "kind": match self.source {
-                SourceSpec::Synthetic => "synthetic",
-                SourceSpec::Dataset { .. } => "dataset",
-                SourceSpec::Trace { .. } => "trace",
-            },
-            "seed": s.seed,
-            "cache_bust": s.cache_bust,
-            "tokenizer": tokenizer.identity(),
-        });
-        match &self.source {
-            SourceSpec::Synthetic => {
-                d["input_tokens"] = json!(s.input_tokens);
-                d["output_tokens"] = json!(s.output_tokens);
-                d["prefix"] = json!(s.prefix);
-                d["sessions"] = json!(s.sessions);
-            }
-            SourceSpec::Dataset {
-                dataset,
-                output_override,
-            } => {
-                d["dataset"] = json!(dataset.stats);
-                d["output_tokens"] = json!(output_override);
-                d["output_tokens_default"] = json!(s.output_tokens);
-            }
-            SourceSpec::Trace {
-                trace,
-                speed,
-                block_tokens,
-                output_override,
-            } => {
-                d["trace"] = json!(trace.stats);
-                d["trace_speed"] = json!(speed);
-                d["block_tokens"] = json!(block_tokens);
-                d["output_tokens"] = json!(output_override);
-            }
-        }
-        d
     }
 }

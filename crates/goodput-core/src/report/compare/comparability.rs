@@ -4,11 +4,11 @@
 //! read as a difference in the server when the benchmark itself changed.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::config::{RunConfig, WorkloadConfig};
 use crate::result::RunResult;
 use crate::schedule::Load;
-use crate::slo::Slo;
 use crate::stats::pct_label;
 
 /// Why the two results may not be comparable.
@@ -64,151 +64,195 @@ fn show(v: &Value) -> String {
 }
 
 /// Where two runs were not measured alike; `loads`: whether a different
-/// load is worth a warning (not between two sweeps' first points).
+/// load is worth a warning (not between two sweeps' first points). In
+/// order: tokenizer, workload, output pinning, load, endpoint, model, SLO,
+/// percentiles.
 pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warning> {
-    let mut out = Vec::new();
-    let mut warn = |kind, message: String| out.push(Warning { kind, message });
     let (cb, cn) = (&base.config, &new.config);
+    [
+        tokenizer_warning(base, new),
+        workload_warning(cb.workload.as_ref(), cn.workload.as_ref()),
+        pinning_warning(cb, cn),
+        load_warning(base, new).filter(|_| loads),
+        endpoint_warning(cb, cn),
+        model_warning(base, new),
+        slo_warning(cb, cn),
+        percentiles_warning(&base.percentiles, &new.percentiles),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn warning(kind: WarningKind, message: String) -> Option<Warning> {
+    Some(Warning { kind, message })
+}
+
+/// Different tokenizers, or the same one from files that differ (by hash).
+fn tokenizer_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
     if base.tokenizer != new.tokenizer {
-        warn(
+        return warning(
             WarningKind::Tokenizer,
             format!(
                 "tokenizer differs: BASE counts tokens with '{}', NEW with '{}': token counts and the figures per token (tok/s, TPOT, ITL) are on different scales",
                 base.tokenizer, new.tokenizer
             ),
         );
-    } else {
-        let hash = |c: &Value| {
-            c["workload"]["tokenizer"]["sha256"]
-                .as_str()
-                .map(String::from)
-        };
-        if let (Some(hb), Some(hn)) = (hash(cb), hash(cn)) {
-            if hb != hn {
-                warn(
-                    WarningKind::Tokenizer,
-                    format!(
-                        "tokenizer files differ: '{}' in both, sha256 {}… in BASE, {}… in NEW",
-                        base.tokenizer,
-                        hb.chars().take(12).collect::<String>(),
-                        hn.chars().take(12).collect::<String>()
-                    ),
-                );
-            }
-        }
     }
-    let (wb, wn) = (&cb["workload"], &cn["workload"]);
+    let hash = |c: &RunConfig| c.workload.as_ref()?.tokenizer.sha256.clone();
+    let (hb, hn) = (hash(&base.config)?, hash(&new.config)?);
+    (hb != hn).then(|| Warning {
+        kind: WarningKind::Tokenizer,
+        message: format!(
+            "tokenizer files differ: '{}' in both, sha256 {}… in BASE, {}… in NEW",
+            base.tokenizer,
+            hb.chars().take(12).collect::<String>(),
+            hn.chars().take(12).collect::<String>()
+        ),
+    })
+}
+
+/// Every saved key of the two workload descriptions that differs (`kind`
+/// and `summary` first), compared as saved; the seed changes which
+/// prompts, not what kind, so it is not a difference.
+fn workload_warning(
+    base: Option<&WorkloadConfig>,
+    new: Option<&WorkloadConfig>,
+) -> Option<Warning> {
+    if base.is_none() && new.is_none() {
+        return None;
+    }
+    let saved = |w: Option<&WorkloadConfig>| w.map_or(Value::Null, |w| json!(w));
+    let (wb, wn) = (saved(base), saved(new));
     let empty = serde_json::Map::new();
-    if wb.is_object() || wn.is_object() {
-        let (ob, on) = (
-            wb.as_object().unwrap_or(&empty),
-            wn.as_object().unwrap_or(&empty),
-        );
-        // The seed changes which prompts, not what kind: not a difference.
-        let mut keys: Vec<&String> = ob
-            .keys()
-            .chain(on.keys())
-            .filter(|k| !["seed", "tokenizer", "kind", "summary"].contains(&k.as_str()))
-            .collect();
-        keys.sort();
-        keys.dedup();
-        let order = ["kind", "summary"];
-        let diffs: Vec<String> = order
-            .iter()
-            .copied()
-            .chain(keys.iter().map(|k| k.as_str()))
-            .filter(|k| wb[*k] != wn[*k])
-            .map(|k| format!("{k} {} vs {}", show(&wb[k]), show(&wn[k])))
-            .collect();
-        if !diffs.is_empty() {
-            warn(
-                WarningKind::Workload,
-                format!("workload differs: {}", diffs.join("; ")),
-            );
-        }
+    let (ob, on) = (
+        wb.as_object().unwrap_or(&empty),
+        wn.as_object().unwrap_or(&empty),
+    );
+    let mut keys: Vec<&String> = ob
+        .keys()
+        .chain(on.keys())
+        .filter(|k| !["seed", "tokenizer", "kind", "summary"].contains(&k.as_str()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let diffs: Vec<String> = ["kind", "summary"]
+        .into_iter()
+        .chain(keys.iter().map(|k| k.as_str()))
+        .filter(|k| wb[*k] != wn[*k])
+        .map(|k| format!("{k} {} vs {}", show(&wb[k]), show(&wn[k])))
+        .collect();
+    if diffs.is_empty() {
+        return None;
     }
-    let pin = |c: &Value| (c["min_tokens_sent"].clone(), c["ignore_eos_sent"].clone());
-    if pin(cb) != pin(cn) {
-        let words = |c: &Value| {
-            let (m, i) = pin(c);
-            format!("min_tokens {}, ignore_eos {}", show(&m), show(&i))
-        };
-        warn(
-            WarningKind::OutputPinning,
-            format!(
-                "output pinning differs: BASE sent {}, NEW {}: output lengths, and with them TPOT, E2EL and token throughput, may differ for that alone",
-                words(cb),
-                words(cn)
-            ),
-        );
+    warning(
+        WarningKind::Workload,
+        format!("workload differs: {}", diffs.join("; ")),
+    )
+}
+
+/// `min_tokens`/`ignore_eos` sent on one side and not the other.
+fn pinning_warning(cb: &RunConfig, cn: &RunConfig) -> Option<Warning> {
+    let pin = |c: &RunConfig| (c.min_tokens_sent, c.ignore_eos_sent);
+    if pin(cb) == pin(cn) {
+        return None;
     }
-    if loads && cb["load"] != cn["load"] {
-        warn(
-            WarningKind::Load,
-            format!(
-                "load differs: BASE {}, NEW {}: latency and throughput depend on the load",
-                describe_load(&base.load),
-                describe_load(&new.load)
-            ),
-        );
+    let words = |c: &RunConfig| {
+        format!(
+            "min_tokens {}, ignore_eos {}",
+            c.min_tokens_sent, c.ignore_eos_sent
+        )
+    };
+    warning(
+        WarningKind::OutputPinning,
+        format!(
+            "output pinning differs: BASE sent {}, NEW {}: output lengths, and with them TPOT, E2EL and token throughput, may differ for that alone",
+            words(cb),
+            words(cn)
+        ),
+    )
+}
+
+fn load_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
+    if base.config.load == new.config.load {
+        return None;
     }
-    if cb["endpoint"] != cn["endpoint"] {
-        warn(
-            WarningKind::Endpoint,
-            format!(
-                "endpoint differs: BASE {}, NEW {}",
-                show(&cb["endpoint"]),
-                show(&cn["endpoint"])
-            ),
-        );
+    warning(
+        WarningKind::Load,
+        format!(
+            "load differs: BASE {}, NEW {}: latency and throughput depend on the load",
+            describe_load(&base.load),
+            describe_load(&new.load)
+        ),
+    )
+}
+
+fn endpoint_warning(cb: &RunConfig, cn: &RunConfig) -> Option<Warning> {
+    if cb.endpoint == cn.endpoint {
+        return None;
     }
-    if base.model != new.model {
-        warn(
-            WarningKind::Model,
-            format!("model differs: BASE '{}', NEW '{}'", base.model, new.model),
-        );
+    warning(
+        WarningKind::Endpoint,
+        format!(
+            "endpoint differs: BASE '{}', NEW '{}'",
+            cb.endpoint, cn.endpoint
+        ),
+    )
+}
+
+fn model_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
+    if base.model == new.model {
+        return None;
     }
-    if cb["slo"] != cn["slo"] {
-        let words = |c: &Value| match serde_json::from_value::<Option<Slo>>(c["slo"].clone()) {
-            Ok(Some(s)) if !s.describe().is_empty() => s.describe(),
-            Ok(Some(_)) => "an error-rate limit only".into(),
-            Ok(None) => "none".into(),
-            Err(_) => show(&c["slo"]),
-        };
-        warn(
-            WarningKind::Slo,
-            format!(
-                "SLO differs: BASE {}; NEW {}: goodput counts good requests against different thresholds",
-                words(cb),
-                words(cn)
-            ),
-        );
+    warning(
+        WarningKind::Model,
+        format!("model differs: BASE '{}', NEW '{}'", base.model, new.model),
+    )
+}
+
+fn slo_warning(cb: &RunConfig, cn: &RunConfig) -> Option<Warning> {
+    if cb.slo == cn.slo {
+        return None;
     }
+    let words = |c: &RunConfig| match &c.slo {
+        Some(s) if !s.describe().is_empty() => s.describe(),
+        Some(_) => "an error-rate limit only".into(),
+        None => "none".into(),
+    };
+    warning(
+        WarningKind::Slo,
+        format!(
+            "SLO differs: BASE {}; NEW {}: goodput counts good requests against different thresholds",
+            words(cb),
+            words(cn)
+        ),
+    )
+}
+
+/// Percentiles one side reported and the other did not.
+fn percentiles_warning(base: &[f64], new: &[f64]) -> Option<Warning> {
     let only = |a: &[f64], b: &[f64]| -> Vec<String> {
         a.iter()
             .filter(|p| !b.contains(p))
             .map(|p| format!("p{}", pct_label(*p)))
             .collect()
     };
-    let (ob, on) = (
-        only(&base.percentiles, &new.percentiles),
-        only(&new.percentiles, &base.percentiles),
-    );
-    if !ob.is_empty() || !on.is_empty() {
-        let mut parts = Vec::new();
-        if !ob.is_empty() {
-            parts.push(format!("{} only in BASE", ob.join(", ")));
-        }
-        if !on.is_empty() {
-            parts.push(format!("{} only in NEW", on.join(", ")));
-        }
-        warn(
-            WarningKind::Percentiles,
-            format!(
-                "percentiles differ: {}: those figures have one side only",
-                parts.join("; ")
-            ),
-        );
+    let (ob, on) = (only(base, new), only(new, base));
+    let mut parts = Vec::new();
+    if !ob.is_empty() {
+        parts.push(format!("{} only in BASE", ob.join(", ")));
     }
-    out
+    if !on.is_empty() {
+        parts.push(format!("{} only in NEW", on.join(", ")));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    warning(
+        WarningKind::Percentiles,
+        format!(
+            "percentiles differ: {}: those figures have one side only",
+            parts.join("; ")
+        ),
+    )
 }

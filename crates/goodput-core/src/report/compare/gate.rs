@@ -12,8 +12,8 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use super::figure::{format_change, format_relative, format_value, Figure};
 use super::significance::Significance;
-use super::{format_change, format_relative, Figure};
 
 /// Fixed figure names (the latency ones are `mean_`/`median_`/`pNN_` +
 /// metric + `_ms`).
@@ -226,7 +226,7 @@ fn check_one(g: &FailOn, figures: &[Figure]) -> Result<GateOutcome, GateError> {
     let shown = if g.relative {
         match f.relative_change {
             Some(r) => format_relative(r),
-            None => format!("from 0 to {}", super::format_value(new, f.unit)),
+            None => format!("from 0 to {}", format_value(new, f.unit)),
         }
     } else {
         format_change(new - base, f.unit)

@@ -6,8 +6,9 @@ use std::fmt::Write;
 
 use serde_json::{json, Value};
 
+use super::figure::{format_relative, format_signed, format_value, Figure};
 use super::significance::{Method, ALPHA};
-use super::{format_relative, format_signed, format_value, Comparison, Figure};
+use super::Comparison;
 
 const HEADERS: [&str; 7] = [
     "figure",
@@ -33,40 +34,114 @@ fn cells(f: &Figure) -> [String; 7] {
     ]
 }
 
-/// Columns padded to their widest cell; numbers right-aligned.
-fn text_table(headers: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let head: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
-    for r in std::iter::once(&head).chain(rows) {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            let w = widths[i];
-            let pad = w.saturating_sub(c.chars().count());
-            if i > 0 {
-                line.push_str("  ");
-            }
-            if right.get(i).copied().unwrap_or(false) {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(c);
-            } else {
-                line.push_str(c);
-                if i + 1 < r.len() {
-                    line.push_str(&" ".repeat(pad));
-                }
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
-    out
+const RIGHT: [bool; 7] = [false, false, true, true, true, true, false];
+
+/// A table before it is laid out: its headers, which columns hold numbers
+/// (right-aligned), and its rows of cells. Built once, rendered as text
+/// or as Markdown.
+struct Table {
+    headers: Vec<&'static str>,
+    right: Vec<bool>,
+    rows: Vec<Vec<String>>,
 }
 
-const RIGHT: [bool; 7] = [false, false, true, true, true, true, false];
+impl Table {
+    /// One row per figure; `cells` gives a figure's cells in [`HEADERS`] order.
+    fn figures<'a>(
+        figures: impl IntoIterator<Item = &'a Figure>,
+        cells: impl Fn(&Figure) -> Vec<String>,
+    ) -> Table {
+        Table {
+            headers: HEADERS.to_vec(),
+            right: RIGHT.to_vec(),
+            rows: figures.into_iter().map(cells).collect(),
+        }
+    }
+
+    /// The curve of two sweeps: a row per figure of each matched load,
+    /// the load first.
+    fn curve(s: &super::SweepComparison, cells: impl Fn(&Figure) -> Vec<String>) -> Table {
+        let mut headers = vec!["load"];
+        headers.extend(HEADERS);
+        let mut right = vec![true];
+        right.extend(RIGHT);
+        let rows = s
+            .points
+            .iter()
+            .flat_map(|p| {
+                p.figures.iter().map(|f| {
+                    let mut r = vec![format!("{}", p.offered)];
+                    r.extend(cells(f));
+                    r
+                })
+            })
+            .collect();
+        Table {
+            headers,
+            right,
+            rows,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Columns padded to their widest cell; numbers right-aligned.
+    fn text(&self) -> String {
+        let (headers, rows, right) = (&self.headers, &self.rows, &self.right);
+        let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+        for r in rows {
+            for (w, c) in widths.iter_mut().zip(r) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        let head: Vec<String> = headers.iter().map(|h| h.to_string()).collect();
+        for r in std::iter::once(&head).chain(rows) {
+            let mut line = String::new();
+            for (i, c) in r.iter().enumerate() {
+                let w = widths[i];
+                let pad = w.saturating_sub(c.chars().count());
+                if i > 0 {
+                    line.push_str("  ");
+                }
+                if right.get(i).copied().unwrap_or(false) {
+                    line.push_str(&" ".repeat(pad));
+                    line.push_str(c);
+                } else {
+                    line.push_str(c);
+                    if i + 1 < r.len() {
+                        line.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+        out
+    }
+
+    /// A Markdown table; numbers right-aligned.
+    fn markdown(&self) -> String {
+        let (headers, rows, right) = (&self.headers, &self.rows, &self.right);
+        let mut out = String::new();
+        let _ = writeln!(out, "| {} |", headers.join(" | "));
+        let align: Vec<&str> = (0..headers.len())
+            .map(|i| {
+                if right.get(i).copied().unwrap_or(false) {
+                    "---:"
+                } else {
+                    "---"
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "|{}|", align.join("|"));
+        for r in rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        out
+    }
+}
 
 /// Every figure the comparison holds: the headline ones and each curve point's.
 fn all_figures(c: &Comparison) -> impl Iterator<Item = &Figure> {
@@ -170,9 +245,9 @@ pub fn text(c: &Comparison) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
-    let rows: Vec<Vec<String>> = c.figures.iter().map(|f| cells(f).to_vec()).collect();
-    if !rows.is_empty() {
-        out.push_str(&text_table(&HEADERS, &rows, &RIGHT));
+    let figures = Table::figures(&c.figures, |f| cells(f).to_vec());
+    if !figures.is_empty() {
+        out.push_str(&figures.text());
     }
     if let Some(s) = &c.sweep {
         if let Some(b) = goodput_brackets(s) {
@@ -184,22 +259,7 @@ pub fn text(c: &Comparison) -> String {
                 "\ncurve, matched by offered load ({}):",
                 s.offered_unit
             );
-            let mut headers = vec!["load"];
-            headers.extend(HEADERS);
-            let mut right = vec![true];
-            right.extend(RIGHT);
-            let rows: Vec<Vec<String>> = s
-                .points
-                .iter()
-                .flat_map(|p| {
-                    p.figures.iter().map(move |f| {
-                        let mut r = vec![format!("{}", p.offered)];
-                        r.extend(cells(f));
-                        r
-                    })
-                })
-                .collect();
-            out.push_str(&text_table(&headers, &rows, &right));
+            out.push_str(&Table::curve(s, |f| cells(f).to_vec()).text());
         }
         if let Some(e) = &s.explanation {
             let _ = writeln!(out, "note: {e}");
@@ -225,25 +285,6 @@ pub fn text(c: &Comparison) -> String {
 /// `a|b` → `a\|b`, and no backticks, inside Markdown.
 fn md(s: &str) -> String {
     s.replace('|', "\\|").replace('`', "'")
-}
-
-fn md_table(headers: &[&str], rows: &[Vec<String>], right: &[bool]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "| {} |", headers.join(" | "));
-    let align: Vec<&str> = (0..headers.len())
-        .map(|i| {
-            if right.get(i).copied().unwrap_or(false) {
-                "---:"
-            } else {
-                "---"
-            }
-        })
-        .collect();
-    let _ = writeln!(out, "|{}|", align.join("|"));
-    for r in rows {
-        let _ = writeln!(out, "| {} |", r.join(" | "));
-    }
-    out
 }
 
 /// A figure's Markdown row; bold when a gate on it failed.
@@ -296,9 +337,9 @@ pub fn markdown(c: &Comparison) -> String {
     if !c.gates.is_empty() {
         out.push('\n');
     }
-    let rows: Vec<Vec<String>> = c.figures.iter().map(|f| md_cells(c, f)).collect();
-    if !rows.is_empty() {
-        out.push_str(&md_table(&HEADERS, &rows, &RIGHT));
+    let figures = Table::figures(&c.figures, |f| md_cells(c, f));
+    if !figures.is_empty() {
+        out.push_str(&figures.markdown());
         out.push('\n');
     }
     if let Some(s) = &c.sweep {
@@ -311,22 +352,7 @@ pub fn markdown(c: &Comparison) -> String {
                 "Curve, matched by offered load ({}):\n",
                 s.offered_unit
             );
-            let mut headers = vec!["load"];
-            headers.extend(HEADERS);
-            let mut right = vec![true];
-            right.extend(RIGHT);
-            let rows: Vec<Vec<String>> = s
-                .points
-                .iter()
-                .flat_map(|p| {
-                    p.figures.iter().map(move |f| {
-                        let mut r = vec![format!("{}", p.offered)];
-                        r.extend(md_cells(c, f));
-                        r
-                    })
-                })
-                .collect();
-            out.push_str(&md_table(&headers, &rows, &right));
+            out.push_str(&Table::curve(s, |f| md_cells(c, f)).markdown());
             out.push('\n');
         }
         if let Some(e) = &s.explanation {

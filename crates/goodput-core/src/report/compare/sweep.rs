@@ -6,9 +6,11 @@
 
 use serde::Serialize;
 
-use super::{
-    run_figures, run_warnings, Figure, RecordSamples, Significance, Unit, Warning, WarningKind,
-};
+use super::comparability::{describe_load, run_warnings, Warning, WarningKind};
+use super::figure::{Figure, Unit};
+use super::run::run_figures;
+use super::samples::RecordSamples;
+use super::significance::Significance;
 use crate::sweep::{Goodput, SweepMode, SweepResult};
 
 /// The figures shown at each matched load.
@@ -97,6 +99,15 @@ pub(super) fn compare(
     new: &SweepResult,
     records: Option<(&RecordSamples, &RecordSamples)>,
 ) -> (Vec<Warning>, Vec<Figure>, SweepComparison) {
+    let mut warnings = plan_warnings(base, new);
+    let figures = goodput_figure(base, new).into_iter().collect();
+    let curves = compare_curves(base, new, records, &mut warnings);
+    (warnings, figures, curves)
+}
+
+/// Where the two sweeps were not measured alike: their first points' run
+/// warnings (not the load, which a curve varies), and their plans.
+fn plan_warnings(base: &SweepResult, new: &SweepResult) -> Vec<Warning> {
     let mut warnings = match (base.points.first(), new.points.first()) {
         (Some(b), Some(n)) => run_warnings(&b.result, &n.result, false),
         _ => Vec::new(),
@@ -111,17 +122,32 @@ pub(super) fn compare(
             ),
         });
     }
-    let mut figures = Vec::new();
+    warnings
+}
+
+/// The goodput headline, when either sweep found one: its rate, gateable;
+/// a search bracket is no interval, so it has no significance.
+fn goodput_figure(base: &SweepResult, new: &SweepResult) -> Option<Figure> {
     let (gb, gn) = (base.goodput.as_ref(), new.goodput.as_ref());
-    if gb.is_some() || gn.is_some() {
-        figures.push(Figure::new(
+    (gb.is_some() || gn.is_some()).then(|| {
+        Figure::new(
             super::gate::GOODPUT,
             Unit::RequestsPerSecond,
             gb.map(|g| g.rate),
             gn.map(|g| g.rate),
             Significance::NOT_AVAILABLE,
-        ));
-    }
+        )
+    })
+}
+
+/// The curves matched by offered load, each matched pair compared as two
+/// runs; a different load at the same offered load adds a warning.
+fn compare_curves(
+    base: &SweepResult,
+    new: &SweepResult,
+    records: Option<(&RecordSamples, &RecordSamples)>,
+    warnings: &mut Vec<Warning>,
+) -> SweepComparison {
     let ((open_b, cb), (open_n, cn)) = (curve(base), curve(new));
     let unit = |open| if open { "req/s" } else { "concurrency" };
     let mut out = SweepComparison {
@@ -138,7 +164,7 @@ pub(super) fn compare(
             "{} has no curve points: only the headline is compared",
             if cb.is_empty() { "BASE" } else { "NEW" }
         ));
-        return (warnings, figures, out);
+        return out;
     }
     if open_b != open_n {
         out.explanation = Some(format!(
@@ -146,7 +172,7 @@ pub(super) fn compare(
             unit(open_b),
             unit(open_n)
         ));
-        return (warnings, figures, out);
+        return out;
     }
     let mut load_warned = false;
     for &(offered, ib) in &cb {
@@ -155,14 +181,14 @@ pub(super) fn compare(
             continue;
         };
         let (rb, rn) = (&base.points[ib].result, &new.points[inew].result);
-        if !load_warned && rb.config["load"] != rn.config["load"] {
+        if !load_warned && rb.config.load != rn.config.load {
             load_warned = true;
             warnings.push(Warning {
                 kind: WarningKind::Load,
                 message: format!(
                     "load differs at the same offered load: BASE {}, NEW {}",
-                    super::describe_load(&rb.load),
-                    super::describe_load(&rn.load)
+                    describe_load(&rb.load),
+                    describe_load(&rn.load)
                 ),
             });
         }
@@ -178,26 +204,32 @@ pub(super) fn compare(
         .filter(|(o, _)| !cb.iter().any(|(b, _)| same_load(*b, *o)))
         .map(|(o, _)| *o)
         .collect();
+    out.explanation = unmatched(&out);
+    out
+}
+
+/// What to say about loads of one sweep only: none in common, or which.
+fn unmatched(out: &SweepComparison) -> Option<String> {
     let u = out.offered_unit;
     if out.points.is_empty() {
-        out.explanation = Some(format!(
+        return Some(format!(
             "no offered load in common (BASE {}; NEW {}): rerun both with the same --rates or --concurrencies to compare the curves point by point",
             loads(&out.only_base, u),
             loads(&out.only_new, u)
         ));
-    } else if !out.only_base.is_empty() || !out.only_new.is_empty() {
-        let mut parts = Vec::new();
-        if !out.only_base.is_empty() {
-            parts.push(format!("only in BASE: {}", loads(&out.only_base, u)));
-        }
-        if !out.only_new.is_empty() {
-            parts.push(format!("only in NEW: {}", loads(&out.only_new, u)));
-        }
-        out.explanation = Some(format!(
+    }
+    let mut parts = Vec::new();
+    if !out.only_base.is_empty() {
+        parts.push(format!("only in BASE: {}", loads(&out.only_base, u)));
+    }
+    if !out.only_new.is_empty() {
+        parts.push(format!("only in NEW: {}", loads(&out.only_new, u)));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
             "{} of the loads match; {}",
             out.points.len(),
             parts.join("; ")
-        ));
-    }
-    (warnings, figures, out)
+        )
+    })
 }

@@ -4,9 +4,13 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::config::tests::synthetic_workload;
+use crate::metrics::Metric;
 use crate::report::console::tests::sample_result;
+use crate::result::RunResult;
 use crate::schedule::Load;
 use crate::stats::Distribution;
+use crate::stats::Estimate;
 use crate::sweep::{CurvePoint, PointRole, SweepPoint, SweepResult};
 
 /// Every value and bound of a distribution times `k`.
@@ -177,10 +181,10 @@ fn warnings_name_what_differs() {
     new.tokenizer = "tiktoken:o200k_base".into();
     new.model = "other".into();
     new.load = Load::Closed { concurrency: 8 };
-    new.config["load"] = serde_json::json!(new.load);
-    new.config["workload"] = serde_json::json!({"kind": "synthetic", "summary": "chat, input 64 / output 16 tokens", "seed": 3});
-    new.config["min_tokens_sent"] = serde_json::json!(true);
-    new.config["endpoint"] = serde_json::json!("completions");
+    new.config.load = new.load;
+    new.config.workload = Some(synthetic_workload("chat, input 64 / output 16 tokens", 3));
+    new.config.min_tokens_sent = false;
+    new.config.endpoint = crate::protocol::Endpoint::Completions;
     new.percentiles = vec![50.0, 90.0, 99.0, 99.9];
     for d in new.metrics.distributions.values_mut() {
         d.percentiles.retain(|(p, _)| *p != 95.0);
@@ -286,7 +290,7 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
                 arrival: crate::schedule::Arrival::Poisson,
                 max_concurrency: None,
             };
-            r.config["load"] = serde_json::json!(r.load);
+            r.config.load = r.load;
             SweepPoint {
                 role: PointRole::Grid,
                 meets: Some(true),

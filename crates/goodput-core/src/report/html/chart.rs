@@ -13,12 +13,12 @@
 //! more than `scale::LOG_RATIO` (a latency axis from 10 ms to 5 s), else linear.
 //! All text plotters draws is ours (tick labels, axis titles); the SVG
 //! backend escapes it. Names from results files (labels, series names) go
-//! only into the HTML legend, through [`super::escape`].
+//! only into the HTML legend, through [`super::format::escape`].
 
 use plotters::prelude::*;
 
-use super::escape;
-use super::scale::{wants_log, Scale, CHAR_PX, LABEL_PX};
+use super::format::{escape, PALETTE};
+use super::scale::{wants_log, AxisKind, Scale, CHAR_PX, LABEL_PX};
 
 /// The SVG's own size (its viewBox); CSS scales it to the page width.
 const WIDTH: u32 = 640;
@@ -31,19 +31,6 @@ const DESC_PX: u32 = 17;
 const DOT_R: u32 = 3;
 const DENSE_DOT_R: u32 = 1;
 const DENSE: usize = 40;
-
-/// Series colours: the Okabe–Ito palette, distinguishable with the common
-/// colour-vision deficiencies, darkened a touch for contrast on white.
-pub(super) const PALETTE: [(u8, u8, u8); 8] = [
-    (0, 114, 178),
-    (213, 94, 0),
-    (0, 158, 115),
-    (204, 121, 167),
-    (86, 180, 233),
-    (230, 159, 0),
-    (90, 90, 90),
-    (170, 150, 0),
-];
 
 /// The SLO threshold colour (not in the palette).
 const GUIDE: (u8, u8, u8) = (200, 30, 30);
@@ -152,17 +139,6 @@ pub(super) struct Mark {
     pub colour: usize,
     /// Legend text for the shape (one entry per shape).
     pub name: String,
-}
-
-/// How an axis maps values.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum AxisKind {
-    /// Log where the values span more than [`super::scale::LOG_RATIO`], else linear.
-    Auto,
-    /// Linear from zero (throughputs, counts).
-    FromZero,
-    /// Linear over a fixed range (a CDF's 0–100 %).
-    Fixed(f64, f64),
 }
 
 #[derive(Debug, Clone)]
@@ -308,6 +284,8 @@ impl Chart {
         out
     }
 
+    /// The SVG: axes and grid, then the guides, the series and the marks,
+    /// each drawn over the one before.
     fn draw(&self, series: &[Series], x: Scale, y: Scale, y_area: u32) -> Result<String, String> {
         let (x_lo, x_hi, y_lo, y_hi) = (x.lo, x.hi, y.lo, y.hi);
         let mut buf = String::new();
@@ -336,98 +314,83 @@ impl Chart {
                 .axis_style(RGBColor(90, 90, 90))
                 .draw()
                 .map_err(|e| e.to_string())?;
-            let guide = ShapeStyle::from(&rgb(GUIDE)).stroke_width(2);
-            for g in &self.guides {
-                match g {
-                    Guide::Horizontal { y, .. } if placeable(*y, false) => {
-                        let pts = vec![(x_lo, *y), (x_hi, *y)];
-                        chart
-                            .draw_series(DashedLineSeries::new(pts, 8, 5, guide))
-                            .map_err(|e| e.to_string())?;
-                    }
-                    Guide::Vertical { x, .. } if placeable(*x, false) => {
-                        let pts = vec![(*x, y_lo), (*x, y_hi)];
-                        chart
-                            .draw_series(DashedLineSeries::new(pts, 8, 5, guide))
-                            .map_err(|e| e.to_string())?;
-                    }
-                    Guide::Span { x0, x1, .. } => {
-                        let fill = RGBColor(0, 114, 178).mix(0.07).filled();
-                        chart
-                            .draw_series(std::iter::once(Rectangle::new(
-                                [(x0.max(x_lo), y_lo), (x1.min(x_hi), y_hi)],
-                                fill,
-                            )))
-                            .map_err(|e| e.to_string())?;
-                    }
-                    Guide::Diagonal { .. } => {
-                        let (a, b) = (x_lo.max(y_lo), x_hi.min(y_hi));
-                        if a < b {
-                            let style = ShapeStyle::from(&RGBColor(120, 120, 120)).stroke_width(1);
-                            chart
-                                .draw_series(DashedLineSeries::new(
-                                    vec![(a, a), (b, b)],
-                                    6,
-                                    5,
-                                    style,
-                                ))
-                                .map_err(|e| e.to_string())?;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            for s in series {
-                let colour = rgb(PALETTE[s.colour % PALETTE.len()]);
-                let stroke = ShapeStyle::from(&colour).stroke_width(2);
-                match s.line {
-                    Line::Solid if s.points.len() > 1 => {
-                        chart
-                            .draw_series(LineSeries::new(s.points.clone(), stroke))
-                            .map_err(|e| e.to_string())?;
-                    }
-                    Line::Dashed if s.points.len() > 1 => {
-                        chart
-                            .draw_series(DashedLineSeries::new(s.points.clone(), 7, 4, stroke))
-                            .map_err(|e| e.to_string())?;
-                    }
-                    _ => {}
-                }
-                let dot = if s.hollow {
-                    ShapeStyle::from(&colour).stroke_width(2)
-                } else {
-                    colour.filled()
-                };
-                let r = if s.points.len() > DENSE {
-                    DENSE_DOT_R
-                } else {
-                    DOT_R
-                };
-                chart
-                    .draw_series(s.points.iter().map(|&p| Circle::new(p, r, dot)))
-                    .map_err(|e| e.to_string())?;
-            }
-            for m in &self.marks {
-                if !(placeable(m.x, false) && placeable(m.y, false)) {
-                    continue;
-                }
-                let colour = rgb(PALETTE[m.colour % PALETTE.len()]);
-                let outline = m.shape.outline();
-                let mut closed = outline.clone();
-                closed.push(outline[0]);
-                chart
-                    .draw_series(std::iter::once(
-                        EmptyElement::at((m.x, m.y))
-                            + Polygon::new(outline, colour.filled())
-                            + PathElement::new(closed, ShapeStyle::from(&rgb(INK)).stroke_width(1)),
-                    ))
-                    .map_err(|e| e.to_string())?;
-            }
+            let bounds = ((x_lo, x_hi), (y_lo, y_hi));
+            self.draw_guides(&mut chart, bounds)?;
+            draw_series(&mut chart, series)?;
+            self.draw_marks(&mut chart)?;
             root.present().map_err(|e| e.to_string())?;
         }
         // The viewBox stays; CSS sets the displayed size.
         let labelled = format!("<svg role=\"img\" aria-label=\"{}\" ", escape(&self.title));
         Ok(buf.replacen("<svg ", &labelled, 1))
+    }
+
+    /// The guides under the data: SLO thresholds as dashed lines across
+    /// the plot, the steady-state span shaded, the diagonal y = x.
+    fn draw_guides(
+        &self,
+        chart: &mut Plot,
+        bounds: ((f64, f64), (f64, f64)),
+    ) -> Result<(), String> {
+        let ((x_lo, x_hi), (y_lo, y_hi)) = bounds;
+        let guide = ShapeStyle::from(&rgb(GUIDE)).stroke_width(2);
+        for g in &self.guides {
+            match g {
+                Guide::Horizontal { y, .. } if placeable(*y, false) => {
+                    let pts = vec![(x_lo, *y), (x_hi, *y)];
+                    chart
+                        .draw_series(DashedLineSeries::new(pts, 8, 5, guide))
+                        .map_err(|e| e.to_string())?;
+                }
+                Guide::Vertical { x, .. } if placeable(*x, false) => {
+                    let pts = vec![(*x, y_lo), (*x, y_hi)];
+                    chart
+                        .draw_series(DashedLineSeries::new(pts, 8, 5, guide))
+                        .map_err(|e| e.to_string())?;
+                }
+                Guide::Span { x0, x1, .. } => {
+                    let fill = RGBColor(0, 114, 178).mix(0.07).filled();
+                    chart
+                        .draw_series(std::iter::once(Rectangle::new(
+                            [(x0.max(x_lo), y_lo), (x1.min(x_hi), y_hi)],
+                            fill,
+                        )))
+                        .map_err(|e| e.to_string())?;
+                }
+                Guide::Diagonal { .. } => {
+                    let (a, b) = (x_lo.max(y_lo), x_hi.min(y_hi));
+                    if a < b {
+                        let style = ShapeStyle::from(&RGBColor(120, 120, 120)).stroke_width(1);
+                        chart
+                            .draw_series(DashedLineSeries::new(vec![(a, a), (b, b)], 6, 5, style))
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The knee and goodput marks, on top of the series.
+    fn draw_marks(&self, chart: &mut Plot) -> Result<(), String> {
+        for m in &self.marks {
+            if !(placeable(m.x, false) && placeable(m.y, false)) {
+                continue;
+            }
+            let colour = rgb(PALETTE[m.colour % PALETTE.len()]);
+            let outline = m.shape.outline();
+            let mut closed = outline.clone();
+            closed.push(outline[0]);
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((m.x, m.y))
+                        + Polygon::new(outline, colour.filled())
+                        + PathElement::new(closed, ShapeStyle::from(&rgb(INK)).stroke_width(1)),
+                ))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     fn legend(&self, series: &[Series]) -> String {
@@ -482,6 +445,45 @@ impl Chart {
         }
         format!("<ul class=\"legend\">{}</ul>\n", items.join(""))
     }
+}
+
+/// The plot area plotters draws into, on the report's own axes.
+type Plot<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Scale, Scale>>;
+
+/// Each series as its line (solid or dashed) and one circle per point:
+/// filled, or hollow for a series' second statistic; small where dense.
+fn draw_series(chart: &mut Plot, series: &[Series]) -> Result<(), String> {
+    for s in series {
+        let colour = rgb(PALETTE[s.colour % PALETTE.len()]);
+        let stroke = ShapeStyle::from(&colour).stroke_width(2);
+        match s.line {
+            Line::Solid if s.points.len() > 1 => {
+                chart
+                    .draw_series(LineSeries::new(s.points.clone(), stroke))
+                    .map_err(|e| e.to_string())?;
+            }
+            Line::Dashed if s.points.len() > 1 => {
+                chart
+                    .draw_series(DashedLineSeries::new(s.points.clone(), 7, 4, stroke))
+                    .map_err(|e| e.to_string())?;
+            }
+            _ => {}
+        }
+        let dot = if s.hollow {
+            ShapeStyle::from(&colour).stroke_width(2)
+        } else {
+            colour.filled()
+        };
+        let r = if s.points.len() > DENSE {
+            DENSE_DOT_R
+        } else {
+            DOT_R
+        };
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, r, dot)))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn series_values(series: &[Series], x: bool) -> Vec<f64> {

@@ -49,46 +49,20 @@
 //! (only with an SLO), `errors` (only with failures), `workload`, `config`.
 
 mod chart;
+mod format;
 mod run;
 mod scale;
 mod sweep;
 #[cfg(test)]
 mod tests;
+mod workload;
 
 use crate::report::saved::Saved;
-use crate::report::Exporter;
 use crate::result::RunResult;
-use crate::stats::Estimate;
 use crate::sweep::SweepResult;
 
-/// The HTML exporter: the page for a list of results.
-pub struct Html;
-
-impl Html {
-    /// The page for labelled saved results (runs and sweeps).
-    pub fn render(&self, items: &[(String, Saved)]) -> String {
-        render(items)
-    }
-}
-
-impl Exporter for Html {
-    /// The page for runs, each labelled by its run id.
-    fn export(&self, results: &[RunResult]) -> Vec<u8> {
-        let items: Vec<(String, Saved)> = results
-            .iter()
-            .map(|r| (r.run_id.clone(), Saved::Run(Box::new(r.clone()))))
-            .collect();
-        render(&items).into_bytes()
-    }
-}
-
-/// One file's place in the page: its label and its colour.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Source<'a> {
-    pub label: &'a str,
-    /// Index into the chart palette, by position in the input.
-    pub colour: usize,
-}
+pub use format::escape;
+use format::{swatch, trim, Source};
 
 /// The page for labelled saved results: `label` is what the reader knows
 /// the file by (its name); runs and sweeps may be mixed.
@@ -161,8 +135,8 @@ fn header(items: &[(String, Saved)]) -> String {
             Saved::Run(r) => format!(
                 "run · {} · {} · started {}",
                 r.model,
-                r.config["workload"]["summary"]
-                    .as_str()
+                r.config
+                    .workload_summary()
                     .unwrap_or("workload not recorded"),
                 r.started_at
             ),
@@ -172,7 +146,7 @@ fn header(items: &[(String, Saved)]) -> String {
                 r.runs.first().map_or("", |r| r.model.as_str()),
                 r.runs
                     .first()
-                    .and_then(|r| r.config["workload"]["summary"].as_str())
+                    .and_then(|r| r.config.workload_summary())
                     .unwrap_or("workload not recorded"),
             ),
             Saved::Sweep(s) => {
@@ -248,153 +222,4 @@ fn repeat_section(source: &Source, s: &crate::repeat::RepeatSummary) -> String {
     }
     out.push_str("</section>\n");
     out
-}
-
-/// A file's colour key, as in the chart legends.
-fn swatch(colour: usize) -> String {
-    let (r, g, b) = chart::PALETTE[colour % chart::PALETTE.len()];
-    format!("<span class=\"key\" style=\"--c:#{r:02x}{g:02x}{b:02x}\"><i class=\"ln\"></i><i class=\"dot\"></i></span>")
-}
-
-/// Text made safe for HTML, in element content and in quoted attributes.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `12.500` → `12.5`, `3.000` → `3`.
-fn trim(s: String) -> String {
-    if !s.contains('.') {
-        return s;
-    }
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// A figure to about three significant digits, thousands grouped:
-/// `1,465`, `20.7`, `8.07`, `0.00587`.
-pub(super) fn num(x: f64) -> String {
-    if !x.is_finite() {
-        return "–".into();
-    }
-    let a = x.abs();
-    if a >= 100.0 {
-        let s = format!("{:.0}", a);
-        let mut grouped = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                grouped.push(',');
-            }
-            grouped.push(c);
-        }
-        return if x < 0.0 {
-            format!("-{grouped}")
-        } else {
-            grouped
-        };
-    }
-    if a == 0.0 {
-        return "0".into();
-    }
-    let decimals = (2.0 - a.log10().floor()).max(1.0) as usize;
-    format!("{x:.decimals$}")
-}
-
-/// A set value (a rate asked for, a factor) without trailing zeros:
-/// `2`, `12.5`, `0.2`.
-pub(super) fn short(x: f64) -> String {
-    trim(num(x))
-}
-
-/// A latency: `35.7 ms`, `3.76 s`.
-pub(super) fn ms(x: f64) -> String {
-    if x.is_finite() && x.abs() >= 1000.0 {
-        format!("{} s", num(x / 1000.0))
-    } else {
-        format!("{} ms", num(x))
-    }
-}
-
-/// A set latency (an SLO threshold): `200 ms`, `1.5 s`.
-pub(super) fn ms_short(x: f64) -> String {
-    if x.abs() >= 1000.0 {
-        format!("{} s", short(x / 1000.0))
-    } else {
-        format!("{} ms", short(x))
-    }
-}
-
-/// A share as a percentage: `12.3 %`.
-pub(super) fn share(x: f64) -> String {
-    format!("{} %", num(x * 100.0))
-}
-
-/// An estimate with its 95 % interval: value, then `[lo, hi]` smaller.
-pub(super) fn estimate(e: &Estimate, fmt: fn(f64) -> String) -> String {
-    if e.lo.is_none() && e.hi.is_none() {
-        return format!("{} <span class=\"ci\">[open]</span>", escape(&fmt(e.value)));
-    }
-    let bound = |b: Option<f64>| b.map(fmt).unwrap_or_else(|| "–".into());
-    format!(
-        "{} <span class=\"ci\">[{}, {}]</span>",
-        escape(&fmt(e.value)),
-        escape(&bound(e.lo)),
-        escape(&bound(e.hi))
-    )
-}
-
-/// A pass / fail / inconclusive badge.
-pub(super) fn badge(class: &str, text: &str) -> String {
-    format!(
-        "<span class=\"badge {}\">{}</span>",
-        escape(class),
-        escape(text)
-    )
-}
-
-/// `<tr><th>name</th><td>…</td>…</tr>`, cells already HTML.
-pub(super) fn row(name: &str, cells: &[String]) -> String {
-    let mut out = format!("<tr><th scope=\"row\">{}</th>", escape(name));
-    for c in cells {
-        out.push_str("<td>");
-        out.push_str(c);
-        out.push_str("</td>");
-    }
-    out.push_str("</tr>\n");
-    out
-}
-
-/// A table with one column per source, headed by its swatch and label.
-pub(super) fn table_by_source(first: &str, sources: &[Source], rows: &[String]) -> String {
-    let mut out =
-        String::from("<div class=\"table-wrap\"><table class=\"by-source\">\n<thead><tr>");
-    out.push_str(&format!("<th>{}</th>", escape(first)));
-    for s in sources {
-        out.push_str(&format!("<th>{}{}</th>", swatch(s.colour), escape(s.label)));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    for r in rows {
-        out.push_str(r);
-    }
-    out.push_str("</tbody></table></div>\n");
-    out
-}
-
-/// A configuration object, pretty-printed and escaped, folded away.
-pub(super) fn config_block(title: &str, config: &serde_json::Value) -> String {
-    let text = serde_json::to_string_pretty(config).unwrap_or_default();
-    format!(
-        "<details data-section=\"config\"><summary>{}</summary>\n<pre>{}</pre>\n</details>\n",
-        escape(title),
-        escape(&text)
-    )
 }

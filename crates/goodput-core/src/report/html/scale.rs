@@ -12,7 +12,16 @@ use std::ops::Range;
 
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 
-use super::chart::AxisKind;
+/// How an axis maps values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum AxisKind {
+    /// Log where the values span more than [`LOG_RATIO`], else linear.
+    Auto,
+    /// Linear from zero (throughputs, counts).
+    FromZero,
+    /// Linear over a fixed range (a CDF's 0–100 %).
+    Fixed(f64, f64),
+}
 
 /// Above this max/min ratio an automatic axis is logarithmic.
 pub(super) const LOG_RATIO: f64 = 50.0;
@@ -206,8 +215,9 @@ impl Scale {
     /// `8000` and `10k`.
     pub fn label(&self, v: f64) -> String {
         let top = self.major.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let scaled =
-            |div: f64, unit: &str| format!("{}{unit}", super::trim(format!("{:.3}", v / div)));
+        let scaled = |div: f64, unit: &str| {
+            format!("{}{unit}", super::format::trim(format!("{:.3}", v / div)))
+        };
         if top >= 1e7 && v.abs() >= 1e6 {
             scaled(1e6, "M")
         } else if top >= 1e4 && v.abs() >= 1e3 {

@@ -2,9 +2,12 @@
 //! overlaid (one colour per file) with SLO thresholds, knees and the goodput
 //! point marked, then each sweep's points, workload and configuration.
 
-use super::chart::{Axis, AxisKind, Chart, Guide, Mark, Series, Shape};
-use super::run::workload;
-use super::{badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source};
+use super::chart::{Axis, Chart, Guide, Mark, Series, Shape};
+use super::format::{
+    badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source,
+};
+use super::scale::AxisKind;
+use super::workload::workload;
 use crate::metrics::Metric;
 use crate::schedule::Load;
 use crate::stats::pct_label;
@@ -270,7 +273,7 @@ fn thresholds(s: &SweepResult, metric: Metric) -> Vec<Guide> {
                 "SLO: p{} {} ≤ {}",
                 pct_label(t.percentile),
                 metric.info().short,
-                super::ms_short(t.threshold_ms)
+                super::format::ms_short(t.threshold_ms)
             ),
         })
         .collect()
@@ -552,7 +555,7 @@ fn point_remarks(p: &crate::sweep::SweepPoint) -> String {
             .result
             .warnings
             .iter()
-            .rfind(|w| w.kind == "too_few_for_percentile")
+            .rfind(|w| w.kind == crate::traps::Trap::TooFewForPercentile)
         {
             // Plain text that wraps in the narrow column, in the warning colour.
             parts.push(format!(

@@ -2,7 +2,10 @@
 //! `data-points` counts its circles, escaping, overlays, and sections that
 //! appear only when there is something to say.
 
+use super::format::*;
 use super::*;
+use crate::config::tests::{dataset_workload, sample_config, synthetic_workload};
+use crate::config::RunConfig;
 use crate::cost::{Cost, CostSpec};
 use crate::executor::ExecSummary;
 use crate::metrics::{Collector, RequestMetrics};
@@ -38,11 +41,10 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
     };
     RunResult {
         run_id: "00000000000000bb".into(),
-        config: serde_json::json!({
-            "load": load,
-            "percentiles": percentiles,
-            "workload": {"summary": "chat, input 32 / output 5 tokens", "kind": "synthetic"},
-        }),
+        config: RunConfig {
+            workload: Some(synthetic_workload("chat, input 32 / output 5 tokens", 0)),
+            ..sample_config(load, percentiles.clone())
+        },
         model: "m".into(),
         tokenizer: "none".into(),
         load,
@@ -276,7 +278,7 @@ fn two_sweeps_overlay_as_two_series() {
     }
     // One colour per file.
     let colour = |i: usize| {
-        let (r, g, b) = chart::PALETTE[i];
+        let (r, g, b) = format::PALETTE[i];
         format!("fill=\"#{r:02X}{g:02X}{b:02X}\"")
     };
     let svg = &ttft.3;
@@ -287,9 +289,9 @@ fn two_sweeps_overlay_as_two_series() {
 #[test]
 fn text_from_results_is_escaped_and_the_page_has_no_script() {
     let mut r = run(Some(&slo()), true, HOSTILE);
-    r.config["workload"]["summary"] = HOSTILE.into();
-    r.config["workload"]["dataset"] = HOSTILE.into();
-    r.config["note"] = HOSTILE.into();
+    r.config.workload = Some(dataset_workload(HOSTILE));
+    r.config.url = HOSTILE.into();
+    r.config.headers = vec![HOSTILE.into()];
     r.model = HOSTILE.into();
     r.notes.push(HOSTILE.into());
     let mut s = sweep(1.0);
@@ -310,7 +312,7 @@ fn text_from_results_is_escaped_and_the_page_has_no_script() {
     );
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;"));
     // The pretty-printed config escapes the JSON string's own quotes too.
-    assert!(html.contains("&quot;note&quot;: &quot;&lt;script&gt;"));
+    assert!(html.contains("&quot;url&quot;: &quot;&lt;script&gt;"));
     // No raw quote breaks out of an attribute: every `="` opens a value that
     // closes before the next tag.
     assert!(!html.contains("\"'&"));
@@ -352,10 +354,12 @@ fn nothing_in_gives_a_page_that_says_so() {
 }
 
 #[test]
-fn exporter_labels_runs_by_id() {
-    let r = run(None, false, "");
-    let html = String::from_utf8(Html.export(&[r])).unwrap();
-    assert!(html.contains("00000000000000bb"));
+fn the_exporter_writes_the_page_for_its_labelled_results() {
+    use crate::report::{Exporter, Html};
+    let items = one("run-label.json", Saved::Run(Box::new(run(None, false, ""))));
+    let html = String::from_utf8(Html.to_bytes(&items)).unwrap();
+    assert!(html.contains("run-label.json"));
+    assert_eq!(html, render(&items));
 }
 
 #[test]
@@ -414,21 +418,6 @@ fn write_sample_reports() {
     }
 }
 
-#[test]
-fn time_bins_are_at_least_half_a_second_and_a_short_tail_joins_the_last() {
-    let ts = crate::metrics::TimeSeries {
-        bucket_s: 0.1,
-        ..Default::default()
-    };
-    // 12 buckets of 0.1 s: bins of 5, 5, then 2 joined to the second.
-    let b = run::bin(&ts, &[1.0; 12], false);
-    assert_eq!(b.len(), 2);
-    assert!((b[0].0 - 0.25).abs() < 1e-9 && (b[0].1 - 10.0).abs() < 1e-9);
-    assert!((b[1].0 - 0.85).abs() < 1e-9 && (b[1].1 - 10.0).abs() < 1e-9);
-    let m = run::bin(&ts, &[4.0; 12], true);
-    assert_eq!(m[1].1, 4.0);
-}
-
 /// A closed loop has no schedule: its TTFT and E2EL distributions are drawn
 /// once, with no "from scheduled arrival" series in the chart or its legend;
 /// the same run in open loop has both.
@@ -437,7 +426,7 @@ fn a_closed_loop_has_no_from_schedule_series() {
     let open = run(None, false, "");
     let mut closed = open.clone();
     closed.load = Load::Closed { concurrency: 4 };
-    closed.config["load"] = serde_json::json!(closed.load);
+    closed.config.load = closed.load;
     for (r, series) in [(&open, 2), (&closed, 1)] {
         let html = render(&one("run.json", Saved::Run(Box::new(r.clone()))));
         for id in ["cdf-ttft", "cdf-e2el"] {

@@ -1,0 +1,122 @@
+//! Two runs compared figure by figure, under vLLM's flat key names.
+
+use super::figure::{Figure, Unit};
+use super::samples::{self, Samples};
+use super::significance::{self, Significance};
+use crate::metrics::{Metric, RunMetrics};
+use crate::result::RunResult;
+use crate::stats::{pct_label, Distribution, Estimate};
+
+/// The latency metrics compared, in the summary's order.
+const LATENCY: [Metric; 4] = [Metric::Ttft, Metric::Tpot, Metric::Itl, Metric::E2el];
+
+fn bounds(e: &Estimate) -> (Option<f64>, Option<f64>) {
+    (e.lo, e.hi)
+}
+
+fn by_intervals(base: Option<&Estimate>, new: Option<&Estimate>) -> Significance {
+    match (base, new) {
+        (Some(b), Some(n)) => significance::intervals_apart(bounds(b), bounds(n)),
+        _ => Significance::NOT_AVAILABLE,
+    }
+}
+
+/// Every figure of two runs' summaries, under vLLM's flat key names:
+/// throughputs, goodput, error rate, then mean, median and each percentile
+/// (of either run) of TTFT, TPOT, ITL and E2EL. With both runs' per-request
+/// values, TTFT, TPOT and E2EL are judged by the rank test; otherwise (and
+/// ITL always: its pooled per-token values are not independent draws) by
+/// their saved intervals.
+pub fn run_figures(
+    base: &RunResult,
+    new: &RunResult,
+    samples: Option<(&Samples, &Samples)>,
+) -> Vec<Figure> {
+    let (b, n) = (&base.metrics, &new.metrics);
+    let (tb, tn) = (&b.throughput, &n.throughput);
+    let mut out = vec![
+        Figure::new(
+            "request_throughput",
+            Unit::RequestsPerSecond,
+            Some(tb.request.value),
+            Some(tn.request.value),
+            by_intervals(Some(&tb.request), Some(&tn.request)),
+        ),
+        Figure::new(
+            "output_throughput",
+            Unit::TokensPerSecond,
+            Some(tb.output.value),
+            Some(tn.output.value),
+            by_intervals(Some(&tb.output), Some(&tn.output)),
+        ),
+        Figure::new(
+            "total_token_throughput",
+            Unit::TokensPerSecond,
+            Some(tb.total_token),
+            Some(tn.total_token),
+            Significance::NOT_AVAILABLE,
+        ),
+    ];
+    let goodput = |m: &RunMetrics| m.slo.as_ref().map(|s| s.request_goodput);
+    if goodput(b).is_some() || goodput(n).is_some() {
+        out.push(Figure::new(
+            "request_goodput",
+            Unit::RequestsPerSecond,
+            goodput(b),
+            goodput(n),
+            Significance::NOT_AVAILABLE,
+        ));
+    }
+    out.push(Figure::new(
+        "error_rate",
+        Unit::Share,
+        Some(b.errors.error_rate),
+        Some(n.errors.error_rate),
+        significance::two_proportions(
+            b.failed,
+            b.completed + b.failed,
+            n.failed,
+            n.completed + n.failed,
+        ),
+    ));
+    let mut percentiles: Vec<f64> = base
+        .percentiles
+        .iter()
+        .chain(&new.percentiles)
+        .copied()
+        .collect();
+    percentiles.sort_by(f64::total_cmp);
+    percentiles.dedup();
+    for metric in LATENCY {
+        let (db, dn) = (b.get(metric), n.get(metric));
+        if db.is_none() && dn.is_none() {
+            continue;
+        }
+        let rank = samples
+            .filter(|_| samples::METRICS.contains(&metric))
+            .and_then(|(sb, sn)| significance::by_rank_test(sb.get(metric), sn.get(metric)));
+        let figure = |name: String, pick: &dyn Fn(&Distribution) -> Option<&Estimate>| {
+            let (eb, en) = (db.and_then(pick), dn.and_then(pick));
+            Figure::new(
+                name,
+                Unit::Milliseconds,
+                eb.map(|e| e.value),
+                en.map(|e| e.value),
+                rank.unwrap_or_else(|| by_intervals(eb, en)),
+            )
+        };
+        let key = metric.key();
+        out.push(figure(format!("mean_{key}_ms"), &|d| Some(&d.mean)));
+        for &p in &percentiles {
+            let name = if p == 50.0 {
+                format!("median_{key}_ms")
+            } else {
+                format!("p{}_{key}_ms", pct_label(p))
+            };
+            out.push(figure(name, &|d| {
+                d.percentiles.iter().find(|x| x.0 == p).map(|x| &x.1)
+            }));
+        }
+    }
+    out
+}

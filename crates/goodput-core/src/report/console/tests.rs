@@ -1,0 +1,108 @@
+//! Fixtures shared by the report's tests (a deterministic run and its
+//! records), and the console summary's own tests.
+
+use super::*;
+use crate::executor::ExecSummary;
+use crate::metrics::{Collector, RequestMetrics};
+use crate::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
+use crate::result::RunResult;
+use crate::schedule::Load;
+use crate::stats::Estimate;
+use crate::tokenizer::Tokenizer;
+
+/// Request `i` of a deterministic run, sent at `send` (ns): TTFT
+/// 100 + i ms, then five tokens 10 ms apart with the server's usage; or,
+/// given a `failure`, a 503 that ended 2 ms after its send.
+pub(crate) fn sample_record(i: u64, send: u64, failure: Option<RequestError>) -> RequestRecord {
+    const MS: u64 = 1_000_000;
+    let mut r = RequestRecord {
+        request_id: i,
+        t_sched: send,
+        t_send: Some(send),
+        max_tokens: Some(5),
+        prompt_tokens_client: Some(32),
+        ..Default::default()
+    };
+    if let Some(e) = failure {
+        r.http_status = Some(503);
+        r.t_done = send + 2 * MS;
+        r.error = Some(e);
+        return r;
+    }
+    for k in 0..5u64 {
+        r.output_text.push_str(" the");
+        r.events.push(Event {
+            at_ns: send + (100 + i) * MS + k * 10 * MS,
+            text_end: r.output_text.len() as u32,
+            usage_completion_tokens: None,
+            reasoning: false,
+        });
+    }
+    r.t_done = r.events.last().map_or(send, |e| e.at_ns);
+    r.usage = Some(ServerUsage {
+        prompt_tokens: Some(32),
+        completion_tokens: Some(5),
+        ..Default::default()
+    });
+    r
+}
+
+/// A deterministic run: 20 requests, 10 ms apart, TTFT 100 + i ms, one
+/// token every 10 ms, and one 503.
+pub(crate) fn sample_result() -> RunResult {
+    let tok = Tokenizer::from_spec("none").unwrap();
+    let mut c = Collector::default();
+    const MS: u64 = 1_000_000;
+    for i in 0..20u64 {
+        let failure = (i == 7).then(|| RequestError {
+            kind: ErrorKind::HttpStatus,
+            message: "HTTP 503: overloaded".into(),
+            retry_after: Some("1".into()),
+        });
+        let r = sample_record(i, i * 10 * MS, failure);
+        let m = RequestMetrics::derive(&r, &tok);
+        c.add(&r, &m);
+    }
+    let percentiles = vec![50.0, 90.0, 95.0, 99.0];
+    let load = Load::Closed { concurrency: 4 };
+    RunResult {
+        run_id: "00000000000000aa".into(),
+        config: crate::config::tests::sample_config(load, percentiles.clone()),
+        model: "m".into(),
+        tokenizer: "none".into(),
+        load,
+        metrics: c.summarize(&percentiles, None, 0, None),
+        exec: ExecSummary::default(),
+        connections: Default::default(),
+        early_stop: None,
+        cost: None,
+        notes: vec!["an example note".into()],
+        warnings: Vec::new(),
+        percentiles,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        clock_origin_monotonic_ns: None,
+        output_hashes: Vec::new(),
+        server_metrics: None,
+    }
+}
+
+#[test]
+fn summary_table_snapshot() {
+    insta::assert_snapshot!(summary(&sample_result()));
+}
+
+#[test]
+fn estimates_show_open_bounds() {
+    let e = Estimate {
+        value: 1.0,
+        lo: Some(0.5),
+        hi: None,
+    };
+    assert_eq!(estimate(&e), "1.00 [0.50, -]");
+    let e = Estimate {
+        value: 1234.5,
+        lo: None,
+        hi: None,
+    };
+    assert_eq!(estimate(&e), "1234.5 [open]");
+}
