@@ -97,7 +97,10 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
     let before_measuring = results[0].exec.interrupted && results[0].exec.sent_measured == 0;
-    let items = [("run".to_string(), Saved::Run(Box::new(results[0].clone())))];
+    let items = [(
+        session.label("run"),
+        Saved::Run(Box::new(results[0].clone())),
+    )];
     if !args.common.output.quiet {
         print!(
             "{}",
@@ -112,8 +115,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         }
     }
     session.out.write(&report::Json.to_bytes(&items))?;
-    let [(_, saved)] = items;
-    session.write_reports(saved, "run")?;
+    session.write_reports(&items)?;
     session.finish().await;
     if before_measuring {
         eprintln!(
@@ -142,20 +144,6 @@ async fn finish_repeats(
         runs: results,
         summary,
     };
-    if !args.common.output.quiet {
-        print!("{}", report::console::repeat_summary(&repeat));
-    }
-    if repeat.runs.len() < args.repeat as usize {
-        eprintln!(
-            "goodput: stopped after {} of {} repeats",
-            repeat.runs.len(),
-            args.repeat
-        );
-    }
-    let mut doc =
-        serde_json::to_vec_pretty(&report::json::repeat_document(&repeat)).unwrap_or_default();
-    doc.push(b'\n');
-    session.out.write(&doc)?;
     // The exit code: the worst repeat's (3 when one completed nothing).
     let mut worst = Ok(Code::Ok);
     for r in &repeat.runs {
@@ -164,7 +152,19 @@ async fn finish_repeats(
             (Ok(a), Ok(b)) => Ok(a.max(b)),
         };
     }
-    session.write_reports(Saved::Repeat(Box::new(repeat)), "repeat")?;
+    let ran = repeat.runs.len();
+    let items = [(session.label("repeat"), Saved::Repeat(Box::new(repeat)))];
+    if !args.common.output.quiet {
+        print!(
+            "{}",
+            String::from_utf8_lossy(&report::Console.to_bytes(&items))
+        );
+    }
+    if ran < args.repeat as usize {
+        eprintln!("goodput: stopped after {ran} of {} repeats", args.repeat);
+    }
+    session.out.write(&report::Json.to_bytes(&items))?;
+    session.write_reports(&items)?;
     session.finish().await;
     worst
 }

@@ -10,6 +10,8 @@ use std::path::Path;
 use anyhow::Context;
 use goodput_core::aggregate::RecordsSink;
 use goodput_core::executor::RunControl;
+use goodput_core::report::saved::Saved;
+use goodput_core::report::{self, Exporter};
 use goodput_core::target::{PreparedTarget, RunError, TargetOptions};
 
 use crate::cli::{CommonArgs, TargetArgs};
@@ -129,19 +131,17 @@ impl Session {
         })
     }
 
-    /// Write `--csv` and `--html` for a result, labelled with the `--out`
+    /// The label results are known by in `--csv` and `--html`: the `--out`
     /// file's name (else `default`).
-    pub fn write_reports(
-        &mut self,
-        saved: goodput_core::report::saved::Saved,
-        default: &str,
-    ) -> Result<(), Exit> {
-        let label = self.out.label().unwrap_or_else(|| default.into());
-        let items = [(label, saved)];
-        self.csv
-            .write(goodput_core::report::csv::render(&items).as_bytes())?;
-        self.html
-            .write(goodput_core::report::html::render(&items).as_bytes())
+    pub fn label(&self, default: &str) -> String {
+        self.out.label().unwrap_or_else(|| default.into())
+    }
+
+    /// Write `--csv` and `--html` for the results, by the same exporters
+    /// `goodput report` uses.
+    pub fn write_reports(&mut self, items: &[(String, Saved)]) -> Result<(), Exit> {
+        self.csv.write(&report::Csv.to_bytes(items))?;
+        self.html.write(&report::Html.to_bytes(items))
     }
 
     /// The command's work is done: let a live exposition linger for its last scrape.

@@ -4,7 +4,8 @@
 //! so an interrupted sweep keeps what it measured.
 
 use anyhow::anyhow;
-use goodput_core::report::console;
+use goodput_core::report::saved::Saved;
+use goodput_core::report::{self, Exporter};
 use goodput_core::schedule::Load;
 use goodput_core::sweep::{self, SweepResult, SweepSpec};
 
@@ -48,14 +49,18 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
     let mut session = Session::start(&args.common, &unstarted).await?;
     let quiet = args.common.output.quiet;
     let result = run_points(&mut session, &spec, quiet).await?;
-    session.out.write(&document_bytes(&result))?;
     let stopping = session.control.is_stopping();
-    session.write_reports(
-        goodput_core::report::saved::Saved::Sweep(Box::new(result.clone())),
-        "sweep",
-    )?;
+    let items = [(
+        session.label("sweep"),
+        Saved::Sweep(Box::new(result.clone())),
+    )];
+    session.out.write(&report::Json.to_bytes(&items))?;
+    session.write_reports(&items)?;
     if !quiet {
-        print!("{}", console::sweep_summary(&result));
+        print!(
+            "{}",
+            String::from_utf8_lossy(&report::Console.to_bytes(&items))
+        );
     } else if let Some(h) = sweep::headline(&result) {
         println!("{h}");
     }
@@ -195,9 +200,7 @@ fn describe_load(l: &Load) -> String {
     }
 }
 
+/// The sweep's results JSON so far (written again as each point finishes).
 fn document_bytes(r: &SweepResult) -> Vec<u8> {
-    let mut doc = serde_json::to_vec_pretty(&goodput_core::report::json::sweep_document(r))
-        .unwrap_or_default();
-    doc.push(b'\n');
-    doc
+    report::Json.to_bytes(&[(String::new(), Saved::Sweep(Box::new(r.clone())))])
 }
