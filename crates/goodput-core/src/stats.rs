@@ -390,8 +390,8 @@ const BOOT_BUDGET: usize = 5_000_000;
 /// (values within a request are correlated). `groups[r]` is the end offset of
 /// request r's values in `values`.
 ///
-/// Cost is bounded: when the pool is too large for [`RESAMPLES`] full passes
-/// within [`BOOT_BUDGET`], the bootstrap runs on a random subset of m of the
+/// Cost is bounded: when the pool is too large for `RESAMPLES` full passes
+/// within `BOOT_BUDGET`, the bootstrap runs on a random subset of m of the
 /// n requests and the spread is rescaled by √(m/n) (the m-out-of-n
 /// bootstrap), centred on the full-sample estimate.
 pub fn describe_pooled(

@@ -409,7 +409,7 @@ pub struct SimArgs {
     /// Retry-After of injected 429s, seconds [default: 1].
     #[arg(long, value_name = "SECONDS")]
     pub fault_retry_after: Option<u64>,
-    /// Fault: cut the response mid-way (no [DONE], connection reset), rate or every:N.
+    /// Fault: cut the response mid-way (no `[DONE]`, connection reset), rate or every:N.
     #[arg(long, value_name = "SPEC")]
     pub fault_stream_cut: Option<FaultSpec>,
     /// Fault: stall the stream mid-way (no bytes for --fault-stall-duration), rate or every:N.

@@ -1,6 +1,6 @@
 //! The engine in virtual time: discrete events, as fast as the CPU allows.
 //!
-//! [`simulate`] feeds requests to an [`Engine`] at their arrival times and
+//! [`simulate`] feeds requests to an [`Engine`](crate::engine::Engine) at their arrival times and
 //! jumps the clock from step end to step end (or to the next arrival when the
 //! engine is idle). Nothing reads a wall clock and nothing is random, so the
 //! same configuration and requests always give the same token timeline; this

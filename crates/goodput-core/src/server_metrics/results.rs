@@ -1,5 +1,5 @@
 //! What a run keeps of the server's metrics: the time series, the summary
-//! of the measured window ([`summarise`]), the notes its figures need, and
+//! of the measured window (`summarise`), the notes its figures need, and
 //! the client's figures set beside the server's.
 
 use serde::{Deserialize, Serialize};

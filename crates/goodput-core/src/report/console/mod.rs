@@ -1,8 +1,8 @@
 //! The console summary, in `vllm bench serve`'s layout and section names,
 //! with a 95 % interval after every estimate. Pure: a result in, text out.
 //!
-//! A run's summary is [`run`] (the server's own view in [`server`]), a
-//! sweep's [`sweep`], a repeat set's [`repeat`]; [`layout`] holds the
+//! A run's summary is `run` (the server's own view in `server`), a
+//! sweep's `sweep`, a repeat set's `repeat`; `layout` holds the
 //! rules, padded lines and number formats they share.
 
 mod layout;
