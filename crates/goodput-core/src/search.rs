@@ -439,7 +439,7 @@ impl Fit {
         if self.df == 0 || !self.s2.is_finite() {
             return None;
         }
-        let t = crate::repeat::t_975(self.df);
+        let t = crate::stats::t_975(self.df);
         let g = t * t * self.s2;
         // (a + b d)² − g (1/Σw + d²/Sxx) = 0 in d = x − x̄.
         let qa = self.b * self.b - g / self.sxx;

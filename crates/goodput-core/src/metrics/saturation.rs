@@ -109,7 +109,7 @@ pub fn slope(points: &[(f64, f64)]) -> Option<Slope> {
     let rss: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
     let se = (rss / (nf - 2.0) / sxx).sqrt();
     // Student t at 97.5 % for n − 2 degrees of freedom.
-    let t = crate::repeat::t_975(n - 2);
+    let t = crate::stats::t_975(n - 2);
     let (x0, x1) = points.iter().fold((f64::MAX, f64::MIN), |(lo, hi), p| {
         (lo.min(p.0), hi.max(p.0))
     });
@@ -292,7 +292,7 @@ mod tests {
     }
 
     /// The slope's interval is Student's t for n − 2 degrees of freedom,
-    /// the one table of [`crate::repeat::t_975`] (past 10 degrees of freedom
+    /// the one table of [`crate::stats::t_975`] (past 10 degrees of freedom
     /// too, where a rougher approximation used to stand in).
     #[test]
     fn the_slope_interval_uses_the_one_t_quantile() {
@@ -315,12 +315,12 @@ mod tests {
             let se = (rss / (nf - 2.0) / sxx).sqrt();
             let t = (s.hi - s.per_s) / se;
             assert!(
-                (t - crate::repeat::t_975(n - 2)).abs() < 1e-9,
+                (t - crate::stats::t_975(n - 2)).abs() < 1e-9,
                 "n {n}: t {t}"
             );
             assert!((s.per_s - s.lo - (s.hi - s.per_s)).abs() < 1e-12);
         }
-        assert_eq!(crate::repeat::t_975(20), 2.086);
+        assert_eq!(crate::stats::t_975(20), 2.086);
     }
 
     fn inputs<'a>(

@@ -231,7 +231,7 @@ fn fieller_interval_by_hand() {
     for x in [lo, hi] {
         let d = x - f.xbar;
         let line = f.a + f.b * d;
-        let band = crate::repeat::t_975(f.df) * (f.s2 * (1.0 / f.sw + d * d / f.sxx)).sqrt();
+        let band = crate::stats::t_975(f.df) * (f.s2 * (1.0 / f.sw + d * d / f.sxx)).sqrt();
         assert!((line.abs() - band).abs() < 1e-9, "{line} {band}");
     }
 }
