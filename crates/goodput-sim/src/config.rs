@@ -15,7 +15,7 @@ use crate::faults::{FaultConfig, FaultSpec};
 use crate::kv::BLOCK_SIZE;
 use crate::presets::{hardware_by_name, model_by_name, HardwareProfile, ModelProfile};
 use crate::priority::PriorityRequest;
-use crate::roofline::Roofline;
+use crate::roofline::{Roofline, StepModel};
 use goodput_common::units::parse_duration;
 use goodput_common::LengthSpec;
 
@@ -70,6 +70,13 @@ pub struct SimConfig {
     pub server_threads: usize,
     /// Scheduling priority the engine thread asks for ([`crate::priority`]).
     pub engine_priority: PriorityRequest,
+    /// Step-time coefficients that replace the ones the model and hardware
+    /// give (a calibrated profile's `[step]` table).
+    pub step: Option<StepModel>,
+    /// Time between a request's arrival and its admission to the engine's
+    /// queue (HTTP, tokenization), ms: a calibrated profile's measured
+    /// server-side latency.
+    pub request_latency_ms: f64,
 }
 
 impl Default for SimConfig {
@@ -92,6 +99,8 @@ impl Default for SimConfig {
             faults: FaultConfig::default(),
             server_threads: 1,
             engine_priority: PriorityRequest::Auto,
+            step: None,
+            request_latency_ms: 0.0,
         }
     }
 }
@@ -189,7 +198,11 @@ impl SimConfig {
             }
         };
         unit("gpu_memory_utilization", self.gpu_memory_utilization)?;
-        unit("hardware.mfu", self.hardware.mfu)?;
+        unit("hardware.gemm_efficiency", self.hardware.gemm_efficiency)?;
+        unit(
+            "hardware.attention_efficiency",
+            self.hardware.attention_efficiency,
+        )?;
         unit("hardware.mbu", self.hardware.mbu)?;
         for (field, v) in [
             ("time_scale", self.time_scale),
@@ -200,6 +213,10 @@ impl SimConfig {
                 self.hardware.interconnect_gbps,
             ),
             ("hardware.memory_gib", self.hardware.memory_gib),
+            (
+                "hardware.gemm_half_tokens",
+                self.hardware.gemm_half_tokens + 1.0,
+            ),
             ("model.params", self.model.params),
         ] {
             if !(v.is_finite() && v > 0.0) {
@@ -208,6 +225,22 @@ impl SimConfig {
                     format!("{v} must be a positive number"),
                 ));
             }
+        }
+        if let Some(step) = &self.step {
+            for (field, v) in step.fields() {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(SimError::invalid(
+                        &format!("step.{field}"),
+                        format!("{v} must be a number >= 0"),
+                    ));
+                }
+            }
+        }
+        if !(self.request_latency_ms.is_finite() && self.request_latency_ms >= 0.0) {
+            return Err(SimError::invalid(
+                "request_latency_ms",
+                format!("{} must be a number >= 0", self.request_latency_ms),
+            ));
         }
         if self.server_threads == 0 {
             return Err(SimError::invalid("server_threads", "must be at least 1"));
@@ -244,13 +277,21 @@ impl SimConfig {
             num_blocks: self.num_kv_blocks()?,
             enable_prefix_caching: self.enable_prefix_caching,
         };
-        let roofline = Roofline::new(
-            &self.model,
-            &self.hardware,
-            self.tensor_parallel,
-            self.time_scale,
-        );
-        Ok(Engine::new(limits, roofline))
+        Ok(Engine::new(limits, self.roofline()))
+    }
+
+    /// The step-time model in force: the `[step]` coefficients when given,
+    /// else the model's on the hardware.
+    pub fn roofline(&self) -> Roofline {
+        match self.step {
+            Some(step) => Roofline::from_step(step, self.time_scale),
+            None => Roofline::new(
+                &self.model,
+                &self.hardware,
+                self.tensor_parallel,
+                self.time_scale,
+            ),
+        }
     }
 
     /// Apply a TOML config file (see the README for its fields).
@@ -295,6 +336,11 @@ struct ConfigFile {
     server_threads: Option<usize>,
     engine_priority: Option<PriorityRequest>,
     faults: Option<FaultConfig>,
+    step: Option<StepModel>,
+    request_latency_ms: Option<f64>,
+    /// What `goodput calibrate` measured (read by `goodput predict`; the
+    /// simulator ignores it).
+    calibration: Option<toml::Value>,
 }
 
 impl ConfigFile {
@@ -323,6 +369,8 @@ impl ConfigFile {
         set(&mut c.server_threads, self.server_threads);
         set(&mut c.engine_priority, self.engine_priority);
         set(&mut c.faults, self.faults);
+        c.step = self.step.or(c.step);
+        set(&mut c.request_latency_ms, self.request_latency_ms);
         Ok(())
     }
 }
@@ -355,8 +403,9 @@ pub struct SimArgs {
     /// GPUs the model is split across with tensor parallelism [default: 1].
     #[arg(long, alias = "tensor-parallel-size", value_name = "N")]
     pub tensor_parallel: Option<u32>,
-    /// TOML file with a custom model, hardware or engine settings; flags override it.
-    #[arg(long, value_name = "FILE.toml")]
+    /// TOML file with a custom model, hardware or engine settings, or a profile
+    /// written by `goodput calibrate`; flags override it.
+    #[arg(long, alias = "profile", value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
     /// Model name served on /v1/models [default: the profile's Hugging Face name].
     #[arg(long, value_name = "NAME")]

@@ -75,12 +75,37 @@ pub struct HardwareProfile {
     pub interconnect_gbps: f64,
     /// Fixed latency of one all-reduce, microseconds.
     pub allreduce_latency_us: f64,
-    /// Model FLOPs utilization achieved in practice (0–1].
-    pub mfu: f64,
+    /// Share of the peak the GEMMs reach on large steps (0–1]; a step of
+    /// `n` tokens gets `gemm_efficiency × n / (n + gemm_half_tokens)` of it.
+    /// Older files call it `mfu`.
+    #[serde(alias = "mfu")]
+    pub gemm_efficiency: f64,
+    /// Tokens in a step at which the GEMMs reach half of `gemm_efficiency`.
+    #[serde(default = "default_gemm_half_tokens")]
+    pub gemm_half_tokens: f64,
+    /// Share of the peak prefill attention reaches (0–1].
+    #[serde(default = "default_attention_efficiency")]
+    pub attention_efficiency: f64,
     /// Memory bandwidth utilization achieved in practice (0–1].
     pub mbu: f64,
     /// Fixed cost of one engine step (scheduling, kernel launches), milliseconds.
     pub step_overhead_ms: f64,
+    /// Cost of each sequence in a step (scheduling, input preparation,
+    /// sampling), microseconds.
+    #[serde(default = "default_per_seq_overhead_us")]
+    pub per_seq_overhead_us: f64,
+}
+
+fn default_gemm_half_tokens() -> f64 {
+    GEMM_HALF_TOKENS
+}
+
+fn default_attention_efficiency() -> f64 {
+    ATTENTION_EFFICIENCY
+}
+
+fn default_per_seq_overhead_us() -> f64 {
+    PER_SEQ_OVERHEAD_US
 }
 
 impl HardwareProfile {
@@ -173,9 +198,12 @@ fn hardware(
         bandwidth_gbps,
         interconnect_gbps,
         allreduce_latency_us: 8.0,
-        mfu,
+        gemm_efficiency: mfu,
+        gemm_half_tokens: GEMM_HALF_TOKENS,
+        attention_efficiency: ATTENTION_EFFICIENCY,
         mbu,
         step_overhead_ms,
+        per_seq_overhead_us: PER_SEQ_OVERHEAD_US,
     }
 }
 
@@ -196,9 +224,12 @@ fn hardware(
 ///   implies vLLM gets about a third of the dense bf16 peak end to end
 ///   (GEMMs, attention, sampling, scheduling): 0.35 puts the simulator 15 %
 ///   above it, the 0.55 used before put it 60 % above.
-const MFU: f64 = 0.35;
+const MFU: f64 = 0.85;
 const MBU: f64 = 0.80;
 const STEP_OVERHEAD_MS: f64 = 2.0;
+const GEMM_HALF_TOKENS: f64 = 64.0;
+const ATTENTION_EFFICIENCY: f64 = 0.5;
+const PER_SEQ_OVERHEAD_US: f64 = 30.0;
 
 /// All built-in hardware profiles. Peak figures are the vendors' dense bf16
 /// and memory-bandwidth specifications; memory is what `nvidia-smi` reports.

@@ -103,6 +103,10 @@ pub fn simulate(
     requests: &[VirtualRequest],
 ) -> Result<VirtualReport, SimError> {
     let mut engine = config.build_engine()?;
+    // A request reaches the engine's queue `request_latency_ms` after it
+    // arrives (a calibrated server's HTTP and tokenization time).
+    let latency_s = config.request_latency_ms * 1e-3;
+    let reaches = |i: usize| requests[i].arrival_s + latency_s;
     let mut order: Vec<usize> = (0..requests.len()).collect();
     order.sort_by(|&a, &b| requests[a].arrival_s.total_cmp(&requests[b].arrival_s));
     let mut outcomes: Vec<VirtualOutcome> = requests
@@ -119,7 +123,7 @@ pub fn simulate(
     let mut next = 0;
     let mut now = 0.0_f64;
     loop {
-        while next < order.len() && requests[order[next]].arrival_s <= now {
+        while next < order.len() && reaches(order[next]) <= now {
             let i = order[next];
             let r = &requests[i];
             let req = EngineRequest {
@@ -128,7 +132,7 @@ pub fn simulate(
                 block_hashes: block_hashes(&r.prompt_token_ids),
                 output_tokens: r.output_tokens,
             };
-            if let Err(e) = engine.add(req, r.arrival_s.max(0.0)) {
+            if let Err(e) = engine.add(req, reaches(i).max(0.0)) {
                 outcomes[i].rejected = Some(e);
             }
             next += 1;
@@ -147,7 +151,7 @@ pub fn simulate(
                     o.preemptions = f.preemptions;
                 }
             }
-            None if next < order.len() => now = now.max(requests[order[next]].arrival_s),
+            None if next < order.len() => now = now.max(reaches(order[next])),
             None => break,
         }
     }

@@ -4,13 +4,18 @@
 use crate::config::{OutputLenDist, SimConfig};
 use crate::virtual_time::{simulate, VirtualRequest};
 
-/// The roofline of Llama-3.1-8B on one H100, written out by hand (with the
-/// preset's calibration: 2 ms a step, MFU 0.35, MBU 0.80).
-fn expected_step_s(new_tokens: f64, attention_pairs: f64, decode_context: f64) -> f64 {
+/// The step model of Llama-3.1-8B on one H100, written out by hand from the
+/// preset's calibration (see `presets.rs`): `seqs` sequences, `new_tokens`
+/// processed, `prefill_pairs` query–key pairs of prefill attention and
+/// `decode_context` context tokens read by decodes.
+fn expected_step_s(seqs: f64, new_tokens: f64, prefill_pairs: f64, decode_context: f64) -> f64 {
+    let h = crate::presets::hardware_by_name("h100-sxm").unwrap();
     let (params, layers, width) = (8.03e9, 32.0, 4096.0);
-    let flops = 2.0 * params * new_tokens + 4.0 * layers * width * attention_pairs;
-    let bytes = params * 2.0 + 131_072.0 * decode_context;
-    2.0e-3 + (flops / (989e12 * 0.35)).max(bytes / (3350e9 * 0.80))
+    let weights = params * 2.0 / (3350e9 * h.mbu);
+    let gemm = 2.0 * params * (new_tokens + h.gemm_half_tokens) / (989e12 * h.gemm_efficiency);
+    let attention = 4.0 * layers * width * prefill_pairs / (989e12 * h.attention_efficiency)
+        + 131_072.0 * decode_context / (3350e9 * h.mbu);
+    h.step_overhead_ms * 1e-3 + h.per_seq_overhead_us * 1e-6 * seqs + weights.max(gemm) + attention
 }
 
 fn assert_close(actual: f64, expected: f64, what: &str) {
@@ -30,13 +35,13 @@ fn step_times_follow_the_roofline_for_several_batches() {
     assert_eq!(r.steps.len(), 4);
     assert_close(
         r.steps[0].time.total_s,
-        expected_step_s(1000.0, 1000.0 * 1001.0 / 2.0, 0.0),
+        expected_step_s(1.0, 1000.0, 1000.0 * 1001.0 / 2.0, 0.0),
         "prefill 1000",
     );
-    assert!(r.steps[0].time.compute_s > r.steps[0].time.memory_s);
+    assert!(r.steps[0].time.gemm_compute_bound);
     assert_close(
         r.steps[1].time.total_s,
-        expected_step_s(1.0, 1001.0, 1001.0),
+        expected_step_s(1.0, 1.0, 0.0, 1001.0),
         "decode batch 1",
     );
 
@@ -48,13 +53,13 @@ fn step_times_follow_the_roofline_for_several_batches() {
     assert_eq!(r.steps[0].num_seqs, 32);
     assert_close(
         r.steps[0].time.total_s,
-        expected_step_s(3200.0, 32.0 * 5050.0, 0.0),
+        expected_step_s(32.0, 3200.0, 32.0 * 5050.0, 0.0),
         "prefill 32x100",
     );
     assert_eq!(r.steps[1].num_decodes, 32);
     assert_close(
         r.steps[1].time.total_s,
-        expected_step_s(32.0, 32.0 * 101.0, 32.0 * 101.0),
+        expected_step_s(32.0, 32.0, 0.0, 32.0 * 101.0),
         "decode batch 32",
     );
 
@@ -65,7 +70,7 @@ fn step_times_follow_the_roofline_for_several_batches() {
     let pairs = 1808.0 * 8192.0 + 1808.0 * 1809.0 / 2.0;
     assert_close(
         r.steps[1].time.total_s,
-        expected_step_s(1808.0, pairs, 0.0),
+        expected_step_s(1.0, 1808.0, pairs, 0.0),
         "second prefill chunk",
     );
     assert_eq!(r.requests[0].token_times_s.len(), 2);
@@ -82,10 +87,10 @@ fn step_times_follow_the_roofline_for_several_batches() {
         .find(|s| s.num_decodes == 1 && s.prefill_tokens == 500)
         .unwrap();
     let ctx = mixed.shape.decode_context_tokens as f64;
-    let pairs = ctx + 500.0 * 501.0 / 2.0;
+    let pairs = 500.0 * 501.0 / 2.0;
     assert_close(
         mixed.time.total_s,
-        expected_step_s(501.0, pairs, ctx),
+        expected_step_s(2.0, 501.0, pairs, ctx),
         "mixed step",
     );
 }

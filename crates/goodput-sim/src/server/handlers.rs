@@ -246,6 +246,10 @@ async fn completion(
         Ok(v) => v,
         Err(m) => return error(StatusCode::BAD_REQUEST, &m),
     };
+    // A calibrated server's HTTP and tokenization time before its queue.
+    if !state.request_latency.is_zero() {
+        tokio::time::sleep(state.request_latency).await;
+    }
     let Some((events, guard)) = submit(&state, index, &ids, output_tokens, reason) else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
     };

@@ -32,6 +32,8 @@ struct AppState {
     max_model_len: usize,
     created: u64,
     seed: u64,
+    /// Held before a request reaches the engine ([`SimConfig::request_latency_ms`]).
+    request_latency: std::time::Duration,
     output_len: OutputLenDist,
     faults: FaultConfig,
     engine: mpsc::Sender<Command>,
@@ -150,6 +152,7 @@ impl SimServer {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             seed: config.seed,
+            request_latency: std::time::Duration::from_secs_f64(config.request_latency_ms * 1e-3),
             output_len: config.output_len,
             faults: config.faults.clone(),
             engine: engine_tx.clone(),
