@@ -224,6 +224,12 @@ impl PreparedTarget {
         &self.model
     }
 
+    /// A plain GET of a path on the target's host (`/metrics`, `/v1/models`,
+    /// llama.cpp's `/props`): its status and body.
+    pub async fn get(&self, path: &str) -> Result<(u16, bytes::Bytes), ClientError> {
+        self.client.get_path(path, "get").await
+    }
+
     /// What every request body sends (after the probe).
     pub fn params(&self) -> &RequestParams {
         &self.params

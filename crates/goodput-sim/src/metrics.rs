@@ -65,6 +65,22 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
     o.buf
 }
 
+/// vLLM's `vllm:cache_config_info`: an info gauge (value 1) whose labels
+/// describe the KV cache, as vLLM exports its `CacheConfig`; `goodput
+/// calibrate` reads the capacity from it, as it does from vLLM.
+pub fn cache_config_info(
+    num_gpu_blocks: usize,
+    block_size: usize,
+    gpu_memory_utilization: f64,
+    enable_prefix_caching: bool,
+) -> String {
+    format!(
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n\
+         # TYPE vllm:cache_config_info gauge\n\
+         vllm:cache_config_info{{block_size=\"{block_size}\",cache_dtype=\"auto\",enable_prefix_caching=\"{enable_prefix_caching}\",gpu_memory_utilization=\"{gpu_memory_utilization}\",num_gpu_blocks=\"{num_gpu_blocks}\"}} 1.0\n"
+    )
+}
+
 /// vLLM's scheduler gauges: requests running and waiting, KV-cache usage
 /// (under its V1 and its older name).
 fn scheduler_gauges(o: &mut Out, state: &LiveState) {

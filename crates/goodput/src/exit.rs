@@ -52,6 +52,11 @@ pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
     Exit(Code::Usage, e.into())
 }
 
+/// A fault of goodput itself (exit 4).
+pub fn internal(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(Code::Internal, e.into())
+}
+
 /// A run that ended without a result, with the code its cause calls for.
 pub fn run_error(e: RunError) -> Exit {
     let code = match &e {

@@ -19,6 +19,7 @@
 //! 5. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
 //!    `sim_cmd`; `main` dispatches to them.
 
+mod calibrate_cmd;
 mod cli;
 mod compare_cmd;
 mod exit;
@@ -63,6 +64,8 @@ fn main() {
         cli::Command::Sim(args) => sim_cmd::main(*args),
         cli::Command::Report(args) => report_cmd::main(*args),
         cli::Command::Compare(args) => compare_cmd::main(*args),
+        cli::Command::Calibrate(args) => calibrate_cmd::main(*args),
+        cli::Command::Predict(_args) => todo!(),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),

@@ -56,7 +56,8 @@ pub(super) async fn handle(
         (&Method::GET, "/v1/models") => models(&state),
         (&Method::GET, "/metrics") => {
             let (live, summary) = state.stats.view();
-            let text = metrics::render(&live, &summary, &state.model_name);
+            let mut text = metrics::render(&live, &summary, &state.model_name);
+            text.push_str(&state.cache_config_info);
             response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
         (&Method::POST, "/v1/chat/completions") => completion(state, req, Endpoint::Chat).await,

@@ -19,6 +19,7 @@ use crate::config::{OutputLenDist, SimConfig};
 use crate::engine::RequestId;
 use crate::error::SimError;
 use crate::faults::FaultConfig;
+use crate::metrics;
 use crate::priority::EnginePriority;
 use crate::realtime::{self, Command, EngineIo, MonoClock};
 use crate::stats::{LiveStats, SimStats};
@@ -30,6 +31,9 @@ struct AppState {
     /// The model name as a JSON string literal.
     model_json: String,
     max_model_len: usize,
+    /// vLLM's `cache_config_info` series for `/metrics` (the engine's KV
+    /// cache as vLLM describes its own; written once at start).
+    cache_config_info: String,
     created: u64,
     seed: u64,
     /// Held before a request reaches the engine ([`SimConfig::request_latency_ms`]).
@@ -98,6 +102,7 @@ impl SimServer {
     pub fn spawn(config: SimConfig, addr: SocketAddr) -> Result<SimServer, SimError> {
         let engine = config.build_engine()?;
         let max_model_len = engine.limits().max_model_len;
+        let engine_blocks = engine.limits().num_blocks;
         let tokenizer = tokenizer()?;
         let listener =
             std::net::TcpListener::bind(addr).map_err(|source| SimError::Bind { addr, source })?;
@@ -148,6 +153,12 @@ impl SimServer {
             model_json: serde_json::Value::String(model_name.clone()).to_string(),
             model_name: model_name.clone(),
             max_model_len,
+            cache_config_info: metrics::cache_config_info(
+                engine_blocks,
+                crate::kv::BLOCK_SIZE,
+                config.gpu_memory_utilization,
+                config.enable_prefix_caching,
+            ),
             created: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),

@@ -9,6 +9,7 @@
 //! flatten, `parse.rs` the parser of every flag's grammar.
 
 mod groups;
+mod model;
 mod parse;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use goodput_core::report::compare::FailOn;
 use goodput_core::schedule::Arrival;
 
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
+pub use model::{CalibrateArgs, PredictArgs, RoutingArg};
 use parse::{arrival, at_least_one, fail_on, finite_rate, percent, positive_duration};
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
@@ -49,6 +51,10 @@ pub enum Command {
     Report(Box<ReportArgs>),
     /// Two saved results side by side, with the significance of every change, and a pass/fail exit code for CI.
     Compare(Box<CompareArgs>),
+    /// Fit the simulator's step-time model to a server seen only over HTTP, and write a profile.
+    Calibrate(Box<CalibrateArgs>),
+    /// Forecast a deployment's sustained goodput and latency-throughput curve from a profile, in virtual time.
+    Predict(Box<PredictArgs>),
 }
 
 /// `goodput run`: the shared groups with a run's load, and `--repeat`.

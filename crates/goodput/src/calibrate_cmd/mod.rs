@@ -1,0 +1,386 @@
+//! `goodput calibrate`: fit the simulator's step-time model to a server seen
+//! only over HTTP, and write a profile that `goodput predict`, `goodput sim
+//! --profile` and `--sim FILE` use.
+//!
+//! The experiment ([`experiment`]) runs through the same executor and
+//! client as `goodput run`; the fit and the profile are the simulator's
+//! ([`goodput_sim::calibrate`]). Without `--url` it calibrates the built-in
+//! simulator (`--sim` chooses which), which is how its fit is checked.
+
+mod discover;
+mod experiment;
+
+use clap::Parser;
+
+use crate::cli::{CalibrateArgs, CommonArgs, LoadArgs, RunArgs};
+use crate::exit::{usage, Code, Exit};
+use crate::session::Session;
+use crate::setup;
+use experiment::{median, median_se, Rec, Runner};
+
+/// Prompt tokens of the burst's requests.
+const BURST_PROMPT: usize = 64;
+/// Output tokens of the burst's requests: enough steps that every request
+/// of the first batch has its first token before any of them finishes.
+const BURST_OUTPUT: u32 = 32;
+
+pub fn main(args: CalibrateArgs) -> Result<Code, Exit> {
+    setup::raise_fd_limit();
+    setup::runtime()?.block_on(calibrate(args))
+}
+
+/// The run flags every design point starts from: `goodput run`'s defaults
+/// with the user's target flags.
+fn base_flags(args: &CalibrateArgs) -> Result<CommonArgs<LoadArgs>, Exit> {
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let mut flags = Wrap::try_parse_from(["goodput", "--quiet"])
+        .map_err(usage)?
+        .run
+        .common;
+    flags.target = args.target.clone();
+    flags.bounds.seed = args.seed;
+    Ok(flags)
+}
+
+async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
+    let base = base_flags(&args)?;
+    let mut session = Session::start(&base, &|_| Vec::new()).await?;
+    let published = discover::published(&session.target).await;
+    let mut runner = Runner {
+        session: &mut session,
+        base,
+        quiet: args.quiet,
+    };
+    let design = Design::new(&args, &published);
+    runner.say(format!(
+        "model '{}'; the server says: {}",
+        runner.session.target.model(),
+        design.describe_published(&published)
+    ));
+    let limits = limits(&mut runner, &args, &published, &design).await?;
+    let prefills = prefill_series(&mut runner, &args, &limits).await?;
+    let decodes = decode_series(&mut runner, &args, &limits).await?;
+    let observations = Observations {
+        prefills,
+        decodes,
+        limits,
+    };
+    let code = fit::fit_and_write(&args, &observations, runner.session.target.model())?;
+    session.finish().await;
+    Ok(code)
+}
+
+mod fit;
+
+/// What the experiment is bounded by before it knows the server's limits.
+struct Design {
+    burst: usize,
+}
+
+impl Design {
+    fn new(args: &CalibrateArgs, p: &discover::Published) -> Design {
+        // A server that says how many sequences it runs needs a burst of
+        // twice that to show it; others get the whole --burst.
+        let burst = p
+            .max_batch
+            .map_or(args.burst, |(b, _)| args.burst.min(2 * b).max(2));
+        Design { burst }
+    }
+
+    fn describe_published(&self, p: &discover::Published) -> String {
+        let mut parts = Vec::new();
+        if let Some((t, from)) = p.kv_tokens {
+            parts.push(format!("KV cache {t} tokens ({from})"));
+        }
+        if let Some((t, from)) = p.max_model_len {
+            parts.push(format!("context {t} tokens ({from})"));
+        }
+        if let Some((b, from)) = p.max_batch {
+            parts.push(format!("{b} sequences ({from})"));
+        }
+        if let Some((b, from)) = p.step_tokens {
+            parts.push(format!("{b} tokens a step ({from})"));
+        }
+        if parts.is_empty() {
+            "nothing of its limits".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// The engine limits the profile carries, each with where it came from.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub max_batch: (usize, String),
+    pub kv_tokens: Option<(usize, String)>,
+    pub max_model_len: Option<(usize, String)>,
+    pub step_tokens: (usize, String),
+}
+
+/// The observations the fit takes, as measured.
+#[derive(Debug, Clone)]
+pub struct Observations {
+    pub prefills: Vec<Prefill>,
+    pub decodes: Vec<Decode>,
+    pub limits: Limits,
+}
+
+/// Batch-1 prefill: the median TTFT (from the send) of a prompt alone.
+#[derive(Debug, Clone)]
+pub struct Prefill {
+    pub prompt_tokens: f64,
+    pub ttft_s: f64,
+    pub se_s: f64,
+    pub count: usize,
+}
+
+/// Decode: the median gap between tokens while `batch` sequences decode.
+#[derive(Debug, Clone)]
+pub struct Decode {
+    pub batch: usize,
+    pub context_tokens: f64,
+    pub itl_s: f64,
+    pub se_s: f64,
+    pub count: usize,
+}
+
+/// The first batch of a burst: the requests that had their first token
+/// before the first of them ended.
+fn first_wave(recs: &[Rec]) -> usize {
+    let first_end = recs
+        .iter()
+        .filter(|r| r.ok)
+        .filter_map(|r| r.e2el_ms)
+        .fold(f64::INFINITY, f64::min);
+    recs.iter()
+        .filter(|r| r.ttft_ms.is_some_and(|t| t < first_end))
+        .count()
+}
+
+fn failed(recs: &[Rec]) -> Option<String> {
+    let bad: Vec<&Rec> = recs.iter().filter(|r| !r.ok).collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "{} of {} requests failed (first: {})",
+            bad.len(),
+            recs.len(),
+            bad[0].error.as_deref().unwrap_or("no message")
+        )
+    })
+}
+
+/// The largest batch (burst), the KV capacity and the context limit.
+async fn limits(
+    runner: &mut Runner<'_>,
+    args: &CalibrateArgs,
+    published: &discover::Published,
+    design: &Design,
+) -> Result<Limits, Exit> {
+    let n = design.burst;
+    runner.say(format!(
+        "burst: {n} requests of {BURST_PROMPT} prompt tokens at once, to find the largest batch"
+    ));
+    let recs = runner
+        .point(n, n as u64, BURST_PROMPT, BURST_OUTPUT)
+        .await?;
+    if let Some(f) = failed(&recs) {
+        runner.say(format!("burst: {f}"));
+    }
+    let wave = first_wave(&recs);
+    let max_batch = match published.max_batch {
+        Some((b, from)) => (b, from.to_string()),
+        None if wave < n => (wave, format!("first batch of a burst of {n}")),
+        None => (
+            n,
+            format!("at least: all {n} of the burst ran at once (raise --burst)"),
+        ),
+    };
+    runner.say(format!(
+        "burst: {wave} requests in the first batch; largest batch {} ({})",
+        max_batch.0, max_batch.1
+    ));
+    let max_model_len = published
+        .max_model_len
+        .map(|(t, from)| (t, from.to_string()));
+    let step_tokens = match (args.max_num_batched_tokens, published.step_tokens) {
+        (Some(t), _) => (t, "--max-num-batched-tokens".to_string()),
+        (None, Some((t, from))) => (t, from.to_string()),
+        (None, None) => (
+            8192,
+            "assumed (vLLM's default; --max-num-batched-tokens)".into(),
+        ),
+    };
+    let kv_tokens = match published.kv_tokens {
+        Some((t, from)) => Some((t, from.to_string())),
+        None => kv_capacity(runner, max_batch.0, max_model_len.as_ref().map(|m| m.0)).await?,
+    };
+    Ok(Limits {
+        max_batch,
+        kv_tokens,
+        max_model_len,
+        step_tokens,
+    })
+}
+
+/// KV capacity from a burst of long prompts, for a server that did not say:
+/// fewer requests in the first batch than the largest batch means the
+/// cache held the rest back.
+async fn kv_capacity(
+    runner: &mut Runner<'_>,
+    max_batch: usize,
+    max_model_len: Option<usize>,
+) -> Result<Option<(usize, String)>, Exit> {
+    let long = max_model_len.map_or(4096, |m| (m / 2).clamp(64, 8192));
+    runner.say(format!(
+        "KV capacity: {max_batch} requests of {long} prompt tokens at once"
+    ));
+    let recs = runner
+        .point(max_batch, max_batch as u64, long, BURST_OUTPUT)
+        .await?;
+    let wave = first_wave(&recs);
+    let per = long + BURST_OUTPUT as usize;
+    Ok(Some(if wave < max_batch {
+        (
+            wave * per,
+            format!("{wave} prompts of {long} tokens fit at once"),
+        )
+    } else {
+        (
+            max_batch * per,
+            format!("at least: all {max_batch} prompts of {long} tokens fit at once"),
+        )
+    }))
+}
+
+/// Batch-1 prefill at each prompt length that fits the context.
+async fn prefill_series(
+    runner: &mut Runner<'_>,
+    args: &CalibrateArgs,
+    limits: &Limits,
+) -> Result<Vec<Prefill>, Exit> {
+    let room = limits.max_model_len.as_ref().map_or(usize::MAX, |m| m.0) - 4;
+    let mut out = Vec::new();
+    for &len in &args.prompt_lengths {
+        if len > room {
+            runner.say(format!(
+                "prefill: {len} tokens skipped (the context holds {room})"
+            ));
+            continue;
+        }
+        let recs = runner.point(1, args.prefill_requests, len, 2).await?;
+        if let Some(f) = failed(&recs) {
+            runner.say(format!("prefill {len}: {f}"));
+        }
+        let used: Vec<&Rec> = recs.iter().skip(1).filter(|r| r.ok).collect();
+        let mut ttft: Vec<f64> = used.iter().filter_map(|r| r.ttft_ms).collect();
+        let mut prompt: Vec<f64> = used
+            .iter()
+            .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
+            .collect();
+        let (Some(t), Some(p)) = (median(&mut ttft), median(&mut prompt)) else {
+            continue;
+        };
+        let se = median_se(&ttft);
+        runner.say(format!(
+            "prefill: {p:.0} prompt tokens, median TTFT {t:.2} ms (± {se:.2}) over {}",
+            ttft.len()
+        ));
+        out.push(Prefill {
+            prompt_tokens: p,
+            ttft_s: t / 1e3,
+            se_s: se / 1e3,
+            count: ttft.len(),
+        });
+    }
+    Ok(out)
+}
+
+/// The concurrencies of the decode series: `--batches`, else 1, 4, 16, 64,
+/// ... below the largest batch, and the largest batch itself.
+fn batches(args: &CalibrateArgs, max_batch: usize) -> Vec<usize> {
+    let mut b: Vec<usize> = if args.batches.is_empty() {
+        let mut v: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 4))
+            .take_while(|&x| x < max_batch)
+            .collect();
+        v.push(max_batch);
+        v
+    } else {
+        args.batches
+            .iter()
+            .copied()
+            .filter(|&x| x <= max_batch)
+            .collect()
+    };
+    b.dedup();
+    b
+}
+
+/// Decode at each concurrency and context that fits the cache.
+async fn decode_series(
+    runner: &mut Runner<'_>,
+    args: &CalibrateArgs,
+    limits: &Limits,
+) -> Result<Vec<Decode>, Exit> {
+    let out_tokens = args.decode_tokens;
+    let mut out = Vec::new();
+    for &ctx in &args.contexts {
+        let need = ctx + out_tokens as usize;
+        if limits.max_model_len.as_ref().is_some_and(|m| need > m.0) {
+            runner.say(format!(
+                "decode: context {ctx} skipped (over the context limit)"
+            ));
+            continue;
+        }
+        for b in batches(args, limits.max_batch.0) {
+            if limits.kv_tokens.as_ref().is_some_and(|k| b * need > k.0) {
+                runner.say(format!(
+                    "decode: {b} x {ctx} tokens skipped (over the KV capacity)"
+                ));
+                continue;
+            }
+            let recs = runner.point(b, b as u64, ctx, out_tokens).await?;
+            if let Some(f) = failed(&recs) {
+                runner.say(format!("decode {b} x {ctx}: {f}"));
+            }
+            let ok: Vec<&Rec> = recs.iter().filter(|r| r.ok).collect();
+            if ok.len() < b {
+                continue;
+            }
+            let common = experiment::common_gaps(&ok);
+            if common.len() < 8 {
+                runner.say(format!(
+                    "decode: batch {b}, context {ctx}: the {b} requests never streamed together; skipped"
+                ));
+                continue;
+            }
+            let mut gaps: Vec<f64> = common.iter().map(|g| g.0).collect();
+            let mut prompt: Vec<f64> = ok
+                .iter()
+                .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
+                .collect();
+            let (Some(g), Some(p)) = (median(&mut gaps), median(&mut prompt)) else {
+                continue;
+            };
+            let se = median_se(&gaps);
+            let mean_before = common.iter().map(|g| g.1 as f64).sum::<f64>() / common.len() as f64;
+            let context = p + mean_before;
+            runner.say(format!(
+                "decode: batch {b}, context {context:.0}, median gap {g:.3} ms (± {se:.3}) over {}",
+                gaps.len()
+            ));
+            out.push(Decode {
+                batch: b,
+                context_tokens: context,
+                itl_s: g / 1e3,
+                se_s: se / 1e3,
+                count: gaps.len(),
+            });
+        }
+    }
+    Ok(out)
+}
