@@ -145,12 +145,17 @@ pub struct Runner<'a> {
     /// The run flags every point starts from (the user's target flags).
     pub base: CommonArgs<LoadArgs>,
     pub quiet: bool,
+    /// Server tokens per client token of a prompt (the burst measures it):
+    /// design lengths are the server's, so a prompt of `n` is asked for as
+    /// `n / scale` of the client's tokenizer.
+    pub scale: f64,
 }
 
 impl Runner<'_> {
     /// `requests` requests, `concurrency` at a time (closed loop, no
-    /// warm-up), of `input` prompt tokens and exactly `output` output
-    /// tokens each; the records of the requests, in the order they ended.
+    /// warm-up), of about `input` prompt tokens of the server's (see
+    /// `scale`) and exactly `output` output tokens each; the records of the
+    /// requests, in the order they ended.
     pub async fn point(
         &mut self,
         concurrency: usize,
@@ -164,7 +169,8 @@ impl Runner<'_> {
         flags.bounds.num_prompts = Some(requests);
         flags.bounds.duration = None;
         flags.bounds.warmup = WarmupPolicy::Fixed(Warmup::None);
-        flags.workload.input_tokens = LengthSpec::Fixed(input as u32);
+        let asked = (input as f64 / self.scale).round().max(1.0) as u32;
+        flags.workload.input_tokens = LengthSpec::Fixed(asked);
         flags.workload.output_tokens = Some(LengthSpec::Fixed(output));
         let spec = spec::run_spec(spec::run_load(&flags.load), &flags)?;
         let buffer = Shared::default();

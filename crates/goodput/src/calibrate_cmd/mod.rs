@@ -54,6 +54,7 @@ async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
         session: &mut session,
         base,
         quiet: args.quiet,
+        scale: 1.0,
     };
     let design = Design::new(&args, &published);
     runner.say(format!(
@@ -190,6 +191,19 @@ async fn limits(
         .await?;
     if let Some(f) = failed(&recs) {
         runner.say(format!("burst: {f}"));
+    }
+    let mut prompts: Vec<f64> = recs
+        .iter()
+        .filter_map(|r| r.prompt_tokens.map(|t| t as f64))
+        .collect();
+    if let Some(m) = median(&mut prompts).filter(|&m| m > 0.0) {
+        runner.scale = m / BURST_PROMPT as f64;
+        if (runner.scale - 1.0).abs() > 0.02 {
+            runner.say(format!(
+                "the server counts {m:.0} tokens in a prompt of {BURST_PROMPT} of the client's tokenizer: prompts are scaled by {:.3} to the server's counts",
+                runner.scale
+            ));
+        }
     }
     let wave = first_wave(&recs);
     let max_batch = match published.max_batch {
