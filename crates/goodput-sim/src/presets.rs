@@ -242,14 +242,16 @@ fn hardware(
 ///   1.8 ms a step at 8 sequences, which `1.5 + 8 × 0.045` matches. The
 ///   per-sequence part shows only when a step holds hundreds of sequences:
 ///   in Lambda's saturated ShareGPT run (vLLM v0.6.0, 256 sequences a step)
-///   the GPU terms alone would give ~14,000 tokens/s against the measured
-///   8,088, so vLLM's CPU there costs ~45–60 µs a sequence and step even
+///   the GPU terms alone would give ~16,500 tokens/s against the measured
+///   8,088, i.e. ~16 ms of CPU a 256-sequence step, ~57 µs a sequence, even
 ///   with multi-step scheduling (independent profiles of vLLM find its
 ///   scheduling and tensor pre- and post-processing can take more than half
-///   of the time). 45 µs is the low end of that range: TensorRT-LLM's
-///   measured TPOT at concurrency 128 (a C++ runtime with almost no such
-///   cost) bounds it from above, since vLLM is not expected to be more than
-///   ~1.4× slower there.
+///   of the time). 45 µs is taken, below that, because the same cost also
+///   lands on every step at high concurrency, where TensorRT-LLM's measured
+///   TPOT (a C++ runtime with almost none of it) bounds it: at 57 µs vLLM
+///   would be 1.4× TensorRT-LLM at concurrency 128, at 45 µs 1.3×. The
+///   ShareGPT row then sits 11 % high, the part this model leaves to the
+///   old engine's scheduling without chunked prefill.
 const GEMM_EFFICIENCY: f64 = 0.90;
 const GEMM_HALF_TOKENS: f64 = 64.0;
 const ATTENTION_EFFICIENCY: f64 = 0.33;
