@@ -547,13 +547,15 @@ mod tests {
         let start = Instant::now();
         let c = SimConfig::default();
         let plan = RefPlan { seeds: 2, ..plan() };
-        let a = reference_goodput(&c, &workload(), &slo(), &plan, 1.0, 100.0, 0.02).unwrap();
-        let b = reference_goodput(&c, &workload(), &slo(), &plan, 1.0, 100.0, 0.02).unwrap();
+        // The range must hold the answer (about 100 req/s since the step-time
+        // recalibration), so that the search bisects and finds a failing rate.
+        let a = reference_goodput(&c, &workload(), &slo(), &plan, 1.0, 400.0, 0.02).unwrap();
+        let b = reference_goodput(&c, &workload(), &slo(), &plan, 1.0, 400.0, 0.02).unwrap();
         assert_eq!(a, b);
         assert!(a.goodput > 1.0 && a.first_failing.is_some(), "{a:?}");
         // A different schedule seed gives a different (but nearby) answer.
         let other = RefPlan { seed: 7, ..plan };
-        let o = reference_goodput(&c, &workload(), &slo(), &other, 1.0, 100.0, 0.02).unwrap();
+        let o = reference_goodput(&c, &workload(), &slo(), &other, 1.0, 400.0, 0.02).unwrap();
         assert_ne!(a.points, o.points);
         eprintln!(
             "determinism: goodput {:.3} vs {:.3} (seed 7), {:?}",
