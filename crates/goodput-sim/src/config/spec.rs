@@ -231,13 +231,24 @@ pub fn spec_keys() -> impl Iterator<Item = &'static str> {
 
 impl SimArgs {
     /// The flags a `--sim` spec stands for: each comma-separated part is a
-    /// model preset, a hardware preset or a `key=value` option ([`spec_keys`]).
+    /// model preset, a hardware preset, a `key=value` option ([`spec_keys`])
+    /// or a configuration file: a profile written by `goodput calibrate`
+    /// (`profile.toml`, or `profile=FILE` for a name without `.toml`), which
+    /// the other parts override.
     /// Nothing is checked beyond each value's type here; [`SimArgs::to_config`]
     /// checks the whole (a model that does not fit, a `tp` that does not
     /// divide the attention heads).
     pub fn from_spec(spec: &str) -> Result<SimArgs, SimError> {
         let mut args = SimArgs::default();
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            // A profile (`goodput calibrate`) or any simulator config file.
+            let file = part
+                .strip_prefix("profile=")
+                .or_else(|| part.ends_with(".toml").then_some(part));
+            if let Some(path) = file {
+                args.config = Some(path.trim().into());
+                continue;
+            }
             let Some((key, value)) = part.split_once('=') else {
                 if model_by_name(part).is_ok() {
                     args.model_profile = Some(part.to_string());
@@ -322,6 +333,15 @@ mod tests {
         let c = a.to_config().unwrap();
         assert_eq!((c.tensor_parallel, c.seed, c.time_scale), (4, 0, 0.25));
         assert_eq!(c.faults.stall_s, 0.75);
+    }
+
+    #[test]
+    fn a_toml_part_is_a_profile_the_other_parts_override() {
+        let a = SimArgs::from_spec("my-server.toml,seed=3").unwrap();
+        assert_eq!(a.config.as_deref(), Some(std::path::Path::new("my-server.toml")));
+        assert_eq!(a.seed, Some(3));
+        let a = SimArgs::from_spec("profile=calibrated").unwrap();
+        assert_eq!(a.config.as_deref(), Some(std::path::Path::new("calibrated")));
     }
 
     #[test]
