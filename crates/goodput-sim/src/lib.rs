@@ -15,6 +15,7 @@
 //! server.shutdown();
 //! ```
 
+pub mod calibrate;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -31,6 +32,7 @@ pub mod stats;
 pub mod text;
 pub mod virtual_time;
 
+pub use calibrate::{fit, Fit, FitOptions, Observation, ObservationKind, Profile, ServerLimits};
 pub use config::{OutputLenDist, SimArgs, SimConfig};
 pub use error::SimError;
 pub use faults::{FaultConfig, FaultSpec};
