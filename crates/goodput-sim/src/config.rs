@@ -300,7 +300,15 @@ impl SimConfig {
             path: path.to_path_buf(),
             source,
         })?;
-        let file: ConfigFile = toml::from_str(&text).map_err(|e| SimError::ParseConfig {
+        self.apply_toml(&text, path)
+    }
+
+    /// Apply the text of a TOML config file; `path` names it in errors.
+    /// [`SimConfig::apply_file`] reads a file through this, and a calibrated
+    /// profile ([`crate::calibrate::Profile`]) builds its configuration
+    /// through it, so the two cannot disagree.
+    pub fn apply_toml(&mut self, text: &str, path: &Path) -> Result<(), SimError> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| SimError::ParseConfig {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;

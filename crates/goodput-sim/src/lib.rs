@@ -15,6 +15,7 @@
 //! server.shutdown();
 //! ```
 
+pub mod calibrate;
 pub mod closed_loop;
 pub mod config;
 pub mod engine;
@@ -32,6 +33,7 @@ pub mod stats;
 pub mod text;
 pub mod virtual_time;
 
+pub use calibrate::{fit, Fit, FitOptions, Observation, ObservationKind, Profile, ServerLimits};
 pub use closed_loop::{simulate_closed_loop, ClosedLoopReport};
 pub use config::{OutputLenDist, SimArgs, SimConfig};
 pub use error::SimError;
