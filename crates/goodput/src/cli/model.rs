@@ -21,7 +21,7 @@ pub struct CalibrateArgs {
     pub out: PathBuf,
     /// Prompt lengths of the batch-1 prefill series, tokens, comma-separated (each capped by
     /// the server's context).
-    #[arg(long, value_delimiter = ',', value_parser = at_least_one, default_value = "64,256,1024,2048,4096", help_heading = "Calibration")]
+    #[arg(long, value_delimiter = ',', value_parser = at_least_one, default_value = "64,256,512,1024,2048,4096,8192", help_heading = "Calibration")]
     pub prompt_lengths: Vec<usize>,
     /// Requests at each prefill length (the first warms the server up and is not used).
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u64).range(3..=100), help_heading = "Calibration")]
