@@ -230,7 +230,7 @@ impl SimConfig {
             for (field, v) in step.fields() {
                 if !(v.is_finite() && v >= 0.0) {
                     return Err(SimError::invalid(
-                        &format!("step.{field}"),
+                        format!("step.{field}"),
                         format!("{v} must be a number >= 0"),
                     ));
                 }
