@@ -19,6 +19,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod faults;
+pub mod forecast;
 pub mod kv;
 pub mod metrics;
 pub mod presets;
@@ -34,6 +35,10 @@ pub mod virtual_time;
 pub use config::{OutputLenDist, SimArgs, SimConfig};
 pub use error::SimError;
 pub use faults::{FaultConfig, FaultSpec};
+pub use forecast::{
+    evaluate_rates, forecast_goodput, Deployment, ForecastAnswer, ForecastPlan, ForecastPoint,
+    ForecastWorkload, Routing, Sessions, SharedPrefix,
+};
 pub use priority::{EnginePriority, PriorityRequest};
 pub use reference::{
     evaluate_rate, reference_goodput, RefAnswer, RefMetric, RefPlan, RefPoint, RefTerm, RefWorkload,
