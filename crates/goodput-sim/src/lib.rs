@@ -36,8 +36,8 @@ pub use config::{OutputLenDist, SimArgs, SimConfig};
 pub use error::SimError;
 pub use faults::{FaultConfig, FaultSpec};
 pub use forecast::{
-    evaluate_rates, forecast_goodput, Deployment, ForecastAnswer, ForecastPlan, ForecastPoint,
-    ForecastWorkload, Routing, Sessions, SharedPrefix,
+    evaluate_rates, forecast_goodput, forecast_goodput_near, Deployment, ForecastAnswer,
+    ForecastPlan, ForecastPoint, ForecastWorkload, Routing, Sessions, SharedPrefix,
 };
 pub use priority::{EnginePriority, PriorityRequest};
 pub use reference::{

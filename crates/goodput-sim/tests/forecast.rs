@@ -10,9 +10,9 @@ use goodput_common::units::DurationSpec;
 use goodput_common::LengthSpec;
 use goodput_sim::forecast::simulate_schedule;
 use goodput_sim::{
-    evaluate_rates, forecast_goodput, reference_goodput, Deployment, ForecastPlan,
-    ForecastWorkload, RefMetric, RefPlan, RefTerm, RefWorkload, Routing, Sessions, SharedPrefix,
-    SimConfig,
+    evaluate_rates, forecast_goodput, forecast_goodput_near, reference_goodput, Deployment,
+    ForecastPlan, ForecastWorkload, RefMetric, RefPlan, RefTerm, RefWorkload, Routing, Sessions,
+    SharedPrefix, SimConfig,
 };
 
 fn plan() -> ForecastPlan {
@@ -320,4 +320,27 @@ fn routing_policies_pick_replicas_as_documented() {
         }
         assert!(second > 0 && second < reqs.len(), "at {rate}/s: {second}");
     }
+}
+
+#[test]
+fn a_search_from_a_guess_finds_the_same_edge() {
+    let c = SimConfig::default();
+    let w = ForecastWorkload::fixed(256, 64);
+    let p = plan();
+    let wide = forecast_goodput(&c, &one(), &w, &slo(), &p, 1.0, 2000.0).unwrap();
+    assert!(wide.first_failing.is_some(), "{wide:?}");
+    for guess in [wide.goodput * 0.8, wide.goodput * 1.7] {
+        let near = forecast_goodput_near(&c, &one(), &w, &slo(), &p, guess, 1.25).unwrap();
+        let f = near.first_failing.unwrap();
+        assert!((f - near.goodput) / f < p.precision, "{near:?}");
+        // The same edge, to the search's resolution (the bracket differs).
+        assert!((near.goodput / wide.goodput - 1.0).abs() < 0.05, "{near:?}");
+        assert!(near.curve.len() < wide.curve.len(), "{}", near.curve.len());
+        assert!(near.curve.windows(2).all(|w| w[0].rate < w[1].rate));
+    }
+    // An impossible SLO steps down to a thousandth of the guess, then gives up.
+    let never = [RefTerm::new(RefMetric::Ttft, 99.0, 1e-6)];
+    let a = forecast_goodput_near(&c, &one(), &w, &never, &p, 10.0, 10.0).unwrap();
+    assert_eq!(a.goodput, 0.0);
+    assert!(a.curve.iter().all(|p| !p.meets));
 }
