@@ -110,6 +110,8 @@ struct Replica {
     engine: Engine,
     /// End of the step under way; `None` when idle.
     busy_until: Option<f64>,
+    /// When its last step ended (it steps again then, work or not).
+    free_since: Option<f64>,
     out: StepOutputs,
     /// Routed requests on their way in: (reaches the engine at, request).
     inbox: VecDeque<(f64, EngineRequest)>,
@@ -175,6 +177,7 @@ impl<'a> Run<'a> {
                 Ok(Replica {
                     engine: config.build_engine()?,
                     busy_until: None,
+                    free_since: None,
                     out: StepOutputs::default(),
                     inbox: VecDeque::new(),
                     outstanding: 0,
@@ -222,18 +225,16 @@ impl<'a> Run<'a> {
                 .chain(next_turn)
                 .min_by(f64::total_cmp);
             let Some(t) = t else { break };
-            let mut ready = vec![false; self.replicas.len()];
-            for (r, flag) in ready.iter_mut().enumerate() {
+            for r in 0..self.replicas.len() {
                 if self.replicas[r].busy_until == Some(t) {
                     self.complete(r, t);
-                    *flag = true;
                 }
             }
             self.arrive(t);
-            for (r, &flag) in ready.iter().enumerate() {
+            for r in 0..self.replicas.len() {
                 let rep = &self.replicas[r];
                 let reached = rep.inbox.front().is_some_and(|&(at, _)| at <= t);
-                if flag || (rep.busy_until.is_none() && reached) {
+                if rep.busy_until.is_none() && (rep.free_since == Some(t) || reached) {
                     self.step(r, t);
                 }
             }
@@ -246,6 +247,7 @@ impl<'a> Run<'a> {
     fn complete(&mut self, r: usize, t: f64) {
         let rep = &mut self.replicas[r];
         rep.busy_until = None;
+        rep.free_since = Some(t);
         let finished = std::mem::take(&mut rep.out.finished);
         for f in &finished {
             let i = f.id as usize;
