@@ -14,9 +14,9 @@
 //! passes the time in, which is what lets the same engine run in real time
 //! and in virtual time, where it is exactly deterministic.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
-use crate::kv::{blocks_for, BlockId, BlockPool, BLOCK_SIZE};
+use crate::kv::{blocks_for, BlockId, BlockPool, IntMap, BLOCK_SIZE};
 use crate::roofline::{BatchShape, Roofline, StepTime};
 
 /// Identifies a request inside the engine.
@@ -178,7 +178,7 @@ pub struct Engine {
     limits: EngineLimits,
     roofline: Roofline,
     pool: BlockPool,
-    seqs: HashMap<RequestId, Sequence>,
+    seqs: IntMap<RequestId, Sequence>,
     waiting: VecDeque<RequestId>,
     running: Vec<RequestId>,
     counters: EngineCounters,
@@ -191,7 +191,7 @@ impl Engine {
             pool: BlockPool::new(limits.num_blocks),
             limits,
             roofline,
-            seqs: HashMap::new(),
+            seqs: IntMap::default(),
             waiting: VecDeque::new(),
             running: Vec::new(),
             counters: EngineCounters::default(),

@@ -21,6 +21,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod faults;
+pub mod forecast;
 pub mod kv;
 pub mod metrics;
 pub mod presets;
@@ -38,6 +39,10 @@ pub use closed_loop::{simulate_closed_loop, ClosedLoopReport};
 pub use config::{OutputLenDist, SimArgs, SimConfig};
 pub use error::SimError;
 pub use faults::{FaultConfig, FaultSpec};
+pub use forecast::{
+    evaluate_rates, forecast_goodput, forecast_goodput_near, Deployment, ForecastAnswer,
+    ForecastPlan, ForecastPoint, ForecastWorkload, Routing, Sessions, SharedPrefix,
+};
 pub use priority::{EnginePriority, PriorityRequest};
 pub use reference::{
     evaluate_rate, reference_goodput, RefAnswer, RefMetric, RefPlan, RefPoint, RefTerm, RefWorkload,

@@ -470,8 +470,9 @@ fn evaluate(
 /// reference the tests check goodput's measured goodput against, so it is
 /// written from the definition (`docs/metrics.md`) alone. Were both sides to
 /// call the same function, a defect in it would agree with itself and the
-/// comparison could not catch it.
-fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
+/// comparison could not catch it. [`crate::forecast`] uses this one, so
+/// that its fixed-length case is the reference's answer bit for bit.
+pub(crate) fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
         return None;
