@@ -24,6 +24,7 @@ mod cli;
 mod compare_cmd;
 mod exit;
 mod exposition;
+mod predict_cmd;
 mod progress;
 mod report_cmd;
 mod run_cmd;
@@ -65,7 +66,7 @@ fn main() {
         cli::Command::Report(args) => report_cmd::main(*args),
         cli::Command::Compare(args) => compare_cmd::main(*args),
         cli::Command::Calibrate(args) => calibrate_cmd::main(*args),
-        cli::Command::Predict(_args) => Ok(exit::Code::Ok),
+        cli::Command::Predict(args) => predict_cmd::main(*args),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),

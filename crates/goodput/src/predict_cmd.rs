@@ -16,8 +16,8 @@ use anyhow::{anyhow, Context};
 use goodput_core::metrics::Metric;
 use goodput_sim::calibrate::Profile;
 use goodput_sim::forecast::{
-    evaluate_rates, forecast_goodput, Deployment, ForecastAnswer, ForecastPlan, ForecastPoint,
-    ForecastWorkload, Routing, Sessions, SharedPrefix,
+    evaluate_rates, forecast_goodput, forecast_goodput_near, Deployment, ForecastAnswer,
+    ForecastPlan, ForecastPoint, ForecastWorkload, Routing, Sessions, SharedPrefix,
 };
 use goodput_sim::{RefMetric, RefTerm, SimConfig};
 use serde_json::json;
@@ -117,13 +117,28 @@ struct Question {
 }
 
 impl Question {
+    /// The goodput of a simulator drawn from the calibration, searched
+    /// from the central answer `guess` outwards.
+    fn goodput_near(&self, config: &SimConfig, guess: f64) -> Result<f64, Exit> {
+        forecast_goodput_near(
+            config,
+            &self.deployment,
+            &self.workload,
+            &self.slo,
+            &self.plan,
+            guess,
+            1.25,
+        )
+        .map(|a| a.goodput)
+        .map_err(usage)
+    }
+
     /// The goodput of `config`: a coarse search (one short schedule) finds
     /// the edge, the plan's search measures it within a bracket around it.
-    fn goodput(&self, config: &SimConfig, near: Option<f64>) -> Result<ForecastAnswer, Exit> {
+    fn goodput(&self, config: &SimConfig) -> Result<ForecastAnswer, Exit> {
         let replicas = self.deployment.replicas as f64;
-        let (mut lo, mut hi) = match near {
-            Some(g) if g > 0.0 => (g / 2.0, g * 2.0),
-            _ => {
+        let (mut lo, mut hi) = {
+            {
                 let coarse = ForecastPlan {
                     requests_per_point: 300,
                     warmup_requests: 30,
@@ -196,9 +211,11 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
         },
         workload: workload(&args),
         slo: terms(&args)?,
+        // Every replica sees as many requests as one alone would: a
+        // shorter run per replica would let its queue grow less.
         plan: ForecastPlan {
-            requests_per_point: args.requests as usize,
-            warmup_requests: (args.requests as usize / 10).max(20),
+            requests_per_point: args.requests as usize * args.replicas,
+            warmup_requests: (args.requests as usize * args.replicas / 10).max(20),
             seeds: args.schedules,
             seed: args.seed,
             max_error_rate: args.max_error_rate,
@@ -206,18 +223,24 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         },
     };
-    let central = question.goodput(&model.config, None)?;
+    let central = question.goodput(&model.config)?;
     let mut draws = Vec::new();
     if let Some(profile) = &model.profile {
         let configs = profile
             .draws(args.draws as usize, args.seed)
             .map_err(usage)?;
         for c in &configs {
-            draws.push(question.goodput(c, Some(central.goodput))?.goodput);
+            draws.push(question.goodput_near(c, central.goodput.max(1e-3))?);
         }
         draws.sort_by(f64::total_cmp);
     }
-    let interval = (draws.len() >= 2).then(|| (quantile(&draws, 0.025), quantile(&draws, 0.975)));
+    // The central answer is one draw of the model too: the interval holds it.
+    let interval = (draws.len() >= 2).then(|| {
+        (
+            quantile(&draws, 0.025).min(central.goodput),
+            quantile(&draws, 0.975).max(central.goodput),
+        )
+    });
     let rates = if args.rates.is_empty() {
         let g = central.goodput.max(1e-3);
         [0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5]
@@ -288,7 +311,10 @@ impl Report<'_> {
 
     fn workload_words(&self) -> String {
         let a = self.args;
-        let mut w = format!("input {} / output {} tokens", a.input_tokens, a.output_tokens);
+        let mut w = format!(
+            "input {} / output {} tokens",
+            a.input_tokens, a.output_tokens
+        );
         if let Some(p) = a.prefix_tokens {
             w += &format!(", shared prefix {p} tokens x {} groups", a.prefix_groups);
         }
@@ -334,7 +360,10 @@ impl Report<'_> {
                 if p.saturated { "grows" } else { "steady" }
             );
             for v in &p.percentiles {
-                s += &format!(" {:>12}", v.map_or("-".into(), |x| format!("{:.1}", x * 1e3)));
+                s += &format!(
+                    " {:>12}",
+                    v.map_or("-".into(), |x| format!("{:.1}", x * 1e3))
+                );
             }
             s += if p.meets { "  pass\n" } else { "  FAIL\n" };
         }

@@ -96,7 +96,8 @@ fn cases() -> Vec<Case> {
             slo: vec![RefTerm::new(RefMetric::Ttft, 99.0, ms(500.0))],
         },
         Case {
-            name: "4-turn sessions of 256 / 128, think 1 s, p99 TTFT <= 300 ms and p99 TPOT <= 40 ms",
+            name:
+                "4-turn sessions of 256 / 128, think 1 s, p99 TTFT <= 300 ms and p99 TPOT <= 40 ms",
             flags: vec![
                 "--input-tokens",
                 "256",
@@ -190,5 +191,8 @@ fn calibrated_over_http_the_forecast_is_within_15_percent_of_the_truth() {
         );
     }
     eprintln!("{report}");
-    assert!(worst <= 0.15, "a forecast is off by more than 15 %:\n{report}");
+    assert!(
+        worst <= 0.15,
+        "a forecast is off by more than 15 %:\n{report}"
+    );
 }

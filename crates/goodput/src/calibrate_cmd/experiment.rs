@@ -49,7 +49,6 @@ pub struct Rec {
     pub events: Vec<(f64, u32)>,
     /// The server's own prompt token count (usage), else the client's.
     pub prompt_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
     pub error: Option<String>,
 }
 
@@ -75,7 +74,6 @@ impl Rec {
             prompt_tokens: v["server_prompt_tokens"]
                 .as_u64()
                 .or_else(|| v["input_tokens"].as_u64()),
-            output_tokens: v["output_tokens"].as_u64(),
             error: v["error"].as_str().map(str::to_string),
         })
     }

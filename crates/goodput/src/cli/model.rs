@@ -124,7 +124,8 @@ pub struct PredictArgs {
     /// [default: 10 rates up to 1.5x the goodput].
     #[arg(long, value_delimiter = ',', value_parser = finite_rate, help_heading = "Forecast")]
     pub rates: Vec<f64>,
-    /// Measured requests per Poisson schedule at each rate (sessions count every turn).
+    /// Measured requests per Poisson schedule at each rate, per replica (sessions count every
+    /// turn).
     #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(100..), help_heading = "Forecast")]
     pub requests: u64,
     /// Poisson schedules pooled at each rate.
