@@ -316,13 +316,7 @@ async fn prefill_series(
         .map_or(usize::MAX, |m| m.value)
         .saturating_sub(4);
     let mut out = Vec::new();
-    for &len in &args.prompt_lengths {
-        if len > room {
-            runner.say(format!(
-                "prefill: {len} tokens skipped (the context holds {room})"
-            ));
-            continue;
-        }
+    for len in prompt_lengths(&args.prompt_lengths, room) {
         let recs = runner.point(1, args.prefill_requests, len, 2).await?;
         if let Some(f) = failed(&recs) {
             runner.say(format!("prefill {len}: {f}"));
@@ -351,11 +345,31 @@ async fn prefill_series(
     Ok(out)
 }
 
+/// The prompt lengths that fit in `room` tokens; the longest asked for
+/// that does not fit is measured at `room` instead, so a server with a short
+/// context still shows its prefill at the longest prompt it takes.
+fn prompt_lengths(asked: &[usize], room: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = asked.iter().copied().filter(|&n| n <= room).collect();
+    if asked.iter().any(|&n| n > room) && v.last().is_none_or(|&l| room > l + l / 4) {
+        v.push(room);
+    }
+    v
+}
+
+/// The contexts of the decode series that fit in `room` tokens (prompt plus
+/// output); a longer one asked for is measured at `room` instead when that
+/// is well above the shorter ones.
+fn contexts(asked: &[usize], room: usize) -> Vec<usize> {
+    prompt_lengths(asked, room)
+}
+
 /// The concurrencies of the decode series: `--batches`, else 1, 4, 16, 64,
-/// ... below the largest batch, and the largest batch itself.
+/// ... below the largest batch (1, 2, 4, 8 up to 16: a server of few slots
+/// needs every batch it has), and the largest batch itself.
 fn batches(args: &CalibrateArgs, max_batch: usize) -> Vec<usize> {
     let mut b: Vec<usize> = if args.batches.is_empty() {
-        let mut v: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * 4))
+        let step = if max_batch <= 16 { 2 } else { 4 };
+        let mut v: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * step))
             .take_while(|&x| x < max_batch)
             .collect();
         v.push(max_batch);
@@ -378,19 +392,14 @@ async fn decode_series(
     limits: &Limits,
 ) -> Result<Vec<Decode>, Exit> {
     let out_tokens = args.decode_tokens;
+    let room = limits
+        .max_model_len
+        .as_ref()
+        .map_or(usize::MAX, |m| m.value)
+        .saturating_sub(out_tokens as usize + 4);
     let mut out = Vec::new();
-    for &ctx in &args.contexts {
+    for ctx in contexts(&args.contexts, room) {
         let need = ctx + out_tokens as usize;
-        if limits
-            .max_model_len
-            .as_ref()
-            .is_some_and(|m| need > m.value)
-        {
-            runner.say(format!(
-                "decode: context {ctx} skipped (over the context limit)"
-            ));
-            continue;
-        }
         for b in batches(args, limits.max_batch.value) {
             if limits
                 .kv_tokens
@@ -442,4 +451,18 @@ async fn decode_series(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_over_the_context_are_measured_at_the_context() {
+        assert_eq!(prompt_lengths(&[64, 256, 4096], 2044), vec![64, 256, 2044]);
+        assert_eq!(prompt_lengths(&[64, 256], 2044), vec![64, 256]);
+        // Not when the longest that fits is already near the room.
+        assert_eq!(prompt_lengths(&[64, 2000, 4096], 2044), vec![64, 2000]);
+        assert_eq!(contexts(&[128, 2048], 1980), vec![128, 1980]);
+    }
 }
