@@ -227,3 +227,45 @@ pub fn spread(v: &[f64]) -> f64 {
     let mut dev: Vec<f64> = v.iter().map(|x| (x - mid).abs()).collect();
     1.4826 * median(&mut dev).unwrap_or(0.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(send_ms: f64, events: &[f64]) -> Rec {
+        Rec {
+            ok: true,
+            send_ms: Some(send_ms),
+            ttft_ms: events.first().copied(),
+            e2el_ms: events.last().copied(),
+            events: events.iter().map(|&t| (t, 1)).collect(),
+            prompt_tokens: Some(100),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn common_gaps_are_those_while_every_request_streamed() {
+        // a streams from 10 to 60 ms, b (sent 20 ms later, its events at 40
+        // to 90 ms after the run's start) from 40 to 90: both stream from 40
+        // to 60 ms.
+        let a = rec(0.0, &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);
+        let b = rec(20.0, &[20.0, 30.0, 40.0, 50.0, 60.0, 70.0]);
+        let gaps = common_gaps(&[&a, &b]);
+        // a: 40→50, 50→60 (tokens before the later event: 4, 5); b: its
+        // first two gaps (1, 2).
+        let mut before: Vec<u64> = gaps.iter().map(|g| g.1).collect();
+        before.sort_unstable();
+        assert_eq!(before, vec![1, 2, 4, 5]);
+        assert!(gaps.iter().all(|g| (g.0 - 10.0).abs() < 1e-9));
+    }
+
+    #[test]
+    fn medians_and_spreads() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&mut []), None);
+        // MAD of 1,2,3,4,100 is 1: robust to the outlier.
+        assert!((spread(&[1.0, 2.0, 3.0, 4.0, 100.0]) - 1.4826).abs() < 1e-9);
+    }
+}

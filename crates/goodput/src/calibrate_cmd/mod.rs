@@ -465,4 +465,57 @@ mod tests {
         assert_eq!(prompt_lengths(&[64, 2000, 4096], 2044), vec![64, 2000]);
         assert_eq!(contexts(&[128, 2048], 1980), vec![128, 1980]);
     }
+
+    fn rec(ttft_ms: f64, e2el_ms: f64) -> Rec {
+        Rec {
+            ok: true,
+            send_ms: Some(0.0),
+            ttft_ms: Some(ttft_ms),
+            e2el_ms: Some(e2el_ms),
+            events: Vec::new(),
+            prompt_tokens: Some(64),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_first_batch_is_who_started_before_anyone_finished() {
+        // Three ran at once (first tokens 10-12 ms, done at 200+); two waited
+        // for a slot (first tokens after the first end at 200 ms).
+        let recs = [
+            rec(10.0, 200.0),
+            rec(11.0, 201.0),
+            rec(12.0, 202.0),
+            rec(210.0, 400.0),
+            rec(211.0, 401.0),
+        ];
+        assert_eq!(first_wave(&recs), 3);
+        // A failed request's end does not count as the first end.
+        let mut failed = rec(5.0, 6.0);
+        failed.ok = false;
+        let mut with_failure = recs.to_vec();
+        with_failure.push(failed);
+        assert_eq!(first_wave(&with_failure), 4);
+    }
+
+    #[test]
+    fn batches_step_by_two_on_small_servers_and_by_four_on_large_ones() {
+        let args = |b: Vec<usize>| CalibrateArgs {
+            batches: b,
+            ..base_args()
+        };
+        assert_eq!(batches(&args(vec![]), 4), vec![1, 2, 4]);
+        assert_eq!(batches(&args(vec![]), 256), vec![1, 4, 16, 64, 256]);
+        assert_eq!(batches(&args(vec![]), 48), vec![1, 4, 16, 48]);
+        assert_eq!(batches(&args(vec![1, 8, 64]), 48), vec![1, 8]);
+    }
+
+    fn base_args() -> CalibrateArgs {
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            calibrate: CalibrateArgs,
+        }
+        Wrap::parse_from(["calibrate"]).calibrate
+    }
 }
