@@ -103,7 +103,7 @@ fn workload(args: &PredictArgs) -> ForecastWorkload {
         }),
         sessions: args.turns.clone().map(|turns| Sessions {
             turns,
-            think_time: args.think_time.clone(),
+            think_time: args.think_time,
         }),
     }
 }
