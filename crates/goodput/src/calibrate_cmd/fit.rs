@@ -3,7 +3,9 @@
 //! their standard errors, every observation's residual, the notes), and
 //! the profile written.
 
-use anyhow::{anyhow, Context};
+use std::path::Path;
+
+use anyhow::Context;
 use goodput_sim::calibrate::{
     fit, FitOptions, LimitSources, Observation, ObservationKind, ParameterStatus, Profile,
     ServerLimits, PROFILE_FIELDS,
@@ -11,8 +13,7 @@ use goodput_sim::calibrate::{
 use goodput_sim::kv::BLOCK_SIZE;
 
 use super::{Limit, Observations};
-use crate::cli::CalibrateArgs;
-use crate::exit::{usage, Code, Exit};
+use crate::exit::{usage, Exit};
 
 /// The measured medians as the fit takes them.
 fn observations(obs: &Observations) -> Vec<Observation> {
@@ -74,7 +75,24 @@ fn label(kind: &ObservationKind) -> String {
     }
 }
 
-pub fn fit_and_write(args: &CalibrateArgs, obs: &Observations, model: &str) -> Result<Code, Exit> {
+/// What became of a fit [`fit_and_write`] wrote.
+pub struct Written {
+    /// Observations the fit took.
+    pub observations: usize,
+    /// The profile fields the observations could not identify.
+    pub unidentified: Vec<&'static str>,
+}
+
+/// Fit `obs`, write the profile of a server serving `model` (measured at
+/// `source`) to `out` with `notes` after the fit's own, and print the fit.
+/// Whether the fit is good enough is the caller's to judge.
+pub fn fit_and_write(
+    obs: &Observations,
+    model: &str,
+    source: &str,
+    out: &Path,
+    notes: &[String],
+) -> Result<Written, Exit> {
     let observations = observations(obs);
     let limits = server_limits(obs);
     let options = FitOptions {
@@ -83,16 +101,11 @@ pub fn fit_and_write(args: &CalibrateArgs, obs: &Observations, model: &str) -> R
     let f = fit(&observations, &options)
         .context("fitting the step-time model")
         .map_err(usage)?;
-    let source_url = match (&args.target.url, &args.target.sim) {
-        (Some(u), _) => u.clone(),
-        (None, Some(p)) => format!("built-in simulator '{}'", p.spec),
-        (None, None) => "built-in simulator (default preset)".into(),
-    };
     let mut profile = Profile::from_fit(
         &f,
         model,
         &limits,
-        &source_url,
+        source,
         &goodput_core::result::now_rfc3339(),
     );
     for (what, l) in [
@@ -108,19 +121,23 @@ pub fn fit_and_write(args: &CalibrateArgs, obs: &Observations, model: &str) -> R
                 .push(format!("{what}: {} ({})", l.value, l.from));
         }
     }
+    profile.calibration.notes.extend(notes.iter().cloned());
     let text = profile.to_toml().map_err(usage)?;
-    std::fs::write(&args.out, text)
-        .with_context(|| format!("writing the profile {}", args.out.display()))
+    std::fs::write(out, text)
+        .with_context(|| format!("writing the profile {}", out.display()))
         .map_err(usage)?;
     print!("{}", summary(&profile, &f.status));
-    println!("profile written to {}", args.out.display());
-    if observations.len() < 4 {
-        return Err(usage(anyhow!(
-            "only {} observations: too few to trust the fit (see the notes above)",
-            observations.len()
-        )));
-    }
-    Ok(Code::Ok)
+    println!("profile written to {}", out.display());
+    let unidentified = PROFILE_FIELDS
+        .iter()
+        .zip(f.status)
+        .filter(|(_, s)| *s == ParameterStatus::Unidentified)
+        .map(|(name, _)| *name)
+        .collect();
+    Ok(Written {
+        observations: observations.len(),
+        unidentified,
+    })
 }
 
 /// The fit as a person reads it.

@@ -9,7 +9,9 @@
 
 mod discover;
 mod experiment;
+mod from_files;
 
+use anyhow::anyhow;
 use clap::Parser;
 
 use goodput_sim::calibrate::LimitSource;
@@ -27,6 +29,9 @@ const BURST_PROMPT: usize = 64;
 const BURST_OUTPUT: u32 = 32;
 
 pub fn main(args: CalibrateArgs) -> Result<Code, Exit> {
+    if !args.from.is_empty() {
+        return from_files::calibrate(&args);
+    }
     setup::raise_fd_limit();
     setup::runtime()?.block_on(calibrate(args))
 }
@@ -72,9 +77,26 @@ async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
         decodes,
         limits,
     };
-    let code = fit::fit_and_write(&args, &observations, runner.session.target.model())?;
+    let source = match (&args.target.url, &args.target.sim) {
+        (Some(u), _) => u.clone(),
+        (None, Some(p)) => format!("built-in simulator '{}'", p.spec),
+        (None, None) => "built-in simulator (default preset)".into(),
+    };
+    let written = fit::fit_and_write(
+        &observations,
+        runner.session.target.model(),
+        &source,
+        &args.out,
+        &[],
+    )?;
     session.finish().await;
-    Ok(code)
+    if written.observations < 4 {
+        return Err(usage(anyhow!(
+            "only {} observations: too few to trust the fit (see the notes above)",
+            written.observations
+        )));
+    }
+    Ok(Code::Ok)
 }
 
 mod fit;
@@ -248,15 +270,7 @@ async fn limits(
     let max_model_len = published
         .max_model_len
         .map(|(t, from)| Limit::new(t, LimitSource::Metrics, from));
-    let step_tokens = match (args.max_num_batched_tokens, published.step_tokens) {
-        (Some(t), _) => Limit::new(t, LimitSource::Metrics, "--max-num-batched-tokens"),
-        (None, Some((t, from))) => Limit::new(t, LimitSource::Metrics, from),
-        (None, None) => Limit::new(
-            8192,
-            LimitSource::Default,
-            "assumed (vLLM's default; --max-num-batched-tokens)",
-        ),
-    };
+    let step_tokens = step_tokens(args, published.step_tokens);
     let kv_tokens = match published.kv_tokens {
         Some((t, from)) => Some(Limit::new(t, LimitSource::Metrics, from)),
         None => {
@@ -270,6 +284,20 @@ async fn limits(
         max_model_len,
         step_tokens,
     })
+}
+
+/// The token budget of a step: `--max-num-batched-tokens`, else what the
+/// server published, else vLLM's default.
+fn step_tokens(args: &CalibrateArgs, published: Option<(usize, &'static str)>) -> Limit {
+    match (args.max_num_batched_tokens, published) {
+        (Some(t), _) => Limit::new(t, LimitSource::Metrics, "--max-num-batched-tokens"),
+        (None, Some((t, from))) => Limit::new(t, LimitSource::Metrics, from),
+        (None, None) => Limit::new(
+            8192,
+            LimitSource::Default,
+            "assumed (vLLM's default; --max-num-batched-tokens)",
+        ),
+    }
 }
 
 /// KV capacity from a burst of long prompts, for a server that did not say:

@@ -15,6 +15,14 @@ use super::parse::{at_least_one, finite_rate, percent, share, slo_terms};
 pub struct CalibrateArgs {
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Fit from results already saved (`goodput run --out`, `goodput sweep --out`) instead of
+    /// measuring a server. Used: closed-loop points of fixed prompt and output lengths
+    /// (concurrency 1: the median TTFT as a prefill, the median ITL as a batch-1 decode;
+    /// concurrency c: the median ITL as a decode of c sequences, weighed lower). Skipped, with
+    /// the reason: open-loop points, distributed lengths, shared prefixes, sessions. The
+    /// experiment's flags do not apply.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["url", "sim"], help_heading = "Calibration")]
+    pub from: Vec<PathBuf>,
     /// Where to write the profile (TOML): `goodput predict --profile`, `goodput sim --profile`
     /// and `--sim FILE` read it.
     #[arg(long, default_value = "profile.toml", help_heading = "Calibration")]
