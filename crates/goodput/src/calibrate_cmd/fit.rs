@@ -83,6 +83,50 @@ pub struct Written {
     pub unidentified: Vec<&'static str>,
 }
 
+/// Budgets a server's step may have, tried when it does not say its own.
+const STEP_TOKEN_CANDIDATES: [usize; 5] = [512, 1024, 2048, 4096, 8192];
+
+/// The token budget of a step, read from the prefill series where the
+/// server did not publish it: a prompt longer than the budget is prefilled
+/// in chunks, one step each, and every chunk costs a step's fixed cost, so
+/// the TTFT series shows where the budget is. Each candidate below the
+/// longest prompt is fitted; one is kept only when its residuals are under
+/// half the assumed budget's (and it leaves nothing more unidentified).
+/// `None` when the series cannot tell.
+pub fn infer_step_tokens(obs: &Observations) -> Option<(usize, f64, f64)> {
+    let observations = observations(obs);
+    let longest = obs
+        .prefills
+        .iter()
+        .map(|p| p.prompt_tokens as usize)
+        .max()?;
+    let assumed = obs.limits.step_tokens.value;
+    let quality = |budget: usize| -> Option<(f64, usize)> {
+        let f = fit(
+            &observations,
+            &FitOptions {
+                max_num_batched_tokens: budget as u64,
+            },
+        )
+        .ok()?;
+        let unidentified = f
+            .status
+            .iter()
+            .filter(|s| **s == ParameterStatus::Unidentified)
+            .count();
+        Some((f.rms_relative_error, unidentified))
+    };
+    let (base_rms, base_unidentified) = quality(assumed)?;
+    let best = STEP_TOKEN_CANDIDATES
+        .iter()
+        .copied()
+        .filter(|&b| b < longest && b != assumed)
+        .filter_map(|b| quality(b).map(|q| (b, q)))
+        .filter(|(_, (_, u))| *u <= base_unidentified)
+        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))?;
+    (best.1 .0 < 0.5 * base_rms).then_some((best.0, best.1 .0, base_rms))
+}
+
 /// Fit `obs`, write the profile of a server serving `model` (measured at
 /// `source`) to `out` with `notes` after the fit's own, and print the fit.
 /// Whether the fit is good enough is the caller's to judge.

@@ -72,11 +72,26 @@ async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
     let limits = limits(&mut runner, &args, &published, &design).await?;
     let prefills = prefill_series(&mut runner, &args, &limits).await?;
     let decodes = decode_series(&mut runner, &args, &limits).await?;
-    let observations = Observations {
+    let mut observations = Observations {
         prefills,
         decodes,
         limits,
     };
+    if observations.limits.step_tokens.source == LimitSource::Default {
+        if let Some((budget, rms, assumed_rms)) = fit::infer_step_tokens(&observations) {
+            runner.say(format!(
+                "the prefill series says the server prefills {budget} tokens a step (residuals {:.1} % against {:.1} % at the assumed {})",
+                rms * 100.0,
+                assumed_rms * 100.0,
+                observations.limits.step_tokens.value
+            ));
+            observations.limits.step_tokens = Limit::new(
+                budget,
+                LimitSource::Inferred,
+                "the prefill series' chunk boundaries",
+            );
+        }
+    }
     let source = match (&args.target.url, &args.target.sim) {
         (Some(u), _) => u.clone(),
         (None, Some(p)) => format!("built-in simulator '{}'", p.spec),
@@ -195,15 +210,17 @@ pub struct Decode {
 }
 
 /// The first batch of a burst: the requests that had their first token
-/// before the first of them ended.
+/// before the first of them ended, on the run's clock (the sends are
+/// paced, so times from each request's own send do not compare).
 fn first_wave(recs: &[Rec]) -> usize {
+    let at = |r: &Rec, after_send: Option<f64>| Some(r.send_ms? + after_send?);
     let first_end = recs
         .iter()
         .filter(|r| r.ok)
-        .filter_map(|r| r.e2el_ms)
+        .filter_map(|r| at(r, r.e2el_ms))
         .fold(f64::INFINITY, f64::min);
     recs.iter()
-        .filter(|r| r.ttft_ms.is_some_and(|t| t < first_end))
+        .filter(|r| at(r, r.ttft_ms).is_some_and(|t| t < first_end))
         .count()
 }
 
@@ -495,9 +512,13 @@ mod tests {
     }
 
     fn rec(ttft_ms: f64, e2el_ms: f64) -> Rec {
+        sent(0.0, ttft_ms, e2el_ms)
+    }
+
+    fn sent(send_ms: f64, ttft_ms: f64, e2el_ms: f64) -> Rec {
         Rec {
             ok: true,
-            send_ms: Some(0.0),
+            send_ms: Some(send_ms),
             ttft_ms: Some(ttft_ms),
             e2el_ms: Some(e2el_ms),
             events: Vec::new(),
@@ -524,6 +545,15 @@ mod tests {
         let mut with_failure = recs.to_vec();
         with_failure.push(failed);
         assert_eq!(first_wave(&with_failure), 4);
+        // Sends are paced: a request sent late that waited for a slot has a
+        // short TTFT from its own send, but its first token still came after
+        // the first end on the run's clock.
+        let paced = [
+            sent(0.0, 10.0, 200.0),
+            sent(1.0, 10.0, 201.0),
+            sent(150.0, 60.0, 250.0),
+        ];
+        assert_eq!(first_wave(&paced), 2);
     }
 
     #[test]
