@@ -105,6 +105,7 @@ fn workload(args: &PredictArgs) -> ForecastWorkload {
             turns,
             think_time: args.think_time,
         }),
+        trace: None,
     }
 }
 
