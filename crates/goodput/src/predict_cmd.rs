@@ -9,15 +9,23 @@
 //! `goodput sweep --search goodput` measures. Its interval carries the
 //! calibration's uncertainty: the same search on simulators drawn from the
 //! fit's covariance, over the same schedules (so only the model varies).
+//!
+//! With `--trace`, the workload is the trace, read by goodput-core's
+//! loader (as `run` reads it): one schedule, the trace's own arrivals
+//! scaled to each rate, so the goodput is a replay speed times the trace's
+//! mean rate, and the answer says which speed.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
 use goodput_core::metrics::Metric;
+use goodput_core::workload::trace::{load_trace, TraceStats};
 use goodput_sim::calibrate::Profile;
 use goodput_sim::forecast::{
     evaluate_rates, forecast_goodput, forecast_goodput_near, Deployment, ForecastAnswer,
-    ForecastPlan, ForecastPoint, ForecastWorkload, Routing, Sessions, SharedPrefix,
+    ForecastPlan, ForecastPoint, ForecastTrace, ForecastWorkload, Routing, Sessions, SharedPrefix,
+    TraceRequest,
 };
 use goodput_sim::{RefMetric, RefTerm, SimConfig};
 use serde_json::json;
@@ -105,6 +113,86 @@ fn workload(args: &PredictArgs) -> ForecastWorkload {
             turns,
             think_time: args.think_time,
         }),
+        trace: None,
+    }
+}
+
+/// A `--trace` workload: the file as the loader read it, and the
+/// forecaster's trace.
+struct Replay {
+    stats: TraceStats,
+    trace: Arc<ForecastTrace>,
+}
+
+impl Replay {
+    /// Errors name the file (and, from the loader, the line and field).
+    fn load(args: &PredictArgs) -> Result<Option<Replay>, Exit> {
+        let Some(path) = &args.replay.trace else {
+            return Ok(None);
+        };
+        let loaded = load_trace(path, &args.replay.options()).map_err(usage)?;
+        let requests = loaded
+            .rows
+            .iter()
+            .map(|row| TraceRequest {
+                at_s: row.at_s,
+                input_tokens: row.input_tokens,
+                output_tokens: row.output_tokens,
+                hash_ids: row.hash_ids.clone(),
+            })
+            .collect();
+        let trace = ForecastTrace::new(requests, args.replay.trace_block_tokens)
+            .with_context(|| format!("the trace {}", path.display()))
+            .map_err(usage)?;
+        Ok(Some(Replay {
+            stats: loaded.stats,
+            trace: Arc::new(trace),
+        }))
+    }
+
+    fn speed(&self, rate: f64) -> f64 {
+        self.trace.speed(rate)
+    }
+
+    /// One schedule: the first tenth of the rows warm up, the rest are measured.
+    fn plan(&self, args: &PredictArgs) -> ForecastPlan {
+        let rows = self.trace.len();
+        ForecastPlan {
+            requests_per_point: rows - rows / 10,
+            warmup_requests: rows / 10,
+            seeds: 1,
+            ..plan(args)
+        }
+    }
+
+    fn words(&self) -> String {
+        let s = &self.stats;
+        format!(
+            "trace {} ({}, {} requests over {:.1} s: mean {:.3} req/s{})",
+            s.name,
+            s.format,
+            self.trace.len(),
+            s.span_s,
+            self.trace.mean_rate(),
+            s.block_tokens
+                .map_or(String::new(), |b| format!(", blocks of {b} tokens"))
+        )
+    }
+}
+
+/// The plan of a synthetic workload.
+fn plan(args: &PredictArgs) -> ForecastPlan {
+    // Every replica sees as many requests as one alone would: a shorter
+    // run per replica would let its queue grow less.
+    let requests = args.requests as usize * args.replicas;
+    ForecastPlan {
+        requests_per_point: requests,
+        warmup_requests: (requests / 10).max(20),
+        seeds: args.schedules.unwrap_or(4),
+        seed: args.seed,
+        max_error_rate: args.max_error_rate,
+        precision: args.precision,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
 }
 
@@ -139,12 +227,19 @@ impl Question {
         let replicas = self.deployment.replicas as f64;
         let (mut lo, mut hi) = {
             {
-                let coarse = ForecastPlan {
-                    requests_per_point: 300,
-                    warmup_requests: 30,
-                    seeds: 1,
-                    precision: 0.2,
-                    ..self.plan
+                // A trace is replayed whole, coarsely too.
+                let coarse = match self.workload.trace {
+                    Some(_) => ForecastPlan {
+                        precision: 0.2,
+                        ..self.plan
+                    },
+                    None => ForecastPlan {
+                        requests_per_point: 300,
+                        warmup_requests: 30,
+                        seeds: 1,
+                        precision: 0.2,
+                        ..self.plan
+                    },
                 };
                 let a = self.search(config, &coarse, 0.001, 20_000.0 * replicas)?;
                 if a.goodput <= 0.0 {
@@ -201,6 +296,10 @@ fn quantile(v: &[f64], q: f64) -> f64 {
 pub fn main(args: PredictArgs) -> Result<Code, Exit> {
     let started = Instant::now();
     let model = model(&args)?;
+    let replay = Replay::load(&args)?;
+    if replay.is_some() && args.schedules.is_some() {
+        eprintln!("goodput: note: --schedules is ignored with --trace: a trace is one schedule, replayed at every rate");
+    }
     let question = Question {
         deployment: Deployment {
             replicas: args.replicas,
@@ -209,19 +308,17 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
                 RoutingArg::LeastOutstanding => Routing::LeastOutstanding,
             },
         },
-        workload: workload(&args),
-        slo: terms(&args)?,
-        // Every replica sees as many requests as one alone would: a
-        // shorter run per replica would let its queue grow less.
-        plan: ForecastPlan {
-            requests_per_point: args.requests as usize * args.replicas,
-            warmup_requests: (args.requests as usize * args.replicas / 10).max(20),
-            seeds: args.schedules,
-            seed: args.seed,
-            max_error_rate: args.max_error_rate,
-            precision: args.precision,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        workload: match &replay {
+            Some(r) => ForecastWorkload {
+                trace: Some(r.trace.clone()),
+                ..ForecastWorkload::fixed(1, 1)
+            },
+            None => workload(&args),
         },
+        slo: terms(&args)?,
+        plan: replay
+            .as_ref()
+            .map_or_else(|| plan(&args), |r| r.plan(&args)),
     };
     let central = question.goodput(&model.config)?;
     let mut draws = Vec::new();
@@ -241,7 +338,7 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
             quantile(&draws, 0.975).max(central.goodput),
         )
     });
-    let rates = if args.rates.is_empty() {
+    let mut rates: Vec<f64> = if args.rates.is_empty() {
         let g = central.goodput.max(1e-3);
         [0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5]
             .iter()
@@ -250,6 +347,11 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
     } else {
         args.rates.clone()
     };
+    // The replay at --trace-speed (1: as recorded) is a point of the curve.
+    let recorded = replay
+        .as_ref()
+        .map(|r| r.trace.mean_rate() * args.replay.trace_speed);
+    rates.extend(recorded.filter(|r| !rates.contains(r)));
     let curve = evaluate_rates(
         &model.config,
         &question.deployment,
@@ -264,6 +366,8 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
         args: &args,
         model: &model,
         question: &question,
+        replay: replay.as_ref(),
+        recorded,
         central: &central,
         interval,
         draws: draws.len(),
@@ -285,6 +389,9 @@ struct Report<'a> {
     args: &'a PredictArgs,
     model: &'a Model,
     question: &'a Question,
+    replay: Option<&'a Replay>,
+    /// The rate of the replay at `--trace-speed`.
+    recorded: Option<f64>,
     central: &'a ForecastAnswer,
     interval: Option<(f64, f64)>,
     draws: usize,
@@ -311,10 +418,13 @@ impl Report<'_> {
 
     fn workload_words(&self) -> String {
         let a = self.args;
-        let mut w = format!(
-            "input {} / output {} tokens",
-            a.input_tokens, a.output_tokens
-        );
+        let mut w = match self.replay {
+            Some(r) => r.words(),
+            None => format!(
+                "input {} / output {} tokens",
+                a.input_tokens, a.output_tokens
+            ),
+        };
         if let Some(p) = a.prefix_tokens {
             w += &format!(", shared prefix {p} tokens x {} groups", a.prefix_groups);
         }
@@ -367,10 +477,18 @@ impl Report<'_> {
             }
             s += if p.meets { "  pass\n" } else { "  FAIL\n" };
         }
-        s += &format!(
-            "  (latencies in ms, pooled over {} Poisson schedules of {} requests at each rate)\n",
-            self.question.plan.seeds, self.question.plan.requests_per_point
-        );
+        let plan = &self.question.plan;
+        s += &match self.replay {
+            Some(_) => format!(
+                "  (latencies in ms, of the trace's {} measured requests after {} warm-up rows, replayed at each rate)\n",
+                plan.requests_per_point, plan.warmup_requests
+            ),
+            None => format!(
+                "  (latencies in ms, pooled over {} Poisson schedules of {} requests at each rate)\n",
+                plan.seeds, plan.requests_per_point
+            ),
+        };
+        s += &self.recorded_words();
         s += &format!("{LEFT_OUT}\nAnswered in {:.1} s.\n", self.elapsed_s);
         s += "====================================================\n";
         let interval = match self.interval {
@@ -380,14 +498,54 @@ impl Report<'_> {
             ),
             None => String::new(),
         };
+        let speed = self.replay.map_or(String::new(), |r| {
+            format!(
+                " = the trace at {:.3}x its mean rate",
+                r.speed(self.central.goodput)
+            )
+        });
         s += &format!(
-            "predicted goodput: {:.2} {}{interval} at {} ({})\n",
+            "predicted goodput: {:.2} {}{speed}{interval} at {} ({})\n",
             self.central.goodput,
             self.unit(),
             self.slo_words(),
             self.workload_words()
         );
         s
+    }
+
+    /// How the replay at `--trace-speed` fares.
+    fn recorded_words(&self) -> String {
+        let (Some(r), Some(rate)) = (self.replay, self.recorded) else {
+            return String::new();
+        };
+        let Some(p) = self.curve.iter().find(|p| p.rate == rate) else {
+            return String::new();
+        };
+        format!(
+            "  The trace at speed {} ({rate:.2} req/s) {} the SLO{}.\n",
+            r.speed(rate),
+            if p.meets { "meets" } else { "misses" },
+            if p.saturated {
+                ", and its queue grows"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// The trace's part of the JSON (`null` without one).
+    fn trace_json(&self) -> serde_json::Value {
+        let Some(r) = self.replay else {
+            return serde_json::Value::Null;
+        };
+        json!({
+            "stats": r.stats,
+            "mean_rate": r.trace.mean_rate(),
+            "speed": r.speed(self.central.goodput),
+            "first_failing_speed": self.central.first_failing.map(|f| r.speed(f)),
+            "curve_speed": self.args.replay.trace_speed,
+        })
     }
 
     fn json(&self) -> serde_json::Value {
@@ -397,6 +555,7 @@ impl Report<'_> {
             .map(|p| {
                 json!({
                     "rate": p.rate,
+                    "speed": self.replay.map(|r| r.speed(p.rate)),
                     "request_throughput": p.request_throughput,
                     "output_throughput": p.output_throughput,
                     "cached_share": p.cached_share,
@@ -413,6 +572,8 @@ impl Report<'_> {
         json!({
             "goodput": self.central.goodput,
             "unit": self.unit(),
+            "speed": self.replay.map(|r| r.speed(self.central.goodput)),
+            "trace": self.trace_json(),
             "interval": self.interval.map(|(a, b)| json!({"low": a, "high": b, "draws": self.draws})),
             "first_failing": self.central.first_failing,
             "slo": self.question.slo.iter().map(|t| t.to_string()).collect::<Vec<_>>(),

@@ -22,7 +22,7 @@ use crate::setup;
 use crate::spec;
 
 pub fn main(args: RunArgs) -> Result<Code, Exit> {
-    if args.common.workload.trace.is_some()
+    if args.common.workload.replay.trace.is_some()
         && (args.common.load.concurrency.is_some() || args.common.load.request_rate.is_some())
     {
         return Err(usage(anyhow!(

@@ -14,7 +14,7 @@ use goodput_core::slo::Slo;
 use goodput_core::sweep::{SweepMode, SweepSpec};
 use goodput_core::target::{RunSpec, ServerMetricsChoice, TargetOptions};
 use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
-use goodput_core::workload::trace::{load_trace, TraceOptions};
+use goodput_core::workload::trace::load_trace;
 use goodput_core::workload::{
     PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
 };
@@ -77,13 +77,13 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
     let (bounds, workload) = (&flags.bounds, &flags.workload);
     // A trace brings its own arrival times: the load is open at its mean rate.
     let mut load = load;
-    let warmup = match (bounds.warmup, bounds.ramp_up, &workload.trace) {
+    let warmup = match (bounds.warmup, bounds.ramp_up, &workload.replay.trace) {
         // A ramp warms the server up itself, and a trace is replayed as
         // recorded: `auto` warm-up is then none.
         (WarmupPolicy::Auto, Some(_), _) | (WarmupPolicy::Auto, _, Some(_)) => Warmup::None,
         (w, _, _) => w.resolve(&load),
     };
-    let num_prompts = match (&workload.trace, bounds.num_prompts) {
+    let num_prompts = match (&workload.replay.trace, bounds.num_prompts) {
         // A trace is replayed whole unless --num-prompts cuts it.
         (Some(_), n) => n,
         _ => num_prompts(bounds),
@@ -224,19 +224,12 @@ fn workload_spec(
             dataset: Arc::new(dataset),
             output_override: w.output_tokens.clone(),
         }
-    } else if let Some(path) = &w.trace {
-        let opts = TraceOptions {
-            format: w.trace_format,
-            time_unit: w.trace_time_unit,
-            start: w.trace_start,
-            window: w.trace_window,
-            block_tokens: w.trace_block_tokens,
-        };
-        let trace = load_trace(path, &opts).map_err(usage)?;
+    } else if let Some(path) = &w.replay.trace {
+        let trace = load_trace(path, &w.replay.options()).map_err(usage)?;
         SourceSpec::Trace {
             trace: Arc::new(trace),
-            speed: w.trace_speed,
-            block_tokens: w.trace_block_tokens,
+            speed: w.replay.trace_speed,
+            block_tokens: w.replay.trace_block_tokens,
             output_override: w.output_tokens.clone(),
         }
     } else {

@@ -23,7 +23,7 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
         )));
     }
-    if args.common.workload.trace.is_some() {
+    if args.common.workload.replay.trace.is_some() {
         return Err(usage(anyhow!(
             "a trace sets its own arrival times, so a sweep cannot vary the load: use `goodput run --trace FILE --trace-speed X` at several speeds"
         )));

@@ -21,9 +21,9 @@
 //! **Sending stops** as a real run's does: requests are warm-up while fewer
 //! than `warmup` warm-up requests have been sent when their session starts
 //! (a session's turns share its phase, and every turn counts); once
-//! `measured` measured requests have been sent, nothing more is sent (new
-//! sessions and pending turns alike) and the requests in flight run to
-//! their end.
+//! `measured` measured requests have been sent, or a trace's last request
+//! is, nothing more is sent (new sessions and pending turns alike) and the
+//! requests in flight run to their end.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -209,9 +209,11 @@ impl<'a> Run<'a> {
     /// Run to the end; every request sent, in the order sent.
     pub fn run(mut self) -> Vec<ForecastRequest> {
         loop {
-            let next_new = self
-                .sending()
-                .then(|| self.book.unit_arrival(self.sessions.len()) / self.rate);
+            let next_new = if self.sending() {
+                self.book.arrival(self.sessions.len(), self.rate)
+            } else {
+                None
+            };
             let next_turn = self
                 .pending
                 .peek()
@@ -282,10 +284,9 @@ impl<'a> Run<'a> {
         }
         while self.sending() {
             let j = self.sessions.len();
-            let at = self.book.unit_arrival(j) / self.rate;
-            if at > t {
+            let Some(at) = self.book.arrival(j, self.rate).filter(|&at| at <= t) else {
                 break;
-            }
+            };
             let replica = self.route();
             self.sessions
                 .push((replica, self.sent_warmup < self.warmup));
@@ -369,5 +370,70 @@ impl<'a> Run<'a> {
             q.last_token_s = Some(e.time_s);
             q.tokens += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::trace::{ForecastTrace, TraceRequest};
+    use super::super::workload::ForecastWorkload;
+    use super::*;
+
+    /// Rows a second apart (each done before the next arrives), blocks of
+    /// 64 tokens (4 engine blocks each).
+    fn trace() -> ForecastWorkload {
+        let rows: [(f64, u32, &[u64]); 5] = [
+            (0.0, 256, &[1, 2, 3, 4]),
+            (1.0, 256, &[1, 2, 3, 5]),
+            (2.5, 256, &[]),
+            (3.0, 256, &[]),
+            (4.0, 200, &[1, 2, 6]),
+        ];
+        let requests = rows
+            .iter()
+            .map(|&(at_s, input_tokens, ids)| TraceRequest {
+                at_s: 100.0 + at_s,
+                input_tokens,
+                output_tokens: 4,
+                hash_ids: ids.to_vec(),
+            })
+            .collect();
+        ForecastWorkload::replay(ForecastTrace::new(requests, 64).unwrap())
+    }
+
+    fn replay(w: &ForecastWorkload, rate: f64, warmup: usize) -> Vec<ForecastRequest> {
+        let mut book = Book::new(w, 0);
+        let config = SimConfig::default();
+        Run::new(
+            &config,
+            &Deployment::default(),
+            &mut book,
+            rate,
+            warmup,
+            1000,
+        )
+        .unwrap()
+        .run()
+    }
+
+    #[test]
+    fn a_trace_at_its_mean_rate_arrives_at_its_offsets_and_twice_as_fast_at_double() {
+        let w = trace();
+        let mean = w.trace.as_ref().unwrap().mean_rate();
+        assert_eq!(mean, 1.0);
+        let at = |rate| -> Vec<f64> { replay(&w, rate, 0).iter().map(|q| q.arrival_s).collect() };
+        assert_eq!(at(mean), [0.0, 1.0, 2.5, 3.0, 4.0]);
+        assert_eq!(at(2.0 * mean), [0.0, 0.5, 1.25, 1.5, 2.0]);
+    }
+
+    #[test]
+    fn rows_sharing_hash_ids_hit_the_prefix_cache_and_rows_without_do_not() {
+        let run = replay(&trace(), 1.0, 1);
+        let cached: Vec<usize> = run.iter().map(|q| q.cached_tokens).collect();
+        // Three shared 64-token blocks, then two (the third, 6, is new).
+        assert_eq!(cached, [0, 192, 0, 0, 128]);
+        assert!(run.iter().all(|q| !q.failed()));
+        let measured: Vec<bool> = run.iter().map(|q| q.measured).collect();
+        assert_eq!(measured, [false, true, true, true, true], "one warm-up row");
     }
 }

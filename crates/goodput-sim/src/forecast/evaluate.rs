@@ -15,11 +15,14 @@ use super::workload::Book;
 /// How each rate is run, and how finely the search looks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ForecastPlan {
-    /// Measured requests per schedule (every turn counts, as in a real run).
+    /// Measured requests per schedule (every turn counts, as in a real run);
+    /// a trace's replay also ends with its last request.
     pub requests_per_point: usize,
-    /// Requests sent first, at the same rate, and left out of every figure.
+    /// Requests sent first, at the same rate, and left out of every figure
+    /// (a trace's first rows).
     pub warmup_requests: usize,
-    /// Independent Poisson schedules per rate (at least 1), pooled.
+    /// Independent Poisson schedules per rate (at least 1), pooled; exactly
+    /// 1 for a trace, which is one schedule.
     pub seeds: u64,
     /// Schedule `k` draws its arrivals from seed `seed + k` (as
     /// [`crate::reference`] does) and its contents from a hash of it.

@@ -17,6 +17,11 @@
 //!   conversation so far, so the engine's prefix cache hits on the history
 //!   as it would on a real server's (with this engine's limits: it caches
 //!   prompt blocks only, so a turn's own output is recomputed by the next).
+//! - Or a recorded trace ([`ForecastTrace`]): its requests arrive at its
+//!   own offsets scaled to the offered rate (rate `r` is replay speed
+//!   `r / mean_rate`), with its lengths, and prompts that share the
+//!   trace's `hash_ids` share those blocks; one schedule, whose first
+//!   `warmup_requests` rows are the warm-up (see [`trace`]'s docs).
 //! - The offered load: an open-loop Poisson schedule of **new sessions**,
 //!   as goodput's `--request-rate` schedules sessions' first turns (a
 //!   one-turn workload: requests); turn k + 1 follows `think_time` after
@@ -63,10 +68,12 @@
 
 mod driver;
 mod evaluate;
+pub mod trace;
 mod workload;
 
 pub use driver::{Deployment, ForecastRequest, Routing};
 pub use evaluate::{ForecastPlan, ForecastPoint, QueueGrowth};
+pub use trace::{ForecastTrace, TraceRequest};
 pub use workload::{ForecastWorkload, Sessions, SharedPrefix};
 
 use crate::config::SimConfig;
@@ -311,6 +318,9 @@ fn validate(
     if workload.prefix.is_some_and(|p| p.groups == 0) {
         return Err(SimError::invalid("groups", "must be at least 1"));
     }
+    if let Some(trace) = &workload.trace {
+        validate_trace(trace, workload, plan)?;
+    }
     for t in slo {
         if !(0.0..=100.0).contains(&t.percentile) {
             return Err(SimError::invalid(
@@ -347,6 +357,40 @@ fn validate(
         return Err(SimError::invalid(
             "precision",
             format!("{} must be in (0, 1)", plan.precision),
+        ));
+    }
+    Ok(())
+}
+
+/// A trace is the whole workload, and one schedule with a measured part.
+fn validate_trace(
+    trace: &ForecastTrace,
+    workload: &ForecastWorkload,
+    plan: &ForecastPlan,
+) -> Result<(), SimError> {
+    if workload.prefix.is_some() || workload.sessions.is_some() {
+        return Err(SimError::invalid(
+            "trace",
+            "a trace sets every prompt: it takes no shared prefix and no sessions",
+        ));
+    }
+    if plan.seeds != 1 {
+        return Err(SimError::invalid(
+            "seeds",
+            format!(
+                "{}: a trace is one schedule, so seeds must be 1",
+                plan.seeds
+            ),
+        ));
+    }
+    if trace.len() <= plan.warmup_requests {
+        return Err(SimError::invalid(
+            "warmup_requests",
+            format!(
+                "{}: the trace's {} requests leave none to measure",
+                plan.warmup_requests,
+                trace.len()
+            ),
         ));
     }
     Ok(())

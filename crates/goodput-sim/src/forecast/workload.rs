@@ -2,8 +2,10 @@
 //!
 //! A [`ForecastWorkload`] describes requests as goodput's synthetic workload
 //! does (`goodput-core`'s `workload::synthetic`): lengths drawn per request,
-//! an optional shared prefix, optional multi-turn sessions. A [`Book`] turns
-//! it into token ids and prefix-cache block hashes for one schedule.
+//! an optional shared prefix, optional multi-turn sessions; or it replays a
+//! trace ([`ForecastTrace`]: its arrivals, lengths and prompt blocks). A
+//! [`Book`] turns it into token ids and prefix-cache block hashes for one
+//! schedule.
 //!
 //! **Rate-independent content.** Everything a session will send — its turn
 //! count, every turn's lengths, token ids, block hashes and think time — is
@@ -20,8 +22,11 @@ use goodput_common::LengthSpec;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::Exp1;
+use std::sync::Arc;
 
 use crate::kv::block_hashes;
+
+use super::trace::ForecastTrace;
 
 /// Shared prefixes: every first turn's prompt starts with one of `groups`
 /// prefixes of `tokens` tokens, chosen uniformly at random, then its own
@@ -62,6 +67,10 @@ pub struct ForecastWorkload {
     pub output: LengthSpec,
     pub prefix: Option<SharedPrefix>,
     pub sessions: Option<Sessions>,
+    /// Replay this trace instead: its arrivals (scaled to the offered rate),
+    /// lengths and prompt blocks. `input` and `output` are then unused, and
+    /// `prefix` and `sessions` must be `None`.
+    pub trace: Option<Arc<ForecastTrace>>,
 }
 
 impl ForecastWorkload {
@@ -72,6 +81,15 @@ impl ForecastWorkload {
             output: LengthSpec::Fixed(output_tokens),
             prefix: None,
             sessions: None,
+            trace: None,
+        }
+    }
+
+    /// Replay `trace` (see [`ForecastTrace`]).
+    pub fn replay(trace: ForecastTrace) -> Self {
+        ForecastWorkload {
+            trace: Some(Arc::new(trace)),
+            ..ForecastWorkload::fixed(1, 1)
         }
     }
 }
@@ -118,8 +136,16 @@ impl Book {
         }
     }
 
+    /// Session j's arrival at `rate`; `None` when a trace has no session j.
+    pub fn arrival(&mut self, j: usize, rate: f64) -> Option<f64> {
+        match &self.workload.trace {
+            Some(trace) => trace.arrival(j, rate),
+            None => Some(self.unit_arrival(j) / rate),
+        }
+    }
+
     /// Session j's arrival at rate 1.
-    pub fn unit_arrival(&mut self, j: usize) -> f64 {
+    fn unit_arrival(&mut self, j: usize) -> f64 {
         while self.unit_arrivals.len() <= j {
             self.unit_arrivals.push(self.next_unit);
             self.next_unit += self.gaps.sample::<f64, _>(Exp1);
@@ -142,6 +168,9 @@ impl Book {
     }
 
     fn write_session(&mut self, j: u64) -> Vec<Turn> {
+        if let Some(trace) = &self.workload.trace {
+            return vec![self.write_trace_request(trace, j)];
+        }
         let w = &self.workload;
         let input = w.input.sample(&mut self.draws) as usize;
         let output = w.output.sample(&mut self.draws) as usize;
@@ -179,6 +208,31 @@ impl Book {
             output_tokens = output;
         }
         out
+    }
+
+    /// Trace request `j`: its blocks' tokens from `(hash id, index)`, so
+    /// prompts share exactly the blocks the trace says they share, then
+    /// tokens unique to it (all of them without ids).
+    fn write_trace_request(&self, trace: &ForecastTrace, j: u64) -> Turn {
+        let r = &trace.requests()[j as usize];
+        let input = r.input_tokens as usize;
+        let mut tokens: Vec<u32> = Vec::with_capacity(input);
+        for &h in &r.hash_ids {
+            let take = (input - tokens.len()).min(trace.block_tokens() as usize);
+            if take == 0 {
+                break;
+            }
+            let salt = mix(h ^ 0x7472_6163_6520_6964);
+            tokens.extend((0..take as u64).map(|i| token(salt, i)));
+        }
+        let unique = input - tokens.len();
+        self.extend_unique(&mut tokens, j, 0, unique);
+        Turn {
+            prompt_tokens: tokens.len(),
+            output_tokens: r.output_tokens as usize,
+            hashes: block_hashes(&tokens),
+            think_s: 0.0,
+        }
     }
 
     /// Turn `k`'s draws from (seed, session, turn), as goodput's follow-ups

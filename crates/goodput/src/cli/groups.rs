@@ -241,6 +241,21 @@ pub struct WorkloadArgs {
     /// Keep only rows whose output length is MIN to MAX tokens.
     #[arg(long, value_name = "MIN,MAX", value_parser = token_range, requires = "dataset", help_heading = "Dataset")]
     pub dataset_output_filter: Option<(u32, u32)>,
+    #[command(flatten)]
+    pub replay: TraceArgs,
+    /// Do not send min_tokens/ignore_eos (outputs may then end early at EOS).
+    #[arg(long, help_heading = "Workload")]
+    pub no_pin_output: bool,
+    /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base, a path to the model's
+    /// tokenizer.json, or none. One tokenizer does all client-side counting in a run.
+    #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]
+    pub tokenizer: goodput_core::tokenizer::Tokenizer,
+}
+
+/// A trace to replay: the file and how to read and slice it (`run` and
+/// `predict` share these flags, their grammar and their loader).
+#[derive(Args, Debug, Clone)]
+pub struct TraceArgs {
     /// Replay a trace's arrival times and lengths: Azure's LLM inference trace CSV, Mooncake
     /// JSONL (hash_ids replayed as shared blocks), or JSONL/CSV with a timestamp column.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["turns", "prefix_tokens"], help_heading = "Trace")]
@@ -268,13 +283,19 @@ pub struct WorkloadArgs {
     /// Tokens per Mooncake hash block.
     #[arg(long, value_name = "N", default_value = "512", value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "trace", help_heading = "Trace")]
     pub trace_block_tokens: u32,
-    /// Do not send min_tokens/ignore_eos (outputs may then end early at EOS).
-    #[arg(long, help_heading = "Workload")]
-    pub no_pin_output: bool,
-    /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base, a path to the model's
-    /// tokenizer.json, or none. One tokenizer does all client-side counting in a run.
-    #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]
-    pub tokenizer: goodput_core::tokenizer::Tokenizer,
+}
+
+impl TraceArgs {
+    /// How goodput-core's loader reads and slices the trace.
+    pub fn options(&self) -> goodput_core::workload::trace::TraceOptions {
+        goodput_core::workload::trace::TraceOptions {
+            format: self.trace_format,
+            time_unit: self.trace_time_unit,
+            start: self.trace_start,
+            window: self.trace_window,
+            block_tokens: self.trace_block_tokens,
+        }
+    }
 }
 
 /// What a run is held to.

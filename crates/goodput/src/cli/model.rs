@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::groups::TargetArgs;
+use super::groups::{TargetArgs, TraceArgs};
 use super::parse::{at_least_one, finite_rate, percent, share, slo_terms};
 
 /// `goodput calibrate`: the target (or the built-in simulator), the design
@@ -103,10 +103,20 @@ pub struct PredictArgs {
     #[arg(long, default_value_t = 0.01, value_parser = share, help_heading = "SLO")]
     pub max_error_rate: f64,
     /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
-    #[arg(long, default_value = "1024", help_heading = "Workload")]
+    #[arg(
+        long,
+        default_value = "1024",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
     pub input_tokens: goodput_core::workload::LengthSpec,
     /// Output length in tokens (the model generates exactly this many).
-    #[arg(long, default_value = "128", help_heading = "Workload")]
+    #[arg(
+        long,
+        default_value = "128",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
     pub output_tokens: goodput_core::workload::LengthSpec,
     /// Shared prefix: every prompt starts with one of --prefix-groups prefixes of N tokens
     /// (counted in --input-tokens).
@@ -128,17 +138,22 @@ pub struct PredictArgs {
         help_heading = "Workload"
     )]
     pub think_time: goodput_core::units::DurationSpec,
+    /// A trace instead of the synthetic workload: its arrivals scaled to each rate (rate =
+    /// speed x the trace's mean rate), its lengths and its hash_ids' shared blocks; the curve
+    /// also holds the replay at --trace-speed.
+    #[command(flatten)]
+    pub replay: TraceArgs,
     /// Also draw the latency-throughput curve at these rates, req/s, comma-separated
     /// [default: 10 rates up to 1.5x the goodput].
     #[arg(long, value_delimiter = ',', value_parser = finite_rate, help_heading = "Forecast")]
     pub rates: Vec<f64>,
     /// Measured requests per Poisson schedule at each rate, per replica (sessions count every
-    /// turn).
-    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(100..), help_heading = "Forecast")]
+    /// turn; a trace is replayed whole).
+    #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(100..), conflicts_with = "trace", help_heading = "Forecast")]
     pub requests: u64,
-    /// Poisson schedules pooled at each rate.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=100), help_heading = "Forecast")]
-    pub schedules: u64,
+    /// Poisson schedules pooled at each rate [default: 4; a trace is one schedule].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100), help_heading = "Forecast")]
+    pub schedules: Option<u64>,
     /// Draws from the calibration's uncertainty for the interval (0: none).
     #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=1000), help_heading = "Forecast")]
     pub draws: u64,
