@@ -287,14 +287,31 @@ impl Collector {
             }),
         };
         // Most requests still running when the run ended: no trend can be
-        // fitted to completions that never came, but the server is behind.
+        // fitted to completions that never came, but the server is behind —
+        // unless that many in flight is what a server keeping up has. By
+        // Little's law a server that keeps up holds about (send rate ×
+        // median E2EL) requests in flight at any moment, the end included:
+        // long answers at a rate the server sustains leave most of a short
+        // point's requests running (7 s answers in an 8 s point did), and
+        // that is not a backlog. So the backlog must also be well above
+        // that (twice it, plus 5). A real backlog also grows the queue of
+        // requests waiting for a first token, which `assess` checks
+        // without any completion.
         let (completed, incomplete) = (self.outcomes.completed(), self.outcomes.incomplete());
-        if incomplete >= 5 && incomplete > completed {
+        let expected = match (window.achieved_request_rate, d.get(&Metric::E2el)) {
+            (Some(rate), Some(e2el)) if e2el.count > 0 => {
+                let median_ms = e2el.quantiles.get(50).copied().unwrap_or(e2el.mean.value);
+                rate * median_ms / 1e3
+            }
+            _ => 0.0,
+        };
+        if incomplete >= 5 && incomplete > completed && incomplete as f64 > 2.0 * expected + 5.0 {
             saturation.saturated = true;
             saturation.findings.push(format!(
-                "{} of {} requests sent were still running when the run ended: the server is far behind the offered load",
+                "{} of {} requests sent were still running when the run ended, more than twice the {:.0} a server keeping up holds at this rate and latency: the server is far behind the offered load",
                 incomplete,
-                self.outcomes.done() + incomplete
+                self.outcomes.done() + incomplete,
+                expected
             ));
         }
         saturation
@@ -310,15 +327,32 @@ impl Collector {
         origin: u64,
         first: u64,
     ) -> Saturation {
-        let fill_s = d
-            .get(&Metric::E2el)
-            .and_then(|e| e.percentiles.iter().find(|p| p.0 == 50.0))
-            .map_or(0.0, |p| p.1.value / 1e3);
+        // The pipeline fills in about one unqueued time in flight: the
+        // fastest first token plus the median generation (a queue's wait is
+        // in the TTFT, so the median E2EL of a queued run would overstate
+        // it). Before it has filled, in flight rises on any server; fitted
+        // over the fill, that rise read as saturation when answers lasted
+        // most of a short point. Without a generation time, the median
+        // E2EL, at most 30 % of the window (a queued run's E2EL can be
+        // longer than the window itself).
+        let median = |m: Metric| {
+            d.get(&m).and_then(|e| {
+                (e.count > 0).then(|| e.quantiles.get(50).copied().unwrap_or(e.mean.value) / 1e3)
+            })
+        };
         let send_start = first.saturating_sub(origin) as f64 / 1e9;
         let end = self.window.last_send_ns().saturating_sub(origin) as f64 / 1e9;
-        // The pipeline fills in about one E2EL; a queued run's E2EL can be
-        // longer than the window itself, so at most 30 % of it is skipped.
-        let start = send_start + fill_s.min(0.3 * (end - send_start).max(0.0));
+        let fastest_first = d
+            .get(&Metric::Ttft)
+            .filter(|e| e.count > 0)
+            .map(|e| e.min / 1e3);
+        let fill_s = match (fastest_first, median(Metric::Generation)) {
+            (Some(t), Some(g)) => t + g,
+            _ => median(Metric::E2el)
+                .unwrap_or(0.0)
+                .min(0.3 * (end - send_start).max(0.0)),
+        };
+        let start = (send_start + fill_s).min(end);
         let series = |v: &[f64]| -> Vec<(f64, f64)> {
             v.iter()
                 .enumerate()

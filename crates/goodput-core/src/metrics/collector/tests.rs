@@ -70,6 +70,88 @@ fn a_backlog_at_the_end_is_saturation() {
     }
 }
 
+/// A request whose first token came 50 ms after its send and its last at `done`.
+fn streamed(send: u64, done: u64) -> RequestRecord {
+    let mut r = ok(send, done);
+    r.events.insert(
+        0,
+        Event {
+            at_ns: send + 50 * MS,
+            text_end: 4,
+            usage_completion_tokens: None,
+            reasoning: false,
+        },
+    );
+    r.output_text = " the the".into();
+    r.events[1].text_end = 8;
+    r
+}
+
+/// A request that had its first token 50 ms after its send, still running at `end`.
+fn incomplete(send: u64, end: u64) -> RequestRecord {
+    let mut r = streamed(send, end);
+    r.events.truncate(1);
+    r.error = Some(RequestError {
+        kind: ErrorKind::Incomplete,
+        message: "the point ended".into(),
+        retry_after: None,
+    });
+    r
+}
+
+/// Long answers at a rate the server sustains leave most of a short
+/// point's requests running at its end (Little's law: rate × E2EL in
+/// flight); that is no backlog. The same point whose unfinished requests
+/// are many times what the rate and latency explain is saturated.
+#[test]
+fn requests_still_running_are_a_backlog_only_beyond_littles_law() {
+    let open = |recs: &[RequestRecord]| {
+        let tok = Tokenizer::from_spec("none").unwrap();
+        let mut c = Collector::new(Vec::new(), true);
+        c.measure_start(0);
+        for r in recs {
+            c.add(r, &RequestMetrics::derive(r, &tok));
+        }
+        c.summarize(&[50.0, 99.0], None, 0, None)
+    };
+    // 3 requests a second for 8 s, each taking 7 s: the first 3 finish,
+    // the 21 sent after 1 s are still running at the end (8 s), as ~21
+    // (3/s × 7 s) would be on a server keeping up.
+    let sends: Vec<u64> = (0..24).map(|i| i * 1000 * MS / 3).collect();
+    let steady: Vec<RequestRecord> = sends
+        .iter()
+        .map(|&t| {
+            if t + 7000 * MS <= 8000 * MS {
+                streamed(t, t + 7000 * MS)
+            } else {
+                incomplete(t, 8000 * MS)
+            }
+        })
+        .collect();
+    let m = open(&steady);
+    assert!(!m.saturation.saturated, "{:?}", m.saturation);
+    // The same sends with 1 s answers would finish all but ~3; 21
+    // unfinished is a backlog.
+    let behind: Vec<RequestRecord> = sends
+        .iter()
+        .enumerate()
+        .map(|(i, &t)| {
+            if i < 3 {
+                streamed(t, t + 1000 * MS)
+            } else {
+                incomplete(t, 8000 * MS)
+            }
+        })
+        .collect();
+    let m = open(&behind);
+    assert!(m.saturation.saturated, "{:?}", m.saturation);
+    assert!(
+        m.saturation.findings.iter().any(|f| f.contains("21 of 24")),
+        "{:?}",
+        m.saturation.findings
+    );
+}
+
 /// A request that never got a connection has no send time: it is a
 /// failure of its kind, in no lag statistic, and the duration starts at
 /// the first real send (not at 0).
