@@ -5,12 +5,13 @@
 //!
 //! **The problem it solves.** Goodput is the highest rate whose *sustained*
 //! load meets the SLO. A p99 of one short open-loop point is a poor witness
-//! of that: measured on the simulator's engine in virtual time, the p99 TTFT
+//! of that: measured on the simulator's engine in virtual time (its default
+//! preset with the step-time model before 2026-11-26), the p99 TTFT
 //! of one point varies by 17 % at 400 requests and 12 % at 1,000 from one
 //! Poisson sample to the next, and near the goodput a 10 % change of rate
 //! moves the p99 by only about 8 %. A search that bisects on each short
 //! point's pass or fail answers with its luckiest sample (the old search
-//! answered 11.0 req/s where the sustained goodput is 7.2).
+//! answered 11.0 req/s where the sustained goodput was 7.2).
 //!
 //! **How.** Two phases, one budget of load time:
 //!

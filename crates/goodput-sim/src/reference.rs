@@ -65,8 +65,9 @@
 //! slowest requests, so the verdict flickers over a band of a few percent
 //! around the edge, and the goodput moves a lot from one schedule to the
 //! next: for Llama-3.1-8B on an H100 (1,024 in / 128 out, `ttft:p99<=200ms`,
-//! `tpot:p99<=50ms`, 400 + 40 requests) seeds 0–7 alone give 6.3 to
-//! 10.3 req/s, while 5 and 20 pooled schedules give 7.20 and 6.89 req/s.
+//! `tpot:p99<=50ms`, 400 + 40 requests; measured with the step-time model
+//! before 2026-11-26) seeds 0–7 alone gave 6.3 to 10.3 req/s, while 5 and
+//! 20 pooled schedules gave 7.20 and 6.89 req/s.
 //! Use several seeds for a stable reference. Pooling answers "what rate
 //! keeps the P99 over all such runs' requests within the SLO"; it is lower
 //! than the median single run's goodput, because bursty runs put most of

@@ -18,8 +18,8 @@ use goodput_sim::SimConfig;
 mod virtual_search;
 use virtual_search::{Plan, Virtual};
 
-const TIME_SCALE: f64 = 0.25;
-const SIM: &str = "llama-3.1-8b,h100-sxm,time-scale=0.25";
+const TIME_SCALE: f64 = 0.5;
+const SIM: &str = "llama-3.1-8b,h100-sxm,time-scale=0.5";
 const INPUT: usize = 256;
 const OUTPUT: usize = 32;
 
@@ -30,6 +30,17 @@ fn config() -> SimConfig {
     }
 }
 
+/// The SLO binds near the engine's capacity, where the search's edge is
+/// steep, at a rate the two cores sustain in real time. In virtual time, at
+/// these lengths and 2x speed: capacity 282 req/s (1,500 requests at once),
+/// the search (seed 0) answers 254 req/s (90 %) and the pooled reference
+/// (5 x 400 requests) 249 (88 %); the TPOT term binds. Until the step-time
+/// model of 2026-11-26 this test ran at 4x speed with `tpot:p90<=12ms`:
+/// 266 and 255 of 300 req/s (89 %, 85 %). At 4x speed the new model's
+/// capacity is 565 req/s, and in a debug build on a loaded machine the
+/// real-time simulator and client stopped keeping up near 500 req/s (a
+/// point offered 493 completed 196), far below the virtual-time answer.
+///
 /// The margin, 15 %: near the edge the p90 moves by about 1 % per percent
 /// of rate, so the engine thread's step lateness (0.1–5 ms a step, see the
 /// simulator's README) and ~1 ms of loopback and HTTP on a 60 ms TTFT move
@@ -38,7 +49,7 @@ fn config() -> SimConfig {
 /// differ (the search's spread over samples is about 5 %).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_goodput_search_agrees_with_the_same_search_in_virtual_time() {
-    let (ttft_ms, tpot_ms) = (60.0, 12.0);
+    let (ttft_ms, tpot_ms) = (60.0, 16.0);
     let slo = format!("ttft:p90<={ttft_ms}ms,tpot:p90<={tpot_ms}ms");
     let plan = Plan {
         precision: 0.05,

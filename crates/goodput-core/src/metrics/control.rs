@@ -3,8 +3,9 @@
 //!
 //! **Why.** A p99 of a few hundred open-loop requests rests on the few
 //! requests that arrived in the densest bursts of that one Poisson sample.
-//! Measured on the simulator's engine in virtual time (Llama-3.1-8B / H100,
-//! 1,024 in / 128 out, 7.5 req/s, 60 schedules each): the p99 TTFT of one
+//! Measured on the simulator's engine in virtual time (Llama-3.1-8B / H100
+//! with the step-time model before 2026-11-26, 1,024 in / 128 out,
+//! 7.5 req/s, then near its goodput, 60 schedules each): the p99 TTFT of one
 //! run varies by 17 % (standard deviation) at 400 requests and by 12 % at
 //! 1,000; at any fixed length, a denser or burstier sample reads high and a
 //! sparse one low. Most of that is not the server: it is the schedule, which
@@ -29,7 +30,7 @@
 //! runs' p99 (bursts that a short run happens to hold weigh more in it).
 //! Measured on the same engine: the standard deviation of p99 TTFT falls
 //! from 17 % to 9.6 % at 400 requests and from 12 % to 5.5 % at 1,000, with
-//! the surrogate's service time anywhere from 45 to 60 ms (the floor TTFT is
+//! the surrogate's service time anywhere from 45 to 60 ms (the floor TTFT was
 //! 51 ms); at 30 or 80 ms it still helps, less. A term whose metric does not
 //! follow the surrogate gets β ≈ 0 and is left as it was.
 //!

@@ -201,7 +201,7 @@ impl Runner<'_> {
         }
         // Cutting the probe's drain short would save time but bias its
         // throughput low (measured: capacity 7.7 instead of 16.9 req/s on the
-        // default preset), and a low capacity costs the search more points.
+        // default preset before its 2026-11-26 step-time model), and a low capacity costs the search more points.
         spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
         spec.early_stop = early;
         spec.schedule_control = control;
