@@ -24,9 +24,14 @@
 //!   system, and it must rise — an ordinary least-squares slope over the
 //!   block means whose 95 % interval excludes zero and whose rise over the
 //!   window is material (at least 20 % of the level and 5 ms). In-flight
-//!   counts alone would mistake a burst of arrivals for saturation. The
-//!   window starts once the pipeline has filled (first send + median E2EL,
-//!   at most 30 % of the window) and ends at the last send.
+//!   counts alone would mistake a burst of arrivals for saturation, and so
+//!   would dividing by one second's arrivals: the arrival rate is taken
+//!   over the last fill (one unqueued time in flight) before each block's
+//!   end. The window starts once the pipeline has filled twice (fastest
+//!   TTFT + median generation, twice: a request's time in flight grows with
+//!   the batch, which grows for one more time in flight) and ends at the
+//!   last send; it must hold at least [`MIN_TREND_BLOCKS`] blocks, so a
+//!   short exploring point is judged by its waiting queue alone.
 //!
 //! Two more findings are reported, neither of which is saturation:
 //! **sending fell behind the schedule** (the achieved send rate below 95 %
@@ -54,6 +59,10 @@ pub struct Slope {
     pub level: f64,
     pub points: usize,
 }
+
+/// Whole 1 s blocks the in-flight trend needs before it can call a point
+/// saturated.
+pub const MIN_TREND_BLOCKS: usize = 6;
 
 /// Means of the points in each whole 1-second block of the window.
 pub fn blocks(points: &[(f64, f64)], window: (f64, f64)) -> Vec<(f64, f64)> {
@@ -225,21 +234,44 @@ pub fn assess(i: &Inputs) -> Saturation {
             ));
         }
     }
-    // Per 1 s block: mean in flight / sends in the block (= arrivals per
-    // second) is the mean time in the system (Little's law).
+    // Per 1 s block: mean in flight / arrivals per second is the mean time
+    // in the system (Little's law) — over a window of at least one time in
+    // flight: a block's in-flight count comes from the arrivals of the
+    // last residence, not of its own second, and dividing by a second's
+    // Poisson count made trends out of noise (a point at 55 % of capacity
+    // was judged saturated on 2.5 s requests). The arrival rate is taken
+    // over the `trail` seconds before each block's end (one fill — the
+    // window starts two fills in — at least 1 s).
     let window = i.window;
-    let arrivals = block_sums(i.sends, window);
+    let trail = ((window.0 - i.sending.0) / 2.0).max(1.0);
+    let arrivals_per_s = |end: f64| -> f64 {
+        let from = (end - trail).max(i.sending.0);
+        let span = end - from;
+        if span <= 0.0 {
+            return 0.0;
+        }
+        i.sends
+            .iter()
+            .filter(|p| p.0 >= from && p.0 < end)
+            .map(|p| p.1)
+            .sum::<f64>()
+            / span
+    };
     let residence: Vec<(f64, f64)> = blocks(i.in_flight, window)
         .into_iter()
         .filter_map(|(x, l)| {
-            // Pair each block with its own arrivals (by its index).
-            let a = *arrivals.get((x - window.0) as usize)?;
-            (a >= 2.0).then_some((x, l / a))
+            let rate = arrivals_per_s(x + 0.5);
+            (rate * trail.min(x + 0.5 - i.sending.0) >= 2.0).then_some((x, l / rate))
         })
         .collect();
     s.in_flight_slope = slope(&residence);
     s.ttft_slope = slope(&blocks(i.ttft, window));
-    if let Some(sl) = s.in_flight_slope.filter(|sl| sl.rising(0.005)) {
+    // A trend needs blocks enough to be one: over 4 or 5 the approach to
+    // the steady batch reads as growth (a point at 55 % of capacity did).
+    if let Some(sl) = s
+        .in_flight_slope
+        .filter(|sl| sl.points >= MIN_TREND_BLOCKS && sl.rising(0.005))
+    {
         s.in_flight_rising = true;
         s.findings.push(format!(
             "requests stayed longer and longer in flight (in flight / arrivals per second rose {:.2} s over {:.1} s, from a mean of {:.2} s): the server is not keeping up with the offered load",

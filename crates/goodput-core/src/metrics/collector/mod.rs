@@ -352,7 +352,11 @@ impl Collector {
                 .unwrap_or(0.0)
                 .min(0.3 * (end - send_start).max(0.0)),
         };
-        let start = (send_start + fill_s).min(end);
+        // A request's time in flight grows with the batch, and the batch
+        // grows for about one time in flight more: the trend is fitted
+        // after two fills (an 8 s point of 2.5 s requests then has too few
+        // blocks for one, and the waiting queue alone decides).
+        let start = (send_start + 2.0 * fill_s).min(end);
         let series = |v: &[f64]| -> Vec<(f64, f64)> {
             v.iter()
                 .enumerate()
