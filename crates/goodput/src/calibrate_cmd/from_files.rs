@@ -501,6 +501,7 @@ fn limits(args: &CalibrateArgs, points: &[Point], shapes: &[Result<Shape, Skip>]
         kv_tokens: kv_tokens.filter(|k| k.value > 0),
         max_model_len: None,
         step_tokens: step_tokens(args, None),
+        burst: None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! ([`goodput_sim::calibrate`]). Without `--url` it calibrates the built-in
 //! simulator (`--sim` chooses which), which is how its fit is checked.
 
+mod check;
 mod discover;
 mod experiment;
 mod from_files;
@@ -104,6 +105,9 @@ async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
         &args.out,
         &[],
     )?;
+    if let Some(b) = &observations.limits.burst {
+        println!("{}", check::burst(&args.out, b)?);
+    }
     session.finish().await;
     if written.observations < 4 {
         return Err(usage(anyhow!(
@@ -178,6 +182,8 @@ pub struct Limits {
     pub kv_tokens: Option<Limit>,
     pub max_model_len: Option<Limit>,
     pub step_tokens: Limit,
+    /// The burst that found the largest batch (a live calibration's).
+    pub burst: Option<check::Burst>,
 }
 
 /// The observations the fit takes, as measured.
@@ -266,6 +272,21 @@ async fn limits(
             ));
         }
     }
+    let ok: Vec<&Rec> = recs.iter().filter(|r| r.ok).collect();
+    let first_send = ok
+        .iter()
+        .filter_map(|r| r.send_ms)
+        .fold(f64::INFINITY, f64::min);
+    let last_end = ok
+        .iter()
+        .filter_map(|r| Some(r.send_ms? + r.e2el_ms?))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let burst = (ok.len() == recs.len() && last_end > first_send).then(|| check::Burst {
+        requests: n,
+        prompt_tokens: (BURST_PROMPT as f64 * runner.scale).round() as usize,
+        output_tokens: BURST_OUTPUT,
+        measured_s: (last_end - first_send) / 1e3,
+    });
     let wave = first_wave(&recs);
     let max_batch = match published.max_batch {
         Some((b, from)) => Limit::new(b, LimitSource::Metrics, from),
@@ -300,6 +321,7 @@ async fn limits(
         kv_tokens,
         max_model_len,
         step_tokens,
+        burst,
     })
 }
 
