@@ -24,10 +24,8 @@
 //!   system, and it must rise — an ordinary least-squares slope over the
 //!   block means whose 95 % interval excludes zero and whose rise over the
 //!   window is material (at least 20 % of the level and 5 ms). In-flight
-//!   counts alone would mistake a burst of arrivals for saturation, and so
-//!   would dividing by one second's arrivals: the arrival rate is taken
-//!   over the last fill (one unqueued time in flight) before each block's
-//!   end. The window starts once the pipeline has filled twice (fastest
+//!   counts alone would mistake a burst of arrivals for saturation. The
+//!   window starts once the pipeline has filled twice (fastest
 //!   TTFT + median generation, twice: a request's time in flight grows with
 //!   the batch, which grows for one more time in flight) and ends at the
 //!   last send; it must hold at least [`MIN_TREND_BLOCKS`] blocks, so a
@@ -234,34 +232,18 @@ pub fn assess(i: &Inputs) -> Saturation {
             ));
         }
     }
-    // Per 1 s block: mean in flight / arrivals per second is the mean time
-    // in the system (Little's law) — over a window of at least one time in
-    // flight: a block's in-flight count comes from the arrivals of the
-    // last residence, not of its own second, and dividing by a second's
-    // Poisson count made trends out of noise (a point at 55 % of capacity
-    // was judged saturated on 2.5 s requests). The arrival rate is taken
-    // over the `trail` seconds before each block's end (one fill — the
-    // window starts two fills in — at least 1 s).
+    // Per 1 s block: mean in flight / sends in the block (= arrivals per
+    // second) is the mean time in the system (Little's law). (Over a
+    // trailing window of one fill instead, the divisor was too noisy at low
+    // rates: 4 arrivals a second flagged a point at 16 % of capacity.)
     let window = i.window;
-    let trail = ((window.0 - i.sending.0) / 2.0).max(1.0);
-    let arrivals_per_s = |end: f64| -> f64 {
-        let from = (end - trail).max(i.sending.0);
-        let span = end - from;
-        if span <= 0.0 {
-            return 0.0;
-        }
-        i.sends
-            .iter()
-            .filter(|p| p.0 >= from && p.0 < end)
-            .map(|p| p.1)
-            .sum::<f64>()
-            / span
-    };
+    let arrivals = block_sums(i.sends, window);
     let residence: Vec<(f64, f64)> = blocks(i.in_flight, window)
         .into_iter()
         .filter_map(|(x, l)| {
-            let rate = arrivals_per_s(x + 0.5);
-            (rate * trail.min(x + 0.5 - i.sending.0) >= 2.0).then_some((x, l / rate))
+            // Pair each block with its own arrivals (by its index).
+            let a = *arrivals.get((x - window.0) as usize)?;
+            (a >= 2.0).then_some((x, l / a))
         })
         .collect();
     s.in_flight_slope = slope(&residence);
