@@ -124,41 +124,12 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
         .collect();
     let limits = limits(args, &points, &shapes);
 
-    let mut prefills = Vec::new();
-    let mut decodes = Vec::new();
-    let mut skipped: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut concurrent = false;
-    println!(
-        "Saved results ({} point{}):",
-        points.len(),
-        if points.len() == 1 { "" } else { "s" }
-    );
-    for (p, s) in points.iter().zip(&shapes) {
-        let used = s
-            .clone()
-            .and_then(|s| observe(p.run, &s, limits.max_batch.value));
-        match used {
-            Ok(o) => {
-                println!("  {:<28} {}", p.label, describe(&p.run.load));
-                for (used, line) in &o.said {
-                    let tag = if *used { "used" } else { "not used" };
-                    println!("      {tag}: {line}");
-                }
-                concurrent |= o.decodes.iter().any(|d| d.batch > 1);
-                prefills.extend(o.prefills);
-                decodes.extend(o.decodes);
-            }
-            Err(s) => {
-                println!(
-                    "  {:<28} {}\n      skipped: {}",
-                    p.label,
-                    describe(&p.run.load),
-                    s.detail
-                );
-                *skipped.entry(s.reason).or_default() += 1;
-            }
-        }
-    }
+    let Seen {
+        prefills,
+        decodes,
+        skipped,
+        concurrent,
+    } = observe_all(&points, &shapes, limits.max_batch.value);
     if prefills.is_empty() && decodes.is_empty() {
         let why: Vec<String> = skipped.iter().map(|(r, n)| format!("{r} ({n})")).collect();
         return Err(usage(anyhow!(
@@ -194,6 +165,59 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
         )));
     }
     Ok(Code::Ok)
+}
+
+/// What the saved points gave the fit, and why the others gave nothing.
+struct Seen {
+    prefills: Vec<super::Prefill>,
+    decodes: Vec<super::Decode>,
+    skipped: BTreeMap<&'static str, usize>,
+    /// Some decode came from a point of more than one request at a time.
+    concurrent: bool,
+}
+
+/// Observe every point of a known shape, printing what each gave or why
+/// it was skipped.
+fn observe_all(points: &[Point], shapes: &[Result<Shape, Skip>], max_batch: usize) -> Seen {
+    let mut prefills = Vec::new();
+    let mut decodes = Vec::new();
+    let mut skipped: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let mut concurrent = false;
+    println!(
+        "Saved results ({} point{}):",
+        points.len(),
+        if points.len() == 1 { "" } else { "s" }
+    );
+    for (p, s) in points.iter().zip(shapes) {
+        let used = s.clone().and_then(|s| observe(p.run, &s, max_batch));
+        match used {
+            Ok(o) => {
+                println!("  {:<28} {}", p.label, describe(&p.run.load));
+                for (used, line) in &o.said {
+                    let tag = if *used { "used" } else { "not used" };
+                    println!("      {tag}: {line}");
+                }
+                concurrent |= o.decodes.iter().any(|d| d.batch > 1);
+                prefills.extend(o.prefills);
+                decodes.extend(o.decodes);
+            }
+            Err(s) => {
+                println!(
+                    "  {:<28} {}\n      skipped: {}",
+                    p.label,
+                    describe(&p.run.load),
+                    s.detail
+                );
+                *skipped.entry(s.reason).or_default() += 1;
+            }
+        }
+    }
+    Seen {
+        prefills,
+        decodes,
+        skipped,
+        concurrent,
+    }
 }
 
 /// The load in words.
