@@ -425,14 +425,28 @@ impl Runner<'_> {
             self.result.goodput = Some(answer);
             return Ok(());
         };
+        // A point shorter than a few answers ends before the server's
+        // pipeline has filled: it cannot see a queue that builds, and passes
+        // past capacity (6.5 s answers in 8 s points passed at 1.6x what the
+        // server sustains). Exploring points last at least 3 of the floor's
+        // median E2EL, measuring points at least 6.
+        let answer_s = p(&floor, Metric::E2el, 50.0).map_or(0.0, |ms| ms / 1e3);
+        let explore = self
+            .spec
+            .point_time
+            .max(Duration::from_secs_f64(3.0 * answer_s));
+        let measure = self
+            .spec
+            .measure_time
+            .max(Duration::from_secs_f64(6.0 * answer_s));
         let (config, control) = search_config(
             p(&floor, Metric::Ttft, 50.0),
             floor_throughput,
             slo,
             precision,
             budget,
-            self.spec.point_time,
-            self.spec.measure_time,
+            explore,
+            measure,
         );
         let mut search = Search::new(config);
         self.search_points(&mut search, control).await?;

@@ -116,15 +116,17 @@ pub struct SweepPlanArgs {
     #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
     pub precision: f64,
     /// Sending window of each point (a shorter --duration wins); for a
-    /// goodput search, of each point that locates the edge.
+    /// goodput search, of each point that locates the edge (at least 3x the
+    /// floor's median E2EL).
     #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
     pub point_time: Duration,
     /// Load time a goodput search may spend after its concurrency-1 run:
     /// more time, more requests near the edge, a narrower interval.
     #[arg(long, default_value = "270s", value_parser = positive_duration, help_heading = "Sweep")]
     pub search_time: Duration,
-    /// Least sending window of a goodput search's measuring points (each
-    /// also holds enough requests to bound the SLO's percentile: 368 for p99).
+    /// Least sending window of a goodput search's measuring points (at least
+    /// 6x the floor's median E2EL; each also holds enough requests to bound
+    /// the SLO's percentile: 368 for p99).
     #[arg(long, default_value = "40s", value_parser = positive_duration, help_heading = "Sweep")]
     pub measure_time: Duration,
     /// Sending window of the floor run and of each capacity-probe point.
