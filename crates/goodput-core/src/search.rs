@@ -162,6 +162,11 @@ pub struct Search {
 }
 
 impl Search {
+    /// What the search was set up with.
+    pub fn config(&self) -> &SearchConfig {
+        &self.config
+    }
+
     pub fn new(config: SearchConfig) -> Self {
         Search {
             config,

@@ -523,13 +523,15 @@ impl Runner<'_> {
         loop {
             let (plan, measuring) = match search.next() {
                 SearchStep::Done => break,
+                // The search's exploring window: `--point-time`, or longer
+                // for long answers (see `search_config`'s caller).
                 SearchStep::Explore { rate } => (
                     PointPlan {
                         control,
                         ..PointPlan::new(
                             PointRole::Search,
                             self.open(rate),
-                            self.spec.point_time,
+                            Duration::from_secs_f64(search.config().explore_s),
                             true,
                         )
                     },
