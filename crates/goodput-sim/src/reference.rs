@@ -329,6 +329,24 @@ fn validate(workload: &RefWorkload, slo: &[RefTerm], plan: &RefPlan) -> Result<(
             "input_tokens and output_tokens must be at least 1",
         ));
     }
+    check_terms_and_counts(
+        slo,
+        plan.requests_per_point,
+        plan.seeds,
+        plan.max_error_rate,
+    )?;
+    Ok(())
+}
+
+/// The checks a reference and a forecast share: every SLO term's
+/// percentile in 0–100 and threshold a non-negative number, at least one
+/// measured request and one schedule, an error-rate bound in 0–1.
+pub(crate) fn check_terms_and_counts(
+    slo: &[RefTerm],
+    requests_per_point: usize,
+    seeds: u64,
+    max_error_rate: f64,
+) -> Result<(), SimError> {
     for t in slo {
         if !(0.0..=100.0).contains(&t.percentile) {
             return Err(SimError::invalid(
@@ -346,19 +364,19 @@ fn validate(workload: &RefWorkload, slo: &[RefTerm], plan: &RefPlan) -> Result<(
             ));
         }
     }
-    if plan.requests_per_point == 0 {
+    if requests_per_point == 0 {
         return Err(SimError::invalid(
             "requests_per_point",
             "must be at least 1",
         ));
     }
-    if plan.seeds == 0 {
+    if seeds == 0 {
         return Err(SimError::invalid("seeds", "must be at least 1"));
     }
-    if !(0.0..=1.0).contains(&plan.max_error_rate) {
+    if !(0.0..=1.0).contains(&max_error_rate) {
         return Err(SimError::invalid(
             "max_error_rate",
-            format!("{} must be between 0 and 1", plan.max_error_rate),
+            format!("{max_error_rate} must be between 0 and 1"),
         ));
     }
     Ok(())

@@ -321,38 +321,12 @@ fn validate(
     if let Some(trace) = &workload.trace {
         validate_trace(trace, workload, plan)?;
     }
-    for t in slo {
-        if !(0.0..=100.0).contains(&t.percentile) {
-            return Err(SimError::invalid(
-                "slo",
-                format!("percentile {} must be between 0 and 100", t.percentile),
-            ));
-        }
-        if t.threshold_s.is_nan() || t.threshold_s < 0.0 {
-            return Err(SimError::invalid(
-                "slo",
-                format!(
-                    "threshold {} s must be a non-negative number",
-                    t.threshold_s
-                ),
-            ));
-        }
-    }
-    if plan.requests_per_point == 0 {
-        return Err(SimError::invalid(
-            "requests_per_point",
-            "must be at least 1",
-        ));
-    }
-    if plan.seeds == 0 {
-        return Err(SimError::invalid("seeds", "must be at least 1"));
-    }
-    if !(0.0..=1.0).contains(&plan.max_error_rate) {
-        return Err(SimError::invalid(
-            "max_error_rate",
-            format!("{} must be between 0 and 1", plan.max_error_rate),
-        ));
-    }
+    crate::reference::check_terms_and_counts(
+        slo,
+        plan.requests_per_point,
+        plan.seeds,
+        plan.max_error_rate,
+    )?;
     if !(plan.precision > 0.0 && plan.precision < 1.0) {
         return Err(SimError::invalid(
             "precision",
