@@ -26,6 +26,7 @@ pub mod kv;
 pub mod metrics;
 pub mod presets;
 pub mod priority;
+mod rate_search;
 pub mod realtime;
 pub mod reference;
 pub mod roofline;

@@ -79,6 +79,7 @@ use rand_distr::Exp1;
 
 use crate::config::SimConfig;
 use crate::error::SimError;
+use crate::rate_search;
 use crate::virtual_time::{simulate, VirtualRequest};
 
 /// A per-request latency metric an SLO term constrains.
@@ -245,7 +246,7 @@ pub fn evaluate_rate(
     rate: f64,
 ) -> Result<RefPoint, SimError> {
     validate(workload, slo, plan)?;
-    positive("rate", rate)?;
+    rate_search::positive("rate", rate)?;
     evaluate(config, workload, slo, plan, &unit_schedules(plan), rate)
 }
 
@@ -262,14 +263,7 @@ pub fn reference_goodput(
     precision: f64,
 ) -> Result<RefAnswer, SimError> {
     validate(workload, slo, plan)?;
-    positive("lo", lo)?;
-    positive("hi", hi)?;
-    if hi <= lo {
-        return Err(SimError::invalid(
-            "hi",
-            format!("{hi} must be greater than lo ({lo})"),
-        ));
-    }
+    rate_search::check_range(lo, hi)?;
     if !(precision > 0.0 && precision < 1.0) {
         return Err(SimError::invalid(
             "precision",
@@ -284,42 +278,13 @@ pub fn reference_goodput(
         points.push(p);
         Ok(m)
     };
-    let (goodput, first_failing) = if !meets(lo)? {
-        (0.0, Some(lo))
-    } else if meets(hi)? {
-        (hi, None)
-    } else {
-        let (mut pass, mut fail) = (lo, hi);
-        while (fail - pass) / fail >= precision {
-            let mid = (pass * fail).sqrt();
-            if !(mid > pass && mid < fail) {
-                break; // No representable rate in between.
-            }
-            if meets(mid)? {
-                pass = mid;
-            } else {
-                fail = mid;
-            }
-        }
-        (pass, Some(fail))
-    };
+    let (goodput, first_failing) = rate_search::search(&mut meets, lo, hi, precision)?;
     points.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     Ok(RefAnswer {
         goodput,
         first_failing,
         points,
     })
-}
-
-fn positive(field: &str, v: f64) -> Result<(), SimError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(SimError::invalid(
-            field,
-            format!("{v} must be a positive number (requests per second)"),
-        ))
-    }
 }
 
 fn validate(workload: &RefWorkload, slo: &[RefTerm], plan: &RefPlan) -> Result<(), SimError> {
@@ -329,56 +294,12 @@ fn validate(workload: &RefWorkload, slo: &[RefTerm], plan: &RefPlan) -> Result<(
             "input_tokens and output_tokens must be at least 1",
         ));
     }
-    check_terms_and_counts(
+    rate_search::check_terms_and_counts(
         slo,
         plan.requests_per_point,
         plan.seeds,
         plan.max_error_rate,
     )?;
-    Ok(())
-}
-
-/// The checks a reference and a forecast share: every SLO term's
-/// percentile in 0–100 and threshold a non-negative number, at least one
-/// measured request and one schedule, an error-rate bound in 0–1.
-pub(crate) fn check_terms_and_counts(
-    slo: &[RefTerm],
-    requests_per_point: usize,
-    seeds: u64,
-    max_error_rate: f64,
-) -> Result<(), SimError> {
-    for t in slo {
-        if !(0.0..=100.0).contains(&t.percentile) {
-            return Err(SimError::invalid(
-                "slo",
-                format!("percentile {} must be between 0 and 100", t.percentile),
-            ));
-        }
-        if t.threshold_s.is_nan() || t.threshold_s < 0.0 {
-            return Err(SimError::invalid(
-                "slo",
-                format!(
-                    "threshold {} s must be a non-negative number",
-                    t.threshold_s
-                ),
-            ));
-        }
-    }
-    if requests_per_point == 0 {
-        return Err(SimError::invalid(
-            "requests_per_point",
-            "must be at least 1",
-        ));
-    }
-    if seeds == 0 {
-        return Err(SimError::invalid("seeds", "must be at least 1"));
-    }
-    if !(0.0..=1.0).contains(&max_error_rate) {
-        return Err(SimError::invalid(
-            "max_error_rate",
-            format!("{max_error_rate} must be between 0 and 1"),
-        ));
-    }
     Ok(())
 }
 
@@ -455,14 +376,7 @@ fn evaluate(
         }
     }
     let error_rate = failed as f64 / measured as f64;
-    let percentiles: Vec<Option<f64>> = samples
-        .iter_mut()
-        .zip(slo)
-        .map(|(values, term)| {
-            values.sort_by(f64::total_cmp);
-            percentile_sorted(values, term.percentile)
-        })
-        .collect();
+    let percentiles = rate_search::pooled_percentiles(&mut samples, slo);
     let meets = error_rate <= plan.max_error_rate
         && percentiles
             .iter()

@@ -7,7 +7,7 @@
 
 use crate::config::SimConfig;
 use crate::error::SimError;
-use crate::reference::{percentile_sorted, RefMetric, RefTerm};
+use crate::reference::{RefMetric, RefTerm};
 
 use super::driver::{Deployment, ForecastRequest, Run};
 use super::workload::Book;
@@ -197,15 +197,7 @@ pub(crate) fn evaluate(
         last_third: pool.last_third / schedules,
     };
     let error_rate = pool.failed as f64 / pool.measured.max(1) as f64;
-    let percentiles: Vec<Option<f64>> = pool
-        .samples
-        .iter_mut()
-        .zip(slo)
-        .map(|(values, term)| {
-            values.sort_by(f64::total_cmp);
-            percentile_sorted(values, term.percentile)
-        })
-        .collect();
+    let percentiles = crate::rate_search::pooled_percentiles(&mut pool.samples, slo);
     let saturated = queue.grew();
     let meets = !saturated
         && error_rate <= plan.max_error_rate

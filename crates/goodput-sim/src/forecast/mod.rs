@@ -78,6 +78,7 @@ pub use workload::{ForecastWorkload, Sessions, SharedPrefix};
 
 use crate::config::SimConfig;
 use crate::error::SimError;
+use crate::rate_search;
 use crate::reference::RefTerm;
 
 use driver::Run;
@@ -116,14 +117,7 @@ pub fn forecast_goodput(
     hi: f64,
 ) -> Result<ForecastAnswer, SimError> {
     validate(config, deployment, workload, slo, plan)?;
-    positive("lo", lo)?;
-    positive("hi", hi)?;
-    if hi <= lo {
-        return Err(SimError::invalid(
-            "hi",
-            format!("{hi} must be greater than lo ({lo})"),
-        ));
-    }
+    rate_search::check_range(lo, hi)?;
     let mut books = books(workload, plan);
     let mut curve = Vec::new();
     let mut meets = |rate: f64| -> Result<bool, SimError> {
@@ -132,14 +126,7 @@ pub fn forecast_goodput(
         curve.push(p);
         Ok(m)
     };
-    let (goodput, first_failing) = if !meets(lo)? {
-        (0.0, Some(lo))
-    } else if meets(hi)? {
-        (hi, None)
-    } else {
-        let pass = bisect(&mut meets, lo, hi, plan.precision)?;
-        (pass.0, Some(pass.1))
-    };
+    let (goodput, first_failing) = rate_search::search(&mut meets, lo, hi, plan.precision)?;
     Ok(answer(goodput, first_failing, curve))
 }
 
@@ -162,7 +149,7 @@ pub fn forecast_goodput_near(
     step: f64,
 ) -> Result<ForecastAnswer, SimError> {
     validate(config, deployment, workload, slo, plan)?;
-    positive("guess", guess)?;
+    rate_search::positive("guess", guess)?;
     if !(step.is_finite() && step > 1.0) {
         return Err(SimError::invalid(
             "step",
@@ -196,35 +183,13 @@ pub fn forecast_goodput_near(
     }
     let (goodput, first_failing) = match (pass, fail) {
         (Some(p), Some(f)) => {
-            let (p, f) = bisect(&mut meets, p, f, plan.precision)?;
+            let (p, f) = rate_search::bisect(&mut meets, p, f, plan.precision)?;
             (p, Some(f))
         }
         (Some(p), None) => (p, None),
         (None, f) => (0.0, f),
     };
     Ok(answer(goodput, first_failing, curve))
-}
-
-/// Bisect `(pass, fail)` at the geometric mean until `(fail − pass) / fail
-/// < precision`; the final bounds.
-fn bisect(
-    meets: &mut impl FnMut(f64) -> Result<bool, SimError>,
-    mut pass: f64,
-    mut fail: f64,
-    precision: f64,
-) -> Result<(f64, f64), SimError> {
-    while (fail - pass) / fail >= precision {
-        let mid = (pass * fail).sqrt();
-        if !(mid > pass && mid < fail) {
-            break; // No representable rate in between.
-        }
-        if meets(mid)? {
-            pass = mid;
-        } else {
-            fail = mid;
-        }
-    }
-    Ok((pass, fail))
 }
 
 fn answer(
@@ -251,7 +216,7 @@ pub fn evaluate_rates(
 ) -> Result<Vec<ForecastPoint>, SimError> {
     validate(config, deployment, workload, slo, plan)?;
     for &r in rates {
-        positive("rate", r)?;
+        rate_search::positive("rate", r)?;
     }
     let mut books = books(workload, plan);
     let mut curve = rates
@@ -274,7 +239,7 @@ pub fn simulate_schedule(
     rate: f64,
 ) -> Result<Vec<ForecastRequest>, SimError> {
     validate(config, deployment, workload, &[], plan)?;
-    positive("rate", rate)?;
+    rate_search::positive("rate", rate)?;
     let mut book = Book::new(workload, plan.seed.wrapping_add(schedule));
     let run = Run::new(
         config,
@@ -291,17 +256,6 @@ fn books(workload: &ForecastWorkload, plan: &ForecastPlan) -> Vec<Book> {
     (0..plan.seeds)
         .map(|k| Book::new(workload, plan.seed.wrapping_add(k)))
         .collect()
-}
-
-fn positive(field: &str, v: f64) -> Result<(), SimError> {
-    if v.is_finite() && v > 0.0 {
-        Ok(())
-    } else {
-        Err(SimError::invalid(
-            field,
-            format!("{v} must be a positive number (per second)"),
-        ))
-    }
 }
 
 fn validate(
@@ -321,7 +275,7 @@ fn validate(
     if let Some(trace) = &workload.trace {
         validate_trace(trace, workload, plan)?;
     }
-    crate::reference::check_terms_and_counts(
+    rate_search::check_terms_and_counts(
         slo,
         plan.requests_per_point,
         plan.seeds,
