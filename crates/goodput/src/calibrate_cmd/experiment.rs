@@ -174,14 +174,23 @@ impl Runner<'_> {
         let buffer = Shared::default();
         let mut sink = RecordsSink::new(Some(Box::new(buffer.clone())), true);
         let progress = Arc::new(Progress::default());
-        let result = self
+        let stopped = || {
+            crate::exit::Exit(
+                crate::exit::Code::Interrupted,
+                anyhow!("calibration interrupted: no profile written"),
+            )
+        };
+        let result = match self
             .session
             .target
             .run(&spec, &mut sink, &self.session.control, progress)
             .await
-            .map_err(run_error)?;
+        {
+            Err(goodput_core::target::RunError::Interrupted) => return Err(stopped()),
+            r => r.map_err(run_error)?,
+        };
         if result.exec.interrupted {
-            return Err(run_error(goodput_core::target::RunError::Interrupted));
+            return Err(stopped());
         }
         let bytes = buffer
             .0
