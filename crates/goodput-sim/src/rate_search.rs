@@ -1,9 +1,9 @@
 //! What the reference ([`crate::reference`]) and the forecast
 //! ([`crate::forecast`]) share: the checks of an SLO and a plan's counts,
 //! the bisection of the offered rate, and the pooled percentiles of a point.
+//! It imports neither.
 
 use crate::error::SimError;
-use crate::reference::{percentile_sorted, RefTerm};
 
 /// `v` is a rate: finite and above 0.
 pub(crate) fn positive(field: &str, v: f64) -> Result<(), SimError> {
@@ -34,25 +34,22 @@ pub(crate) fn check_range(lo: f64, hi: f64) -> Result<(), SimError> {
 /// number, at least one measured request and one schedule, an error-rate
 /// bound in 0–1.
 pub(crate) fn check_terms_and_counts(
-    slo: &[RefTerm],
+    slo: impl IntoIterator<Item = (f64, f64)>,
     requests_per_point: usize,
     seeds: u64,
     max_error_rate: f64,
 ) -> Result<(), SimError> {
-    for t in slo {
-        if !(0.0..=100.0).contains(&t.percentile) {
+    for (percentile, threshold_s) in slo {
+        if !(0.0..=100.0).contains(&percentile) {
             return Err(SimError::invalid(
                 "slo",
-                format!("percentile {} must be between 0 and 100", t.percentile),
+                format!("percentile {percentile} must be between 0 and 100"),
             ));
         }
-        if t.threshold_s.is_nan() || t.threshold_s < 0.0 {
+        if threshold_s.is_nan() || threshold_s < 0.0 {
             return Err(SimError::invalid(
                 "slo",
-                format!(
-                    "threshold {} s must be a non-negative number",
-                    t.threshold_s
-                ),
+                format!("threshold {threshold_s} s must be a non-negative number"),
             ));
         }
     }
@@ -114,14 +111,39 @@ pub(crate) fn bisect(
     Ok((pass, fail))
 }
 
-/// Each term's percentile of its pooled values (sorted in place).
-pub(crate) fn pooled_percentiles(samples: &mut [Vec<f64>], slo: &[RefTerm]) -> Vec<Option<f64>> {
+/// Each term's percentile (0–100, one per list of values) of its pooled
+/// values (sorted in place).
+pub(crate) fn pooled_percentiles(
+    samples: &mut [Vec<f64>],
+    percentiles: impl IntoIterator<Item = f64>,
+) -> Vec<Option<f64>> {
     samples
         .iter_mut()
-        .zip(slo)
-        .map(|(values, term)| {
+        .zip(percentiles)
+        .map(|(values, p)| {
             values.sort_by(f64::total_cmp);
-            percentile_sorted(values, term.percentile)
+            percentile_sorted(values, p)
         })
         .collect()
+}
+
+/// Percentile `p` (0–100) of sorted data, numpy's default linear
+/// interpolation between the closest ranks.
+///
+/// A copy of its own on purpose, not `goodput_common::percentile`, which
+/// goodput's metrics and benchmarks share: this module is the independent
+/// reference the tests check goodput's measured goodput against, so it is
+/// written from the definition (`docs/metrics.md`) alone. Were both sides to
+/// call the same function, a defect in it would agree with itself and the
+/// comparison could not catch it. [`crate::forecast`] uses this one, so
+/// that its fixed-length case is the reference's answer bit for bit.
+pub(crate) fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
+    let n = sorted.len();
+    if n == 0 {
+        return None;
+    }
+    let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = (rank.ceil() as usize).min(n - 1);
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
 }

@@ -295,7 +295,7 @@ fn validate(workload: &RefWorkload, slo: &[RefTerm], plan: &RefPlan) -> Result<(
         ));
     }
     rate_search::check_terms_and_counts(
-        slo,
+        slo.iter().map(|t| (t.percentile, t.threshold_s)),
         plan.requests_per_point,
         plan.seeds,
         plan.max_error_rate,
@@ -376,7 +376,8 @@ fn evaluate(
         }
     }
     let error_rate = failed as f64 / measured as f64;
-    let percentiles = rate_search::pooled_percentiles(&mut samples, slo);
+    let percentiles =
+        rate_search::pooled_percentiles(&mut samples, slo.iter().map(|t| t.percentile));
     let meets = error_rate <= plan.max_error_rate
         && percentiles
             .iter()
@@ -395,30 +396,10 @@ fn evaluate(
     })
 }
 
-/// Percentile `p` (0–100) of sorted data, numpy's default linear
-/// interpolation between the closest ranks.
-///
-/// A copy of its own on purpose, not `goodput_common::percentile`, which
-/// goodput's metrics and benchmarks share: this module is the independent
-/// reference the tests check goodput's measured goodput against, so it is
-/// written from the definition (`docs/metrics.md`) alone. Were both sides to
-/// call the same function, a defect in it would agree with itself and the
-/// comparison could not catch it. [`crate::forecast`] uses this one, so
-/// that its fixed-length case is the reference's answer bit for bit.
-pub(crate) fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
-    let n = sorted.len();
-    if n == 0 {
-        return None;
-    }
-    let rank = (p / 100.0).clamp(0.0, 1.0) * (n - 1) as f64;
-    let lo = rank.floor() as usize;
-    let hi = (rank.ceil() as usize).min(n - 1);
-    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rate_search::percentile_sorted;
     use std::time::Instant;
 
     fn workload() -> RefWorkload {

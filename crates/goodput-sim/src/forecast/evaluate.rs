@@ -197,7 +197,8 @@ pub(crate) fn evaluate(
         last_third: pool.last_third / schedules,
     };
     let error_rate = pool.failed as f64 / pool.measured.max(1) as f64;
-    let percentiles = crate::rate_search::pooled_percentiles(&mut pool.samples, slo);
+    let percentiles =
+        crate::rate_search::pooled_percentiles(&mut pool.samples, slo.iter().map(|t| t.percentile));
     let saturated = queue.grew();
     let meets = !saturated
         && error_rate <= plan.max_error_rate

@@ -276,7 +276,7 @@ fn validate(
         validate_trace(trace, workload, plan)?;
     }
     rate_search::check_terms_and_counts(
-        slo,
+        slo.iter().map(|t| (t.percentile, t.threshold_s)),
         plan.requests_per_point,
         plan.seeds,
         plan.max_error_rate,
