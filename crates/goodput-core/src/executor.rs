@@ -107,6 +107,10 @@ pub struct RunPlan {
     /// starts at its end.
     #[serde(default)]
     pub ramp_up: Option<RampUp>,
+    /// This process's part of a plan sharded over several processes
+    /// ([`crate::shard`]); None: the whole plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardOf>,
 }
 
 /// What the executor knows when it returns (records went to the channel).
@@ -278,7 +282,17 @@ pub struct Executor<'a, T, Tm> {
     /// aggregator.
     pub records: mpsc::UnboundedSender<Msg>,
     pub progress: Arc<Progress>,
+    /// A sharded run's common start: called once the run is ready to send
+    /// (slots open, the first requests built), it resolves to the instant
+    /// every shard starts at (None: the start was called off, as by a stop).
+    pub start_gate: Option<StartGate>,
 }
+
+/// Waits for a sharded run's common start ([`Executor::start_gate`]).
+pub type StartGate = Box<
+    dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Instant>> + Send>>
+        + Send,
+>;
 
 impl<'a, T: Transport, Tm: Timer> Executor<'a, T, Tm> {
     /// Run the plan to its end on requests from `source`: start (slots,
@@ -330,6 +344,9 @@ struct Run<'a, T: Transport, Tm: Timer> {
     next_new: Option<(PreparedRequest, Option<Instant>)>,
     /// The source has no more new requests.
     source_done: bool,
+    /// The number of the next new item of the source (its schedule's next
+    /// arrival): a shard skips the arrivals of the items it does not send.
+    next_item: u64,
 }
 
 /// Whether the send loop goes on after a step.
@@ -378,8 +395,12 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
         // Closed loop: ramp-up ends when the target concurrency's worth is out
         // (with --ramp-up: at the ramp's end, below).
         let ramp_at = (!plan.load.is_open() && plan.ramp_up.is_none()).then_some(cap as u64);
-        // The schedule starts now, when sending starts (not at the run clock's origin).
-        let origin = crate::clock::now();
+        // The schedule starts now, when sending starts (not at the run clock's
+        // origin); a shard's, at the instant all shards start at.
+        let origin = match exec.start_gate {
+            None => crate::clock::now(),
+            Some(gate) => common_start(gate, &mut stop_rx, exec.control, exec.timer).await,
+        };
         let ramp = closed_ramp.map(|ramp| SlotRamp::start(ramp, &slots, cap, origin));
         if let Some(r) = plan.ramp_up {
             books.summary.ramp_end_ns = Some(exec.clock.ns(origin + r.duration));
@@ -405,6 +426,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
             ramp,
             next_new: None,
             source_done: false,
+            next_item: 0,
         }
     }
 
@@ -499,21 +521,47 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
             p = self.source.next() => p,
         };
         match next {
-            Some(mut p) => {
+            Some((item, mut p)) => {
                 p.request.warmup = in_warmup;
+                // Other shards' items: their arrivals pass on the one schedule.
+                while self.next_item < item {
+                    let skipped = self.schedule.next_offset();
+                    self.skipped(self.next_item, skipped);
+                    self.next_item += 1;
+                }
+                self.next_item = item + 1;
                 let at = p.at.or_else(|| self.schedule.next_offset());
-                // An offset past every representable instant never comes.
-                let origin = self.origin;
-                let at = at.map(|o| {
-                    origin
-                        .checked_add(o)
-                        .unwrap_or(origin + crate::units::MAX_DURATION)
-                });
+                let at = at.map(|o| self.instant(o));
                 self.next_new = Some((p.request, at));
             }
             None => self.source_done = true,
         }
         Flow::Go
+    }
+
+    /// The instant `offset` after the schedule's origin (an offset past
+    /// every representable instant never comes).
+    fn instant(&self, offset: Duration) -> Instant {
+        self.origin
+            .checked_add(offset)
+            .unwrap_or(self.origin + crate::units::MAX_DURATION)
+    }
+
+    /// Another shard sends item `item`, scheduled `offset` after the origin.
+    /// When it is the whole plan's first measured request, the measured
+    /// phase starts at its instant on every shard: the sending window and
+    /// the time series are the one process's.
+    fn skipped(&mut self, item: u64, offset: Option<Duration>) {
+        let first_measured = self
+            .plan
+            .shard
+            .and_then(|s| s.warmup_requests)
+            .is_some_and(|w| w == item);
+        if let (true, Some(o), None) = (first_measured, offset, self.books.measure_start) {
+            let at = self.instant(o);
+            self.books.measure_start = Some(at);
+            let _ = self.ctx.records.send(Msg::MeasureStart(self.clock.ns(at)));
+        }
     }
 
     /// A session's turn goes first: wait until `at`, its ready time (taking
@@ -679,6 +727,36 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
         let mut summary = self.books.summary;
         summary.records_lost = self.ctx.lost.load(Relaxed);
         summary
+    }
+}
+
+/// Wait at a sharded run's gate for the common start, and until it: the
+/// schedule's origin. A stop meanwhile, or a start called off, begins now
+/// with the stop set (the send loop ends at once).
+async fn common_start<Tm: Timer>(
+    gate: StartGate,
+    stop_rx: &mut watch::Receiver<bool>,
+    control: &RunControl,
+    timer: &Tm,
+) -> Instant {
+    let at = tokio::select! {
+        biased;
+        _ = stop_rx.wait_for(|s| *s) => None,
+        at = gate() => at,
+    };
+    match at {
+        Some(at) => {
+            tokio::select! {
+                biased;
+                _ = stop_rx.wait_for(|s| *s) => {}
+                _ = timer.sleep_until(at) => {}
+            }
+            at
+        }
+        None => {
+            control.stop_sending();
+            crate::clock::now()
+        }
     }
 }
 

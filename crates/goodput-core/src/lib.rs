@@ -30,6 +30,7 @@ pub mod result;
 pub mod schedule;
 pub mod search;
 pub mod server_metrics;
+pub mod shard;
 pub mod slo;
 pub mod stats;
 pub mod sweep;

@@ -211,8 +211,10 @@ pub struct RequestError {
     pub retry_after: Option<String>,
 }
 
-/// One content-bearing stream event.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// One content-bearing stream event. Serialized compactly, as
+/// `[at_ns, text_end, usage_completion_tokens, reasoning]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(from = "EventTuple", into = "EventTuple")]
 pub struct Event {
     /// Arrival time (ns on the run clock), taken when its bytes were read.
     pub at_ns: u64,
@@ -225,6 +227,25 @@ pub struct Event {
     pub reasoning: bool,
 }
 
+type EventTuple = (u64, u32, Option<u32>, bool);
+
+impl From<EventTuple> for Event {
+    fn from((at_ns, text_end, usage_completion_tokens, reasoning): EventTuple) -> Event {
+        Event {
+            at_ns,
+            text_end,
+            usage_completion_tokens,
+            reasoning,
+        }
+    }
+}
+
+impl From<Event> for EventTuple {
+    fn from(e: Event) -> EventTuple {
+        (e.at_ns, e.text_end, e.usage_completion_tokens, e.reasoning)
+    }
+}
+
 /// What the server reported in `usage`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerUsage {
@@ -234,10 +255,14 @@ pub struct ServerUsage {
     pub cached_tokens: Option<u32>,
 }
 
-/// The raw record of one request.
-#[derive(Debug, Clone, Default)]
+/// The raw record of one request. It serializes whole (a sharded run's
+/// parts carry records from shard to coordinator, and to `goodput merge`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
     pub request_id: u64,
+    /// The shard that sent it (0 in a run of one process).
+    #[serde(default)]
+    pub shard: u32,
     pub warmup: bool,
     /// The session, the 0-based turn and the session's number of turns, for
     /// a turn of a multi-turn session.

@@ -55,6 +55,9 @@ pub struct RunResult {
     pub output_hashes: Vec<(u64, u64)>,
     /// What the server's own metrics said over the run (`--server-metrics`).
     pub server_metrics: Option<crate::server_metrics::ServerMetrics>,
+    /// A sharded run's shards: clocks, starts, lags, CPU, and any shard
+    /// lost (`--shards`).
+    pub shards: Option<crate::shard::merge::ShardsReport>,
 }
 
 fn interval(e: &Estimate) -> Value {
@@ -104,6 +107,7 @@ impl RunResult {
         o.insert("quality".into(), json!(m.quality));
         o.insert("warnings".into(), json!(self.warnings));
         o.insert("server_metrics".into(), json!(self.server_metrics));
+        o.insert("shards".into(), json!(self.shards));
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert("run".into(), self.run_section());
         o.insert("model_id".into(), json!(self.model));
@@ -297,6 +301,7 @@ impl RunResult {
             clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,
             output_hashes: Vec::new(),
             server_metrics: field::<Option<_>>(doc, "server_metrics")?,
+            shards: field::<Option<_>>(doc, "shards")?,
         })
     }
 }

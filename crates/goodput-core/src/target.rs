@@ -115,6 +115,10 @@ pub enum RunError {
     Interrupted,
     #[error("--server-metrics: {0}")]
     ServerMetrics(String),
+    /// A sharded run could not go on: the coordinator or a shard's part of
+    /// the plan.
+    #[error("sharded run: {0}")]
+    Shard(String),
     /// A fault of goodput itself, never the server's: lost records, a panicked thread.
     #[error("internal error (a bug in goodput, please report it): {0}")]
     Internal(String),
@@ -130,6 +134,10 @@ impl RunError {
     }
 }
 
+mod sharded;
+
+pub use sharded::{Role, Sharding};
+
 /// A target ready to run plans against.
 pub struct PreparedTarget {
     client: Arc<Client>,
@@ -144,6 +152,8 @@ pub struct PreparedTarget {
     live: Option<Arc<crate::live::LiveMetrics>>,
     /// The server's metrics, scraped during each run.
     scraper: Option<Scraper>,
+    /// This process's place in a sharded run.
+    sharding: Option<sharded::Sharding>,
 }
 
 impl PreparedTarget {
@@ -212,6 +222,7 @@ impl PreparedTarget {
             options: opts,
             live: None,
             scraper,
+            sharding: None,
         })
     }
 
@@ -222,6 +233,11 @@ impl PreparedTarget {
 
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// The clock every run's records are on.
+    pub fn clock(&self) -> RunClock {
+        self.clock
     }
 
     /// A plain GET of a path on the target's host (`/metrics`, `/v1/models`,
@@ -249,16 +265,17 @@ impl PreparedTarget {
         if control.is_stopping() {
             return Err(RunError::Interrupted);
         }
-        let started_at = now_rfc3339();
-        let run_origin_ns = self.clock.now_ns();
-        let cpu_before = process_cpu_s();
-        let wall_before = std::time::Instant::now();
-        let nonce = self.begin(spec, control).await?;
+        if let Some(s) = &self.sharding {
+            return self.run_coordinated(s, spec, sink, control, progress).await;
+        }
+        let started = Started::now(self.clock);
+        let nonce = self.begin(spec, control, rand::random()).await?;
         let run_id = format!("{nonce:016x}");
         let source = self.start_source(spec, nonce)?;
         let line_ctx = LineContext {
             run_id: run_id.clone(),
-            origin_ns: run_origin_ns,
+            origin_ns: started.origin_ns,
+            sharded: false,
         };
         let (tx, aggregator) = self.start_aggregator(spec, sink, line_ctx, control, &progress)?;
         if let Some(live) = &self.live {
@@ -267,7 +284,7 @@ impl PreparedTarget {
         let connections_before = self.client.connection_stats();
         let scrape = self.start_scrape(spec, &progress);
         let timer = PreciseTimer::new();
-        let mut exec = Executor {
+        let exec = Executor {
             plan: &spec.plan,
             transport: self.client.clone(),
             clock: self.clock,
@@ -275,13 +292,42 @@ impl PreparedTarget {
             control,
             records: tx,
             progress,
+            start_gate: None,
         }
         .run(source)
         .await;
         let server_metrics = stop_scrape(scrape).await;
-        let (mut collector, returned_sink) =
+        let (collector, returned_sink) =
             join_aggregator(aggregator, exec.sent_warmup + exec.sent_measured).await?;
         *sink = returned_sink;
+        let ran = Ran {
+            run_id,
+            exec,
+            connections: self.client.connection_stats().since(connections_before),
+            server_metrics,
+            shards: None,
+        };
+        self.result(spec, collector, sink, ran, started)
+    }
+
+    /// Gather what a run measured into its result: its figures from the
+    /// collector, the early verdict, cost, notes, the client's CPU and the
+    /// traps it fell into.
+    fn result(
+        &self,
+        spec: &RunSpec,
+        mut collector: Collector,
+        sink: &RecordsSink,
+        ran: Ran,
+        started: Started,
+    ) -> Result<RunResult, RunError> {
+        let Ran {
+            run_id,
+            mut exec,
+            connections,
+            server_metrics,
+            shards,
+        } = ran;
         if exec.records_lost > 0 {
             return Err(RunError::Internal(format!(
                 "{} request records were lost before they were counted",
@@ -303,11 +349,20 @@ impl PreparedTarget {
         }
         let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
         let cost = spec.cost.map(|c| Cost::of(c, &metrics, sessions_completed));
-        let connections = self.client.connection_stats().since(connections_before);
-        let notes = self.run_notes(sink, &metrics, &collector, &connections);
-        let wall = wall_before.elapsed().as_secs_f64();
-        let client_cpu_cores = (!self.options.server_in_process && wall > 1.0)
-            .then(|| process_cpu_s().zip(cpu_before).map(|(a, b)| (a - b) / wall))
+        let mut notes = self.run_notes(sink, &metrics, &collector, &connections);
+        notes.extend(
+            shards
+                .as_ref()
+                .map(crate::shard::merge::notes)
+                .unwrap_or_default(),
+        );
+        let wall = started.wall.elapsed().as_secs_f64();
+        let client_cpu_cores = (!self.options.server_in_process && wall > 1.0 && shards.is_none())
+            .then(|| {
+                process_cpu_s()
+                    .zip(started.cpu)
+                    .map(|(a, b)| (a - b) / wall)
+            })
             .flatten();
         let warnings = self.warnings(spec, &metrics, &percentiles, client_cpu_cores);
         let server_metrics = server_metrics.map(|s| with_client_figures(s, &metrics));
@@ -325,18 +380,26 @@ impl PreparedTarget {
             cost,
             notes,
             warnings,
-            started_at,
-            clock_origin_monotonic_ns: self.clock.origin_monotonic_ns().map(|o| o + run_origin_ns),
+            started_at: started.at,
+            clock_origin_monotonic_ns: self
+                .clock
+                .origin_monotonic_ns()
+                .map(|o| o + started.origin_ns),
             output_hashes,
             server_metrics,
+            shards,
         })
     }
 
-    /// Begin a run on the client: a new run id and prompt salt (the
-    /// returned nonce) and, in closed loop, its connections opened before
+    /// Begin a run on the client: its run id and prompt salt (`nonce`,
+    /// returned) and, in closed loop, its connections opened before
     /// any request is timed. Ends at once when `control` stops.
-    async fn begin(&self, spec: &RunSpec, control: &RunControl) -> Result<u64, RunError> {
-        let nonce = rand::random::<u64>();
+    async fn begin(
+        &self,
+        spec: &RunSpec,
+        control: &RunControl,
+        nonce: u64,
+    ) -> Result<u64, RunError> {
         self.client.begin_run(nonce);
         if let Load::Closed { concurrency } = spec.plan.load {
             tokio::select! {
@@ -365,11 +428,15 @@ impl PreparedTarget {
             executor::Warmup::Requests(n) => n,
             _ => 0,
         };
+        // A shard builds the whole plan's source (the others' requests are
+        // built and dropped), so its warm-up is the whole plan's.
+        let shard = spec.plan.shard;
+        let source_warmup = shard.and_then(|s| s.warmup_requests).unwrap_or(warmup);
         let source = spec
             .workload
-            .source(&self.params, &self.tokenizer, nonce, warmup);
+            .source(&self.params, &self.tokenizer, nonce, source_warmup);
         let ahead = planned_requests(&spec.plan).saturating_add(warmup);
-        Prefetch::start(source, ahead.min(usize::MAX as u64) as usize)
+        Prefetch::start_shard(source, ahead.min(usize::MAX as u64) as usize, shard)
             .map_err(|e| RunError::Internal(format!("starting the workload thread: {e}")))
     }
 
@@ -396,20 +463,7 @@ impl PreparedTarget {
             control: control.clone(),
             progress: progress.clone(),
         });
-        let collector = Collector::new(
-            spec.slo
-                .as_ref()
-                .map(Slo::request_thresholds)
-                .unwrap_or_default(),
-            spec.plan.load.is_open(),
-        )
-        .with_early_stop(early)
-        .with_output_hashes(spec.keep_outputs)
-        .with_schedule_control(
-            spec.schedule_control,
-            spec.plan.load,
-            spec.slo.as_ref().map_or(&[][..], |s| &s.terms[..]),
-        );
+        let collector = collector_for(spec).with_early_stop(early);
         let aggregator = aggregate::spawn(
             rx,
             std::mem::take(sink),
@@ -560,7 +614,57 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
         server_metrics: None,
+        shards: None,
     }
+}
+
+/// The collector of a run's measured phase: the SLO's thresholds, judged
+/// from the schedule in open loop; output hashes when kept; the SLO
+/// percentiles adjusted for the run's schedule when asked.
+fn collector_for(spec: &RunSpec) -> Collector {
+    Collector::new(
+        spec.slo
+            .as_ref()
+            .map(Slo::request_thresholds)
+            .unwrap_or_default(),
+        spec.plan.load.is_open(),
+    )
+    .with_output_hashes(spec.keep_outputs)
+    .with_schedule_control(
+        spec.schedule_control,
+        spec.plan.load,
+        spec.slo.as_ref().map_or(&[][..], |s| &s.terms[..]),
+    )
+}
+
+/// When and from where a run started: its wall-clock time, its origin on
+/// the run clock, the process's CPU so far.
+struct Started {
+    at: String,
+    origin_ns: u64,
+    cpu: Option<f64>,
+    wall: std::time::Instant,
+}
+
+impl Started {
+    fn now(clock: RunClock) -> Started {
+        Started {
+            at: now_rfc3339(),
+            origin_ns: clock.now_ns(),
+            cpu: process_cpu_s(),
+            wall: std::time::Instant::now(),
+        }
+    }
+}
+
+/// What running a plan left, beside its collector.
+struct Ran {
+    run_id: String,
+    exec: executor::ExecSummary,
+    connections: ConnectionStats,
+    server_metrics: Option<ServerMetrics>,
+    /// A sharded run's shards.
+    shards: Option<crate::shard::merge::ShardsReport>,
 }
 
 /// How many measured requests a plan will send, for planning early looks.

@@ -30,6 +30,10 @@ pub enum Code {
     /// 5: `--max-time` ended a sweep's search before it had an answer (a
     /// time limit is not a signal).
     TimeLimit = 5,
+    /// 6: a sharded run is missing a shard: one never registered, died or
+    /// did not report, so its requests are not all in the result (which
+    /// says which shard and how many requests).
+    ShardMissing = 6,
     /// 130 (128 + SIGINT): a signal stopped goodput before it had a result
     /// (before any measured request of a run was sent, or before a sweep
     /// measured a point or found the goodput).
@@ -62,6 +66,7 @@ pub fn run_error(e: RunError) -> Exit {
     let code = match &e {
         RunError::Interrupted => Code::Interrupted,
         RunError::Internal(_) => Code::Internal,
+        RunError::Shard(_) => Code::ShardMissing,
         e if e.is_unreachable() => Code::NothingCompleted,
         _ => Code::Usage,
     };
@@ -82,6 +87,7 @@ mod tests {
             (Code::NothingCompleted, 3),
             (Code::Internal, 4),
             (Code::TimeLimit, 5),
+            (Code::ShardMissing, 6),
             (Code::Interrupted, 130),
         ];
         for (code, number) in documented {

@@ -24,12 +24,14 @@ mod cli;
 mod compare_cmd;
 mod exit;
 mod exposition;
+mod merge_cmd;
 mod predict_cmd;
 mod progress;
 mod report_cmd;
 mod run_cmd;
 mod session;
 mod setup;
+mod sharding;
 mod sim_cmd;
 mod spec;
 mod sweep_cmd;
@@ -67,6 +69,7 @@ fn main() {
         cli::Command::Compare(args) => compare_cmd::main(*args),
         cli::Command::Calibrate(args) => calibrate_cmd::main(*args),
         cli::Command::Predict(args) => predict_cmd::main(*args),
+        cli::Command::Merge(args) => merge_cmd::main(*args),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),

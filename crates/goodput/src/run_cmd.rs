@@ -46,7 +46,21 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         let r = goodput_core::target::unstarted(o, &spec);
         report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
     };
+    let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
+    if place.is_some() && repeats > 1 {
+        return Err(usage(anyhow!(
+            "--repeat cannot be used with --shards: run the sharded plan again instead"
+        )));
+    }
     let mut session = Session::start(&args.common, &unstarted).await?;
+    if let Some(place) = &place {
+        crate::sharding::join(place, &mut session).await?;
+        if !place.coordinates() {
+            let code = crate::sharding::follow(&mut session, &spec, args.common.output.quiet).await;
+            session.finish().await;
+            return code;
+        }
+    }
     let mut results = Vec::with_capacity(repeats);
     for i in 0..repeats {
         if repeats > 1 && !args.common.output.quiet {
@@ -91,6 +105,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
             Err(e) => return Err(run_error(e)),
         }
     }
+    crate::sharding::finish(&session).await;
     if repeats > 1 {
         return finish_repeats(args, session, results, &spec).await;
     }
@@ -123,6 +138,9 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
             results[0].exec.sent_warmup
         );
         return Ok(Code::Interrupted);
+    }
+    if let Some(e) = crate::sharding::missing(&results[0]) {
+        return Err(e);
     }
     gate(&results[0], args.common.slo.max_error_rate)
 }

@@ -108,6 +108,7 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
             }),
             drain_timeout: bounds.drain_timeout.unwrap_or(flags.target.timeout),
             seed: bounds.seed,
+            shard: None,
         },
         workload: spec,
         percentiles: flags.output.percentiles.0.clone(),

@@ -46,9 +46,20 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
             ..SweepResult::default()
         })
     };
+    let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
     let mut session = Session::start(&args.common, &unstarted).await?;
     let quiet = args.common.output.quiet;
-    let result = run_points(&mut session, &spec, quiet).await?;
+    if let Some(place) = &place {
+        crate::sharding::join(place, &mut session).await?;
+        if !place.coordinates() {
+            let code = crate::sharding::follow(&mut session, &spec.base, quiet).await;
+            session.finish().await;
+            return code;
+        }
+    }
+    let result = run_points(&mut session, &spec, quiet).await;
+    crate::sharding::finish(&session).await;
+    let result = result?;
     let stopping = session.control.is_stopping();
     let items = [(
         session.label("sweep"),
@@ -65,6 +76,13 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
         println!("{h}");
     }
     session.finish().await;
+    if let Some(e) = result
+        .points
+        .iter()
+        .find_map(|p| crate::sharding::missing(&p.result))
+    {
+        return Err(e);
+    }
     verdict(&result, stopping, args.common.load.search)
 }
 

@@ -438,6 +438,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
     let spec = RunSpec {
         plan: RunPlan {
             ramp_up: None,
+            shard: None,
             load: goodput_core::schedule::Load::Closed { concurrency: 2 },
             num_prompts: Some(6),
             duration: None,

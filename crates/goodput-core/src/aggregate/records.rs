@@ -44,7 +44,7 @@ impl RecordsSink {
     }
 
     /// Append one request's line (written, not yet flushed).
-    pub(super) fn append(&mut self, rec: &RequestRecord, m: &RequestMetrics, ctx: &LineContext) {
+    pub(crate) fn append(&mut self, rec: &RequestRecord, m: &RequestMetrics, ctx: &LineContext) {
         let Some(w) = self.writer.as_mut() else {
             return;
         };
@@ -57,7 +57,7 @@ impl RecordsSink {
     }
 
     /// Flush the lines appended so far (once per batch of records).
-    pub(super) fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if let Some(w) = self.writer.as_mut() {
             if let Err(e) = w.flush() {
                 self.error = Some(e.to_string());
@@ -73,6 +73,8 @@ pub struct LineContext {
     pub run_id: String,
     /// Record times are written as seconds after this (ns on the run clock).
     pub origin_ns: u64,
+    /// A sharded run's merged records: each line says its shard.
+    pub sharded: bool,
 }
 
 fn round3(x: f64) -> f64 {
@@ -121,6 +123,9 @@ fn record_line(
         "events": rec.events.len(),
         "finish_reason": rec.finish_reason,
     });
+    if ctx.sharded {
+        v["shard"] = json!(rec.shard);
+    }
     if let Some((session, turn, _)) = rec.session {
         v["session_id"] = json!(session);
         v["turn"] = json!(turn);

@@ -36,6 +36,7 @@ fn source(sessions: Option<SessionShape>) -> SyntheticSource {
 fn plan(load: Load, n: u64) -> RunPlan {
     RunPlan {
         ramp_up: None,
+        shard: None,
         load,
         num_prompts: Some(n),
         duration: None,
@@ -67,6 +68,7 @@ async fn run(
         control,
         records: tx,
         progress: Arc::new(Progress::default()),
+        start_gate: None,
     }
     .run(Prefetch::inline(Box::new(src)))
     .await;
@@ -391,7 +393,7 @@ async fn prefetched_requests_arrive_in_order_and_end_with_the_source() {
     p.primed().await;
     let mut ids = Vec::new();
     while let Some(x) = p.next().await {
-        ids.push(x.request.id);
+        ids.push(x.1.request.id);
     }
     assert_eq!(ids, vec![1, 2, 3, 4, 5]);
 }
@@ -480,6 +482,7 @@ async fn a_trace_is_sent_at_its_scaled_timestamps() {
         control: &RunControl::new(),
         records: tx,
         progress: Arc::new(Progress::default()),
+        start_gate: None,
     }
     .run(Prefetch::inline(Box::new(src)))
     .await;

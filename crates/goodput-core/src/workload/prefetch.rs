@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 use super::source::{FollowUps, Planned, RequestSource};
+use crate::shard::ShardOf;
 
 /// Requests built ahead of the executor. A 32k-token prompt is about
 /// 200 KB, so the buffer stays near 200 MB even then.
@@ -27,21 +28,59 @@ pub struct Prefetch {
 
 enum Inner {
     Thread {
-        rx: mpsc::Receiver<Planned>,
+        rx: mpsc::Receiver<(u64, Planned)>,
         primed: watch::Receiver<bool>,
     },
     /// Built on demand on the caller's task: for tests under paused time,
     /// where a thread's real time would let the paused clock run ahead.
-    Inline(Box<dyn RequestSource>),
+    Inline(Numbered),
+}
+
+/// A source whose new items are numbered in the order it makes them, and
+/// kept only where this shard owns them ([`ShardOf`]): the others are
+/// built (the source's state — its random stream, its prefix groups seen —
+/// moves on exactly as in one process) and dropped.
+struct Numbered {
+    source: Box<dyn RequestSource>,
+    next: u64,
+    shard: Option<ShardOf>,
+}
+
+impl Numbered {
+    fn next(&mut self) -> Option<(u64, Planned)> {
+        loop {
+            let p = self.source.next()?;
+            let k = self.next;
+            self.next += 1;
+            if self.shard.is_none_or(|s| s.owns(k)) {
+                return Some((k, p));
+            }
+        }
+    }
 }
 
 impl Prefetch {
     /// Start building from `source`, at most `capacity` requests ahead.
     /// The thread ends when the source is exhausted or the `Prefetch` is
     /// dropped.
-    pub fn start(mut source: Box<dyn RequestSource>, capacity: usize) -> std::io::Result<Self> {
+    pub fn start(source: Box<dyn RequestSource>, capacity: usize) -> std::io::Result<Self> {
+        Self::start_shard(source, capacity, None)
+    }
+
+    /// The same for one shard of a sharded plan: only the requests `shard`
+    /// owns are kept (and counted against `capacity`).
+    pub fn start_shard(
+        source: Box<dyn RequestSource>,
+        capacity: usize,
+        shard: Option<ShardOf>,
+    ) -> std::io::Result<Self> {
         let capacity = capacity.clamp(1, CAPACITY);
         let follow_ups = source.follow_ups();
+        let mut source = Numbered {
+            source,
+            next: 0,
+            shard,
+        };
         let (tx, rx) = mpsc::channel(capacity);
         let (primed_tx, primed) = watch::channel(false);
         std::thread::Builder::new()
@@ -67,9 +106,18 @@ impl Prefetch {
 
     /// Build each request when it is asked for, on the caller's task.
     pub fn inline(source: Box<dyn RequestSource>) -> Self {
+        Self::inline_shard(source, None)
+    }
+
+    /// The same for one shard of a sharded plan.
+    pub fn inline_shard(source: Box<dyn RequestSource>, shard: Option<ShardOf>) -> Self {
         Prefetch {
             follow_ups: source.follow_ups(),
-            inner: Inner::Inline(source),
+            inner: Inner::Inline(Numbered {
+                source,
+                next: 0,
+                shard,
+            }),
         }
     }
 
@@ -81,8 +129,9 @@ impl Prefetch {
         }
     }
 
-    /// The next request; `None` once the source is exhausted.
-    pub async fn next(&mut self) -> Option<Planned> {
+    /// The next request, with its number among the source's new items
+    /// (counting those other shards send); `None` once the source is exhausted.
+    pub async fn next(&mut self) -> Option<(u64, Planned)> {
         match &mut self.inner {
             Inner::Thread { rx, .. } => rx.recv().await,
             Inner::Inline(source) => source.next(),

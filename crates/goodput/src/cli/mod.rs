@@ -11,6 +11,7 @@
 mod groups;
 mod model;
 mod parse;
+mod shard;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,6 +23,7 @@ use goodput_core::schedule::Arrival;
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 pub use model::{CalibrateArgs, PredictArgs, RoutingArg};
 use parse::{arrival, at_least_one, fail_on, finite_rate, percent, positive_duration};
+pub use shard::{MergeArgs, ShardArgs};
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
 // would take a doc comment for help text.)
@@ -55,6 +57,8 @@ pub enum Command {
     Calibrate(Box<CalibrateArgs>),
     /// Forecast a deployment's sustained goodput and latency-throughput curve from a profile, in virtual time.
     Predict(Box<PredictArgs>),
+    /// Merge the part files of a sharded run (`--shards N --part FILE`) into one exact result.
+    Merge(Box<MergeArgs>),
 }
 
 /// `goodput run`: the shared groups with a run's load, and `--repeat`.
@@ -98,6 +102,8 @@ pub struct CommonArgs<L: Args> {
     pub cost: CostArgs,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub shards: ShardArgs,
 }
 
 /// Which points, and how long each may take.

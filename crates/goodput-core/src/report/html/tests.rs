@@ -60,6 +60,7 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
         server_metrics: None,
+        shards: None,
     }
 }
 
