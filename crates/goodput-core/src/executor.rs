@@ -28,8 +28,6 @@
 //! source), sessions' pending turns are not sent; requests in flight finish
 //! up to the drain timeout and are then stopped as `incomplete`.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,7 +45,11 @@ use crate::transport::Transport;
 use crate::workload::{FollowUps, Prefetch};
 
 mod control;
+mod slots;
+mod turns;
 pub use control::RunControl;
+use slots::{all_slots_back, common_start, spawn_canceller, SlotRamp};
+use turns::{FollowUp, PendingTurns};
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
@@ -152,61 +154,6 @@ pub struct Progress {
     /// Median TTFT of the last 256 measured requests that completed, in µs
     /// (0: none yet); kept by the aggregator, off the request path.
     pub recent_ttft_p50_us: AtomicU64,
-}
-
-/// A session's next turn, waiting for its ready time, holding its session's slot.
-struct FollowUp {
-    ready: Instant,
-    request: PreparedRequest,
-    permit: OwnedSemaphorePermit,
-}
-
-/// Sessions' turns waiting for their ready time, earliest first (then in
-/// arrival order).
-#[derive(Default)]
-struct PendingTurns {
-    heap: BinaryHeap<Reverse<(Instant, u64, FollowUpSlot)>>,
-    seq: u64,
-}
-
-/// A follow-up in the heap (ordered by the tuple's first two fields only).
-struct FollowUpSlot(FollowUp);
-
-impl PartialEq for FollowUpSlot {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for FollowUpSlot {}
-impl PartialOrd for FollowUpSlot {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for FollowUpSlot {
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
-    }
-}
-
-impl PendingTurns {
-    fn push(&mut self, f: FollowUp) {
-        self.seq += 1;
-        self.heap
-            .push(Reverse((f.ready, self.seq, FollowUpSlot(f))));
-    }
-
-    fn next_ready(&self) -> Option<Instant> {
-        self.heap.peek().map(|r| r.0 .0)
-    }
-
-    fn pop(&mut self) -> Option<FollowUp> {
-        self.heap.pop().map(|r| r.0 .2 .0)
-    }
-
-    fn clear(&mut self) {
-        self.heap.clear();
-    }
 }
 
 /// What one request task needs.
@@ -727,98 +674,6 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
         let mut summary = self.books.summary;
         summary.records_lost = self.ctx.lost.load(Relaxed);
         summary
-    }
-}
-
-/// Wait at a sharded run's gate for the common start, and until it: the
-/// schedule's origin. A stop meanwhile, or a start called off, begins now
-/// with the stop set (the send loop ends at once).
-async fn common_start<Tm: Timer>(
-    gate: StartGate,
-    stop_rx: &mut watch::Receiver<bool>,
-    control: &RunControl,
-    timer: &Tm,
-) -> Instant {
-    let at = tokio::select! {
-        biased;
-        _ = stop_rx.wait_for(|s| *s) => None,
-        at = gate() => at,
-    };
-    match at {
-        Some(at) => {
-            tokio::select! {
-                biased;
-                _ = stop_rx.wait_for(|s| *s) => {}
-                _ = timer.sleep_until(at) => {}
-            }
-            at
-        }
-        None => {
-            control.stop_sending();
-            crate::clock::now()
-        }
-    }
-}
-
-/// Cancellation reaches requests through the transport (the client's
-/// watchdog shuts their sockets down); the request path polls nothing for it.
-fn spawn_canceller<T: Transport>(
-    mut cancel_rx: watch::Receiver<Option<ErrorKind>>,
-    transport: Arc<T>,
-) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        if let Ok(kind) = cancel_rx.wait_for(|c| c.is_some()).await {
-            if let Some(kind) = *kind {
-                transport.stop_all(kind);
-            }
-        }
-    })
-}
-
-/// A closed loop's `--ramp-up`: its slots open one by one over the ramp.
-struct SlotRamp {
-    task: JoinHandle<()>,
-    /// Slots open so far (the first is open from the start).
-    opened: Arc<AtomicU64>,
-}
-
-impl SlotRamp {
-    fn start(ramp: RampUp, slots: &Arc<Semaphore>, cap: usize, origin: Instant) -> Self {
-        let opened = Arc::new(AtomicU64::new(1));
-        let (slots, count) = (slots.clone(), opened.clone());
-        let task = tokio::spawn(async move {
-            for i in 1..cap {
-                tokio::time::sleep_until((origin + ramp.slot_opens(i, cap)).into()).await;
-                slots.add_permits(1);
-                count.fetch_add(1, Relaxed);
-            }
-        });
-        SlotRamp { task, opened }
-    }
-
-    /// End the ramp (sending is over) and open the slots it had not yet.
-    async fn stop(self, slots: &Semaphore, cap: usize) {
-        self.task.abort();
-        let _ = self.task.await;
-        slots.add_permits(cap - self.opened.load(Relaxed) as usize);
-    }
-}
-
-/// Wait until every slot is back, discarding session turns that still
-/// arrive (each frees its slot when dropped).
-async fn all_slots_back(
-    slots: &Arc<Semaphore>,
-    all: u32,
-    follow_rx: &mut mpsc::UnboundedReceiver<FollowUp>,
-) {
-    loop {
-        tokio::select! {
-            r = slots.acquire_many(all) => { drop(r); return; }
-            f = follow_rx.recv() => if f.is_none() {
-                let _ = slots.acquire_many(all).await;
-                return;
-            },
-        }
     }
 }
 

@@ -46,20 +46,10 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         let r = goodput_core::target::unstarted(o, &spec);
         report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
     };
-    let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
-    if place.is_some() && repeats > 1 {
-        return Err(usage(anyhow!(
-            "--repeat cannot be used with --shards: run the sharded plan again instead"
-        )));
-    }
+    let (quiet, place) = (args.common.output.quiet, sharded(&args)?);
     let mut session = Session::start(&args.common, &unstarted).await?;
-    if let Some(place) = &place {
-        crate::sharding::join(place, &mut session).await?;
-        if !place.coordinates() {
-            let code = crate::sharding::follow(&mut session, &spec, args.common.output.quiet).await;
-            session.finish().await;
-            return code;
-        }
+    if let Some(code) = crate::sharding::enter(place.as_ref(), &mut session, &spec, quiet).await? {
+        return Ok(code);
     }
     let mut results = Vec::with_capacity(repeats);
     for i in 0..repeats {
@@ -143,6 +133,18 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         return Err(e);
     }
     gate(&results[0], args.common.slo.max_error_rate)
+}
+
+/// This process's place in a sharded run (`--shards`), if any; a
+/// sharded plan is not repeated.
+fn sharded(args: &RunArgs) -> Result<Option<crate::sharding::Place>, Exit> {
+    let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
+    if place.is_some() && args.repeat > 1 {
+        return Err(usage(anyhow!(
+            "--repeat cannot be used with --shards: run the sharded plan again instead"
+        )));
+    }
+    Ok(place)
 }
 
 /// Report a `--repeat` set: the summary across repeats on stdout, the

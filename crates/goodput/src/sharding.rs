@@ -67,6 +67,28 @@ pub fn place(flags: &ShardArgs, has_url: bool) -> Result<Option<Place>, Exit> {
     }))
 }
 
+/// Enter a sharded run, if the flags asked for one: take this process's
+/// place and, for a shard other than 0, do its whole part (every run the
+/// coordinator orders) — its exit code is returned, and the command ends
+/// there. `None`: go on (shard 0, or a run of one process).
+pub async fn enter(
+    place: Option<&Place>,
+    session: &mut Session,
+    spec: &RunSpec,
+    quiet: bool,
+) -> Result<Option<Code>, Exit> {
+    let Some(place) = place else {
+        return Ok(None);
+    };
+    join(place, session).await?;
+    if place.coordinates() {
+        return Ok(None);
+    }
+    let code = follow(session, spec, quiet).await;
+    session.finish().await;
+    code.map(Some)
+}
+
 /// Take this process's place: shard 0 listens and waits for every other
 /// shard (and measures their clocks); another shard registers with it.
 /// A signal meanwhile ends the wait (exit 130).

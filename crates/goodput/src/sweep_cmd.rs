@@ -49,13 +49,10 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
     let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
     let mut session = Session::start(&args.common, &unstarted).await?;
     let quiet = args.common.output.quiet;
-    if let Some(place) = &place {
-        crate::sharding::join(place, &mut session).await?;
-        if !place.coordinates() {
-            let code = crate::sharding::follow(&mut session, &spec.base, quiet).await;
-            session.finish().await;
-            return code;
-        }
+    if let Some(code) =
+        crate::sharding::enter(place.as_ref(), &mut session, &spec.base, quiet).await?
+    {
+        return Ok(code);
     }
     let result = run_points(&mut session, &spec, quiet).await;
     crate::sharding::finish(&session).await;

@@ -101,6 +101,8 @@ pub fn merge(
         let mut f = shard_figures(shard, &part);
         if let Some(end) = &part.end {
             add_exec(&mut exec, &end.exec, place);
+        }
+        if let Some(end) = part.end.as_ref().filter(|_| !part.records.is_empty()) {
             // When it started sending, on the coordinator's clock: its
             // schedule's origin plus its first request's lag.
             let late = f.start_late_ms.map_or(0, |ms| (ms * 1e6) as u64);
@@ -164,11 +166,13 @@ fn place_record(r: &mut RequestRecord, shard: u32, place: impl Fn(u64) -> u64) {
 /// Add one shard's summary to the run's: counts add up, a stop anywhere
 /// is the run's, the ramp ends when the last shard's ends.
 fn add_exec(exec: &mut ExecSummary, e: &ExecSummary, place: impl Fn(u64) -> u64) {
+    // A shard that sent nothing (it sat the run out) says nothing of the source.
+    let sent = e.sent_warmup + e.sent_measured > 0;
     exec.sent_warmup += e.sent_warmup;
     exec.sent_measured += e.sent_measured;
     exec.interrupted |= e.interrupted;
     exec.drain_timed_out |= e.drain_timed_out;
-    exec.source_exhausted |= e.source_exhausted;
+    exec.source_exhausted |= e.source_exhausted && sent;
     exec.records_lost += e.records_lost;
     if let Some(r) = e.ramp_end_ns.map(place) {
         exec.ramp_end_ns = Some(exec.ramp_end_ns.map_or(r, |x| x.max(r)));

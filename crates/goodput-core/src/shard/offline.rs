@@ -41,54 +41,11 @@ fn merge_run(run_id: &str, parts: Vec<Part>, sink: &mut RecordsSink) -> Result<R
         .and_then(|p| p.header.clone())
         .ok_or("a part without its header")?;
     let shards = header.shard.shards;
-    let mut by_shard: BTreeMap<u32, Part> = BTreeMap::new();
-    for p in parts {
-        let of = p.header.as_ref().ok_or("a part without its header")?.shard;
-        if of.shards != shards {
-            return Err(format!(
-                "run {run_id}: one part says {} shards, another {shards}",
-                of.shards
-            ));
-        }
-        if by_shard.insert(of.shard, p).is_some() {
-            return Err(format!(
-                "run {run_id}: two parts of shard {} (give each part file once)",
-                of.shard
-            ));
-        }
-    }
-    let mut lost = Vec::new();
-    for i in 0..shards {
-        match by_shard.get(&i) {
-            None => lost.push(LostShard {
-                shard: i,
-                why: "no part of it was given".into(),
-            }),
-            Some(p) if p.end.is_none() => lost.push(LostShard {
-                shard: i,
-                why: format!(
-                    "its part ends after {} records, before its end line: the shard stopped mid-run",
-                    p.records.len()
-                ),
-            }),
-            Some(_) => {}
-        }
-    }
+    let (by_shard, lost) = by_shard(run_id, shards, parts)?;
     let tokenizer = Tokenizer::from_spec(&header.tokenizer)
         .map_err(|e| format!("run {run_id}: the tokenizer '{}': {e}", header.tokenizer))?;
     let config = header.config.clone();
-    let plan = RunPlan {
-        load: header.load,
-        num_prompts: config.num_prompts,
-        duration: config
-            .duration_s
-            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()),
-        warmup: config.warmup,
-        drain_timeout: std::time::Duration::from_secs_f64(config.drain_timeout_s.max(0.0)),
-        seed: config.seed,
-        ramp_up: None,
-        shard: None,
-    };
+    let plan = plan_of(&header);
     let slo = config.slo.clone();
     let mut collector = Collector::new(
         slo.as_ref()
@@ -163,4 +120,63 @@ fn merge_run(run_id: &str, parts: Vec<Part>, sink: &mut RecordsSink) -> Result<R
         server_metrics: None,
         shards: Some(report),
     })
+}
+
+/// The parts by shard, and the shards without a whole part.
+fn by_shard(
+    run_id: &str,
+    shards: u32,
+    parts: Vec<Part>,
+) -> Result<(BTreeMap<u32, Part>, Vec<LostShard>), String> {
+    let mut by_shard: BTreeMap<u32, Part> = BTreeMap::new();
+    for p in parts {
+        let of = p.header.as_ref().ok_or("a part without its header")?.shard;
+        if of.shards != shards {
+            return Err(format!(
+                "run {run_id}: one part says {} shards, another {shards}",
+                of.shards
+            ));
+        }
+        if by_shard.insert(of.shard, p).is_some() {
+            return Err(format!(
+                "run {run_id}: two parts of shard {} (give each part file once)",
+                of.shard
+            ));
+        }
+    }
+    let mut lost = Vec::new();
+    for i in 0..shards {
+        match by_shard.get(&i) {
+            None => lost.push(LostShard {
+                shard: i,
+                why: "no part of it was given".into(),
+            }),
+            Some(p) if p.end.is_none() => lost.push(LostShard {
+                shard: i,
+                why: format!(
+                    "its part ends after {} records, before its end line: the shard stopped mid-run",
+                    p.records.len()
+                ),
+            }),
+            Some(_) => {}
+        }
+    }
+    Ok((by_shard, lost))
+}
+
+/// The whole plan, as the parts' configuration recorded it.
+fn plan_of(header: &crate::shard::part::PartHeader) -> RunPlan {
+    let config = &header.config;
+    RunPlan {
+        load: header.load,
+        num_prompts: config.num_prompts,
+        duration: config
+            .duration_s
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok()),
+        warmup: config.warmup,
+        drain_timeout: std::time::Duration::from_secs_f64(config.drain_timeout_s.max(0.0)),
+        seed: config.seed,
+        ramp_up: None,
+        shard: None,
+    }
 }

@@ -12,7 +12,10 @@
 //!   still spread like one);
 //! - closed loop: the concurrency is split as evenly as possible (shard `i`
 //!   gets `⌊c/N⌋`, plus one for `i < c mod N`), and each shard sends its
-//!   share of the requests, the same `k mod N` ones;
+//!   share of the requests, the same `k mod N` ones. With fewer slots than
+//!   shards (a search's concurrency-1 floor over four shards), only the
+//!   first `c` shards send — request `k` goes to shard `k mod c` — and the
+//!   others sit the run out, starting and ending with the rest;
 //! - sessions stay whole: a session is one new item of the source, and its
 //!   turns follow on the shard that started it;
 //! - a trace splits by request, each keeping its own time.
@@ -20,7 +23,8 @@
 //! The warm-up and the measured count are split the same way: request `k`
 //! is warm-up when `k < W` (the whole plan's `W`), so shard `i` sends its
 //! share of `0..W`, then its share of `W..W+P`. `--max-concurrency` is
-//! split like a closed loop's concurrency.
+//! split like a closed loop's concurrency (and likewise leaves shards
+//! idle when it is smaller than N).
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +38,9 @@ pub struct ShardOf {
     pub shards: u32,
     /// This shard's index, 0..N.
     pub shard: u32,
+    /// How many shards send (the first `senders`): N, or fewer when the
+    /// plan holds fewer slots than shards.
+    pub senders: u32,
     /// The whole plan's warm-up requests (`W`), when the warm-up is a
     /// count: request `W` is the first measured one, on whichever shard.
     #[serde(default)]
@@ -55,19 +62,28 @@ impl ShardOf {
         Ok(ShardOf {
             shards,
             shard,
+            senders: shards,
             warmup_requests: None,
         })
     }
 
+    /// This shard sends nothing (the plan has fewer slots than shards).
+    pub fn idle(&self) -> bool {
+        self.shard >= self.senders
+    }
+
     /// Whether this shard sends the source's `k`th new item.
     pub fn owns(&self, k: u64) -> bool {
-        k % self.shards as u64 == self.shard as u64
+        !self.idle() && k % self.senders as u64 == self.shard as u64
     }
 
     /// How many of `0..n` this shard owns.
     pub fn share_below(&self, n: u64) -> u64 {
-        let shards = self.shards as u64;
-        n / shards + u64::from((self.shard as u64) < n % shards)
+        if self.idle() {
+            return 0;
+        }
+        let senders = self.senders as u64;
+        n / senders + u64::from((self.shard as u64) < n % senders)
     }
 
     /// `n` split as evenly as possible: this shard's part.
@@ -78,25 +94,21 @@ impl ShardOf {
 
 impl RunPlan {
     /// This shard's part of the plan (see the module's documentation). An
-    /// error when a closed loop's concurrency or a `--max-concurrency` is
-    /// smaller than the number of shards (a shard would have no slot).
+    /// idle shard's part sends nothing (and its one slot is never used).
+    /// An error for a cap of 0 (no plan has one).
     pub fn for_shard(&self, of: ShardOf) -> Result<RunPlan, String> {
         let mut plan = self.clone();
         let mut of = of;
-        let too_few = |what: &str, n: usize| {
-            format!(
-                "{what} {n} cannot be split over {} shards: each shard needs at least one request in flight",
-                of.shards
-            )
-        };
+        if let Some(0) = self.load.concurrency_cap() {
+            return Err("a concurrency of 0 cannot be split".into());
+        }
+        let cap = self.load.concurrency_cap().unwrap_or(usize::MAX);
+        of.senders = of.shards.min(cap.min(u32::MAX as usize) as u32);
+        let part = |n: usize| of.split(n).max(1);
         plan.load = match self.load {
-            Load::Closed { concurrency } => {
-                let c = of.split(concurrency);
-                if c == 0 {
-                    return Err(too_few("--concurrency", concurrency));
-                }
-                Load::Closed { concurrency: c }
-            }
+            Load::Closed { concurrency } => Load::Closed {
+                concurrency: part(concurrency),
+            },
             Load::Open {
                 rate,
                 arrival,
@@ -104,10 +116,7 @@ impl RunPlan {
             } => Load::Open {
                 rate,
                 arrival,
-                max_concurrency: match max_concurrency {
-                    Some(m) if of.split(m) == 0 => return Err(too_few("--max-concurrency", m)),
-                    m => m.map(|m| of.split(m)),
-                },
+                max_concurrency: max_concurrency.map(part),
             },
         };
         let warmup = match self.warmup {
@@ -127,6 +136,10 @@ impl RunPlan {
         plan.num_prompts = self
             .num_prompts
             .map(|p| of.share_below(warmup + p) - of.share_below(warmup));
+        if of.idle() {
+            plan.num_prompts = Some(0);
+            plan.warmup = Warmup::Requests(0);
+        }
         plan.shard = Some(of);
         Ok(plan)
     }
@@ -156,7 +169,13 @@ mod tests {
     #[test]
     fn parts_add_up_to_the_plan() {
         for shards in 1..=5u32 {
-            for (c, w, n) in [(7usize, 7u64, 100u64), (5, 4, 3), (64, 0, 1001)] {
+            for (c, w, n) in [
+                (7usize, 7u64, 100u64),
+                (5, 4, 3),
+                (64, 0, 1001),
+                (1, 4, 10),
+                (3, 0, 7),
+            ] {
                 let whole = plan(
                     Load::Closed { concurrency: c },
                     if w == 0 {
@@ -167,14 +186,14 @@ mod tests {
                     n,
                 );
                 let parts: Vec<RunPlan> = (0..shards)
-                    .filter_map(|i| whole.for_shard(ShardOf::new(shards, i).unwrap()).ok())
+                    .map(|i| whole.for_shard(ShardOf::new(shards, i).unwrap()).unwrap())
                     .collect();
-                if c < shards as usize {
-                    assert!(parts.len() < shards as usize);
-                    continue;
-                }
                 let sum = |f: &dyn Fn(&RunPlan) -> u64| parts.iter().map(f).sum::<u64>();
-                assert_eq!(sum(&|p| p.load.concurrency_cap().unwrap() as u64), c as u64);
+                let slots = |p: &RunPlan| match p.shard.unwrap().idle() {
+                    true => 0,
+                    false => p.load.concurrency_cap().unwrap() as u64,
+                };
+                assert_eq!(sum(&slots), c as u64);
                 assert_eq!(sum(&|p| p.num_prompts.unwrap()), n, "{shards} {c} {w} {n}");
                 let warm = |p: &RunPlan| match p.warmup {
                     Warmup::Requests(k) => k,
@@ -190,17 +209,22 @@ mod tests {
         }
     }
 
+    /// Three slots over four shards: the first three send every third
+    /// request, the fourth sits the run out.
     #[test]
-    fn a_cap_below_the_shard_count_is_refused() {
+    fn fewer_slots_than_shards_leave_the_last_shards_idle() {
         let open = Load::Open {
             rate: 10.0,
             arrival: Arrival::Poisson,
             max_concurrency: Some(3),
         };
-        let e = plan(open, Warmup::None, 10)
-            .for_shard(ShardOf::new(4, 3).unwrap())
-            .unwrap_err();
-        assert!(e.contains("--max-concurrency 3"), "{e}");
+        let whole = plan(open, Warmup::None, 10);
+        let last = whole.for_shard(ShardOf::new(4, 3).unwrap()).unwrap();
+        assert_eq!(last.num_prompts, Some(0));
+        assert!(last.shard.unwrap().idle());
+        let first = whole.for_shard(ShardOf::new(4, 0).unwrap()).unwrap();
+        assert_eq!(first.num_prompts, Some(4));
+        assert!(first.shard.unwrap().owns(3) && !first.shard.unwrap().owns(4));
         assert!(ShardOf::new(4, 4).is_err());
         assert!(ShardOf::new(0, 0).is_err());
     }

@@ -48,6 +48,10 @@ struct Numbered {
 
 impl Numbered {
     fn next(&mut self) -> Option<(u64, Planned)> {
+        // A shard that sits the run out sends nothing: nothing to build.
+        if self.shard.is_some_and(|s| s.idle()) {
+            return None;
+        }
         loop {
             let p = self.source.next()?;
             let k = self.next;

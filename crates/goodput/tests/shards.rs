@@ -1,0 +1,604 @@
+//! Sharded runs: four goodput processes, each started as a Kubernetes
+//! Indexed Job starts its pods (the same command line, the index in
+//! `JOB_COMPLETION_INDEX`, the coordinator's address), against the built-in
+//! simulator and the scripted server; their merged result checked against
+//! the shards' own raw records and against one process.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// A port free a moment ago on loopback, for shard 0 to listen on (every
+/// shard must be told it before any starts, as a pod spec is).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One shard process: its child and where its stderr goes.
+struct Shard {
+    child: Child,
+    log: PathBuf,
+}
+
+/// Start shard `index` of `args` (the same for every shard) the way a pod
+/// is started: its index only in the environment.
+fn start_shard(args: &[String], index: u32, dir: &Path) -> Shard {
+    let log = dir.join(format!("shard-{index}.log"));
+    let out = dir.join(format!("shard-{index}.stdout"));
+    let child = goodput_command()
+        .args(args)
+        .env("JOB_COMPLETION_INDEX", index.to_string())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .expect("spawn a shard");
+    Shard { child, log }
+}
+
+/// Wait for a shard to exit (at most `within`), returning its exit code
+/// and its stderr.
+fn wait(shard: &mut Shard, within: Duration) -> (i32, String) {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = shard.child.try_wait().unwrap() {
+            let log = std::fs::read_to_string(&shard.log).unwrap_or_default();
+            return (s.code().unwrap_or(-1), log);
+        }
+        if start.elapsed() > within {
+            let _ = shard.child.kill();
+            let log = std::fs::read_to_string(&shard.log).unwrap_or_default();
+            panic!("a shard did not end within {within:?}:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sharded command line: `args` plus the shard flags, parts and outputs in `dir`.
+fn sharded(args: &[&str], shards: u32, port: u16, dir: &Path) -> Vec<String> {
+    let mut v = argv(args);
+    v.extend(argv(&[
+        "--shards",
+        &shards.to_string(),
+        "--coordinator",
+        &format!("127.0.0.1:{port}"),
+        "--part",
+        dir.join("part-{shard}.jsonl").to_str().unwrap(),
+        "--out",
+        dir.join("merged.json").to_str().unwrap(),
+        "--records",
+        dir.join("records.jsonl").to_str().unwrap(),
+    ]));
+    v
+}
+
+/// Run all `shards` of `args` to their end (shard 0 last to start: the
+/// others must wait for it); returns each shard's exit code and stderr.
+fn run_shards(args: &[String], shards: u32, dir: &Path) -> Vec<(i32, String)> {
+    let mut procs: Vec<Shard> = (1..shards).map(|i| start_shard(args, i, dir)).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    procs.insert(0, start_shard(args, 0, dir));
+    procs
+        .iter_mut()
+        .map(|p| wait(p, Duration::from_secs(240)))
+        .collect()
+}
+
+/// A shard's part file read as raw JSON lines.
+fn part_lines(path: &Path) -> Vec<Value> {
+    read_records(path)
+}
+
+/// The raw records of every part, with their shard, and each one's
+/// scheduled time placed on shard 0's clock (`sched_ns`).
+fn placed_records(dir: &Path, shards: u32) -> Vec<(u32, Value)> {
+    let mut all = Vec::new();
+    for i in 0..shards {
+        let lines = part_lines(&dir.join(format!("part-{i}.jsonl")));
+        let header = &lines[0]["part"];
+        assert_eq!(header["shard"]["shard"], i);
+        let offset = header["clock_offset_ns"].as_i64().unwrap();
+        assert!(
+            lines.last().unwrap().get("end").is_some(),
+            "shard {i}'s part has its end"
+        );
+        for l in &lines {
+            if let Some(r) = l.get("record") {
+                let mut r = r.clone();
+                r["sched_ns"] = Value::from(r["t_sched"].as_i64().unwrap() - offset);
+                all.push((i, r));
+            }
+        }
+    }
+    all
+}
+
+fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// p50, p90, p99 (numpy's linear method, as goodput reports them).
+fn pcts(v: &[f64]) -> [f64; 3] {
+    [50.0, 90.0, 99.0].map(|p| goodput_common::percentile::percentile_sorted(v, p).unwrap())
+}
+
+/// Request k's scheduled time, s, relative to request 0's, from one
+/// process's records file.
+fn schedule(records: &[Value]) -> BTreeMap<u64, f64> {
+    records
+        .iter()
+        .map(|r| {
+            (
+                r["request_id"].as_u64().unwrap(),
+                r["sched_s"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+const SIM_ARGS: [&str; 12] = [
+    "run",
+    "--request-rate",
+    "40",
+    "--num-prompts",
+    "160",
+    "--warmup",
+    "8",
+    "--input-tokens",
+    "128",
+    "--output-tokens",
+    "16",
+    "--seed",
+];
+
+/// Four shards against the simulator are one run: the union of their
+/// scheduled sends is one process's schedule for the same seed, request for
+/// request; the merged p50/p90/p99 TTFT, TPOT and E2EL are exactly those of
+/// all the shards' raw records together; every planned request is
+/// accounted for; the shards started within 5 ms of each other; and
+/// `goodput merge` of the part files gives the same figures.
+#[test]
+fn four_shards_are_one_run_of_the_same_plan() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig {
+            time_scale: 0.25,
+            ..Default::default()
+        },
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let mut args = SIM_ARGS.to_vec();
+    args.extend(["7", "--url", &url]);
+    // One process, same seed.
+    let one = tmp("one.jsonl");
+    let mut one_args = args.clone();
+    one_args.extend(["--records", one.to_str().unwrap(), "--quiet"]);
+    let (code, _, stderr) = goodput(&one_args);
+    assert_eq!(code, 0, "{stderr}");
+    let one_schedule = schedule(&read_records(&one));
+    // Four shards.
+    let dir = tmp("x").parent().unwrap().to_path_buf();
+    let port = free_port();
+    let shard_args = sharded(&args, 4, port, &dir);
+    let ends = run_shards(&shard_args, 4, &dir);
+    for (i, (code, log)) in ends.iter().enumerate() {
+        assert_eq!(*code, 0, "shard {i}:\n{log}");
+    }
+    let merged = read_json(&dir.join("merged.json"));
+    let records = placed_records(&dir, 4);
+    // Every request of the plan once, warm-up and measured: 8 + 160.
+    let ids: Vec<u64> = sorted_ids(&records);
+    assert_eq!(ids, (0..168).collect::<Vec<_>>());
+    for (shard, r) in &records {
+        assert_eq!(r["request_id"].as_u64().unwrap() % 4, *shard as u64);
+    }
+    // The union of the schedules, request for request: within a shard, the
+    // gaps are one process's exactly; across shards, the origins agree
+    // within the start skew.
+    let mut origin_of: HashMap<u32, Vec<f64>> = HashMap::new();
+    for (shard, r) in &records {
+        let k = r["request_id"].as_u64().unwrap();
+        let at = r["sched_ns"].as_f64().unwrap() / 1e9;
+        origin_of
+            .entry(*shard)
+            .or_default()
+            .push(at - one_schedule[&k]);
+    }
+    let origins: Vec<f64> = origin_of
+        .values()
+        .map(|v| {
+            let (lo, hi) = v
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+            assert!(
+                hi - lo < 2e-6,
+                "a shard's gaps are one process's (spread {} s)",
+                hi - lo
+            );
+            lo
+        })
+        .collect();
+    let spread = origins.iter().cloned().fold(f64::MIN, f64::max)
+        - origins.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(spread < 0.005, "schedule origins {spread} s apart");
+    let shards = &merged["shards"];
+    let skew = shards["start_skew_ms"].as_f64().unwrap();
+    assert!(
+        skew < 25.0,
+        "start skew {skew} ms (BENCHMARKS.md measures it in release)"
+    );
+    for p in shards["parts"].as_array().unwrap() {
+        assert_eq!(p["whole"], true);
+        assert!(p["clock_rtt_ns"].as_u64().unwrap() < 50_000_000);
+    }
+    assert_eq!(shards["unaccounted_requests"], 0);
+    // Counts add up to the plan.
+    let planned = 160;
+    let total = ["completed", "failed", "incomplete"]
+        .iter()
+        .map(|k| merged[k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(total, planned);
+    // Percentiles from the raw records, exactly.
+    let measured: Vec<&Value> = records
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| r["warmup"] == false && r["error"].is_null())
+        .collect();
+    let ttft = sorted(measured.iter().map(|r| ttft_ms(r)).collect());
+    let e2el = sorted(measured.iter().map(|r| e2el_ms(r)).collect());
+    let tpot = sorted(measured.iter().filter_map(|r| tpot_ms(r)).collect());
+    for (name, values) in [("ttft", &ttft), ("e2el", &e2el), ("tpot", &tpot)] {
+        let want = pcts(values);
+        for (p, w) in ["p50", "p90", "p99"].iter().zip(want) {
+            let got = merged[name][format!("{p}_ms")].as_f64().unwrap();
+            assert!(
+                (got - w).abs() <= 1e-9 * w.abs().max(1.0),
+                "{p} {name}: merged {got}, from the records {w}"
+            );
+        }
+    }
+    // The merged records file: every record once, each with its shard.
+    let lines = read_records(&dir.join("records.jsonl"));
+    assert_eq!(lines.len(), 168);
+    assert!(lines.iter().all(|l| l["shard"].as_u64().unwrap() < 4));
+    // Offline, from the part files: the same figures.
+    let again = dir.join("again.json");
+    let parts: Vec<String> = (0..4)
+        .map(|i| {
+            dir.join(format!("part-{i}.jsonl"))
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut merge_args = vec![
+        "merge".to_string(),
+        "--quiet".into(),
+        "--out".into(),
+        again.to_str().unwrap().into(),
+    ];
+    merge_args.extend(parts);
+    let refs: Vec<&str> = merge_args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = goodput(&refs);
+    assert_eq!(code, 0, "{stderr}");
+    let offline = read_json(&again);
+    for k in [
+        "p50_ttft_ms",
+        "p99_ttft_ms",
+        "p99_tpot_ms",
+        "p99_e2el_ms",
+        "request_throughput",
+        "completed",
+    ] {
+        assert_eq!(offline[k], merged[k], "{k}");
+    }
+}
+
+fn sorted_ids(records: &[(u32, Value)]) -> Vec<u64> {
+    let mut ids: Vec<u64> = records
+        .iter()
+        .map(|(_, r)| r["request_id"].as_u64().unwrap())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn events(r: &Value) -> Vec<u64> {
+    r["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[0].as_u64().unwrap())
+        .collect()
+}
+
+fn ms_between(a: u64, b: u64) -> f64 {
+    (b - a) as f64 / 1e6
+}
+
+fn ttft_ms(r: &Value) -> f64 {
+    ms_between(r["t_send"].as_u64().unwrap(), events(r)[0])
+}
+
+fn e2el_ms(r: &Value) -> f64 {
+    ms_between(r["t_send"].as_u64().unwrap(), *events(r).last().unwrap())
+}
+
+/// TPOT over the server's completion tokens (the simulator reports usage).
+fn tpot_ms(r: &Value) -> Option<f64> {
+    let e = events(r);
+    let n = r["usage"]["completion_tokens"].as_u64()?;
+    (n >= 2).then(|| ms_between(e[0], *e.last().unwrap()) / (n - 1) as f64)
+}
+
+/// A closed loop over four shards against the scripted server: the
+/// concurrency is split (6 = 2 + 2 + 1 + 1, so the server never holds more
+/// than 6), every planned request is sent once, and the merged TTFTs agree
+/// with the server's own log of when it wrote each first token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_loop_splits_its_concurrency_and_matches_the_servers_log() {
+    let server = start(Script {
+        ttft: Duration::from_millis(40),
+        interval: Duration::from_millis(5),
+        events: 6,
+        ..Script::default()
+    })
+    .await;
+    let dir = tmp("x").parent().unwrap().to_path_buf();
+    let args = sharded(
+        &[
+            "run",
+            "--url",
+            &server.url(),
+            "--concurrency",
+            "6",
+            "--num-prompts",
+            "60",
+            "--warmup",
+            "0",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "6",
+        ],
+        4,
+        free_port(),
+        &dir,
+    );
+    let ends = tokio::task::spawn_blocking({
+        let dir = dir.clone();
+        move || run_shards(&args, 4, &dir)
+    })
+    .await
+    .unwrap();
+    for (i, (code, log)) in ends.iter().enumerate() {
+        assert_eq!(*code, 0, "shard {i}:\n{log}");
+    }
+    let merged = read_json(&dir.join("merged.json"));
+    assert_eq!(merged["completed"], 60);
+    let caps: Vec<u64> = merged["shards"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["sent_measured"].as_u64().unwrap())
+        .collect();
+    assert_eq!(caps.iter().sum::<u64>(), 60, "{caps:?}");
+    // What the server saw: at most 6 at once.
+    let log = server.log.lock().unwrap().clone();
+    let mut edges: Vec<(Instant, i32)> = Vec::new();
+    for e in &log {
+        if let Some(last) = e.writes.last() {
+            edges.push((e.received, 1));
+            edges.push((*last, -1));
+        }
+    }
+    edges.sort();
+    let (mut now, mut peak) = (0, 0);
+    for (_, d) in edges {
+        now += d;
+        peak = peak.max(now);
+    }
+    assert!(peak <= 6, "the server held {peak} requests at once");
+    // The client's TTFT against the server's: request by request.
+    let by_id = server.by_id();
+    let mut gaps = Vec::new();
+    for r in read_records(&dir.join("records.jsonl")) {
+        let id = r["request_id"].as_u64().unwrap();
+        let e = &by_id[&id];
+        let server_ttft = ms(e.writes[0] - e.received);
+        gaps.push(r["ttft_ms"].as_f64().unwrap() - server_ttft);
+    }
+    let gaps = sorted(gaps);
+    let median = goodput_common::percentile::percentile_sorted(&gaps, 50.0).unwrap();
+    assert!(
+        (0.0..5.0).contains(&median),
+        "client minus server TTFT, median {median} ms"
+    );
+}
+
+/// A shard killed mid-run: the merged result names it, counts the
+/// requests its part of the plan leaves unaccounted (all of them: a shard
+/// sends its records when its run ends), and exits 6; the other shards'
+/// requests are all in.
+#[test]
+fn a_killed_shard_is_named_and_its_requests_counted() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig {
+            time_scale: 0.25,
+            ..Default::default()
+        },
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let dir = tmp("x").parent().unwrap().to_path_buf();
+    let args = sharded(
+        &[
+            "run",
+            "--url",
+            &url,
+            "--request-rate",
+            "30",
+            "--num-prompts",
+            "240",
+            "--warmup",
+            "0",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "8",
+            "--shard-timeout",
+            "5s",
+        ],
+        4,
+        free_port(),
+        &dir,
+    );
+    let mut procs: Vec<Shard> = (1..4).map(|i| start_shard(&args, i, &dir)).collect();
+    let mut zero = start_shard(&args, 0, &dir);
+    // Shard 2 dies 3 s into its 8 s of sending.
+    std::thread::sleep(Duration::from_secs(4));
+    procs[1].child.kill().unwrap();
+    let (code, log) = wait(&mut zero, Duration::from_secs(120));
+    for p in procs.iter_mut() {
+        let _ = p.child.kill();
+        let _ = p.child.wait();
+    }
+    assert_eq!(code, 6, "{log}");
+    assert!(log.contains("shard 2"), "{log}");
+    let merged = read_json(&dir.join("merged.json"));
+    let shards = &merged["shards"];
+    let lost = shards["lost"].as_array().unwrap();
+    assert_eq!(lost.len(), 1, "{shards}");
+    assert_eq!(lost[0]["shard"], 2);
+    assert!(
+        lost[0]["why"].as_str().unwrap().contains("died"),
+        "{shards}"
+    );
+    let unaccounted = shards["unaccounted_requests"].as_u64().unwrap();
+    let counted: u64 = ["completed", "failed", "incomplete"]
+        .iter()
+        .map(|k| merged[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(unaccounted, 60);
+    assert_eq!(counted + unaccounted, 240, "{merged:#}");
+    let notes = merged["run"]["notes"].to_string();
+    assert!(notes.contains("shard 2 of 4 is missing"), "{notes}");
+}
+
+/// A shard that never registers: the coordinator waits for it until
+/// --shard-timeout, then exits 6 naming it; nothing is sent.
+#[test]
+fn a_shard_that_never_registers_is_named_by_the_coordinator() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig::default(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let dir = tmp("x").parent().unwrap().to_path_buf();
+    let args = sharded(
+        &[
+            "run",
+            "--url",
+            &url,
+            "--request-rate",
+            "10",
+            "--num-prompts",
+            "10",
+            "--shard-timeout",
+            "2s",
+        ],
+        3,
+        free_port(),
+        &dir,
+    );
+    let mut one = start_shard(&args, 1, &dir);
+    let mut zero = start_shard(&args, 0, &dir);
+    let (code, log) = wait(&mut zero, Duration::from_secs(60));
+    assert_eq!(code, 6, "{log}");
+    assert!(log.contains("shards 2 never registered"), "{log}");
+    let _ = wait(&mut one, Duration::from_secs(60));
+}
+
+/// `sweep --search goodput` across four shards: the coordinator runs the
+/// search once, on the merged points (its concurrency-1 floor on shard 0
+/// alone, the others sitting it out), and every shard runs each point it
+/// is ordered to; the goodput it finds is one process's, within the
+/// search's precision (a search this short rarely has the points near the
+/// edge for an interval; where both have one, they overlap).
+#[test]
+fn a_goodput_search_across_four_shards_finds_one_processs_goodput() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig::default(),
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let args = [
+        "sweep",
+        "--url",
+        &url,
+        "--search",
+        "goodput",
+        "--slo",
+        "ttft:p90<=500ms",
+        "--precision",
+        "10%",
+        "--probe-time",
+        "2s",
+        "--point-time",
+        "3s",
+        "--search-time",
+        "60s",
+        "--measure-time",
+        "8s",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "64",
+        "--quiet",
+    ];
+    let one = tmp("one.json");
+    let mut one_args = args.to_vec();
+    one_args.extend(["--out", one.to_str().unwrap()]);
+    let (code, stdout, stderr) = goodput(&one_args);
+    assert!(code == 0, "{stdout}\n{stderr}");
+    let one = read_json(&one);
+    let dir = tmp("x").parent().unwrap().to_path_buf();
+    let ends = run_shards(&sharded(&args, 4, free_port(), &dir), 4, &dir);
+    for (i, (code, log)) in ends.iter().enumerate() {
+        assert_eq!(*code, 0, "shard {i}:\n{log}");
+    }
+    let four = read_json(&dir.join("merged.json"));
+    let (g1, g4) = (&one["goodput"], &four["goodput"]);
+    let rate = |g: &Value| g["rate"].as_f64().unwrap();
+    let (r1, r4) = (rate(g1), rate(g4));
+    assert!(
+        (r4 / r1 - 1.0).abs() <= 0.2,
+        "one process {g1}\nfour shards {g4}"
+    );
+    if let (Some(a), Some(b)) = (g1["interval"].as_array(), g4["interval"].as_array()) {
+        let f = |v: &Value| v.as_f64().unwrap();
+        assert!(f(&a[0]) <= f(&b[1]) && f(&b[0]) <= f(&a[1]), "{g1}\n{g4}");
+    }
+    // Every point merged all four shards' parts: each shard ran every point.
+    for p in four["points"].as_array().unwrap() {
+        let s = &p["result"]["shards"];
+        assert_eq!(s["parts"].as_array().unwrap().len(), 4, "{s}");
+        assert!(s["lost"].as_array().unwrap().is_empty(), "{s}");
+    }
+}
