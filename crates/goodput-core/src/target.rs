@@ -139,7 +139,7 @@ mod sharded;
 
 use probe::{discover_model, probe_pinning, token_notes};
 
-pub use sharded::{Role, Sharding};
+pub use sharded::{PartSummary, Role, Sharding};
 
 /// A target ready to run plans against.
 pub struct PreparedTarget {

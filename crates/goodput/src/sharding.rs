@@ -104,7 +104,6 @@ pub async fn join(place: &Place, session: &mut Session) -> Result<(), Exit> {
     if !place.coordinates() {
         // The coordinator writes the results and records: a shard writing
         // the same paths (a volume every pod mounts) would clobber them.
-        session.sink = Default::default();
         session.out = crate::session::OutFile::none();
         session.csv = crate::session::OutFile::none();
         session.html = crate::session::OutFile::none();
@@ -208,14 +207,16 @@ pub async fn follow(session: &mut Session, spec: &RunSpec, quiet: bool) -> Resul
         let control = session.control.child();
         let r = session
             .target
-            .run_order(order, spec, &mut session.sink, &control, progress)
+            .run_order(order, spec, &control, progress)
             .await
             .map_err(run_error)?;
+        if let Some(note) = &r.note {
+            eprintln!("goodput: note: {note}");
+        }
         if !quiet {
-            let m = &r.metrics;
             eprintln!(
                 "goodput: shard {} of {}, run {n}: sent {} ({} warm-up), completed {}, failed {}; its records went to shard 0",
-                of.shard, of.shards, r.exec.sent_measured, r.exec.sent_warmup, m.completed, m.failed
+                of.shard, of.shards, r.exec.sent_measured, r.exec.sent_warmup, r.completed, r.failed
             );
         }
     }

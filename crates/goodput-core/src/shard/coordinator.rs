@@ -201,9 +201,12 @@ impl Coordinator {
         v
     }
 
-    /// Order every shard to run `order`'s plan (each takes its part).
+    /// Order every shard to run `order`'s plan (each takes its part). The
+    /// clocks are read again first: over a long sweep, two machines'
+    /// monotonic clocks drift apart by some µs a second.
     pub async fn announce(&mut self, order: &PointOrder) {
         self.started = false;
+        self.measure_clocks().await;
         for i in 1..self.shards {
             let Some(peer) = self.peers[i as usize].as_mut() else {
                 continue;

@@ -45,6 +45,17 @@ pub struct Sharding {
     pub wait: Duration,
 }
 
+/// What another shard keeps of its part of a run: its counts (measured
+/// requests completed and failed), and a note when its part file could not
+/// be written.
+#[derive(Debug, Clone, Default)]
+pub struct PartSummary {
+    pub exec: crate::executor::ExecSummary,
+    pub completed: u64,
+    pub failed: u64,
+    pub note: Option<String>,
+}
+
 /// One shard's run of its part.
 struct PartRun {
     records: Vec<RequestRecord>,
@@ -150,16 +161,15 @@ impl PreparedTarget {
 
     /// Another shard's run of what its coordinator ordered: its part of
     /// `order`'s plan (the rest of `spec` is its own command line, the same
-    /// as the coordinator's), sent back to the coordinator. The result is
-    /// this shard's part alone.
+    /// as the coordinator's), sent to the coordinator, which computes the
+    /// run's figures; this shard keeps only its counts.
     pub async fn run_order(
         &self,
         order: PointOrder,
         spec: &RunSpec,
-        sink: &mut RecordsSink,
         control: &RunControl,
         progress: Arc<Progress>,
-    ) -> Result<RunResult, RunError> {
+    ) -> Result<PartSummary, RunError> {
         let Some(s) = &self.sharding else {
             return Err(RunError::Internal("run_order without sharding".into()));
         };
@@ -168,7 +178,6 @@ impl PreparedTarget {
                 "the coordinator runs its own plan".into(),
             ));
         };
-        let started = Started::now(self.clock);
         let mut spec = spec.clone();
         spec.plan = order.plan.clone();
         spec.schedule_control = order.control;
@@ -183,7 +192,6 @@ impl PreparedTarget {
             let f = follower.clone();
             Box::new(move || Box::pin(async move { f.lock().await.ready().await }))
         };
-        let connections_before = self.client.connection_stats();
         let own = match self
             .run_part(&part_spec, order.nonce, control, progress, gate)
             .await
@@ -202,33 +210,13 @@ impl PreparedTarget {
             .await
             .map_err(|e| RunError::Shard(e.to_string()))?;
         let unwritten = self.write_part(s, &part);
-        let mut collector = collector_for(&spec);
-        let line = LineContext {
-            run_id: order.run_id.clone(),
-            origin_ns: started.origin_ns,
-            sharded: true,
-        };
-        let into = MergeInto {
-            collector: &mut collector,
-            sink,
-            tokenizer: &self.tokenizer,
-            line: &line,
-        };
-        let parts = vec![ShardPart {
-            shard: s.of.shard,
-            part,
-        }];
-        let (exec, report) = merge::merge(parts, s.of.shards, Vec::new(), &spec.plan, into);
-        let ran = Ran {
-            run_id: order.run_id,
-            exec,
-            connections: self.client.connection_stats().since(connections_before),
-            server_metrics: None,
-            shards: Some(report),
-        };
-        let mut r = self.result(&spec, collector, sink, ran, started)?;
-        r.notes.extend(unwritten);
-        Ok(r)
+        let done = part.records.iter().filter(|r| !r.warmup && !r.incomplete());
+        Ok(PartSummary {
+            exec: part.end.map(|e| e.exec).unwrap_or_default(),
+            completed: done.clone().filter(|r| r.ok()).count() as u64,
+            failed: done.filter(|r| !r.ok()).count() as u64,
+            note: unwritten,
+        })
     }
 
     /// Run this shard's part of a plan: start at the gate's instant, keep
