@@ -431,8 +431,9 @@ async fn a_closed_loop_splits_its_concurrency_and_matches_the_servers_log() {
 
 /// A shard killed mid-run: the merged result names it, counts the
 /// requests its part of the plan leaves unaccounted (all of them: a shard
-/// sends its records when its run ends), and exits 6; the other shards'
-/// requests are all in.
+/// sends its records to the coordinator when its run ends), and exits 6;
+/// the other shards' requests are all in. Its part file, written as its
+/// requests finished, gives `goodput merge` the ones it finished.
 #[test]
 fn a_killed_shard_is_named_and_its_requests_counted() {
     let sim = goodput_sim::SimServer::spawn(
@@ -497,6 +498,37 @@ fn a_killed_shard_is_named_and_its_requests_counted() {
     assert_eq!(counted + unaccounted, 240, "{merged:#}");
     let notes = merged["run"]["notes"].to_string();
     assert!(notes.contains("shard 2 of 4 is missing"), "{notes}");
+    // Its part file was written as its requests finished: merged offline,
+    // the requests it finished before it died are in, and only the rest
+    // are unaccounted.
+    let again = dir.join("again.json");
+    let mut merge_args = argv(&["merge", "--quiet", "--out", again.to_str().unwrap()]);
+    merge_args.extend((0..4).map(|i| {
+        dir.join(format!("part-{i}.jsonl"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    }));
+    let refs: Vec<&str> = merge_args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = goodput(&refs);
+    assert_eq!(code, 6, "{stderr}");
+    let offline = read_json(&again);
+    let lost = &offline["shards"]["lost"];
+    assert_eq!(lost[0]["shard"], 2, "{lost}");
+    assert!(
+        lost[0]["why"].as_str().unwrap().contains("mid-run"),
+        "{lost}"
+    );
+    let unaccounted = offline["shards"]["unaccounted_requests"].as_u64().unwrap();
+    let counted: u64 = ["completed", "failed", "incomplete"]
+        .iter()
+        .map(|k| offline[k].as_u64().unwrap())
+        .sum();
+    assert!(
+        unaccounted < 60,
+        "its finished requests are in: {unaccounted} unaccounted"
+    );
+    assert_eq!(counted + unaccounted, 240);
 }
 
 /// A shard that never registers: the coordinator waits for it until

@@ -126,6 +126,75 @@ impl Part {
     }
 }
 
+/// A part file (`--part`), written as the part is made: the header at
+/// the start, each record as it finishes (flushed in batches), the end
+/// line last — so a shard killed mid-run leaves the records it finished.
+/// A write error stops the writing and is kept, to be said once.
+pub struct PartWriter {
+    out: Option<std::io::BufWriter<std::fs::File>>,
+    path: std::path::PathBuf,
+    buf: Vec<u8>,
+    error: Option<String>,
+}
+
+impl PartWriter {
+    /// Open `path` for appending and write `header`.
+    pub fn open(path: &std::path::Path, header: &PartHeader) -> PartWriter {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map(|f| std::io::BufWriter::with_capacity(1 << 16, f));
+        let mut w = PartWriter {
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(1024),
+            error: None,
+            out: None,
+        };
+        match out {
+            Ok(f) => w.out = Some(f),
+            Err(e) => w.error = Some(e.to_string()),
+        }
+        w.line(&PartLine::Part(Box::new(header.clone())));
+        w
+    }
+
+    /// Write one line (buffered).
+    pub fn line(&mut self, line: &PartLine) {
+        let Some(out) = self.out.as_mut() else {
+            return;
+        };
+        self.buf.clear();
+        write_line(&mut self.buf, line);
+        if let Err(e) = std::io::Write::write_all(out, &self.buf) {
+            self.error = Some(e.to_string());
+            self.out = None;
+        }
+    }
+
+    /// Flush what is buffered.
+    pub fn flush(&mut self) {
+        if let Some(out) = self.out.as_mut() {
+            if let Err(e) = std::io::Write::flush(out) {
+                self.error = Some(e.to_string());
+                self.out = None;
+            }
+        }
+    }
+
+    /// Write the end line and flush; the error that stopped the writing, if any.
+    pub fn finish(mut self, end: &PartEnd) -> Option<String> {
+        self.line(&PartLine::End(Box::new(end.clone())));
+        self.flush();
+        self.error.map(|e| {
+            format!(
+                "the part file {} could not be written: {e}",
+                self.path.display()
+            )
+        })
+    }
+}
+
 /// Write one line (JSON and a newline) to `out`.
 pub fn write_line(out: &mut Vec<u8>, line: &PartLine) {
     // Serializing these types cannot fail: no map has non-string keys.

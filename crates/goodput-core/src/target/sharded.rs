@@ -22,7 +22,7 @@ use crate::executor::{Executor, Msg, Progress, RunControl, StartGate};
 use crate::record::RequestRecord;
 use crate::result::RunResult;
 use crate::shard::merge::{self, MergeInto, ShardPart};
-use crate::shard::part::{write_line, Part, PartEnd, PartHeader, PartLine};
+use crate::shard::part::{Part, PartEnd, PartHeader, PartLine, PartWriter};
 use crate::shard::wire::PointOrder;
 use crate::shard::{Coordinator, Follower, ShardOf};
 use crate::timer::PreciseTimer;
@@ -61,6 +61,8 @@ struct PartRun {
     records: Vec<RequestRecord>,
     measure_start_ns: Option<u64>,
     end: PartEnd,
+    /// Why the part file could not be written, if it could not.
+    unwritten: Option<String>,
 }
 
 impl PreparedTarget {
@@ -111,8 +113,9 @@ impl PreparedTarget {
         };
         let connections_before = self.client.connection_stats();
         let scrape = self.start_scrape(spec, &progress);
+        let file = self.part_file(s, spec, &order);
         let own = self
-            .run_part(&part_spec, nonce, control, progress, gate)
+            .run_part(&part_spec, nonce, control, progress, gate, file)
             .await;
         // The others are gathered even when this part failed: they must hear the point is over.
         let wait = spec.plan.drain_timeout + s.wait;
@@ -123,9 +126,8 @@ impl PreparedTarget {
         };
         let own = own?;
         let server_metrics = stop_scrape(scrape).await;
-        let header = self.part_header(spec, &order, s.of);
-        let own = own.into_part(header);
-        let unwritten = self.write_part(s, &own);
+        let unwritten = own.unwritten.clone();
+        let own = own.into_part(self.part_header(spec, &order, s.of));
         let mut parts = vec![ShardPart {
             shard: 0,
             part: own,
@@ -192,8 +194,9 @@ impl PreparedTarget {
             let f = follower.clone();
             Box::new(move || Box::pin(async move { f.lock().await.ready().await }))
         };
+        let file = self.part_file(s, &spec, &order);
         let own = match self
-            .run_part(&part_spec, order.nonce, control, progress, gate)
+            .run_part(&part_spec, order.nonce, control, progress, gate, file)
             .await
         {
             Ok(p) => p,
@@ -202,6 +205,7 @@ impl PreparedTarget {
                 return Err(e);
             }
         };
+        let unwritten = own.unwritten.clone();
         let part = own.into_part(self.part_header(&spec, &order, s.of));
         follower
             .lock()
@@ -209,7 +213,6 @@ impl PreparedTarget {
             .send_part(part_lines(&part))
             .await
             .map_err(|e| RunError::Shard(e.to_string()))?;
-        let unwritten = self.write_part(s, &part);
         let done = part.records.iter().filter(|r| !r.warmup && !r.incomplete());
         Ok(PartSummary {
             exec: part.end.map(|e| e.exec).unwrap_or_default(),
@@ -220,7 +223,7 @@ impl PreparedTarget {
     }
 
     /// Run this shard's part of a plan: start at the gate's instant, keep
-    /// the records as they finish.
+    /// the records as they finish (and write them to `file` as they do).
     async fn run_part(
         &self,
         spec: &RunSpec,
@@ -228,23 +231,40 @@ impl PreparedTarget {
         control: &RunControl,
         progress: Arc<Progress>,
         gate: StartGate,
+        file: Option<PartWriter>,
     ) -> Result<PartRun, RunError> {
         let wall = Instant::now();
         let cpu = process_cpu_s();
         self.begin(spec, control, nonce).await?;
         let source = self.start_source(spec, nonce)?;
         let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut file = file;
         let keep = tokio::spawn(async move {
             let (mut records, mut measure_start) = (Vec::new(), None::<u64>);
-            while let Some(msg) = rx.recv().await {
-                match msg {
-                    Msg::MeasureStart(t) => {
-                        measure_start = Some(measure_start.map_or(t, |m| m.min(t)))
+            while let Some(first) = rx.recv().await {
+                let mut next = Some(first);
+                while let Some(msg) = next.take() {
+                    match msg {
+                        Msg::MeasureStart(t) => {
+                            if let Some(f) = file.as_mut() {
+                                f.line(&PartLine::MeasureStart(t));
+                            }
+                            measure_start = Some(measure_start.map_or(t, |m| m.min(t)))
+                        }
+                        Msg::Record(r) => {
+                            if let Some(f) = file.as_mut() {
+                                f.line(&PartLine::Record(r.clone()));
+                            }
+                            records.push(*r)
+                        }
                     }
-                    Msg::Record(r) => records.push(*r),
+                    next = rx.try_recv().ok();
+                }
+                if let Some(f) = file.as_mut() {
+                    f.flush();
                 }
             }
-            (records, measure_start)
+            (records, measure_start, file)
         });
         let start = Arc::new(Mutex::new(None::<Instant>));
         let seen = start.clone();
@@ -270,7 +290,7 @@ impl PreparedTarget {
         }
         .run(source)
         .await;
-        let (records, measure_start_ns) = keep
+        let (records, measure_start_ns, file) = keep
             .await
             .map_err(|e| RunError::Internal(format!("keeping the shard's records: {e}")))?;
         let start_ns = start
@@ -278,15 +298,18 @@ impl PreparedTarget {
             .ok()
             .and_then(|s| *s)
             .map_or(0, |i| self.clock.ns(i));
+        let end = PartEnd {
+            exec,
+            start_ns,
+            cpu_s: process_cpu_s().zip(cpu).map(|(a, b)| a - b),
+            wall_s: wall.elapsed().as_secs_f64(),
+        };
+        let unwritten = file.and_then(|f| f.finish(&end));
         Ok(PartRun {
             records,
             measure_start_ns,
-            end: PartEnd {
-                exec,
-                start_ns,
-                cpu_s: process_cpu_s().zip(cpu).map(|(a, b)| a - b),
-                wall_s: wall.elapsed().as_secs_f64(),
-            },
+            end,
+            unwritten,
         })
     }
 
@@ -311,23 +334,11 @@ impl PreparedTarget {
         }
     }
 
-    /// Append a part to this shard's `--part` file, if it has one. A write
-    /// error is a note of the run's: the run goes on (its records went to
-    /// the coordinator).
-    fn write_part(&self, s: &Sharding, part: &Part) -> Option<String> {
+    /// This shard's `--part` file for `order`'s run, opened (appending)
+    /// with the part's header written, if it has one.
+    fn part_file(&self, s: &Sharding, spec: &RunSpec, order: &PointOrder) -> Option<PartWriter> {
         let path = s.part_file.as_ref()?;
-        let mut out = Vec::new();
-        for line in part_lines(part) {
-            write_line(&mut out, &line);
-        }
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, &out));
-        written
-            .err()
-            .map(|e| format!("the part file {} could not be written: {e}", path.display()))
+        Some(PartWriter::open(path, &self.part_header(spec, order, s.of)))
     }
 }
 
