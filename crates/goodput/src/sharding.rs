@@ -139,7 +139,7 @@ async fn connect(place: &Place, clock: goodput_core::clock::RunClock) -> Result<
             .map_err(shard_error)?;
         let worst = c.clocks().iter().map(|c| c.2).max().unwrap_or(0);
         eprintln!(
-            "goodput: all {} shards registered; clock offsets measured (largest round trip {:.3} ms)",
+            "goodput: all {} shards registered; clock offsets measured (largest round trip {:.3} ms); the progress line counts shard 0's own requests",
             place.of.shards,
             worst as f64 / 1e6
         );

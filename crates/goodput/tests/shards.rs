@@ -634,3 +634,116 @@ fn a_goodput_search_across_four_shards_finds_one_processs_goodput() {
         assert!(s["lost"].as_array().unwrap().is_empty(), "{s}");
     }
 }
+
+/// Sessions stay whole (every turn of a session on the shard that started
+/// it) and a trace splits by request, each sent at its own timestamp: two
+/// shards against the scripted server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_stay_whole_and_a_trace_splits_by_request() {
+    let server = start(Script::quick()).await;
+    // Sessions: 8 sessions of 3 turns over 2 shards, 2 users each.
+    let dir = tmp("x").parent().unwrap().to_path_buf();
+    let args = sharded(
+        &[
+            "run",
+            "--url",
+            &server.url(),
+            "--concurrency",
+            "4",
+            "--turns",
+            "3",
+            "--think-time",
+            "20ms",
+            "--num-prompts",
+            "24",
+            "--warmup",
+            "0",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "4",
+        ],
+        2,
+        free_port(),
+        &dir,
+    );
+    let d = dir.clone();
+    let ends = tokio::task::spawn_blocking(move || run_shards(&args, 2, &d))
+        .await
+        .unwrap();
+    for (i, (code, log)) in ends.iter().enumerate() {
+        assert_eq!(*code, 0, "shard {i}:\n{log}");
+    }
+    let mut shard_of: HashMap<u64, u64> = HashMap::new();
+    let records = read_records(&dir.join("records.jsonl"));
+    assert!(records.len() >= 20, "{}", records.len());
+    for r in &records {
+        let (session, shard) = (
+            r["session_id"].as_u64().unwrap(),
+            r["shard"].as_u64().unwrap(),
+        );
+        assert_eq!(
+            *shard_of.entry(session).or_insert(shard),
+            shard,
+            "session {session} on two shards"
+        );
+    }
+    assert_eq!(
+        shard_of
+            .values()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        2
+    );
+    // A trace: 20 requests 50 ms apart, each at its own time on shard k mod 2.
+    let trace = dir.join("trace.jsonl");
+    let rows: Vec<String> = (0..20)
+        .map(|k| {
+            format!(
+                "{{\"timestamp\": {}, \"input_tokens\": 8, \"output_tokens\": 4}}",
+                k * 50
+            )
+        })
+        .collect();
+    std::fs::write(&trace, rows.join("\n")).unwrap();
+    let tdir = tmp("y").parent().unwrap().to_path_buf();
+    let args = sharded(
+        &[
+            "run",
+            "--url",
+            &server.url(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--trace-time-unit",
+            "ms",
+            "--warmup",
+            "0",
+        ],
+        2,
+        free_port(),
+        &tdir,
+    );
+    let d = tdir.clone();
+    let ends = tokio::task::spawn_blocking(move || run_shards(&args, 2, &d))
+        .await
+        .unwrap();
+    for (i, (code, log)) in ends.iter().enumerate() {
+        assert_eq!(*code, 0, "shard {i}:\n{log}");
+    }
+    let placed = placed_records(&tdir, 2);
+    assert_eq!(placed.len(), 20);
+    let first = placed
+        .iter()
+        .map(|(_, r)| r["sched_ns"].as_i64().unwrap())
+        .min()
+        .unwrap();
+    for (shard, r) in &placed {
+        let k = r["request_id"].as_i64().unwrap();
+        assert_eq!(k % 2, *shard as i64);
+        let at_ms = (r["sched_ns"].as_i64().unwrap() - first) as f64 / 1e6;
+        assert!(
+            (at_ms - (k * 50) as f64).abs() < 5.0,
+            "request {k} scheduled at {at_ms} ms"
+        );
+    }
+}
