@@ -24,6 +24,7 @@ mod cli;
 mod compare_cmd;
 mod exit;
 mod exposition;
+mod k8s_cmd;
 mod predict_cmd;
 mod progress;
 mod report_cmd;
@@ -67,6 +68,7 @@ fn main() {
         cli::Command::Compare(args) => compare_cmd::main(*args),
         cli::Command::Calibrate(args) => calibrate_cmd::main(*args),
         cli::Command::Predict(args) => predict_cmd::main(*args),
+        cli::Command::K8s(args) => k8s_cmd::main(*args),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),
