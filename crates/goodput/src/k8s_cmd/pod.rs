@@ -40,7 +40,11 @@ async fn run(args: PodArgs) -> Result<Code, Exit> {
         watch(SignalKind::terminate())?,
         watch(SignalKind::interrupt())?,
     );
+    // /proc/self/exe, else the path this process was started by (a
+    // container's entrypoint is absolute: /goodput).
     let exe = std::env::current_exe()
+        .ok()
+        .or_else(|| std::env::args_os().next().map(std::path::PathBuf::from))
         .context("finding goodput's own executable")
         .map_err(internal)?;
     let mut child = std::process::Command::new(&exe)
