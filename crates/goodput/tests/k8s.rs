@@ -110,7 +110,11 @@ fn the_indexed_job_reaches_shard_0_through_the_headless_service() {
     assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
     assert_eq!(spec.completions, Some(4));
     assert_eq!(spec.parallelism, Some(4));
-    assert_eq!(spec.backoff_limit, Some(0));
+    // No retry, and no pod ends the others by failing: the Job fails at
+    // the end, with every pod's files and logs.
+    assert_eq!(spec.backoff_limit_per_index, Some(0));
+    assert_eq!(spec.max_failed_indexes, None);
+    assert_eq!(spec.backoff_limit, None);
     let pod = pod_spec(&job);
     assert_eq!(
         pod.subdomain.as_deref(),

@@ -15,11 +15,14 @@
 //!   DNS name NAME-I.NAME.NS.svc.DOMAIN, which is the coordinator address
 //!   every pod is given. The Job controller sets `JOB_COMPLETION_INDEX` in
 //!   each pod; goodput reads it as `--shard`, so nothing here sets it.
-//! - `backoffLimit: 0`: a failed pod fails the Job, and no pod is retried.
-//!   A replacement pod could not rejoin: the coordinator registers the
-//!   shards and starts them once, and a shard started late would send a
-//!   different load than the one asked for. The failure is the honest
-//!   answer (`kubectl logs` says which shard and why).
+//! - `backoffLimitPerIndex: 0`: no pod is retried, a failed pod does not
+//!   end the others, and the Job ends `Failed` (reason `FailedIndexes`)
+//!   once every pod has ended, if any failed. A replacement pod could not
+//!   rejoin: the coordinator registers the shards and starts them once,
+//!   and a shard started late would send a different load than the one
+//!   asked for. A plain `backoffLimit: 0` would have the Job controller
+//!   kill every other pod at the first failure, shard 0's results and the
+//!   other pods' logs with them.
 
 use std::collections::BTreeMap;
 
@@ -120,7 +123,7 @@ pub fn job(plan: &Plan) -> Job {
             completion_mode: Some("Indexed".to_string()),
             completions: Some(n),
             parallelism: Some(n),
-            backoff_limit: Some(0),
+            backoff_limit_per_index: Some(0),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(labels(plan)),
