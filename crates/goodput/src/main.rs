@@ -16,14 +16,18 @@
 //!    (`--metrics-listen`), `progress` (the progress display).
 //! 3. `spec`: the specs built from the flags (target options, run, sweep).
 //! 4. `session`: what a measuring command holds while it runs.
-//! 5. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
-//!    `sim_cmd`; `main` dispatches to them.
+//! 5. `sharding`: this process's place in a sharded run (`--shards`),
+//!    between the session and the commands that measure.
+//! 6. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
+//!    `sim_cmd`, `calibrate_cmd`, `predict_cmd`, `merge_cmd`, `k8s_cmd`;
+//!    `main` dispatches to them.
 
 mod calibrate_cmd;
 mod cli;
 mod compare_cmd;
 mod exit;
 mod exposition;
+mod k8s_cmd;
 mod merge_cmd;
 mod predict_cmd;
 mod progress;
@@ -70,6 +74,7 @@ fn main() {
         cli::Command::Calibrate(args) => calibrate_cmd::main(*args),
         cli::Command::Predict(args) => predict_cmd::main(*args),
         cli::Command::Merge(args) => merge_cmd::main(*args),
+        cli::Command::K8s(args) => k8s_cmd::main(*args),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),

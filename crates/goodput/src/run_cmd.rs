@@ -38,7 +38,7 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
     setup::runtime()?.block_on(run_async(args))
 }
 
-async fn run_async(args: RunArgs) -> Result<Code, Exit> {
+async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
     let mut spec = spec::run_spec(spec::run_load(&args.common.load), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
@@ -46,7 +46,7 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
         let r = goodput_core::target::unstarted(o, &spec);
         report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
     };
-    let (quiet, place) = (args.common.output.quiet, sharded(&args)?);
+    let (quiet, place) = (args.common.output.quiet, sharded(&mut args)?);
     let mut session = Session::start(&args.common, &unstarted).await?;
     if let Some(code) = crate::sharding::enter(place.as_ref(), &mut session, &spec, quiet).await? {
         return Ok(code);
@@ -137,8 +137,9 @@ async fn run_async(args: RunArgs) -> Result<Code, Exit> {
 
 /// This process's place in a sharded run (`--shards`), if any; a
 /// sharded plan is not repeated.
-fn sharded(args: &RunArgs) -> Result<Option<crate::sharding::Place>, Exit> {
-    let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
+fn sharded(args: &mut RunArgs) -> Result<Option<crate::sharding::Place>, Exit> {
+    let has_url = args.common.target.url.is_some();
+    let place = crate::sharding::place(&args.common.shards, &mut args.common.output, has_url)?;
     if place.is_some() && args.repeat > 1 {
         return Err(usage(anyhow!(
             "--repeat cannot be used with --shards: run the sharded plan again instead"

@@ -39,11 +39,6 @@ pub struct Session {
 pub struct OutFile(Option<(File, std::path::PathBuf)>);
 
 impl OutFile {
-    /// No file.
-    pub fn none() -> OutFile {
-        OutFile(None)
-    }
-
     /// Open (create) the file now, if one was asked for.
     pub fn open(path: Option<&std::path::Path>, what: &str) -> Result<OutFile, Exit> {
         let Some(path) = path else {

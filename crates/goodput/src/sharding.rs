@@ -13,7 +13,7 @@ use goodput_core::executor::Progress;
 use goodput_core::shard::{Coordinator, Follower, ShardError, ShardOf};
 use goodput_core::target::{Role, RunSpec, Sharding};
 
-use crate::cli::ShardArgs;
+use crate::cli::{OutputArgs, ShardArgs};
 use crate::exit::{run_error, usage, Code, Exit};
 use crate::session::Session;
 
@@ -21,7 +21,9 @@ use crate::session::Session;
 pub struct Place {
     pub of: ShardOf,
     coordinator: String,
-    part: Option<PathBuf>,
+    /// Where this shard's part goes: `--part`, and for a shard other than
+    /// 0 its `--out`.
+    parts: Vec<PathBuf>,
     timeout: Duration,
 }
 
@@ -32,8 +34,15 @@ impl Place {
     }
 }
 
-/// Read the shard flags: None for a run of one process.
-pub fn place(flags: &ShardArgs, has_url: bool) -> Result<Option<Place>, Exit> {
+/// Read the shard flags: None for a run of one process. `{shard}` in the
+/// output paths becomes the index (so one command line, on a volume every
+/// pod mounts, gives each shard its own files); a shard other than 0 takes
+/// its `--out` for its part (shard 0 writes the merged result there).
+pub fn place(
+    flags: &ShardArgs,
+    output: &mut OutputArgs,
+    has_url: bool,
+) -> Result<Option<Place>, Exit> {
     if flags.shards == 1 {
         return Ok(None);
     }
@@ -55,15 +64,34 @@ pub fn place(flags: &ShardArgs, has_url: bool) -> Result<Option<Place>, Exit> {
             "--shards needs --url: every shard must load the same server (without --url each would start its own simulator; start one with `goodput sim` and pass its URL)"
         )));
     }
-    let part = flags
-        .part
-        .as_ref()
-        .map(|p| PathBuf::from(p.to_string_lossy().replace("{shard}", &shard.to_string())));
+    let index =
+        |p: &PathBuf| PathBuf::from(p.to_string_lossy().replace("{shard}", &shard.to_string()));
+    for p in [
+        &mut output.out,
+        &mut output.records,
+        &mut output.csv,
+        &mut output.html,
+    ] {
+        *p = p.as_ref().map(index);
+    }
+    let mut parts: Vec<PathBuf> = flags.part.iter().map(index).collect();
+    if shard != 0 {
+        parts.extend(output.out.take());
+        // A part is one process's; its report would be one shard's figures.
+        output.csv = None;
+        output.html = None;
+    }
+    for p in &parts {
+        // A part is appended to as the run goes: start each run's file empty.
+        std::fs::File::create(p)
+            .with_context(|| format!("creating the part file {}", p.display()))
+            .map_err(usage)?;
+    }
     Ok(Some(Place {
         of,
         coordinator,
-        part,
-        timeout: flags.shard_timeout,
+        parts,
+        timeout: flags.coordinator_timeout,
     }))
 }
 
@@ -101,17 +129,10 @@ pub async fn join(place: &Place, session: &mut Session) -> Result<(), Exit> {
         }
         r = connect(place, clock) => r?,
     };
-    if !place.coordinates() {
-        // The coordinator writes the results and records: a shard writing
-        // the same paths (a volume every pod mounts) would clobber them.
-        session.out = crate::session::OutFile::none();
-        session.csv = crate::session::OutFile::none();
-        session.html = crate::session::OutFile::none();
-    }
     session.target.set_sharding(Sharding {
         role,
         of: place.of,
-        part_file: place.part.clone(),
+        part_files: place.parts.clone(),
         wait: place.timeout,
     });
     Ok(())
@@ -207,7 +228,7 @@ pub async fn follow(session: &mut Session, spec: &RunSpec, quiet: bool) -> Resul
         let control = session.control.child();
         let r = session
             .target
-            .run_order(order, spec, &control, progress)
+            .run_order(order, spec, &mut session.sink, &control, progress)
             .await
             .map_err(run_error)?;
         if let Some(note) = &r.note {

@@ -35,7 +35,7 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
     setup::runtime()?.block_on(sweep_async(args))
 }
 
-async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
+async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
     let spec = spec::sweep_spec(&args.common)?;
     let unstarted = |_: &goodput_core::target::TargetOptions| {
         document_bytes(&SweepResult {
@@ -46,7 +46,8 @@ async fn sweep_async(args: SweepArgs) -> Result<Code, Exit> {
             ..SweepResult::default()
         })
     };
-    let place = crate::sharding::place(&args.common.shards, args.common.target.url.is_some())?;
+    let has_url = args.common.target.url.is_some();
+    let place = crate::sharding::place(&args.common.shards, &mut args.common.output, has_url)?;
     let mut session = Session::start(&args.common, &unstarted).await?;
     let quiet = args.common.output.quiet;
     if let Some(code) =

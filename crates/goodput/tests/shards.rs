@@ -7,121 +7,11 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use common::shards::*;
 use common::*;
 use serde_json::Value;
-
-/// A port free a moment ago on loopback, for shard 0 to listen on (every
-/// shard must be told it before any starts, as a pod spec is).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One shard process: its child and where its stderr goes.
-struct Shard {
-    child: Child,
-    log: PathBuf,
-}
-
-/// Start shard `index` of `args` (the same for every shard) the way a pod
-/// is started: its index only in the environment.
-fn start_shard(args: &[String], index: u32, dir: &Path) -> Shard {
-    let log = dir.join(format!("shard-{index}.log"));
-    let out = dir.join(format!("shard-{index}.stdout"));
-    let child = goodput_command()
-        .args(args)
-        .env("JOB_COMPLETION_INDEX", index.to_string())
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("spawn a shard");
-    Shard { child, log }
-}
-
-/// Wait for a shard to exit (at most `within`), returning its exit code
-/// and its stderr.
-fn wait(shard: &mut Shard, within: Duration) -> (i32, String) {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = shard.child.try_wait().unwrap() {
-            let log = std::fs::read_to_string(&shard.log).unwrap_or_default();
-            return (s.code().unwrap_or(-1), log);
-        }
-        if start.elapsed() > within {
-            let _ = shard.child.kill();
-            let log = std::fs::read_to_string(&shard.log).unwrap_or_default();
-            panic!("a shard did not end within {within:?}:\n{log}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The sharded command line: `args` plus the shard flags, parts and outputs in `dir`.
-fn sharded(args: &[&str], shards: u32, port: u16, dir: &Path) -> Vec<String> {
-    let mut v = argv(args);
-    v.extend(argv(&[
-        "--shards",
-        &shards.to_string(),
-        "--coordinator",
-        &format!("127.0.0.1:{port}"),
-        "--part",
-        dir.join("part-{shard}.jsonl").to_str().unwrap(),
-        "--out",
-        dir.join("merged.json").to_str().unwrap(),
-        "--records",
-        dir.join("records.jsonl").to_str().unwrap(),
-    ]));
-    v
-}
-
-/// Run all `shards` of `args` to their end (shard 0 last to start: the
-/// others must wait for it); returns each shard's exit code and stderr.
-fn run_shards(args: &[String], shards: u32, dir: &Path) -> Vec<(i32, String)> {
-    let mut procs: Vec<Shard> = (1..shards).map(|i| start_shard(args, i, dir)).collect();
-    std::thread::sleep(Duration::from_millis(300));
-    procs.insert(0, start_shard(args, 0, dir));
-    procs
-        .iter_mut()
-        .map(|p| wait(p, Duration::from_secs(240)))
-        .collect()
-}
-
-/// A shard's part file read as raw JSON lines.
-fn part_lines(path: &Path) -> Vec<Value> {
-    read_records(path)
-}
-
-/// The raw records of every part, with their shard, and each one's
-/// scheduled time placed on shard 0's clock (`sched_ns`).
-fn placed_records(dir: &Path, shards: u32) -> Vec<(u32, Value)> {
-    let mut all = Vec::new();
-    for i in 0..shards {
-        let lines = part_lines(&dir.join(format!("part-{i}.jsonl")));
-        let header = &lines[0]["part"];
-        assert_eq!(header["shard"]["shard"], i);
-        let offset = header["clock_offset_ns"].as_i64().unwrap();
-        assert!(
-            lines.last().unwrap().get("end").is_some(),
-            "shard {i}'s part has its end"
-        );
-        for l in &lines {
-            if let Some(r) = l.get("record") {
-                let mut r = r.clone();
-                r["sched_ns"] = Value::from(r["t_sched"].as_i64().unwrap() - offset);
-                all.push((i, r));
-            }
-        }
-    }
-    all
-}
 
 fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v.sort_by(f64::total_cmp);
@@ -196,7 +86,7 @@ fn four_shards_are_one_run_of_the_same_plan() {
     for (i, (code, log)) in ends.iter().enumerate() {
         assert_eq!(*code, 0, "shard {i}:\n{log}");
     }
-    let merged = read_json(&dir.join("merged.json"));
+    let merged = read_json(&dir.join("result-0.json"));
     let records = placed_records(&dir, 4);
     // Every request of the plan once, warm-up and measured: 8 + 160.
     let ids: Vec<u64> = sorted_ids(&records);
@@ -271,9 +161,15 @@ fn four_shards_are_one_run_of_the_same_plan() {
         }
     }
     // The merged records file: every record once, each with its shard.
-    let lines = read_records(&dir.join("records.jsonl"));
+    let lines = read_records(&dir.join("records-0.jsonl"));
     assert_eq!(lines.len(), 168);
     assert!(lines.iter().all(|l| l["shard"].as_u64().unwrap() < 4));
+    // Another shard's --out is its part, its --records its own requests.
+    let own = part_lines(&dir.join("result-3.json"));
+    assert_eq!(own[0]["part"]["shard"]["shard"], 3);
+    let own = read_records(&dir.join("records-3.jsonl"));
+    assert_eq!(own.len(), 42);
+    assert!(own.iter().all(|l| l["shard"] == 3));
     // Offline, from the part files: the same figures.
     let again = dir.join("again.json");
     let parts: Vec<String> = (0..4)
@@ -387,7 +283,7 @@ async fn a_closed_loop_splits_its_concurrency_and_matches_the_servers_log() {
     for (i, (code, log)) in ends.iter().enumerate() {
         assert_eq!(*code, 0, "shard {i}:\n{log}");
     }
-    let merged = read_json(&dir.join("merged.json"));
+    let merged = read_json(&dir.join("result-0.json"));
     assert_eq!(merged["completed"], 60);
     let caps: Vec<u64> = merged["shards"]["parts"]
         .as_array()
@@ -415,7 +311,7 @@ async fn a_closed_loop_splits_its_concurrency_and_matches_the_servers_log() {
     // The client's TTFT against the server's: request by request.
     let by_id = server.by_id();
     let mut gaps = Vec::new();
-    for r in read_records(&dir.join("records.jsonl")) {
+    for r in read_records(&dir.join("records-0.jsonl")) {
         let id = r["request_id"].as_u64().unwrap();
         let e = &by_id[&id];
         let server_ttft = ms(e.writes[0] - e.received);
@@ -461,7 +357,7 @@ fn a_killed_shard_is_named_and_its_requests_counted() {
             "64",
             "--output-tokens",
             "8",
-            "--shard-timeout",
+            "--coordinator-timeout",
             "5s",
         ],
         4,
@@ -480,7 +376,7 @@ fn a_killed_shard_is_named_and_its_requests_counted() {
     }
     assert_eq!(code, 6, "{log}");
     assert!(log.contains("shard 2"), "{log}");
-    let merged = read_json(&dir.join("merged.json"));
+    let merged = read_json(&dir.join("result-0.json"));
     let shards = &merged["shards"];
     let lost = shards["lost"].as_array().unwrap();
     assert_eq!(lost.len(), 1, "{shards}");
@@ -532,7 +428,7 @@ fn a_killed_shard_is_named_and_its_requests_counted() {
 }
 
 /// A shard that never registers: the coordinator waits for it until
-/// --shard-timeout, then exits 6 naming it; nothing is sent.
+/// --coordinator-timeout, then exits 6 naming it; nothing is sent.
 #[test]
 fn a_shard_that_never_registers_is_named_by_the_coordinator() {
     let sim = goodput_sim::SimServer::spawn(
@@ -551,7 +447,7 @@ fn a_shard_that_never_registers_is_named_by_the_coordinator() {
             "10",
             "--num-prompts",
             "10",
-            "--shard-timeout",
+            "--coordinator-timeout",
             "2s",
         ],
         3,
@@ -564,75 +460,6 @@ fn a_shard_that_never_registers_is_named_by_the_coordinator() {
     assert_eq!(code, 6, "{log}");
     assert!(log.contains("shards 2 never registered"), "{log}");
     let _ = wait(&mut one, Duration::from_secs(60));
-}
-
-/// `sweep --search goodput` across four shards: the coordinator runs the
-/// search once, on the merged points (its concurrency-1 floor on shard 0
-/// alone, the others sitting it out), and every shard runs each point it
-/// is ordered to; the goodput it finds is one process's, within the
-/// search's precision (a search this short rarely has the points near the
-/// edge for an interval; where both have one, they overlap).
-#[test]
-fn a_goodput_search_across_four_shards_finds_one_processs_goodput() {
-    let sim = goodput_sim::SimServer::spawn(
-        goodput_sim::SimConfig::default(),
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .unwrap();
-    let url = format!("http://{}", sim.local_addr());
-    let args = [
-        "sweep",
-        "--url",
-        &url,
-        "--search",
-        "goodput",
-        "--slo",
-        "ttft:p90<=500ms",
-        "--precision",
-        "10%",
-        "--probe-time",
-        "2s",
-        "--point-time",
-        "3s",
-        "--search-time",
-        "60s",
-        "--measure-time",
-        "8s",
-        "--input-tokens",
-        "1024",
-        "--output-tokens",
-        "64",
-        "--quiet",
-    ];
-    let one = tmp("one.json");
-    let mut one_args = args.to_vec();
-    one_args.extend(["--out", one.to_str().unwrap()]);
-    let (code, stdout, stderr) = goodput(&one_args);
-    assert!(code == 0, "{stdout}\n{stderr}");
-    let one = read_json(&one);
-    let dir = tmp("x").parent().unwrap().to_path_buf();
-    let ends = run_shards(&sharded(&args, 4, free_port(), &dir), 4, &dir);
-    for (i, (code, log)) in ends.iter().enumerate() {
-        assert_eq!(*code, 0, "shard {i}:\n{log}");
-    }
-    let four = read_json(&dir.join("merged.json"));
-    let (g1, g4) = (&one["goodput"], &four["goodput"]);
-    let rate = |g: &Value| g["rate"].as_f64().unwrap();
-    let (r1, r4) = (rate(g1), rate(g4));
-    assert!(
-        (r4 / r1 - 1.0).abs() <= 0.2,
-        "one process {g1}\nfour shards {g4}"
-    );
-    if let (Some(a), Some(b)) = (g1["interval"].as_array(), g4["interval"].as_array()) {
-        let f = |v: &Value| v.as_f64().unwrap();
-        assert!(f(&a[0]) <= f(&b[1]) && f(&b[0]) <= f(&a[1]), "{g1}\n{g4}");
-    }
-    // Every point merged all four shards' parts: each shard ran every point.
-    for p in four["points"].as_array().unwrap() {
-        let s = &p["result"]["shards"];
-        assert_eq!(s["parts"].as_array().unwrap().len(), 4, "{s}");
-        assert!(s["lost"].as_array().unwrap().is_empty(), "{s}");
-    }
 }
 
 /// Sessions stay whole (every turn of a session on the shard that started
@@ -675,7 +502,7 @@ async fn sessions_stay_whole_and_a_trace_splits_by_request() {
         assert_eq!(*code, 0, "shard {i}:\n{log}");
     }
     let mut shard_of: HashMap<u64, u64> = HashMap::new();
-    let records = read_records(&dir.join("records.jsonl"));
+    let records = read_records(&dir.join("records-0.jsonl"));
     assert!(records.len() >= 20, "{}", records.len());
     for r in &records {
         let (session, shard) = (

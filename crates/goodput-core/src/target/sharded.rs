@@ -19,6 +19,7 @@ use super::{
 };
 use crate::aggregate::{LineContext, RecordsSink};
 use crate::executor::{Executor, Msg, Progress, RunControl, StartGate};
+use crate::metrics::RequestMetrics;
 use crate::record::RequestRecord;
 use crate::result::RunResult;
 use crate::shard::merge::{self, MergeInto, ShardPart};
@@ -40,7 +41,7 @@ pub struct Sharding {
     pub role: Role,
     pub of: ShardOf,
     /// Where this shard's parts are written (appended, one per run).
-    pub part_file: Option<PathBuf>,
+    pub part_files: Vec<PathBuf>,
     /// How long the coordinator waits for a shard past a run's drain.
     pub wait: Duration,
 }
@@ -113,9 +114,9 @@ impl PreparedTarget {
         };
         let connections_before = self.client.connection_stats();
         let scrape = self.start_scrape(spec, &progress);
-        let file = self.part_file(s, spec, &order);
+        let files = self.part_files(s, spec, &order);
         let own = self
-            .run_part(&part_spec, nonce, control, progress, gate, file)
+            .run_part(&part_spec, nonce, control, progress, gate, files)
             .await;
         // The others are gathered even when this part failed: they must hear the point is over.
         let wait = spec.plan.drain_timeout + s.wait;
@@ -169,6 +170,7 @@ impl PreparedTarget {
         &self,
         order: PointOrder,
         spec: &RunSpec,
+        sink: &mut RecordsSink,
         control: &RunControl,
         progress: Arc<Progress>,
     ) -> Result<PartSummary, RunError> {
@@ -194,9 +196,9 @@ impl PreparedTarget {
             let f = follower.clone();
             Box::new(move || Box::pin(async move { f.lock().await.ready().await }))
         };
-        let file = self.part_file(s, &spec, &order);
+        let files = self.part_files(s, &spec, &order);
         let own = match self
-            .run_part(&part_spec, order.nonce, control, progress, gate, file)
+            .run_part(&part_spec, order.nonce, control, progress, gate, files)
             .await
         {
             Ok(p) => p,
@@ -213,6 +215,16 @@ impl PreparedTarget {
             .send_part(part_lines(&part))
             .await
             .map_err(|e| RunError::Shard(e.to_string()))?;
+        // Its own records file (`--records`): its requests, on its own clock.
+        let line = LineContext {
+            run_id: order.run_id.clone(),
+            origin_ns: part.end.as_ref().map_or(0, |e| e.start_ns),
+            sharded: true,
+        };
+        for rec in &part.records {
+            sink.append(rec, &RequestMetrics::derive(rec, &self.tokenizer), &line);
+        }
+        sink.flush();
         let done = part.records.iter().filter(|r| !r.warmup && !r.incomplete());
         Ok(PartSummary {
             exec: part.end.map(|e| e.exec).unwrap_or_default(),
@@ -231,14 +243,15 @@ impl PreparedTarget {
         control: &RunControl,
         progress: Arc<Progress>,
         gate: StartGate,
-        file: Option<PartWriter>,
+        files: Vec<PartWriter>,
     ) -> Result<PartRun, RunError> {
         let wall = Instant::now();
         let cpu = process_cpu_s();
         self.begin(spec, control, nonce).await?;
         let source = self.start_source(spec, nonce)?;
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let mut file = file;
+        let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+        let mut files = files;
+        let shard = spec.plan.shard.map_or(0, |s| s.shard);
         let keep = tokio::spawn(async move {
             let (mut records, mut measure_start) = (Vec::new(), None::<u64>);
             while let Some(first) = rx.recv().await {
@@ -246,25 +259,29 @@ impl PreparedTarget {
                 while let Some(msg) = next.take() {
                     match msg {
                         Msg::MeasureStart(t) => {
-                            if let Some(f) = file.as_mut() {
+                            for f in files.iter_mut() {
                                 f.line(&PartLine::MeasureStart(t));
                             }
                             measure_start = Some(measure_start.map_or(t, |m| m.min(t)))
                         }
-                        Msg::Record(r) => {
-                            if let Some(f) = file.as_mut() {
-                                f.line(&PartLine::Record(r.clone()));
+                        Msg::Record(mut r) => {
+                            r.shard = shard;
+                            if !files.is_empty() {
+                                let line = PartLine::Record(r.clone());
+                                for f in files.iter_mut() {
+                                    f.line(&line);
+                                }
                             }
                             records.push(*r)
                         }
                     }
                     next = rx.try_recv().ok();
                 }
-                if let Some(f) = file.as_mut() {
+                for f in files.iter_mut() {
                     f.flush();
                 }
             }
-            (records, measure_start, file)
+            (records, measure_start, files)
         });
         let start = Arc::new(Mutex::new(None::<Instant>));
         let seen = start.clone();
@@ -290,7 +307,7 @@ impl PreparedTarget {
         }
         .run(source)
         .await;
-        let (records, measure_start_ns, file) = keep
+        let (records, measure_start_ns, files) = keep
             .await
             .map_err(|e| RunError::Internal(format!("keeping the shard's records: {e}")))?;
         let start_ns = start
@@ -304,7 +321,10 @@ impl PreparedTarget {
             cpu_s: process_cpu_s().zip(cpu).map(|(a, b)| a - b),
             wall_s: wall.elapsed().as_secs_f64(),
         };
-        let unwritten = file.and_then(|f| f.finish(&end));
+        let unwritten = files
+            .into_iter()
+            .filter_map(|f| f.finish(&end))
+            .reduce(|a, b| format!("{a}; {b}"));
         Ok(PartRun {
             records,
             measure_start_ns,
@@ -334,11 +354,14 @@ impl PreparedTarget {
         }
     }
 
-    /// This shard's `--part` file for `order`'s run, opened (appending)
-    /// with the part's header written, if it has one.
-    fn part_file(&self, s: &Sharding, spec: &RunSpec, order: &PointOrder) -> Option<PartWriter> {
-        let path = s.part_file.as_ref()?;
-        Some(PartWriter::open(path, &self.part_header(spec, order, s.of)))
+    /// This shard's part files for `order`'s run, opened (appending) with
+    /// the part's header written.
+    fn part_files(&self, s: &Sharding, spec: &RunSpec, order: &PointOrder) -> Vec<PartWriter> {
+        let header = self.part_header(spec, order, s.of);
+        s.part_files
+            .iter()
+            .map(|p| PartWriter::open(p, &header))
+            .collect()
     }
 }
 

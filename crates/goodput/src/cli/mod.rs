@@ -9,6 +9,7 @@
 //! flatten, `parse.rs` the parser of every flag's grammar.
 
 mod groups;
+mod k8s;
 mod model;
 mod parse;
 mod shard;
@@ -21,6 +22,7 @@ use goodput_core::report::compare::FailOn;
 use goodput_core::schedule::Arrival;
 
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
+pub use k8s::{CatArgs, K8sArgs, K8sHelper, ManifestArgs, PodArgs, SecretEnv};
 pub use model::{CalibrateArgs, PredictArgs, RoutingArg};
 use parse::{arrival, at_least_one, fail_on, finite_rate, percent, positive_duration};
 pub use shard::{MergeArgs, ShardArgs};
@@ -59,6 +61,8 @@ pub enum Command {
     Predict(Box<PredictArgs>),
     /// Merge the part files of a sharded run (`--shards N --part FILE`) into one exact result.
     Merge(Box<MergeArgs>),
+    /// Print the Kubernetes manifests of a run sharded over N pods (an Indexed Job and a headless Service).
+    K8s(Box<K8sArgs>),
 }
 
 /// `goodput run`: the shared groups with a run's load, and `--repeat`.

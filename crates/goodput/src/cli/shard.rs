@@ -8,13 +8,14 @@ use clap::Args;
 
 use super::parse::positive_duration;
 
-/// `--shards`, `--shard`, `--coordinator`, `--part`, `--shard-timeout`.
+/// `--shards`, `--shard`, `--coordinator`, `--part`, `--coordinator-timeout`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ShardArgs {
     /// Split the plan over N processes (pods, machines): each sends every Nth request of the
     /// same seeded plan (a closed loop's concurrency is split), all start at one instant, and
-    /// shard 0 merges every record into one exact result. Every shard gets the same command
-    /// line but its --shard; --url is required.
+    /// shard 0 merges every record into one exact result (its --out, --records, --csv, --html);
+    /// another shard's --out holds its own part, its --records its own requests. `{shard}` in
+    /// any of these paths is replaced by the index. --url is required.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4096), help_heading = "Shards")]
     pub shards: u32,
     /// This process's index, 0..N-1 (shard 0 is the coordinator). Read from
@@ -27,7 +28,7 @@ pub struct ShardArgs {
     )]
     pub shard: Option<u32>,
     /// HOST:PORT of shard 0: it listens there (on every interface when HOST is a name), the
-    /// other shards dial it and retry until --shard-timeout.
+    /// other shards dial it and retry until --coordinator-timeout.
     #[arg(long, value_name = "HOST:PORT", help_heading = "Shards")]
     pub coordinator: Option<String>,
     /// Write this shard's raw part (its records on its own clock, its clock offset and summary)
@@ -36,8 +37,8 @@ pub struct ShardArgs {
     pub part: Option<PathBuf>,
     /// How long shard 0 waits for every shard to register (and for a shard to be ready or to
     /// report after a run's drain); how long the others keep dialing shard 0.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = positive_duration, help_heading = "Shards")]
-    pub shard_timeout: Duration,
+    #[arg(long, alias = "shard-timeout", value_name = "DURATION", default_value = "120s", value_parser = positive_duration, help_heading = "Shards")]
+    pub coordinator_timeout: Duration,
 }
 
 /// `goodput merge`: the part files of a sharded run made one result.

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 pub mod raw;
 pub mod reply;
+pub mod shards;
 
 #[allow(unused_imports)]
 pub use raw::start_raw;
