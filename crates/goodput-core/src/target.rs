@@ -286,19 +286,9 @@ impl PreparedTarget {
         }
         let connections_before = self.client.connection_stats();
         let scrape = self.start_scrape(spec, &progress);
-        let timer = PreciseTimer::new();
-        let exec = Executor {
-            plan: &spec.plan,
-            transport: self.client.clone(),
-            clock: self.clock,
-            timer: &timer,
-            control,
-            records: tx,
-            progress,
-            start_gate: None,
-        }
-        .run(source)
-        .await;
+        let exec = self
+            .execute(spec, source, control, tx, progress, None)
+            .await;
         let server_metrics = stop_scrape(scrape).await;
         let (collector, returned_sink) =
             join_aggregator(aggregator, exec.sent_warmup + exec.sent_measured).await?;
@@ -311,6 +301,32 @@ impl PreparedTarget {
             shards: None,
         };
         self.result(spec, collector, sink, ran, started)
+    }
+
+    /// Drive the executor through `spec`'s plan on `source`, records to
+    /// `records`; a sharded run's part starts at its `gate`.
+    async fn execute(
+        &self,
+        spec: &RunSpec,
+        source: Prefetch,
+        control: &RunControl,
+        records: mpsc::UnboundedSender<Msg>,
+        progress: Arc<Progress>,
+        gate: Option<executor::StartGate>,
+    ) -> executor::ExecSummary {
+        let timer = PreciseTimer::new();
+        Executor {
+            plan: &spec.plan,
+            transport: self.client.clone(),
+            clock: self.clock,
+            timer: &timer,
+            control,
+            records,
+            progress,
+            start_gate: gate,
+        }
+        .run(source)
+        .await
     }
 
     /// Gather what a run measured into its result: its figures from the

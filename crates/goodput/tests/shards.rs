@@ -495,12 +495,9 @@ async fn sessions_stay_whole_and_a_trace_splits_by_request() {
         &dir,
     );
     let d = dir.clone();
-    let ends = tokio::task::spawn_blocking(move || run_shards(&args, 2, &d))
+    tokio::task::spawn_blocking(move || run_shards_ok(&args, 2, &d))
         .await
         .unwrap();
-    for (i, (code, log)) in ends.iter().enumerate() {
-        assert_eq!(*code, 0, "shard {i}:\n{log}");
-    }
     let mut shard_of: HashMap<u64, u64> = HashMap::new();
     let records = read_records(&dir.join("records-0.jsonl"));
     assert!(records.len() >= 20, "{}", records.len());
@@ -551,12 +548,9 @@ async fn sessions_stay_whole_and_a_trace_splits_by_request() {
         &tdir,
     );
     let d = tdir.clone();
-    let ends = tokio::task::spawn_blocking(move || run_shards(&args, 2, &d))
+    tokio::task::spawn_blocking(move || run_shards_ok(&args, 2, &d))
         .await
         .unwrap();
-    for (i, (code, log)) in ends.iter().enumerate() {
-        assert_eq!(*code, 0, "shard {i}:\n{log}");
-    }
     let placed = placed_records(&tdir, 2);
     assert_eq!(placed.len(), 20);
     let first = placed

@@ -18,7 +18,7 @@ use super::{
     collector_for, process_cpu_s, stop_scrape, PreparedTarget, Ran, RunError, RunSpec, Started,
 };
 use crate::aggregate::{LineContext, RecordsSink};
-use crate::executor::{Executor, Msg, Progress, RunControl, StartGate};
+use crate::executor::{Msg, Progress, RunControl, StartGate};
 use crate::metrics::RequestMetrics;
 use crate::record::RequestRecord;
 use crate::result::RunResult;
@@ -26,7 +26,6 @@ use crate::shard::merge::{self, MergeInto, ShardPart};
 use crate::shard::part::{Part, PartEnd, PartHeader, PartLine, PartWriter};
 use crate::shard::wire::PointOrder;
 use crate::shard::{Coordinator, Follower, ShardOf};
-use crate::timer::PreciseTimer;
 
 /// This process's side of a sharded run.
 pub enum Role {
@@ -294,19 +293,9 @@ impl PreparedTarget {
                 at
             })
         });
-        let timer = PreciseTimer::new();
-        let exec = Executor {
-            plan: &spec.plan,
-            transport: self.client.clone(),
-            clock: self.clock,
-            timer: &timer,
-            control,
-            records: tx,
-            progress,
-            start_gate: Some(gate),
-        }
-        .run(source)
-        .await;
+        let exec = self
+            .execute(spec, source, control, tx, progress, Some(gate))
+            .await;
         let (records, measure_start_ns, files) = keep
             .await
             .map_err(|e| RunError::Internal(format!("keeping the shard's records: {e}")))?;

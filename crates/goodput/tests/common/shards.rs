@@ -118,3 +118,10 @@ pub fn placed_records(dir: &Path, shards: u32) -> Vec<(u32, Value)> {
     }
     all
 }
+
+/// `run_shards`, every shard ending with exit 0 (else a panic with its log).
+pub fn run_shards_ok(args: &[String], shards: u32, dir: &Path) {
+    for (i, (code, log)) in run_shards(args, shards, dir).iter().enumerate() {
+        assert_eq!(*code, 0, "shard {i}:\n{log}");
+    }
+}
