@@ -87,6 +87,15 @@ fn four_shards_are_one_run_of_the_same_plan() {
         assert_eq!(*code, 0, "shard {i}:\n{log}");
     }
     let merged = read_json(&dir.join("result-0.json"));
+    // The merged document is a run document, its `shards` object included.
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&merged)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
     let records = placed_records(&dir, 4);
     // Every request of the plan once, warm-up and measured: 8 + 160.
     let ids: Vec<u64> = sorted_ids(&records);
