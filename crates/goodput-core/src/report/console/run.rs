@@ -145,6 +145,7 @@ pub fn summary(r: &RunResult) -> String {
     }
     sessions_section(&mut out, r);
     client_section(&mut out, r);
+    shards_section(&mut out, r);
     errors_section(&mut out, r);
     cost_section(&mut out, r);
     closing_lines(&mut out, r);
@@ -318,6 +319,43 @@ fn client_section(out: &mut String, r: &RunResult) {
             "Server/client count differ >5%:",
             format!("{:.1}%", s * 100.0),
         );
+    }
+}
+
+/// A sharded run's shards: how far apart they started, each one's lag,
+/// CPU and clock, and any shard missing from the result.
+fn shards_section(out: &mut String, r: &RunResult) {
+    let Some(s) = &r.shards else {
+        return;
+    };
+    rule(out, "Shards", '-');
+    let whole = s.parts.iter().filter(|p| p.whole).count();
+    line(
+        out,
+        "Shards merged / planned:",
+        format!("{whole} / {}", s.shards),
+    );
+    if let Some(skew) = s.start_skew_ms {
+        line(out, "Start skew (ms):", num(skew));
+    }
+    for p in &s.parts {
+        let lag = p.schedule_lag_p99_ms.map_or("-".to_string(), num);
+        let cpu = p.cpu_cores.map_or("-".to_string(), |c| format!("{c:.2}"));
+        line(
+            out,
+            &format!("Shard {}:", p.shard),
+            format!(
+                "sent {}, lag p99 {lag} ms, CPU {cpu} cores, clock ±{:.3} ms",
+                p.sent_measured,
+                p.clock_rtt_ns as f64 / 2e6
+            ),
+        );
+    }
+    for l in &s.lost {
+        line(out, &format!("Shard {} MISSING:", l.shard), l.why.clone());
+    }
+    if let Some(n) = s.unaccounted_requests.filter(|_| !s.lost.is_empty()) {
+        line(out, "Unaccounted requests:", n.to_string());
     }
 }
 
