@@ -27,12 +27,18 @@ pub struct ChildCommand {
     pub program: PathBuf,
     /// Arguments.
     pub args: Vec<String>,
+    /// Variables set in its environment besides the bench's own (a shard's
+    /// `JOB_COMPLETION_INDEX`).
+    pub env: Vec<(String, String)>,
 }
 
 impl ChildCommand {
-    /// The command as one shell-quoted line.
+    /// The command as one shell-quoted line, its variables first.
     pub fn display(&self) -> String {
-        std::iter::once(self.program.display().to_string())
+        self.env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .chain(std::iter::once(self.program.display().to_string()))
             .chain(self.args.iter().cloned())
             .map(|word| shell_quote(&word))
             .collect::<Vec<_>>()
@@ -122,6 +128,7 @@ pub fn run_measured(
         .arg("--")
         .arg(&command.program)
         .args(&command.args)
+        .envs(command.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stderr(Stdio::inherit())
         .output()
@@ -245,11 +252,19 @@ mod tests {
                 "a b".into(),
                 "it's".into(),
             ],
+            env: Vec::new(),
         };
         assert_eq!(
             cmd.display(),
             r"/x/goodput run --url http://127.0.0.1:80 'a b' 'it'\''s'"
         );
+        let shard = ChildCommand {
+            env: vec![("JOB_COMPLETION_INDEX".into(), "2".into())],
+            ..cmd
+        };
+        assert!(shard
+            .display()
+            .starts_with("JOB_COMPLETION_INDEX=2 /x/goodput run "));
     }
 
     #[test]

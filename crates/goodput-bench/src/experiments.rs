@@ -39,7 +39,7 @@ pub struct BenchEnv {
 }
 
 /// Share of the cores other processes may use before a run counts as quiet.
-const IDLE_THRESHOLD: f64 = 0.10;
+pub const IDLE_THRESHOLD: f64 = 0.10;
 
 /// Which client a run measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,6 +175,7 @@ pub fn closed_loop(
                 "--timings",
                 &timings_path(env, &label).display().to_string(),
             ]),
+            env: Vec::new(),
         },
         ClientKind::Goodput | ClientKind::GoodputStartup => goodput_command(
             env,
@@ -422,11 +423,11 @@ fn measure(
     Ok((run, log))
 }
 
-fn words(items: &[&str]) -> Vec<String> {
+pub fn words(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-fn records_path(env: &BenchEnv, label: &str) -> PathBuf {
+pub fn records_path(env: &BenchEnv, label: &str) -> PathBuf {
     env.work_dir.join(format!("{label}.records.jsonl"))
 }
 
@@ -434,13 +435,13 @@ fn timings_path(env: &BenchEnv, label: &str) -> PathBuf {
     env.work_dir.join(format!("{label}.timings.jsonl"))
 }
 
-fn results_path(env: &BenchEnv, label: &str) -> PathBuf {
+pub fn results_path(env: &BenchEnv, label: &str) -> PathBuf {
     env.work_dir.join(format!("{label}.results.json"))
 }
 
 /// `goodput run` against `url` with the given load flags, writing records
 /// (with per-event times) and results into the work directory.
-fn goodput_command(
+pub fn goodput_command(
     env: &BenchEnv,
     label: &str,
     url: &str,
@@ -482,16 +483,17 @@ fn goodput_command(
     Ok(ChildCommand {
         program: env.goodput.clone(),
         args,
+        env: Vec::new(),
     })
 }
 
-fn read_results(path: &Path) -> Option<serde_json::Value> {
+pub fn read_results(path: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
 }
 
 /// Lateness of every streamed token write against its deadline, ms.
-fn server_slip(log: &[RequestLog], config: &ServerConfig) -> Spread {
+pub fn server_slip(log: &[RequestLog], config: &ServerConfig) -> Spread {
     let slips: Vec<f64> = log
         .iter()
         .filter(|e| e.streamed)
@@ -501,7 +503,7 @@ fn server_slip(log: &[RequestLog], config: &ServerConfig) -> Spread {
 }
 
 /// Token events the server wrote (streamed answers only).
-fn content_tokens(log: &[RequestLog]) -> u64 {
+pub fn content_tokens(log: &[RequestLog]) -> u64 {
     log.iter()
         .filter(|e| e.streamed)
         .map(|e| e.token_ns.len() as u64)
@@ -509,7 +511,7 @@ fn content_tokens(log: &[RequestLog]) -> u64 {
 }
 
 /// goodput exits 0, or 1 when a gate failed (e.g. error rate): both ran.
-fn check_goodput_exit(usage: &ChildUsage) -> anyhow::Result<()> {
+pub fn check_goodput_exit(usage: &ChildUsage) -> anyhow::Result<()> {
     match usage.exit_code {
         Some(0) | Some(1) => Ok(()),
         code => anyhow::bail!(
@@ -586,7 +588,7 @@ fn note_accuracy(notes: &mut Vec<String>, accuracy: &Accuracy, label: &str, itl:
 }
 
 /// `kind × count, ...` for a note.
-fn kinds(counts: &[(String, usize)]) -> String {
+pub fn kinds(counts: &[(String, usize)]) -> String {
     counts
         .iter()
         .map(|(kind, n)| format!("{kind} × {n}"))

@@ -46,6 +46,9 @@ use crate::stats::Spread;
 pub struct ClientRecord {
     /// Integer request id, also the suffix of the `x-request-id` header.
     pub request_id: u64,
+    /// The shard that sent it, in a sharded run's merged records.
+    #[serde(default)]
+    pub shard: Option<u32>,
     /// Whether the request succeeded.
     pub ok: bool,
     /// `warmup` or `measure`.

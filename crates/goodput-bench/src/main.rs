@@ -18,8 +18,10 @@ mod http;
 mod hyper_client;
 mod join;
 mod machine;
+mod merge;
 mod report;
 mod server;
+mod shards;
 mod stats;
 
 use std::io::Write as _;
@@ -64,6 +66,14 @@ enum Command {
     Accuracy(StreamsArgs),
     /// Achieved request rate and schedule lag of goodput in open loop.
     OpenLoop(OpenLoopArgs),
+    /// One open-loop load sent by goodput as one process, then by N shard
+    /// processes (`--shards N`, the index in JOB_COMPLETION_INDEX): rate,
+    /// schedule lag, CPU and memory per shard, start skew, TTFT error of the
+    /// merged records against the server's log.
+    Shards(ShardsCmd),
+    /// `goodput merge` of synthetic part files (1,000,000 records over 4
+    /// shards): wall time, CPU, peak RSS, records/s.
+    Merge(MergeCmd),
     /// Everything with defaults: client-cost of the three clients at 256 and
     /// 1,024 streams (3 requests per stream, 200 tokens, each set of runs
     /// repeated), then
@@ -259,6 +269,22 @@ struct OpenLoopArgs {
     common: CommonArgs,
 }
 
+#[derive(Debug, Args)]
+struct ShardsCmd {
+    #[command(flatten)]
+    load: shards::ShardsArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+struct MergeCmd {
+    #[command(flatten)]
+    merge: merge::MergeArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
 fn main() {
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
@@ -318,6 +344,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let env = bench_env(&args.common)?;
             let run = experiments::open_loop(&env, args.rate, args.duration, args.tokens)?;
             print_report(&env, &[run]);
+            Ok(())
+        }
+        Command::Shards(args) => {
+            let env = bench_env(&args.common)?;
+            let runs = shards::run(&env, &args.load)?;
+            print!("{}{}", report::setup(&env), shards::report(&runs));
+            Ok(())
+        }
+        Command::Merge(args) => {
+            let env = bench_env(&args.common)?;
+            let runs = merge::run(&env, &args.merge)?;
+            print!("{}", merge::report(&runs));
             Ok(())
         }
         Command::All(AllArgs { repeat, common }) => {

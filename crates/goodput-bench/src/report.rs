@@ -8,7 +8,7 @@ use crate::join::Accuracy;
 use crate::stats::Spread;
 
 /// A number with `decimals` places, or `–` when not a number.
-fn num(value: f64, decimals: usize) -> String {
+pub fn num(value: f64, decimals: usize) -> String {
     if value.is_finite() {
         format!("{value:.decimals$}")
     } else {
@@ -16,12 +16,12 @@ fn num(value: f64, decimals: usize) -> String {
     }
 }
 
-fn opt(value: Option<f64>, decimals: usize) -> String {
+pub fn opt(value: Option<f64>, decimals: usize) -> String {
     num(value.unwrap_or(f64::NAN), decimals)
 }
 
 /// Thousands separators for counts.
-fn count(value: u64) -> String {
+pub fn count(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -33,11 +33,11 @@ fn count(value: u64) -> String {
     out
 }
 
-fn mib(kib: u64) -> String {
+pub fn mib(kib: u64) -> String {
     num(kib as f64 / 1024.0, 1)
 }
 
-fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(out, "|{}", " --- |".repeat(header.len()));
     for row in rows {
