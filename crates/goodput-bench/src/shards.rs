@@ -160,7 +160,27 @@ fn configuration(
         ]);
     }
     let load: Vec<&str> = load.iter().map(String::as_str).collect();
-    let base = exp::goodput_command(env, &label, &format!("http://{}", server.addr()), &load)?;
+    // Each shard its own files (`{shard}` in the paths): shard 0's hold the
+    // merged result and records, another shard's its own part and requests.
+    let (file_label, merged_label) = if processes > 1 {
+        for i in 0..processes {
+            for path in [
+                exp::records_path(env, &format!("{label}-{i}")),
+                exp::results_path(env, &format!("{label}-{i}")),
+            ] {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        (format!("{label}-{{shard}}"), format!("{label}-0"))
+    } else {
+        (label.clone(), label.clone())
+    };
+    let base = exp::goodput_command(
+        env,
+        &file_label,
+        &format!("http://{}", server.addr()),
+        &load,
+    )?;
     let commands: Vec<ChildCommand> = (0..processes)
         .map(|i| ChildCommand {
             env: if processes > 1 {
@@ -175,8 +195,8 @@ fn configuration(
     for usage in &measured.usages {
         exp::check_goodput_exit(usage)?;
     }
-    let records = join::read_records(&exp::records_path(env, &label))?;
-    let results = exp::read_results(&exp::results_path(env, &label));
+    let records = join::read_records(&exp::records_path(env, &merged_label))?;
+    let results = exp::read_results(&exp::results_path(env, &merged_label));
     let report = results
         .as_ref()
         .and_then(|r| r.get("shards"))
