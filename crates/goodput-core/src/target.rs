@@ -134,6 +134,7 @@ impl RunError {
     }
 }
 
+mod keep;
 mod probe;
 mod sharded;
 

@@ -334,11 +334,11 @@ async fn a_closed_loop_splits_its_concurrency_and_matches_the_servers_log() {
     );
 }
 
-/// A shard killed mid-run: the merged result names it, counts the
-/// requests its part of the plan leaves unaccounted (all of them: a shard
-/// sends its records to the coordinator when its run ends), and exits 6;
-/// the other shards' requests are all in. Its part file, written as its
-/// requests finished, gives `goodput merge` the ones it finished.
+/// A shard killed mid-run: the merged result names it, keeps the
+/// requests it finished (a shard sends its records to the coordinator as
+/// they finish), counts the rest of its part of the plan as unaccounted,
+/// and exits 6; the other shards' requests are all in. Its part file,
+/// written as its requests finished, gives `goodput merge` the same.
 #[test]
 fn a_killed_shard_is_named_and_its_requests_counted() {
     let sim = goodput_sim::SimServer::spawn(
@@ -399,7 +399,10 @@ fn a_killed_shard_is_named_and_its_requests_counted() {
         .iter()
         .map(|k| merged[k].as_u64().unwrap())
         .sum();
-    assert_eq!(unaccounted, 60);
+    assert!(
+        unaccounted < 60,
+        "its finished requests are in: {unaccounted} unaccounted"
+    );
     assert_eq!(counted + unaccounted, 240, "{merged:#}");
     let notes = merged["run"]["notes"].to_string();
     assert!(notes.contains("shard 2 of 4 is missing"), "{notes}");

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use super::keep::{self, Outlets, Upload};
 use super::{
     collector_for, process_cpu_s, stop_scrape, PreparedTarget, Ran, RunError, RunSpec, Started,
 };
@@ -23,7 +24,7 @@ use crate::metrics::RequestMetrics;
 use crate::record::RequestRecord;
 use crate::result::RunResult;
 use crate::shard::merge::{self, MergeInto, ShardPart};
-use crate::shard::part::{Part, PartEnd, PartHeader, PartLine, PartWriter};
+use crate::shard::part::{Part, PartEnd, PartHeader, PartWriter};
 use crate::shard::wire::PointOrder;
 use crate::shard::{Coordinator, Follower, ShardOf};
 
@@ -63,6 +64,8 @@ struct PartRun {
     end: PartEnd,
     /// Why the part file could not be written, if it could not.
     unwritten: Option<String>,
+    /// Whether the part reached the coordinator whole (another shard's).
+    uploaded: Result<(), String>,
 }
 
 impl PreparedTarget {
@@ -115,7 +118,17 @@ impl PreparedTarget {
         let scrape = self.start_scrape(spec, &progress);
         let files = self.part_files(s, spec, &order);
         let own = self
-            .run_part(&part_spec, nonce, control, progress, gate, files)
+            .run_part(
+                &part_spec,
+                nonce,
+                control,
+                progress,
+                gate,
+                Outlets {
+                    files,
+                    upload: None,
+                },
+            )
             .await;
         // The others are gathered even when this part failed: they must hear the point is over.
         let wait = spec.plan.drain_timeout + s.wait;
@@ -195,9 +208,15 @@ impl PreparedTarget {
             let f = follower.clone();
             Box::new(move || Box::pin(async move { f.lock().await.ready().await }))
         };
-        let files = self.part_files(s, &spec, &order);
+        let out = Outlets {
+            files: self.part_files(s, &spec, &order),
+            upload: Some(Upload::new(
+                follower.clone(),
+                self.part_header(&spec, &order, s.of),
+            )),
+        };
         let own = match self
-            .run_part(&part_spec, order.nonce, control, progress, gate, files)
+            .run_part(&part_spec, order.nonce, control, progress, gate, out)
             .await
         {
             Ok(p) => p,
@@ -207,13 +226,8 @@ impl PreparedTarget {
             }
         };
         let unwritten = own.unwritten.clone();
+        own.uploaded.clone().map_err(RunError::Shard)?;
         let part = own.into_part(self.part_header(&spec, &order, s.of));
-        follower
-            .lock()
-            .await
-            .send_part(part_lines(&part))
-            .await
-            .map_err(|e| RunError::Shard(e.to_string()))?;
         // Its own records file (`--records`): its requests, on its own clock.
         let line = LineContext {
             run_id: order.run_id.clone(),
@@ -242,46 +256,15 @@ impl PreparedTarget {
         control: &RunControl,
         progress: Arc<Progress>,
         gate: StartGate,
-        files: Vec<PartWriter>,
+        out: Outlets,
     ) -> Result<PartRun, RunError> {
         let wall = Instant::now();
         let cpu = process_cpu_s();
         self.begin(spec, control, nonce).await?;
         let source = self.start_source(spec, nonce)?;
-        let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
-        let mut files = files;
+        let (tx, rx) = mpsc::unbounded_channel::<Msg>();
         let shard = spec.plan.shard.map_or(0, |s| s.shard);
-        let keep = tokio::spawn(async move {
-            let (mut records, mut measure_start) = (Vec::new(), None::<u64>);
-            while let Some(first) = rx.recv().await {
-                let mut next = Some(first);
-                while let Some(msg) = next.take() {
-                    match msg {
-                        Msg::MeasureStart(t) => {
-                            for f in files.iter_mut() {
-                                f.line(&PartLine::MeasureStart(t));
-                            }
-                            measure_start = Some(measure_start.map_or(t, |m| m.min(t)))
-                        }
-                        Msg::Record(mut r) => {
-                            r.shard = shard;
-                            if !files.is_empty() {
-                                let line = PartLine::Record(r.clone());
-                                for f in files.iter_mut() {
-                                    f.line(&line);
-                                }
-                            }
-                            records.push(*r)
-                        }
-                    }
-                    next = rx.try_recv().ok();
-                }
-                for f in files.iter_mut() {
-                    f.flush();
-                }
-            }
-            (records, measure_start, files)
-        });
+        let keep = keep::spawn(rx, shard, out);
         let start = Arc::new(Mutex::new(None::<Instant>));
         let seen = start.clone();
         let gate: StartGate = Box::new(move || {
@@ -296,7 +279,7 @@ impl PreparedTarget {
         let exec = self
             .execute(spec, source, control, tx, progress, Some(gate))
             .await;
-        let (records, measure_start_ns, files) = keep
+        let kept = keep
             .await
             .map_err(|e| RunError::Internal(format!("keeping the shard's records: {e}")))?;
         let start_ns = start
@@ -310,15 +293,21 @@ impl PreparedTarget {
             cpu_s: process_cpu_s().zip(cpu).map(|(a, b)| a - b),
             wall_s: wall.elapsed().as_secs_f64(),
         };
-        let unwritten = files
+        let unwritten = kept
+            .files
             .into_iter()
             .filter_map(|f| f.finish(&end))
             .reduce(|a, b| format!("{a}; {b}"));
+        let uploaded = match kept.upload {
+            Some(u) => u.finish(end.clone()).await,
+            None => Ok(()),
+        };
         Ok(PartRun {
-            records,
-            measure_start_ns,
+            records: kept.records,
+            measure_start_ns: kept.measure_start_ns,
             end,
             unwritten,
+            uploaded,
         })
     }
 
@@ -363,18 +352,6 @@ impl PartRun {
             end: Some(self.end),
         }
     }
-}
-
-/// A part's lines, in the order they are written.
-fn part_lines(part: &Part) -> impl Iterator<Item = PartLine> + '_ {
-    let header = part.header.clone().map(|h| PartLine::Part(Box::new(h)));
-    let start = part.measure_start_ns.map(PartLine::MeasureStart);
-    let records = part
-        .records
-        .iter()
-        .map(|r| PartLine::Record(Box::new(r.clone())));
-    let end = part.end.clone().map(|e| PartLine::End(Box::new(e)));
-    header.into_iter().chain(start).chain(records).chain(end)
 }
 
 /// This shard's part of `spec`: its part of the plan, and no early end
