@@ -173,6 +173,10 @@ fn four_shards_are_one_run_of_the_same_plan() {
     let lines = read_records(&dir.join("records-0.jsonl"));
     assert_eq!(lines.len(), 168);
     assert!(lines.iter().all(|l| l["shard"].as_u64().unwrap() < 4));
+    // Shard 0's HTML report has the shards; another shard writes none.
+    let html = std::fs::read_to_string(dir.join("report-0.html")).unwrap();
+    assert!(html.contains("data-section=\"shards\""));
+    assert!(!dir.join("report-1.html").exists());
     // Another shard's --out is its part, its --records its own requests.
     let own = part_lines(&dir.join("result-3.json"));
     assert_eq!(own[0]["part"]["shard"]["shard"], 3);

@@ -74,6 +74,8 @@ pub fn sharded(args: &[&str], shards: u32, port: u16, dir: &Path) -> Vec<String>
         dir.join("result-{shard}.json").to_str().unwrap(),
         "--records",
         dir.join("records-{shard}.jsonl").to_str().unwrap(),
+        "--html",
+        dir.join("report-{shard}.html").to_str().unwrap(),
     ]));
     v
 }

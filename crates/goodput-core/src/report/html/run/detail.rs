@@ -37,10 +37,57 @@ pub(super) fn detail(source: Source, r: &RunResult, several: bool) -> String {
     if m.failed > 0 || !m.errors.by_kind.is_empty() {
         out.push_str(&errors_by_kind(m));
     }
+    if let Some(s) = &r.shards {
+        out.push_str(&shards(s));
+    }
     out.push_str(&notes(r));
     out.push_str(&workload(r));
     out.push_str(&config_block("Full configuration (JSON)", &r.config));
     out.push_str("</section>\n");
+    out
+}
+
+/// A sharded run's shards: a row each (its sent requests, start, lag, CPU,
+/// clock), the missing ones in words.
+fn shards(s: &crate::shard::merge::ShardsReport) -> String {
+    let mut out = String::from("<div data-section=\"shards\">\n<h4>Shards</h4>\n");
+    let whole = s.parts.iter().filter(|p| p.whole).count();
+    out.push_str(&format!(
+        "<p>{whole} of {} shards merged{}</p>\n",
+        s.shards,
+        s.start_skew_ms
+            .map(|k| format!(" · they started sending within {} ms of each other", num(k)))
+            .unwrap_or_default()
+    ));
+    out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr><th>Shard</th><th>Sent</th><th>Started (ms)</th><th>Schedule lag p50 / p99 (ms)</th><th>CPU (cores)</th><th>Clock ± (ms)</th></tr></thead>\n<tbody>\n");
+    let or_dash = |x: Option<f64>| x.map_or("–".to_string(), num);
+    for p in &s.parts {
+        out.push_str(&format!(
+            "<tr><td>{}{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{} / {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+            p.shard,
+            if p.whole { "" } else { " (cut short)" },
+            p.sent_measured,
+            or_dash(p.start_ms),
+            or_dash(p.schedule_lag_p50_ms),
+            or_dash(p.schedule_lag_p99_ms),
+            or_dash(p.cpu_cores),
+            num(p.clock_rtt_ns as f64 / 2e6)
+        ));
+    }
+    out.push_str("</tbody></table></div>\n");
+    if !s.lost.is_empty() {
+        out.push_str("<ul class=\"plain\">\n");
+        for l in &s.lost {
+            out.push_str(&format!(
+                "<li>{} shard {}: {}</li>\n",
+                badge("fail", "missing"),
+                l.shard,
+                escape(&l.why)
+            ));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</div>\n");
     out
 }
 
