@@ -139,12 +139,8 @@ pub async fn join(place: &Place, session: &mut Session) -> Result<(), Exit> {
 }
 
 async fn connect(place: &Place, clock: goodput_core::clock::RunClock) -> Result<Role, Exit> {
-    let shard_error = |e: ShardError| match e {
-        ShardError::NeverRegistered { .. } | ShardError::Unreachable { .. } => {
-            Exit(Code::ShardMissing, anyhow::Error::new(e))
-        }
-        e => Exit(Code::ShardMissing, anyhow::Error::new(e)),
-    };
+    // Every way of not getting one's place is a shard missing from the run.
+    let shard_error = |e: ShardError| Exit(Code::ShardMissing, anyhow::Error::new(e));
     if place.coordinates() {
         let addr = listen_address(&place.coordinator).map_err(usage)?;
         let listener = tokio::net::TcpListener::bind(addr)

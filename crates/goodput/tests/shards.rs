@@ -60,15 +60,7 @@ const SIM_ARGS: [&str; 12] = [
 /// `goodput merge` of the part files gives the same figures.
 #[test]
 fn four_shards_are_one_run_of_the_same_plan() {
-    let sim = goodput_sim::SimServer::spawn(
-        goodput_sim::SimConfig {
-            time_scale: 0.25,
-            ..Default::default()
-        },
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .unwrap();
-    let url = format!("http://{}", sim.local_addr());
+    let (_sim, url) = simulator(0.25);
     let mut args = SIM_ARGS.to_vec();
     args.extend(["7", "--url", &url]);
     // One process, same seed.
@@ -345,15 +337,7 @@ async fn a_closed_loop_splits_its_concurrency_and_matches_the_servers_log() {
 /// written as its requests finished, gives `goodput merge` the same.
 #[test]
 fn a_killed_shard_is_named_and_its_requests_counted() {
-    let sim = goodput_sim::SimServer::spawn(
-        goodput_sim::SimConfig {
-            time_scale: 0.25,
-            ..Default::default()
-        },
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .unwrap();
-    let url = format!("http://{}", sim.local_addr());
+    let (_sim, url) = simulator(0.25);
     let dir = tmp("x").parent().unwrap().to_path_buf();
     let args = sharded(
         &[
@@ -447,12 +431,7 @@ fn a_killed_shard_is_named_and_its_requests_counted() {
 /// --coordinator-timeout, then exits 6 naming it; nothing is sent.
 #[test]
 fn a_shard_that_never_registers_is_named_by_the_coordinator() {
-    let sim = goodput_sim::SimServer::spawn(
-        goodput_sim::SimConfig::default(),
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .unwrap();
-    let url = format!("http://{}", sim.local_addr());
+    let (_sim, url) = simulator(1.0);
     let dir = tmp("x").parent().unwrap().to_path_buf();
     let args = sharded(
         &[

@@ -17,12 +17,7 @@ use serde_json::Value;
 /// edge for an interval; where both have one, they overlap).
 #[test]
 fn a_goodput_search_across_four_shards_finds_one_processs_goodput() {
-    let sim = goodput_sim::SimServer::spawn(
-        goodput_sim::SimConfig::default(),
-        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-    )
-    .unwrap();
-    let url = format!("http://{}", sim.local_addr());
+    let (_sim, url) = simulator(1.0);
     let args = [
         "sweep",
         "--url",

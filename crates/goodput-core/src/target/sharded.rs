@@ -116,7 +116,8 @@ impl PreparedTarget {
         };
         let connections_before = self.client.connection_stats();
         let scrape = self.start_scrape(spec, &progress);
-        let files = self.part_files(s, spec, &order);
+        let header = self.part_header(spec, &order, s.of);
+        let files = part_files(s, &header);
         let own = self
             .run_part(
                 &part_spec,
@@ -140,7 +141,7 @@ impl PreparedTarget {
         let own = own?;
         let server_metrics = stop_scrape(scrape).await;
         let unwritten = own.unwritten.clone();
-        let own = own.into_part(self.part_header(spec, &order, s.of));
+        let own = own.into_part(header);
         let mut parts = vec![ShardPart {
             shard: 0,
             part: own,
@@ -208,12 +209,10 @@ impl PreparedTarget {
             let f = follower.clone();
             Box::new(move || Box::pin(async move { f.lock().await.ready().await }))
         };
+        let header = self.part_header(&spec, &order, s.of);
         let out = Outlets {
-            files: self.part_files(s, &spec, &order),
-            upload: Some(Upload::new(
-                follower.clone(),
-                self.part_header(&spec, &order, s.of),
-            )),
+            files: part_files(s, &header),
+            upload: Some(Upload::new(follower.clone(), header.clone())),
         };
         let own = match self
             .run_part(&part_spec, order.nonce, control, progress, gate, out)
@@ -227,7 +226,7 @@ impl PreparedTarget {
         };
         let unwritten = own.unwritten.clone();
         own.uploaded.clone().map_err(RunError::Shard)?;
-        let part = own.into_part(self.part_header(&spec, &order, s.of));
+        let part = own.into_part(header);
         // Its own records file (`--records`): its requests, on its own clock.
         let line = LineContext {
             run_id: order.run_id.clone(),
@@ -331,16 +330,15 @@ impl PreparedTarget {
             started_at: crate::result::now_rfc3339(),
         }
     }
+}
 
-    /// This shard's part files for `order`'s run, opened (appending) with
-    /// the part's header written.
-    fn part_files(&self, s: &Sharding, spec: &RunSpec, order: &PointOrder) -> Vec<PartWriter> {
-        let header = self.part_header(spec, order, s.of);
-        s.part_files
-            .iter()
-            .map(|p| PartWriter::open(p, &header))
-            .collect()
-    }
+/// This shard's part files for a run, opened (appending) with its
+/// `header` written.
+fn part_files(s: &Sharding, header: &PartHeader) -> Vec<PartWriter> {
+    s.part_files
+        .iter()
+        .map(|p| PartWriter::open(p, header))
+        .collect()
 }
 
 impl PartRun {

@@ -127,3 +127,18 @@ pub fn run_shards_ok(args: &[String], shards: u32, dir: &Path) {
         assert_eq!(*code, 0, "shard {i}:\n{log}");
     }
 }
+
+/// The built-in simulator on a loopback port, `time_scale` times real
+/// time, and its URL: the one server every shard of a test loads.
+pub fn simulator(time_scale: f64) -> (goodput_sim::SimServer, String) {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig {
+            time_scale,
+            ..Default::default()
+        },
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    (sim, url)
+}
