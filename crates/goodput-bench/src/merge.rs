@@ -406,6 +406,7 @@ fn header(args: &MergeArgs, tokenizer: &str, shard: u32) -> PartHeader {
         percentiles: percentiles.clone(),
         slo: None,
         cache_bust: true,
+        mix: None,
     };
     // What `RunPlan::for_shard` makes of an open loop without warm-up.
     let of = ShardOf {

@@ -152,6 +152,7 @@ fn cases<'a>(
                         dataset: Arc::new(load_dataset(data, &opts, tok).unwrap()),
                         output_override: None,
                     },
+                    mix: None,
                 }
             }),
         ),
@@ -165,6 +166,7 @@ fn cases<'a>(
                     block_tokens: 512,
                     output_override: None,
                 },
+                mix: None,
             }),
         ),
     ]

@@ -67,6 +67,10 @@ pub struct RunConfig {
     /// Always `true`; whether prompts were salted is the workload's
     /// `cache_bust`.
     pub cache_bust: bool,
+    /// The models and priority classes requests were sent as (`--model
+    /// a:0.5,b:0.5`, `--priority-mix`); absent for one model without classes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mix: Option<crate::workload::mixes::RequestMix>,
 }
 
 impl RunConfig {
@@ -105,6 +109,7 @@ impl RunConfig {
             percentiles,
             slo,
             cache_bust: true,
+            mix: workload.mix.as_deref().cloned(),
         }
     }
 
@@ -295,6 +300,7 @@ pub(crate) mod tests {
             percentiles,
             slo: None,
             cache_bust: true,
+            mix: None,
         }
     }
 

@@ -298,6 +298,13 @@ pub struct RequestRecord {
     pub max_tokens: Option<u32>,
     /// Whether the response was streamed.
     pub streamed: bool,
+    /// The model (or LoRA adapter) it was sent to, when the run mixes
+    /// models; `None` in a run of one model.
+    #[serde(default)]
+    pub model: Option<std::sync::Arc<str>>,
+    /// Its priority class (`--priority-mix`), when the run has classes.
+    #[serde(default)]
+    pub class: Option<std::sync::Arc<str>>,
 }
 
 impl RequestRecord {

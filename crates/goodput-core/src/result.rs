@@ -96,6 +96,7 @@ impl RunResult {
         o.insert("saturation".into(), json!(m.saturation));
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
+        o.insert("groups".into(), json!(m.groups));
         // What the workload was asked to be (from `config`), and what was sent.
         let mut workload = match &self.config.workload {
             Some(w) => json!(w),
@@ -268,6 +269,7 @@ impl RunResult {
             slo: field(doc, "slo")?,
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
+            groups: field::<Option<_>>(doc, "groups")?,
         };
         let config: RunConfig = field(doc, "config")?;
         Ok(RunResult {

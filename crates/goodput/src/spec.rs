@@ -14,6 +14,7 @@ use goodput_core::slo::Slo;
 use goodput_core::sweep::{SweepMode, SweepSpec};
 use goodput_core::target::{RunSpec, ServerMetricsChoice, TargetOptions};
 use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
+use goodput_core::workload::mixes::{parse_models, RequestMix};
 use goodput_core::workload::trace::load_trace;
 use goodput_core::workload::{
     PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
@@ -88,7 +89,8 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
         (Some(_), n) => n,
         _ => num_prompts(bounds),
     };
-    let spec = workload_spec(workload, bounds.seed, num_prompts)?;
+    let mut spec = workload_spec(workload, bounds.seed, num_prompts)?;
+    spec.mix = request_mix(&flags.target);
     if let Some(rate) = spec.trace_rate() {
         load = Load::Open {
             rate,
@@ -118,6 +120,29 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
         keep_outputs: false,
         schedule_control: None,
     })
+}
+
+/// The models and classes of `--model a,b` and `--priority-mix`; `None`
+/// for one model without classes.
+fn request_mix(target: &TargetArgs) -> Option<Arc<RequestMix>> {
+    let mix = RequestMix {
+        models: target
+            .model
+            .as_deref()
+            .and_then(|m| parse_models(m).ok()?.err()),
+        classes: target.priority_mix.clone(),
+    };
+    (!mix.is_empty()).then(|| Arc::new(mix))
+}
+
+/// The model a single-model request (discovery, the probe) names: the one
+/// given, or the first of a mix.
+pub fn first_model(model: &str) -> String {
+    match parse_models(model) {
+        Ok(Err(mix)) => mix.first().to_string(),
+        Ok(Ok(one)) => one,
+        Err(_) => model.to_string(),
+    }
 }
 
 /// A sweep's spec from its flags: which points (`--search`, `--rates`,
@@ -236,7 +261,11 @@ fn workload_spec(
     } else {
         SourceSpec::Synthetic
     };
-    Ok(WorkloadSpec { synthetic, source })
+    Ok(WorkloadSpec {
+        synthetic,
+        source,
+        mix: None,
+    })
 }
 
 /// The target's options from the target and workload flags, for the server
@@ -269,7 +298,8 @@ pub fn target_options(
                 client_auth: target.client_cert.clone().zip(target.client_key.clone()),
             },
         },
-        model,
+        // A mix's first model is the one discovery and the probe name.
+        model: model.as_deref().map(first_model),
         stream: !target.no_stream,
         pin_output: !workload.no_pin_output,
         temperature: target.temperature,

@@ -565,12 +565,18 @@ impl Client {
         rec: &mut RequestRecord,
     ) -> Result<(), RequestError> {
         let clock = self.inner.clock;
-        let bytes = self.render(
+        let mut bytes = self.render(
             "POST",
             &self.inner.endpoint_path,
             &req.body,
             &req.id.to_string(),
         );
+        if let Some(line) = &req.header_line {
+            // A priority class's header (`--priority-mix …:header=`), after
+            // the request line.
+            let at = bytes.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+            bytes.splice(at..at, line.bytes());
+        }
         let pooled = self.checkout_pooled();
         let reused = pooled.is_some();
         let conn = match pooled {

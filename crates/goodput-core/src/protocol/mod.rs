@@ -136,6 +136,12 @@ pub struct PreparedRequest {
     pub reference: Option<std::sync::Arc<str>>,
     /// Set for a turn of a multi-turn session.
     pub session: Option<Box<SessionTurn>>,
+    /// The model its body names, when the run mixes models (`--model a,b`).
+    pub model: Option<std::sync::Arc<str>>,
+    /// Its priority class, when the run mixes classes (`--priority-mix`).
+    pub class: Option<std::sync::Arc<str>>,
+    /// A header its class is sent with, rendered `Name: value\r\n`.
+    pub header_line: Option<std::sync::Arc<str>>,
 }
 
 impl PreparedRequest {
@@ -155,6 +161,8 @@ impl PreparedRequest {
             reference: self.reference.clone(),
             max_tokens: self.max_tokens,
             streamed: self.stream,
+            model: self.model.clone(),
+            class: self.class.clone(),
             ..Default::default()
         }
     }

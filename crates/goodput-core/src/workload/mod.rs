@@ -13,6 +13,7 @@
 
 pub mod dataset;
 pub mod files;
+pub mod mixes;
 pub mod prefetch;
 pub mod prompt;
 pub mod replay;
@@ -38,6 +39,9 @@ pub use synthetic::{GroupChoice, PrefixSpec, SessionShape, SyntheticSource, Synt
 pub struct WorkloadSpec {
     pub synthetic: SyntheticSpec,
     pub source: SourceSpec,
+    /// The models and priority classes requests are sent as ([`mixes`]);
+    /// `None` sends every request to the one model, without a class.
+    pub mix: Option<Arc<mixes::RequestMix>>,
 }
 
 /// Where prompts come from.
@@ -65,12 +69,32 @@ impl WorkloadSpec {
         WorkloadSpec {
             synthetic: spec,
             source: SourceSpec::Synthetic,
+            mix: None,
         }
     }
 
     /// A fresh source for one run; `nonce` differs per run (salts,
     /// prefixes); `warmup`: the warm-up requests the run sends first.
     pub fn source(
+        &self,
+        params: &RequestParams,
+        tokenizer: &Tokenizer,
+        nonce: u64,
+        warmup: u64,
+    ) -> Box<dyn RequestSource> {
+        let source = self.unmixed_source(params, tokenizer, nonce, warmup);
+        match &self.mix {
+            Some(mix) if !mix.is_empty() => Box::new(mixes::MixSource::new(
+                source,
+                mix.clone(),
+                self.synthetic.seed,
+            )),
+            _ => source,
+        }
+    }
+
+    /// The workload's own requests, every one to `params.model`.
+    fn unmixed_source(
         &self,
         params: &RequestParams,
         tokenizer: &Tokenizer,

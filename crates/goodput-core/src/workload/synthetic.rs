@@ -338,6 +338,7 @@ impl FollowUps for Builder {
                 turns: turn.turns,
                 history,
             })),
+            ..Default::default()
         };
         Some((request, think))
     }

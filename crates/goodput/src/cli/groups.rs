@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::parse::{
-    arrival, at_least_one, burstiness, duration, header, listen_addr, pem_certs, pem_key,
-    percentiles, positive, positive_duration, rate, server_metrics_url, share, sim_preset,
+    arrival, at_least_one, burstiness, duration, header, listen_addr, model_list, pem_certs,
+    pem_key, percentiles, positive, positive_duration, rate, server_metrics_url, share, sim_preset,
     slo_terms, speed, temperature, threshold, token_range, tokenizer, url, warmup, Percentiles,
     SimPreset,
 };
@@ -22,9 +22,20 @@ pub struct TargetArgs {
     /// API to call: chat (/v1/chat/completions) or completions (/v1/completions).
     #[arg(long, default_value = "chat", help_heading = "Target")]
     pub endpoint: goodput_core::protocol::Endpoint,
-    /// Model name to send [default: the first model /v1/models lists].
-    #[arg(long, help_heading = "Target")]
+    /// Model name to send [default: the first model /v1/models lists]; or a mix of models or
+    /// LoRA adapters: weighted, base:0.5,adapter-a:0.3,adapter-b:0.2 (drawn per request from
+    /// --seed), or a plain list a,b,c (taken in turn). Figures per model in the result.
+    #[arg(long, value_parser = model_list, help_heading = "Target")]
     pub model: Option<String>,
+    /// Classes of requests with their share and how each is sent: priority=P puts "priority": P
+    /// in the body (vLLM, SGLang; lower is served first), header=NAME:VALUE sends a header.
+    /// E.g. 'interactive:0.2:priority=0,batch:0.8:priority=10'. Figures and SLO verdicts per class.
+    #[arg(
+        long,
+        value_name = "NAME:SHARE:priority=P,...",
+        help_heading = "Target"
+    )]
+    pub priority_mix: Option<goodput_core::workload::mixes::PriorityMix>,
     /// Environment variable holding the API key, sent as a Bearer token (never printed or written).
     #[arg(long, default_value = "OPENAI_API_KEY", help_heading = "Target")]
     pub api_key_env: String,

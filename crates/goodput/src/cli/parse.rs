@@ -256,6 +256,12 @@ pub(super) fn header(s: &str) -> Result<String, String> {
     }
 }
 
+/// `--model`: one name, or a list of models (checked here; split by
+/// [`goodput_core::workload::mixes::parse_models`] where the run is built).
+pub(super) fn model_list(s: &str) -> Result<String, String> {
+    goodput_core::workload::mixes::parse_models(s).map(|_| s.to_string())
+}
+
 /// `--arrival` (run and sweep): poisson, constant or gamma:SHAPE.
 pub(super) fn arrival(s: &str) -> Result<goodput_core::schedule::Arrival, String> {
     s.parse()

@@ -24,6 +24,7 @@
 
 mod early_stop;
 mod goodput;
+mod groups;
 mod latency;
 mod outcomes;
 mod outputs;
@@ -56,6 +57,7 @@ use ttft_trend::TtftTrend;
 use window::{SendWindow, WindowFigures};
 
 pub use early_stop::EarlyStop;
+pub use groups::{GroupFigures, GroupSlo, Groups, GROUPINGS, GROUP_METRICS};
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
@@ -79,6 +81,8 @@ pub struct Collector {
     early: Option<EarlyStop>,
     /// Send times and judged values for the schedule adjustment ([`super::control`]).
     control: Option<ControlTrace>,
+    /// The same figures per model and per priority class ([`groups`]).
+    groups: groups::GroupCollectors,
 }
 
 impl Collector {
@@ -87,6 +91,7 @@ impl Collector {
     pub fn new(thresholds: Vec<Threshold>, open_loop: bool) -> Self {
         Collector {
             open_loop,
+            groups: groups::GroupCollectors::new(thresholds.clone(), open_loop),
             goodput: Goodput::new(thresholds),
             ..Default::default()
         }
@@ -145,6 +150,7 @@ impl Collector {
     /// The measured phase starts at `t_sched_ns`: the time series' origin.
     pub fn measure_start(&mut self, t_sched_ns: u64) {
         self.buckets.measure_start(t_sched_ns);
+        self.groups.measure_start(t_sched_ns);
     }
 
     /// Add one request (warm-up requests are ignored, but for the schedule
@@ -156,6 +162,7 @@ impl Collector {
         if rec.warmup {
             return;
         }
+        self.groups.add(rec, m);
         let outcome = Outcome::of(rec);
         self.outcomes.add(rec, &outcome);
         self.window.add(rec, m, &outcome);
@@ -197,6 +204,13 @@ impl Collector {
         let distributions = self.latency.finish(percentiles, seed);
         let in_flight = self.buckets.in_flight();
         let saturation = self.saturation(&distributions, &window, &in_flight);
+        let groups = self.groups.summarize(
+            percentiles,
+            ramp_end_ns,
+            seed,
+            slo,
+            self.outcomes.done() + self.outcomes.incomplete(),
+        );
         let slo = slo.map(|slo| {
             self.goodput.judge(
                 slo,
@@ -237,6 +251,7 @@ impl Collector {
             slo,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
+            groups,
         }
     }
 
@@ -427,6 +442,9 @@ pub struct RunMetrics {
     pub schedule_control: Option<ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
+    /// The figures per model and per priority class, for a run that mixes
+    /// them (`--model a,b`, `--priority-mix`).
+    pub groups: Option<Groups>,
 }
 
 impl RunMetrics {
