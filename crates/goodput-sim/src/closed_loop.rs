@@ -97,6 +97,7 @@ pub fn simulate_closed_loop(
                 prompt_tokens,
                 block_hashes: block_hashes(&prompt.prompt_token_ids),
                 output_tokens,
+                ..Default::default()
             };
             if let Err(e) = engine.add(req, reaches_s) {
                 outcomes[i].rejected = Some(e);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use rand::SeedableRng;
 use serde::Deserialize;
 
-use crate::engine::{Engine, EngineLimits};
+use crate::engine::{Engine, EngineLimits, LoraLimits, SchedulingPolicy};
 use crate::error::SimError;
 use crate::faults::{FaultConfig, FaultSpec};
 use crate::kv::BLOCK_SIZE;
@@ -77,6 +77,25 @@ pub struct SimConfig {
     /// queue (HTTP, tokenization), ms: a calibrated profile's measured
     /// server-side latency.
     pub request_latency_ms: f64,
+    /// How the engine orders waiting requests (vLLM's `--scheduling-policy`).
+    pub scheduling_policy: SchedulingPolicy,
+    /// LoRA adapters served beside the base model ([`LoraConfig`]).
+    pub lora: LoraConfig,
+}
+
+/// LoRA adapters, as vLLM's `--lora-modules`, `--max-loras` and
+/// `--max-cpu-loras` set them (the engine's rules: [`crate::engine`]'s
+/// `mixes` module).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoraConfig {
+    /// Adapter names served (listed on `/v1/models`, addressed by `model`).
+    pub modules: Vec<String>,
+    /// Most distinct adapters in one batch [default: 1, as vLLM's].
+    pub max_loras: Option<usize>,
+    /// Adapters kept loaded [default: `max_loras`].
+    pub max_cpu_loras: Option<usize>,
+    /// Time a step spends loading an adapter that is not loaded, ms [default: 0].
+    pub load_ms: f64,
 }
 
 impl Default for SimConfig {
@@ -101,6 +120,8 @@ impl Default for SimConfig {
             engine_priority: PriorityRequest::Auto,
             step: None,
             request_latency_ms: 0.0,
+            scheduling_policy: SchedulingPolicy::Fcfs,
+            lora: LoraConfig::default(),
         }
     }
 }
@@ -242,6 +263,7 @@ impl SimConfig {
                 format!("{} must be a number >= 0", self.request_latency_ms),
             ));
         }
+        self.validate_lora()?;
         if self.server_threads == 0 {
             return Err(SimError::invalid("server_threads", "must be at least 1"));
         }
@@ -267,6 +289,46 @@ impl SimConfig {
         Ok(())
     }
 
+    fn validate_lora(&self) -> Result<(), SimError> {
+        let l = &self.lora;
+        if !(l.load_ms.is_finite() && l.load_ms >= 0.0) {
+            return Err(SimError::invalid(
+                "lora_load_ms",
+                format!("{} must be a number >= 0", l.load_ms),
+            ));
+        }
+        if l.max_loras == Some(0) || l.max_cpu_loras == Some(0) {
+            return Err(SimError::invalid(
+                "max_loras",
+                "max_loras and max_cpu_loras must be at least 1",
+            ));
+        }
+        if let Some(m) = l
+            .modules
+            .iter()
+            .find(|m| m.is_empty() || **m == self.model_name())
+        {
+            return Err(SimError::invalid(
+                "lora_modules",
+                format!("'{m}' must be a non-empty name other than the base model's"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The LoRA limits the engine enforces; none without adapters.
+    fn lora_limits(&self) -> LoraLimits {
+        let l = &self.lora;
+        if l.modules.is_empty() {
+            return LoraLimits::default();
+        }
+        LoraLimits {
+            max_loras: Some(l.max_loras.unwrap_or(1)),
+            max_cpu_loras: l.max_cpu_loras,
+            load_s: l.load_ms / 1e3 * self.time_scale,
+        }
+    }
+
     /// A fresh engine for this configuration.
     pub fn build_engine(&self) -> Result<Engine, SimError> {
         self.validate()?;
@@ -276,6 +338,8 @@ impl SimConfig {
             max_model_len: self.effective_max_model_len()?,
             num_blocks: self.num_kv_blocks()?,
             enable_prefix_caching: self.enable_prefix_caching,
+            scheduling_policy: self.scheduling_policy,
+            lora: self.lora_limits(),
         };
         Ok(Engine::new(limits, self.roofline()))
     }
@@ -346,6 +410,11 @@ struct ConfigFile {
     faults: Option<FaultConfig>,
     step: Option<StepModel>,
     request_latency_ms: Option<f64>,
+    scheduling_policy: Option<SchedulingPolicy>,
+    lora_modules: Option<Vec<String>>,
+    max_loras: Option<usize>,
+    max_cpu_loras: Option<usize>,
+    lora_load_ms: Option<f64>,
     /// What `goodput calibrate` measured (read by `goodput predict`; the
     /// simulator ignores it).
     calibration: Option<toml::Value>,
@@ -379,6 +448,11 @@ impl ConfigFile {
         set(&mut c.faults, self.faults);
         c.step = self.step.or(c.step);
         set(&mut c.request_latency_ms, self.request_latency_ms);
+        set(&mut c.scheduling_policy, self.scheduling_policy);
+        set(&mut c.lora.modules, self.lora_modules);
+        c.lora.max_loras = self.max_loras.or(c.lora.max_loras);
+        c.lora.max_cpu_loras = self.max_cpu_loras.or(c.lora.max_cpu_loras);
+        set(&mut c.lora.load_ms, self.lora_load_ms);
         Ok(())
     }
 }
@@ -484,6 +558,23 @@ pub struct SimArgs {
     /// How long injected slow headers are held back, e.g. 2s [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_secs)]
     pub fault_slow_headers_delay: Option<f64>,
+    /// Order of waiting requests: fcfs, or priority (by the request's "priority", lower
+    /// first; the worst is preempted first) [default: fcfs].
+    #[arg(long, value_name = "POLICY")]
+    pub scheduling_policy: Option<SchedulingPolicy>,
+    /// LoRA adapters served beside the base model, by name (comma-separated); a request
+    /// names one in "model".
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub lora_modules: Option<Vec<String>>,
+    /// Most distinct LoRA adapters in one batch [default: 1].
+    #[arg(long, value_name = "N")]
+    pub max_loras: Option<usize>,
+    /// LoRA adapters kept loaded; using another loads it [default: --max-loras].
+    #[arg(long, value_name = "N")]
+    pub max_cpu_loras: Option<usize>,
+    /// Time a step spends loading a LoRA adapter that is not loaded, ms [default: 0].
+    #[arg(long, value_name = "MS")]
+    pub lora_load_ms: Option<f64>,
 }
 
 impl Default for SimArgs {
@@ -518,6 +609,11 @@ impl Default for SimArgs {
             fault_malformed: None,
             fault_slow_headers: None,
             fault_slow_headers_delay: None,
+            scheduling_policy: None,
+            lora_modules: None,
+            max_loras: None,
+            max_cpu_loras: None,
+            lora_load_ms: None,
         }
     }
 }
@@ -576,6 +672,11 @@ impl SimArgs {
         set(&mut f.malformed, self.fault_malformed);
         set(&mut f.slow_headers, self.fault_slow_headers);
         set(&mut f.slow_headers_s, self.fault_slow_headers_delay);
+        set(&mut c.scheduling_policy, self.scheduling_policy);
+        set(&mut c.lora.modules, self.lora_modules.clone());
+        c.lora.max_loras = self.max_loras.or(c.lora.max_loras);
+        c.lora.max_cpu_loras = self.max_cpu_loras.or(c.lora.max_cpu_loras);
+        set(&mut c.lora.load_ms, self.lora_load_ms);
         c.validate()?;
         Ok(c)
     }

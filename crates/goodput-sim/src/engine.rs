@@ -16,6 +16,9 @@
 
 use std::collections::VecDeque;
 
+mod mixes;
+pub use mixes::{LoraLimits, SchedulingPolicy};
+
 use crate::kv::{blocks_for, BlockId, BlockPool, IntMap, BLOCK_SIZE};
 use crate::roofline::{BatchShape, Roofline, StepTime};
 
@@ -23,7 +26,7 @@ use crate::roofline::{BatchShape, Roofline, StepTime};
 pub type RequestId = u64;
 
 /// A request as the engine sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineRequest {
     pub id: RequestId,
     /// Prompt length, tokens.
@@ -33,6 +36,11 @@ pub struct EngineRequest {
     pub block_hashes: Vec<u64>,
     /// Tokens to generate (at least 1).
     pub output_tokens: usize,
+    /// Lower is served first under the priority policy (vLLM's `priority`).
+    pub priority: i64,
+    /// The LoRA adapter it runs with (an index among the served adapters);
+    /// `None`: the base model.
+    pub adapter: Option<u32>,
 }
 
 /// Scheduler limits.
@@ -43,6 +51,10 @@ pub struct EngineLimits {
     pub max_model_len: usize,
     pub num_blocks: usize,
     pub enable_prefix_caching: bool,
+    /// How the waiting queue is ordered ([`mixes`]).
+    pub scheduling_policy: SchedulingPolicy,
+    /// LoRA adapters per batch, resident slots and load time ([`mixes`]).
+    pub lora: LoraLimits,
 }
 
 /// Why the engine refused a request.
@@ -151,6 +163,8 @@ pub struct EngineCounters {
     pub generation_tokens: u64,
     pub finished: u64,
     pub aborted: u64,
+    /// LoRA adapters loaded because they were not resident.
+    pub lora_loads: u64,
 }
 
 #[derive(Debug)]
@@ -183,6 +197,8 @@ pub struct Engine {
     running: Vec<RequestId>,
     counters: EngineCounters,
     scheduled: Vec<(RequestId, usize)>,
+    /// The LoRA adapters kept loaded ([`mixes`]).
+    resident: mixes::Resident,
 }
 
 impl Engine {
@@ -196,6 +212,7 @@ impl Engine {
             running: Vec::new(),
             counters: EngineCounters::default(),
             scheduled: Vec::new(),
+            resident: mixes::Resident::default(),
         }
     }
 
@@ -275,8 +292,58 @@ impl Engine {
                 last_token_s: now_s,
             },
         );
-        self.waiting.push_back(id);
+        self.enqueue(id, false);
         Ok(())
+    }
+
+    /// (priority, arrival) of a known request.
+    fn rank_of(&self, id: RequestId) -> (i64, f64) {
+        self.seqs
+            .get(&id)
+            .map_or((i64::MAX, f64::MAX), |s| (s.req.priority, s.arrival_s))
+    }
+
+    /// Where `id` goes in `queue` under the priority policy: after every
+    /// request of lower or equal (priority, arrival).
+    fn ranked_position<'a>(
+        &self,
+        id: RequestId,
+        queue: impl Iterator<Item = &'a RequestId>,
+    ) -> usize {
+        let key = self.rank_of(id);
+        let mut n = 0;
+        for &other in queue {
+            if mixes::rank(self.rank_of(other), key) == std::cmp::Ordering::Greater {
+                return n;
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// Put `id` in the waiting queue: at its end (a preempted request at its
+    /// front) first come first served, by rank under the priority policy.
+    fn enqueue(&mut self, id: RequestId, preempted: bool) {
+        match self.limits.scheduling_policy {
+            SchedulingPolicy::Fcfs if preempted => self.waiting.push_front(id),
+            SchedulingPolicy::Fcfs => self.waiting.push_back(id),
+            SchedulingPolicy::Priority => {
+                let at = self.ranked_position(id, self.waiting.iter());
+                self.waiting.insert(at, id);
+            }
+        }
+    }
+
+    /// Put an admitted `id` in the running list: last, or by rank under the
+    /// priority policy (so that the last is always the one to preempt).
+    fn run(&mut self, id: RequestId) {
+        match self.limits.scheduling_policy {
+            SchedulingPolicy::Fcfs => self.running.push(id),
+            SchedulingPolicy::Priority => {
+                let at = self.ranked_position(id, self.running.iter());
+                self.running.insert(at, id);
+            }
+        }
     }
 
     /// Drop a request (its client went away). Returns whether it was known.
@@ -303,7 +370,7 @@ impl Engine {
             seq.preemptions += 1;
             self.counters.preemptions += 1;
         }
-        self.waiting.push_front(id);
+        self.enqueue(id, true);
     }
 
     /// Schedule the running sequences; returns how many were preempted.
@@ -325,7 +392,8 @@ impl Engine {
                     }
                     continue;
                 }
-                // No free block: preempt the newest running sequence.
+                // No free block: preempt the newest running sequence (the
+                // worst ranked under the priority policy).
                 let Some(victim) = self.running.pop() else {
                     break 'running;
                 };
@@ -342,17 +410,39 @@ impl Engine {
         preempted
     }
 
-    /// Admit waiting requests first come, first served; returns how many.
+    /// The distinct adapters of the batch scheduled so far.
+    fn batch_adapters(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .scheduled
+            .iter()
+            .filter_map(|(id, _)| self.seqs.get(id)?.req.adapter)
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Admit waiting requests in queue order (first come, first served, or
+    /// by rank under the priority policy), skipping one whose adapter would
+    /// exceed `max_loras`; returns how many.
     fn schedule_waiting(&mut self, budget: &mut usize) -> usize {
         let mut admitted = 0;
+        let mut adapters = self.batch_adapters();
+        let mut at = 0;
         while *budget > 0 && self.running.len() < self.limits.max_num_seqs {
-            let Some(&id) = self.waiting.front() else {
+            let Some(&id) = self.waiting.get(at) else {
                 break;
             };
             let Some(seq) = self.seqs.get(&id) else {
-                self.waiting.pop_front();
+                self.waiting.remove(at);
                 continue;
             };
+            if let (Some(a), Some(cap)) = (seq.req.adapter, self.limits.lora.max_loras) {
+                if !adapters.contains(&a) && adapters.len() >= cap {
+                    at += 1;
+                    continue;
+                }
+            }
             let total = seq.total();
             // The last token is always computed, so at most (total - 1) tokens hit.
             let max_hits = seq.req.block_hashes.len().min((total - 1) / BLOCK_SIZE);
@@ -391,11 +481,36 @@ impl Engine {
             let new = (total - hit_tokens).min(*budget);
             self.scheduled.push((id, new));
             *budget -= new;
-            self.waiting.pop_front();
-            self.running.push(id);
+            self.waiting.remove(at);
+            self.run(id);
+            if let Some(a) = self.seqs.get(&id).and_then(|s| s.req.adapter) {
+                if !adapters.contains(&a) {
+                    adapters.push(a);
+                }
+            }
             admitted += 1;
         }
         admitted
+    }
+
+    /// Load the batch's adapters that are not resident: each adds the load
+    /// time to the step.
+    fn load_adapters(&mut self, time: &mut crate::roofline::StepTime) {
+        let Some(max_loras) = self.limits.lora.max_loras else {
+            return;
+        };
+        let adapters = self.batch_adapters();
+        if adapters.is_empty() {
+            return;
+        }
+        let capacity = self.limits.lora.max_cpu_loras.unwrap_or(max_loras);
+        let loaded = self.resident.use_batch(&adapters, capacity);
+        if loaded > 0 {
+            let s = loaded as f64 * self.limits.lora.load_s;
+            time.overhead_s += s;
+            time.total_s += s;
+            self.counters.lora_loads += loaded as u64;
+        }
     }
 
     /// Run one step starting at `now_s`: build the batch, time it, and apply
@@ -428,7 +543,8 @@ impl Engine {
                 shape.add(seq.computed as u64, new as u64, decoding);
             }
         }
-        let time = self.roofline.step_time(&shape);
+        let mut time = self.roofline.step_time(&shape);
+        self.load_adapters(&mut time);
         let end_s = now_s + time.total_s;
         self.counters.steps += 1;
 

@@ -131,6 +131,7 @@ pub fn simulate(
                 prompt_tokens: r.prompt_token_ids.len(),
                 block_hashes: block_hashes(&r.prompt_token_ids),
                 output_tokens: r.output_tokens,
+                ..Default::default()
             };
             if let Err(e) = engine.add(req, reaches(i).max(0.0)) {
                 outcomes[i].rejected = Some(e);

@@ -31,6 +31,12 @@ enum Expected {
     Duration,
     /// A fault rate or schedule.
     Fault,
+    /// A number of 0 or more.
+    NonNegative,
+    /// `fcfs` or `priority`.
+    Policy,
+    /// Names joined by `+`.
+    Names,
 }
 
 impl Expected {
@@ -42,6 +48,9 @@ impl Expected {
             Expected::Share => "a number in (0, 1]",
             Expected::Duration => "a duration, e.g. 500ms or 2s",
             Expected::Fault => "a rate between 0 and 1 (e.g. 0.05) or a schedule every:N",
+            Expected::NonNegative => "a number >= 0",
+            Expected::Policy => "fcfs or priority",
+            Expected::Names => "names joined by + (e.g. adapter-a+adapter-b)",
         }
     }
 }
@@ -81,6 +90,22 @@ fn seconds(v: &str) -> Result<f64, Expected> {
     parse_duration(v)
         .map(|d| d.as_secs_f64())
         .map_err(|_| Expected::Duration)
+}
+
+fn non_negative(v: &str) -> Result<f64, Expected> {
+    v.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+        .ok_or(Expected::NonNegative)
+}
+
+/// `a+b+c`: a list inside one comma-separated option.
+fn names(v: &str) -> Result<Vec<String>, Expected> {
+    let names: Vec<String> = v.split('+').map(|n| n.trim().to_string()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(Expected::Names);
+    }
+    Ok(names)
 }
 
 fn fault(v: &str) -> Result<FaultSpec, Expected> {
@@ -219,6 +244,41 @@ const OPTIONS: &[SimOption] = &[
         key: "fault-slow-headers-delay",
         set: |a, v| {
             a.fault_slow_headers_delay = Some(seconds(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "scheduling-policy",
+        set: |a, v| {
+            a.scheduling_policy = Some(v.parse().map_err(|_| Expected::Policy)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "lora-modules",
+        set: |a, v| {
+            a.lora_modules = Some(names(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "max-loras",
+        set: |a, v| {
+            a.max_loras = Some(count(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "max-cpu-loras",
+        set: |a, v| {
+            a.max_cpu_loras = Some(count(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "lora-load-ms",
+        set: |a, v| {
+            a.lora_load_ms = Some(non_negative(v)?);
             Ok(())
         },
     },

@@ -322,6 +322,7 @@ impl<'a> Run<'a> {
             prompt_tokens: t.prompt_tokens,
             block_hashes: t.hashes.clone(),
             output_tokens: t.output_tokens,
+            ..Default::default()
         };
         self.requests.push(ForecastRequest {
             arrival_s: at,

@@ -70,7 +70,7 @@ pub(super) async fn handle(
 }
 
 fn models(state: &AppState) -> Response<SimBody> {
-    let body = json!({
+    let mut body = json!({
         "object": "list",
         "data": [{
             "id": state.model_name,
@@ -82,6 +82,9 @@ fn models(state: &AppState) -> Response<SimBody> {
             "max_model_len": state.max_model_len,
         }],
     });
+    if let Some(data) = body["data"].as_array_mut() {
+        data.extend(super::mixes::adapter_models(state));
+    }
     json_response(StatusCode::OK, body.to_string())
 }
 
@@ -220,7 +223,7 @@ async fn completion(
     req: http::Request<hyper::body::Incoming>,
     endpoint: Endpoint,
 ) -> Response<SimBody> {
-    let parsed = match read_request(&state, req).await {
+    let (parsed, routing) = match read_request(&state, req).await {
         Ok(r) => r,
         Err((status, m)) => return error(status, &m),
     };
@@ -251,7 +254,8 @@ async fn completion(
     if !state.request_latency.is_zero() {
         tokio::time::sleep(state.request_latency).await;
     }
-    let Some((events, guard)) = submit(&state, index, &ids, output_tokens, reason) else {
+    let Some((events, guard)) = submit(&state, index, &ids, (output_tokens, reason), routing)
+    else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
     };
     if let Some(d) = plan.slow_headers {
@@ -283,12 +287,13 @@ async fn completion(
     whole_response(&state, accepted).await
 }
 
-/// The request's body read and parsed, its model and `n` checked; an error
+/// The request's body read and parsed, its `n` checked, and its model and
+/// priority routed ([`super::mixes::route`]); an error
 /// is the status and message to answer with.
 async fn read_request(
     state: &AppState,
     req: http::Request<hyper::body::Incoming>,
-) -> Result<CompletionRequest, (StatusCode, String)> {
+) -> Result<(CompletionRequest, super::mixes::Routing), (StatusCode, String)> {
     let body = match Limited::new(req.into_body(), MAX_BODY_BYTES)
         .collect()
         .await
@@ -310,18 +315,11 @@ async fn read_request(
             ))
         }
     };
-    if let Some(m) = &parsed.model {
-        if m != &state.model_name {
-            return Err((
-                StatusCode::NOT_FOUND,
-                format!("The model `{m}` does not exist."),
-            ));
-        }
-    }
     if parsed.n.is_some_and(|n| n != 1) {
         return Err((StatusCode::BAD_REQUEST, "only n = 1 is supported".into()));
     }
-    Ok(parsed)
+    let routing = super::mixes::route(state, &parsed)?;
+    Ok((parsed, routing))
 }
 
 /// Hand request `index` to the engine: the channel its tokens come back on,
@@ -331,8 +329,8 @@ fn submit(
     state: &AppState,
     index: u64,
     ids: &[u32],
-    output_tokens: usize,
-    reason: FinishReason,
+    (output_tokens, reason): (usize, FinishReason),
+    routing: super::mixes::Routing,
 ) -> Option<(UnboundedReceiver<StreamEvent>, AbortGuard)> {
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let submission = Submission {
@@ -341,6 +339,8 @@ fn submit(
             prompt_tokens: ids.len(),
             block_hashes: block_hashes(ids),
             output_tokens,
+            priority: routing.priority,
+            adapter: routing.adapter,
         },
         arrival_s: state.clock.now_s(),
         reason,

@@ -4,6 +4,7 @@
 
 mod body;
 mod handlers;
+mod mixes;
 mod openai;
 
 use std::net::SocketAddr;
@@ -45,6 +46,9 @@ struct AppState {
     next_index: AtomicU64,
     tokenizer: &'static Tokenizer,
     stats: LiveStats,
+    /// LoRA adapters served beside the base model.
+    lora_modules: Vec<String>,
+    scheduling_policy: crate::engine::SchedulingPolicy,
 }
 
 /// Tells the engine to drop a request whose response was abandoned.
@@ -171,6 +175,8 @@ impl SimServer {
             next_index: AtomicU64::new(0),
             tokenizer,
             stats: stats.clone(),
+            lora_modules: config.lora.modules.clone(),
+            scheduling_policy: config.scheduling_policy,
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let server_thread = std::thread::Builder::new()

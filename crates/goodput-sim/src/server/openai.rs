@@ -29,6 +29,8 @@ pub struct CompletionRequest {
     pub n: Option<u64>,
     /// 0: greedy decoding, so the same prompt gets the same answer.
     pub temperature: Option<f64>,
+    /// Lower is served first under the priority policy (vLLM's field).
+    pub priority: Option<i64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
