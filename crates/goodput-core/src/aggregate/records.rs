@@ -126,6 +126,13 @@ fn record_line(
     if ctx.sharded {
         v["shard"] = json!(rec.shard);
     }
+    // The model and priority class of a run that mixes them.
+    if let Some(model) = &rec.model {
+        v["model"] = json!(model);
+    }
+    if let Some(class) = &rec.class {
+        v["class"] = json!(class);
+    }
     if let Some((session, turn, _)) = rec.session {
         v["session_id"] = json!(session);
         v["turn"] = json!(turn);

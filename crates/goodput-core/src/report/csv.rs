@@ -338,7 +338,8 @@ pub fn render(items: &[(String, Saved)]) -> String {
         }
     }
     percentiles.sort_by(f64::total_cmp);
-    let cols = columns(&percentiles);
+    let mut cols = columns(&percentiles);
+    cols.extend(group_columns(&rows));
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
     let _ = w.write_record(cols.iter().map(|c| c.header.as_str()));
     for r in &rows {
@@ -349,6 +350,56 @@ pub fn render(items: &[(String, Saved)]) -> String {
         let _ = w.write_record(&cells);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// The per-group columns of a run that mixes models or classes, for the
+/// union of the rows' groups: `by_class.NAME.p99_ttft_ms` and its kin
+/// (docs/metrics.md, "Per-group figures"); a row without the group leaves
+/// them empty.
+fn group_columns(rows: &[Row<'_>]) -> Vec<Column<'static>> {
+    use crate::metrics::{GroupFigures, Metric};
+    let mut names: Vec<(&'static str, String)> = Vec::new();
+    for r in rows {
+        let Some(g) = &r.run.metrics.groups else {
+            continue;
+        };
+        for (grouping, map) in g.groupings() {
+            for name in map.keys() {
+                if !names.iter().any(|(k, n)| *k == grouping && n == name) {
+                    names.push((grouping, name.clone()));
+                }
+            }
+        }
+    }
+    type Get = fn(&GroupFigures) -> Cell;
+    let figures: [(&str, Get); 8] = [
+        ("share", |g| num(g.share)),
+        ("completed", |g| Some(g.completed.to_string())),
+        ("failed", |g| Some(g.failed.to_string())),
+        ("request_throughput_req_per_s", |g| {
+            num(g.request_throughput.value)
+        }),
+        ("p50_ttft_ms", |g| opt(g.percentile(Metric::Ttft, 50.0))),
+        ("p99_ttft_ms", |g| opt(g.percentile(Metric::Ttft, 99.0))),
+        ("p99_tpot_ms", |g| opt(g.percentile(Metric::Tpot, 99.0))),
+        ("slo_met", |g| g.slo.as_ref().map(|s| s.meets.to_string())),
+    ];
+    let mut cols = Vec::new();
+    for (grouping, name) in names {
+        for (figure, get) in figures {
+            let name = name.clone();
+            cols.push(col(&format!("{grouping}.{name}.{figure}"), move |r| {
+                let g = r.run.metrics.groups.as_ref()?;
+                let map = if grouping == "by_model" {
+                    &g.by_model
+                } else {
+                    &g.by_class
+                };
+                get(map.get(&name)?)
+            }));
+        }
+    }
+    cols
 }
 
 /// The header line alone (for documentation and the snapshot test).

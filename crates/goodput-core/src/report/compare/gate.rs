@@ -32,7 +32,7 @@ pub const GOODPUT: &str = "goodput";
 /// The figure names `--fail-on` knows, in words (for error messages).
 pub fn valid_names() -> String {
     format!(
-        "{}, {GOODPUT} (sweeps), and mean_X_ms, median_X_ms, pNN_X_ms for X in {} (e.g. p99_ttft_ms, p99.9_itl_ms)",
+        "{}, {GOODPUT} (sweeps), and mean_X_ms, median_X_ms, pNN_X_ms for X in {} (e.g. p99_ttft_ms, p99.9_itl_ms); a group's as by_model.NAME.FIGURE or by_class.NAME.FIGURE (e.g. by_class.interactive.p99_ttft_ms)",
         FIXED.join(", "),
         LATENCY.join(", ")
     )
@@ -41,6 +41,9 @@ pub fn valid_names() -> String {
 /// The canonical spelling of a figure name (`p50_` is `median_`), or `None`
 /// when no result could have it.
 pub fn canonical_name(name: &str) -> Option<String> {
+    if let Some(g) = group_name(name) {
+        return Some(g);
+    }
     if FIXED.contains(&name) || name == GOODPUT {
         return Some(name.to_string());
     }
@@ -63,6 +66,22 @@ pub fn canonical_name(name: &str) -> Option<String> {
             }
         }
     }
+}
+
+/// `by_class.NAME.FIGURE` with FIGURE canonically spelled; a group's name
+/// may hold dots (`llama-3.1-8b`): the first split whose rest is a figure
+/// of a group decides.
+fn group_name(name: &str) -> Option<String> {
+    let grouping = crate::metrics::GROUPINGS
+        .into_iter()
+        .find(|g| name.starts_with(g) && name[g.len()..].starts_with('.'))?;
+    let rest = &name[grouping.len() + 1..];
+    rest.match_indices('.').find_map(|(i, _)| {
+        let figure = canonical_name(&rest[i + 1..])?;
+        let group_figure = figure.ends_with("_ms")
+            || ["request_throughput", "output_throughput", "error_rate"].contains(&figure.as_str());
+        (i > 0 && group_figure).then(|| format!("{grouping}.{}.{figure}", &rest[..i]))
+    })
 }
 
 /// One `--fail-on` expression.

@@ -118,5 +118,95 @@ pub fn run_figures(
             }));
         }
     }
+    out.extend(group_figures(b, n, &percentiles));
+    out
+}
+
+/// Each group both runs have (`by_model.NAME.`, `by_class.NAME.` before
+/// the figure's name): its throughputs, error rate, and mean and
+/// percentiles of TTFT, TPOT, ITL and E2EL, judged by their saved
+/// intervals (per-request values are not kept per group).
+fn group_figures(b: &RunMetrics, n: &RunMetrics, percentiles: &[f64]) -> Vec<Figure> {
+    let (Some(gb), Some(gn)) = (&b.groups, &n.groups) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for ((grouping, mb), (_, mn)) in [("by_model", &gb.by_model), ("by_class", &gb.by_class)]
+        .into_iter()
+        .zip([("by_model", &gn.by_model), ("by_class", &gn.by_class)])
+    {
+        for (name, xb) in mb {
+            let Some(xn) = mn.get(name) else {
+                continue;
+            };
+            let prefix = format!("{grouping}.{name}.");
+            for (figure, unit, eb, en) in [
+                (
+                    "request_throughput",
+                    Unit::RequestsPerSecond,
+                    &xb.request_throughput,
+                    &xn.request_throughput,
+                ),
+                (
+                    "output_throughput",
+                    Unit::TokensPerSecond,
+                    &xb.output_throughput,
+                    &xn.output_throughput,
+                ),
+            ] {
+                out.push(Figure::new(
+                    format!("{prefix}{figure}"),
+                    unit,
+                    Some(eb.value),
+                    Some(en.value),
+                    by_intervals(Some(eb), Some(en)),
+                ));
+            }
+            let rate = |g: &crate::metrics::GroupFigures| {
+                let done = g.completed + g.failed;
+                (done > 0).then(|| g.failed as f64 / done as f64)
+            };
+            out.push(Figure::new(
+                format!("{prefix}error_rate"),
+                Unit::Share,
+                rate(xb),
+                rate(xn),
+                significance::two_proportions(
+                    xb.failed,
+                    xb.completed + xb.failed,
+                    xn.failed,
+                    xn.completed + xn.failed,
+                ),
+            ));
+            for metric in LATENCY {
+                let (db, dn) = (xb.get(metric), xn.get(metric));
+                if db.is_none() && dn.is_none() {
+                    continue;
+                }
+                let key = metric.key();
+                let figure = |name: String, pick: &dyn Fn(&Distribution) -> Option<&Estimate>| {
+                    let (eb, en) = (db.and_then(pick), dn.and_then(pick));
+                    Figure::new(
+                        name,
+                        Unit::Milliseconds,
+                        eb.map(|e| e.value),
+                        en.map(|e| e.value),
+                        by_intervals(eb, en),
+                    )
+                };
+                out.push(figure(format!("{prefix}mean_{key}_ms"), &|d| Some(&d.mean)));
+                for &p in percentiles {
+                    let label = if p == 50.0 {
+                        "median".to_string()
+                    } else {
+                        format!("p{}", pct_label(p))
+                    };
+                    out.push(figure(format!("{prefix}{label}_{key}_ms"), &|d| {
+                        d.percentiles.iter().find(|x| x.0 == p).map(|x| &x.1)
+                    }));
+                }
+            }
+        }
+    }
     out
 }

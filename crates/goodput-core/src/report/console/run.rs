@@ -143,6 +143,7 @@ pub fn summary(r: &RunResult) -> String {
     if let Some(slo) = &r.metrics.slo {
         slo_section(&mut out, slo);
     }
+    super::groups::groups_section(&mut out, r);
     sessions_section(&mut out, r);
     client_section(&mut out, r);
     shards_section(&mut out, r);

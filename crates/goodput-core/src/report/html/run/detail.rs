@@ -34,6 +34,7 @@ pub(super) fn detail(source: Source, r: &RunResult, several: bool) -> String {
     if let Some(slo) = &m.slo {
         out.push_str(&slo_terms(m, slo));
     }
+    out.push_str(&super::groups::groups(r));
     if m.failed > 0 || !m.errors.by_kind.is_empty() {
         out.push_str(&errors_by_kind(m));
     }

@@ -8,6 +8,7 @@
 
 mod charts;
 mod detail;
+mod groups;
 mod headline;
 mod server;
 
