@@ -37,7 +37,8 @@ pub mod virtual_time;
 
 pub use calibrate::{fit, Fit, FitOptions, Observation, ObservationKind, Profile, ServerLimits};
 pub use closed_loop::{simulate_closed_loop, ClosedLoopReport};
-pub use config::{OutputLenDist, SimArgs, SimConfig};
+pub use config::{LoraConfig, OutputLenDist, SimArgs, SimConfig};
+pub use engine::SchedulingPolicy;
 pub use error::SimError;
 pub use faults::{FaultConfig, FaultSpec};
 pub use forecast::{

@@ -124,4 +124,98 @@ mod tests {
         assert_eq!("priority".parse(), Ok(SchedulingPolicy::Priority));
         assert!("lifo".parse::<SchedulingPolicy>().is_err());
     }
+
+    use crate::config::SimConfig;
+    use crate::engine::{Engine, EngineRequest, StepOutputs};
+
+    fn engine(policy: SchedulingPolicy, lora: LoraLimits, max_num_seqs: usize) -> Engine {
+        let mut e = SimConfig {
+            max_num_seqs,
+            scheduling_policy: policy,
+            ..Default::default()
+        }
+        .build_engine()
+        .unwrap();
+        e.limits.lora = lora;
+        e
+    }
+
+    fn req(id: u64, priority: i64, adapter: Option<u32>) -> EngineRequest {
+        EngineRequest {
+            id,
+            prompt_tokens: 64,
+            output_tokens: 2,
+            priority,
+            adapter,
+            ..Default::default()
+        }
+    }
+
+    /// The ids of the requests admitted, step by step, until all finished.
+    fn admissions(e: &mut Engine) -> Vec<Vec<u64>> {
+        let (mut now, mut out, mut order) = (0.0, StepOutputs::default(), Vec::new());
+        let mut running: Vec<u64> = Vec::new();
+        while let Some(r) = e.step(now, &mut out) {
+            now = r.end_s();
+            let admitted: Vec<u64> = e
+                .running
+                .iter()
+                .copied()
+                .filter(|id| !running.contains(id))
+                .collect();
+            running = e.running.clone();
+            if !admitted.is_empty() {
+                order.push(admitted);
+            }
+            out.clear();
+        }
+        order
+    }
+
+    /// One sequence at a time: under fcfs the order of arrival, under the
+    /// priority policy the high priority (lower value) first, ties by arrival.
+    #[test]
+    fn the_priority_policy_admits_by_priority_then_arrival() {
+        for (policy, expected) in [
+            (
+                SchedulingPolicy::Fcfs,
+                vec![vec![1], vec![2], vec![3], vec![4]],
+            ),
+            (
+                SchedulingPolicy::Priority,
+                vec![vec![3], vec![1], vec![4], vec![2]],
+            ),
+        ] {
+            let mut e = engine(policy, LoraLimits::default(), 1);
+            for (i, (id, prio)) in [(1, 5), (2, 10), (3, 0), (4, 5)].into_iter().enumerate() {
+                e.add(req(id, prio, None), i as f64 * 1e-6).unwrap();
+            }
+            assert_eq!(admissions(&mut e), expected, "{policy:?}");
+        }
+    }
+
+    /// With one adapter per batch, a request of another adapter waits while
+    /// one of the running adapter (and the base model) go past it; a load of
+    /// an adapter not resident lengthens its step by the load time.
+    #[test]
+    fn max_loras_skips_a_second_adapter_and_loads_cost_step_time() {
+        let lora = LoraLimits {
+            max_loras: Some(1),
+            max_cpu_loras: None,
+            load_s: 0.5,
+        };
+        let mut e = engine(SchedulingPolicy::Fcfs, lora, 8);
+        e.add(req(1, 0, Some(0)), 0.0).unwrap();
+        e.add(req(2, 0, Some(1)), 0.0).unwrap();
+        e.add(req(3, 0, Some(0)), 0.0).unwrap();
+        e.add(req(4, 0, None), 0.0).unwrap();
+        let mut out = StepOutputs::default();
+        let first = e.step(0.0, &mut out).unwrap();
+        assert_eq!(e.running, vec![1, 3, 4]);
+        assert!(first.time.total_s >= 0.5, "{:?}", first.time);
+        let second = e.step(first.end_s(), &mut out).unwrap();
+        assert!(second.time.total_s < 0.5, "resident: no load");
+        assert_eq!(admissions(&mut e), vec![vec![2]]);
+        assert_eq!(e.counters().lora_loads, 2);
+    }
 }
