@@ -339,6 +339,25 @@ mod tests {
         }
     }
 
+    /// A sharded run's parts carry records whole: the model and class of a
+    /// mix round-trip, and a record written before them reads as none.
+    #[test]
+    fn records_carry_their_model_and_class_through_serde() {
+        let rec = RequestRecord {
+            model: Some("adapter-a".into()),
+            class: Some("interactive".into()),
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&rec).unwrap();
+        assert_eq!(serde_json::from_str::<RequestRecord>(&text).unwrap(), rec);
+        let mut old = serde_json::to_value(RequestRecord::default()).unwrap();
+        let o = old.as_object_mut().unwrap();
+        o.remove("model");
+        o.remove("class");
+        let back: RequestRecord = serde_json::from_value(old).unwrap();
+        assert_eq!((back.model, back.class), (None, None));
+    }
+
     /// Keys read and write the names of the results JSON, a status only
     /// with an HTTP status failure, and sort as those names do.
     #[test]

@@ -60,6 +60,11 @@ async fn a_lora_mix_reports_each_adapters_ttft_with_its_load_cost() {
     config.lora.load_ms = 250.0;
     let base = config.model_name().to_string();
     let (_sim, url) = sim(config);
+    let (status, models) = http_get(url.trim_start_matches("http://"), "/v1/models");
+    assert_eq!(status, 200);
+    let models: Value = serde_json::from_str(&models).unwrap();
+    assert_eq!(models["data"][1]["id"], "ad-a", "{models}");
+    assert_eq!(models["data"][2]["parent"], base.as_str(), "{models}");
     let (out, records) = (tmp("lora.json"), tmp("lora.jsonl"));
     let models = format!("{base}:0.5,ad-a:0.25,ad-b:0.25");
     let (code, stdout, stderr) = goodput_async(argv(&[

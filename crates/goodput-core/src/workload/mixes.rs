@@ -474,4 +474,56 @@ mod tests {
         assert!((share("b") - 0.2).abs() < 0.04, "{counts:?}");
         assert!((share("hi") - 0.25).abs() < 0.04, "{counts:?}");
     }
+
+    /// A session's later turns go to its first turn's model and class.
+    #[test]
+    fn a_sessions_turns_keep_its_model_and_class() {
+        struct Turns;
+        impl FollowUps for Turns {
+            fn next_turn(
+                &self,
+                prev: &PreparedRequest,
+                _: &RequestRecord,
+            ) -> Option<(PreparedRequest, Duration)> {
+                let next = PreparedRequest {
+                    id: prev.id + 100,
+                    body: Bytes::from_static(br#"{"model":"base"}"#),
+                    ..Default::default()
+                };
+                Some((next, Duration::ZERO))
+            }
+        }
+        struct One(Arc<Turns>);
+        impl RequestSource for One {
+            fn next(&mut self) -> Option<Planned> {
+                Some(Planned {
+                    request: PreparedRequest {
+                        body: Bytes::from_static(br#"{"model":"base"}"#),
+                        ..Default::default()
+                    },
+                    at: None,
+                })
+            }
+            fn follow_ups(&self) -> Option<Arc<dyn FollowUps>> {
+                Some(self.0.clone())
+            }
+        }
+        let mix = RequestMix {
+            models: parse_models("a,b").unwrap().err(),
+            classes: Some("x:1:header=x-tier:gold".parse().unwrap()),
+        };
+        let mut s = MixSource::new(Box::new(One(Arc::new(Turns))), Arc::new(mix), 1);
+        let follow = s.follow_ups().unwrap();
+        s.next().unwrap();
+        let second = s.next().unwrap().request;
+        assert_eq!(second.model.as_deref(), Some("b"));
+        let (turn, _) = follow
+            .next_turn(&second, &RequestRecord::default())
+            .unwrap();
+        assert_eq!(turn.model.as_deref(), Some("b"));
+        assert_eq!(turn.class.as_deref(), Some("x"));
+        assert_eq!(turn.header_line.as_deref(), Some("x-tier: gold\r\n"));
+        let body: serde_json::Value = serde_json::from_slice(&turn.body).unwrap();
+        assert_eq!(body["model"], "b");
+    }
 }

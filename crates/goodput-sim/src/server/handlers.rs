@@ -267,6 +267,7 @@ async fn completion(
         Endpoint::Completions => "cmpl",
     };
     let accepted = Accepted {
+        model: super::mixes::served_name(&state, routing),
         endpoint,
         id: format!("{prefix}-sim{index:08x}"),
         text_key,
@@ -352,6 +353,8 @@ fn submit(
 
 /// A request the engine accepted: what its answer is written from.
 struct Accepted {
+    /// The name its answer gives in `model`: the adapter's, or the base model's.
+    model: String,
     endpoint: Endpoint,
     /// The response's id (`chatcmpl-sim…`, `cmpl-sim…`).
     id: String,
@@ -370,14 +373,16 @@ struct Accepted {
 /// the plan's cut, stall or malformed event at the middle token.
 fn stream_response(state: &AppState, a: Accepted, include_usage: bool) -> Response<SimBody> {
     let mid = (a.output_tokens / 2) as u32;
+    let adapter_json;
+    let model_json = if a.model == state.model_name {
+        &state.model_json
+    } else {
+        adapter_json = serde_json::Value::String(a.model.clone()).to_string();
+        &adapter_json
+    };
     let stream = SseStream {
         events: a.events,
-        writer: super::openai::ChunkWriter::new(
-            a.endpoint,
-            &a.id,
-            state.created,
-            &state.model_json,
-        ),
+        writer: super::openai::ChunkWriter::new(a.endpoint, &a.id, state.created, model_json),
         seed: state.seed,
         request_index: a.text_key,
         reason: a.reason,
@@ -431,7 +436,7 @@ async fn whole_response(state: &AppState, mut a: Accepted) -> Response<SimBody> 
         a.endpoint,
         &a.id,
         state.created,
-        &state.model_name,
+        &a.model,
         &text,
         a.reason,
         &finished,

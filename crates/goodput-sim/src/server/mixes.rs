@@ -46,6 +46,16 @@ pub(super) fn route(
     Ok(Routing { adapter, priority })
 }
 
+/// The name an answer gives in `model`: the adapter's for an adapter's
+/// request (vLLM answers with the LoRA's name), else the base model's.
+pub(super) fn served_name(state: &AppState, routing: Routing) -> String {
+    routing
+        .adapter
+        .and_then(|i| state.lora_modules.get(i as usize))
+        .unwrap_or(&state.model_name)
+        .clone()
+}
+
 /// The adapters' entries of `/v1/models`, after the base model's: vLLM
 /// lists each with the base model as its `parent`.
 pub(super) fn adapter_models(state: &AppState) -> Vec<Value> {

@@ -232,3 +232,101 @@ impl GroupFigures {
             .map(|x| x.1.value)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Event;
+    use crate::slo::parse_terms;
+    use goodput_common::tokenizer::Tokenizer;
+
+    const MS: u64 = 1_000_000;
+
+    /// A request sent at `send` ms whose three events came `ttft` ms later
+    /// and then 10 ms apart.
+    fn rec(send: u64, ttft: u64, model: &str, class: &str) -> RequestRecord {
+        let events = (0..3)
+            .map(|i| Event {
+                at_ns: (send + ttft + 10 * i) * MS,
+                text_end: 4 * (i as u32 + 1),
+                usage_completion_tokens: None,
+                reasoning: false,
+            })
+            .collect::<Vec<_>>();
+        RequestRecord {
+            t_sched: send * MS,
+            t_send: Some(send * MS),
+            t_done: (send + ttft + 20) * MS,
+            output_text: " the the the".into(),
+            events,
+            model: Some(model.into()),
+            class: Some(class.into()),
+            ..Default::default()
+        }
+    }
+
+    fn run(recs: &[RequestRecord], slo: Option<&Slo>, grouped: bool) -> super::super::RunMetrics {
+        let tok = Tokenizer::from_spec("none").unwrap();
+        let thresholds = slo.map(Slo::request_thresholds).unwrap_or_default();
+        let mut c = Collector::new(thresholds, false);
+        c.groups.enabled = grouped;
+        c.measure_start(0);
+        for r in recs {
+            c.add(r, &RequestMetrics::derive(r, &tok));
+        }
+        c.summarize(&[50.0, 99.0], None, 0, slo)
+    }
+
+    /// A group's figures are the run's figures of the group's records
+    /// alone: same code, same numbers. The shares add up to 1, and the SLO
+    /// is judged per group.
+    #[test]
+    fn a_groups_figures_are_the_run_figures_of_its_records() {
+        let slo = Slo {
+            terms: parse_terms(&["ttft:p99<=100ms".into()]).unwrap(),
+            per_request: Vec::new(),
+            attainment: None,
+            max_error_rate: 0.01,
+        };
+        let mut recs = Vec::new();
+        for i in 0..40 {
+            let (model, class, ttft) = match i % 4 {
+                0 => ("a", "hi", 20),
+                1 => ("b", "lo", 300 + i),
+                _ => ("b", "hi", 30 + i),
+            };
+            recs.push(rec(i * 50, ttft, model, class));
+        }
+        let m = run(&recs, Some(&slo), true);
+        let g = m.groups.as_ref().unwrap();
+        assert_eq!(g.by_model.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(g.by_class.keys().collect::<Vec<_>>(), ["hi", "lo"]);
+        let share: f64 = g.by_model.values().map(|x| x.share).sum();
+        assert!((share - 1.0).abs() < 1e-12);
+        let lo: Vec<RequestRecord> = recs
+            .iter()
+            .filter(|r| r.class.as_deref() == Some("lo"))
+            .cloned()
+            .collect();
+        let alone = run(&lo, Some(&slo), false);
+        let group = &g.by_class["lo"];
+        assert_eq!(group.completed, 10);
+        assert_eq!(group.ttft.as_ref(), alone.get(Metric::Ttft));
+        assert_eq!(group.tpot.as_ref(), alone.get(Metric::Tpot));
+        assert_eq!(group.request_throughput, alone.throughput.request);
+        assert_eq!(group.slo.as_ref().map(|s| s.meets), Some(false));
+        assert_eq!(g.by_class["hi"].slo.as_ref().map(|s| s.meets), Some(true));
+        assert!(alone.groups.is_none(), "groups do not nest");
+    }
+
+    /// Warm-up requests are in no group; a run without mixes has none.
+    #[test]
+    fn warm_up_and_unmixed_runs_have_no_groups() {
+        let mut warm = rec(0, 20, "a", "hi");
+        warm.warmup = true;
+        assert!(run(&[warm], None, true).groups.is_none());
+        let mut plain = rec(0, 20, "a", "hi");
+        (plain.model, plain.class) = (None, None);
+        assert!(run(&[plain], None, true).groups.is_none());
+    }
+}

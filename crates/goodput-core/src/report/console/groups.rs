@@ -52,3 +52,44 @@ fn row(out: &mut String, name: &str, g: &GroupFigures, width: usize, slo: bool) 
     }
     out.push('\n');
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::metrics::{Collector, RequestMetrics};
+    use crate::report::console::tests::{sample_record, sample_result};
+    use crate::result::RunResult;
+    use crate::tokenizer::Tokenizer;
+
+    /// The sample run with its requests in two classes, `hi` (even) and
+    /// `lo` (odd), and all to one model `m`.
+    pub(crate) fn grouped_result() -> RunResult {
+        let mut r = sample_result();
+        let tok = Tokenizer::from_spec("none").unwrap();
+        let mut c = Collector::new(Vec::new(), false);
+        for i in 0..20u64 {
+            let mut rec = sample_record(i, i * 10_000_000, None);
+            rec.class = Some(if i % 2 == 0 { "hi" } else { "lo" }.into());
+            rec.model = Some("m".into());
+            c.add(&rec, &RequestMetrics::derive(&rec, &tok));
+        }
+        r.metrics = c.summarize(&r.percentiles, None, 0, None);
+        r
+    }
+
+    #[test]
+    fn a_table_per_grouping_with_a_row_per_group() {
+        let text = super::super::summary(&grouped_result());
+        assert!(text.contains("Per model"), "{text}");
+        let rows: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.contains("Per class"))
+            .skip(2)
+            .take(2)
+            .collect();
+        // Class hi: requests 0, 2, ..., 18, TTFT 100 + i ms: median 109.
+        assert!(rows[0].starts_with("hi    "), "{rows:?}");
+        let cells: Vec<&str> = rows[0].split_whitespace().collect();
+        assert_eq!(cells[1..4], ["0.500", "10", "109.00"], "{rows:?}");
+        assert!(rows[1].starts_with("lo "), "{rows:?}");
+    }
+}

@@ -18,6 +18,8 @@ use std::fmt::Write;
 
 use crate::report::saved::Saved;
 
+#[cfg(test)]
+pub(crate) use groups::tests::grouped_result;
 pub use layout::estimate;
 pub use repeat::repeat_summary;
 pub use run::summary;

@@ -63,3 +63,30 @@ fn row(name: &str, g: &GroupFigures, slo: bool) -> String {
         pct(Metric::E2el, 99.0),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::report::console::tests::sample_result;
+    use crate::report::saved::Saved;
+
+    #[test]
+    fn the_run_section_has_a_table_per_grouping() {
+        let plain =
+            super::super::super::render(&[("a".into(), Saved::Run(Box::new(sample_result())))]);
+        assert!(!plain.contains("data-section=\"by_class\""));
+        let r = crate::report::console::grouped_result();
+        let html = super::super::super::render(&[("a".into(), Saved::Run(Box::new(r)))]);
+        for needle in [
+            "data-section=\"by_model\"",
+            "data-section=\"by_class\"",
+            "<th>Class</th>",
+            "<tr><td>hi</td><td class=\"num\">50.0 %</td><td class=\"num\">10</td>",
+        ] {
+            assert!(
+                html.contains(needle),
+                "{needle}\n{}",
+                &html[html.find("by_class").unwrap_or(0)..]
+            );
+        }
+    }
+}
