@@ -218,4 +218,76 @@ mod tests {
         assert_eq!(admissions(&mut e), vec![vec![2]]);
         assert_eq!(e.counters().lora_loads, 2);
     }
+
+    /// Three requests fill a ten-block cache; when decoding needs a block,
+    /// fcfs preempts the newest, the priority policy the worst ranked
+    /// (highest priority value), whenever it came.
+    #[test]
+    fn the_priority_policy_preempts_the_worst_ranked_first() {
+        for (policy, victim) in [(SchedulingPolicy::Fcfs, 3), (SchedulingPolicy::Priority, 1)] {
+            let mut e = SimConfig {
+                num_gpu_blocks_override: Some(10),
+                enable_prefix_caching: false,
+                scheduling_policy: policy,
+                ..Default::default()
+            }
+            .build_engine()
+            .unwrap();
+            for (i, (id, prio)) in [(1, 10), (2, 0), (3, 5)].into_iter().enumerate() {
+                let r = EngineRequest {
+                    id,
+                    prompt_tokens: 48,
+                    output_tokens: 64,
+                    priority: prio,
+                    ..Default::default()
+                };
+                e.add(r, i as f64 * 1e-6).unwrap();
+            }
+            let (mut now, mut out) = (0.0, StepOutputs::default());
+            let first_victims = loop {
+                let r = e.step(now, &mut out).unwrap();
+                now = r.end_s();
+                if r.preempted > 0 {
+                    break e.waiting.iter().copied().collect::<Vec<_>>();
+                }
+            };
+            assert_eq!(first_victims, [victim], "{policy:?}");
+        }
+    }
+
+    /// The keys reach the configuration from a `--sim` spec and a TOML file.
+    #[test]
+    fn the_keys_are_read_from_a_spec_and_a_file() {
+        let c = crate::config::SimArgs::from_spec(
+            "llama-3.1-8b,scheduling-policy=priority,lora-modules=a+b,max-loras=2,max-cpu-loras=3,lora-load-ms=5",
+        )
+        .unwrap()
+        .to_config()
+        .unwrap();
+        assert_eq!(c.scheduling_policy, SchedulingPolicy::Priority);
+        assert_eq!(c.lora.modules, ["a", "b"]);
+        assert_eq!((c.lora.max_loras, c.lora.max_cpu_loras), (Some(2), Some(3)));
+        assert_eq!(c.lora.load_ms, 5.0);
+        let mut f = SimConfig::default();
+        f.apply_toml(
+            "scheduling_policy = \"priority\"\nlora_modules = [\"x\"]\nlora_load_ms = 2.5\n",
+            std::path::Path::new("t.toml"),
+        )
+        .unwrap();
+        assert_eq!(f.scheduling_policy, SchedulingPolicy::Priority);
+        assert_eq!(f.lora.modules, ["x"]);
+        assert!(crate::config::SimArgs::from_spec("scheduling-policy=lifo").is_err());
+        let base = SimConfig::default().model_name().to_string();
+        let clash = SimConfig {
+            lora: crate::config::LoraConfig {
+                modules: vec![base],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(
+            clash.validate().is_err(),
+            "an adapter named as the base model"
+        );
+    }
 }

@@ -275,6 +275,32 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// A group's figure: its grouping, its name (dots and all), then a
+    /// figure of a group, canonically spelled.
+    #[test]
+    fn group_figures_parse() {
+        assert_eq!(
+            parse("by_class.interactive.p50_ttft_ms>+10%").figure,
+            "by_class.interactive.median_ttft_ms"
+        );
+        assert_eq!(
+            parse("by_model.llama-3.1-8b.p99.9_itl_ms>+5%").figure,
+            "by_model.llama-3.1-8b.p99.9_itl_ms"
+        );
+        assert_eq!(
+            parse("by_model.a.request_throughput<-5%").figure,
+            "by_model.a.request_throughput"
+        );
+        for bad in [
+            "by_class.p99_ttft_ms>+1%",
+            "by_class.x.total_token_throughput>+1%",
+            "by_tier.x.p99_ttft_ms>+1%",
+            "by_class.x.goodput>+1%",
+        ] {
+            assert!(bad.parse::<FailOn>().is_err(), "{bad}");
+        }
+    }
+
     #[test]
     fn expressions_parse() {
         let g = parse("p99_ttft_ms>+10%");
