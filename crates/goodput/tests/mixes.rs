@@ -439,3 +439,68 @@ async fn a_plain_model_list_is_round_robin() {
     }
     assert!(runs.iter().all(|(r, _)| r.get("class").is_none()));
 }
+
+/// A sharded run's parts carry each record's model and class, and the
+/// merged result has the groups of all shards' records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_mix_merges_its_groups() {
+    use common::shards::{free_port, placed_records, run_shards_ok, sharded};
+    let mut config = goodput_sim::SimConfig {
+        time_scale: 0.2,
+        ..Default::default()
+    };
+    config.lora.modules = vec!["ad-a".into()];
+    let base = config.model_name().to_string();
+    let (_sim, url) = sim(config);
+    let dir = tmp("sharded-mix");
+    std::fs::create_dir_all(&dir).unwrap();
+    let models = format!("{base}:0.5,ad-a:0.5");
+    let args = sharded(
+        &[
+            "run",
+            "--url",
+            &url,
+            "--model",
+            &models,
+            "--priority-mix",
+            "a:0.5:header=x-tier:1,b:0.5:header=x-tier:2",
+            "--num-prompts",
+            "60",
+            "--concurrency",
+            "4",
+            "--output-tokens",
+            "8",
+            "--warmup",
+            "0",
+            "--quiet",
+        ],
+        2,
+        free_port(),
+        &dir,
+    );
+    let d = dir.clone();
+    tokio::task::spawn_blocking(move || run_shards_ok(&args, 2, &d))
+        .await
+        .unwrap();
+    let mut counts = BTreeMap::<(String, String), u64>::new();
+    let records = placed_records(&dir, 2);
+    for (_, r) in &records {
+        for key in ["model", "class"] {
+            let name = r[key].as_str().unwrap_or_else(|| panic!("{key} in {r}"));
+            *counts.entry((key.into(), name.into())).or_default() += 1;
+        }
+    }
+    assert!(records.iter().any(|(shard, _)| *shard == 1));
+    let doc = read_json(&dir.join("result-0.json"));
+    for (key, grouping) in [("model", "by_model"), ("class", "by_class")] {
+        let groups = doc["groups"][grouping].as_object().unwrap();
+        assert_eq!(groups.len(), 2, "{grouping}: {groups:?}");
+        for (name, g) in groups {
+            assert_eq!(
+                g["completed"].as_u64(),
+                counts.get(&(key.to_string(), name.clone())).copied(),
+                "{grouping}.{name}"
+            );
+        }
+    }
+}
