@@ -7,7 +7,8 @@
 //! `model`. `--priority-mix 'interactive:0.2:priority=0,batch:0.8:priority=10'`
 //! draws each request's class by share; a class is sent either as the
 //! body's `priority` field (vLLM's and SGLang's; lower is served first under
-//! vLLM's `--scheduling-policy priority`) or as a header a gateway reads
+//! vLLM's `--scheduling-policy priority`, higher by default under SGLang's
+//! `--enable-priority-scheduling`) or as a header a gateway reads
 //! (`header=NAME:VALUE`).
 //!
 //! [`MixSource`] wraps any [`RequestSource`]: the workload builds its

@@ -28,7 +28,8 @@ pub struct TargetArgs {
     #[arg(long, value_parser = model_list, help_heading = "Target")]
     pub model: Option<String>,
     /// Classes of requests with their share and how each is sent: priority=P puts "priority": P
-    /// in the body (vLLM, SGLang; lower is served first), header=NAME:VALUE sends a header.
+    /// in the body (vLLM serves lower values first, SGLang by default higher), header=NAME:VALUE
+    /// sends a header.
     /// E.g. 'interactive:0.2:priority=0,batch:0.8:priority=10'. Figures and SLO verdicts per class.
     #[arg(
         long,
