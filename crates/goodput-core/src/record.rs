@@ -298,6 +298,16 @@ pub struct RequestRecord {
     pub max_tokens: Option<u32>,
     /// Whether the response was streamed.
     pub streamed: bool,
+    /// Inputs sent in a pooling request (embeddings, rerank documents,
+    /// score texts); `None` for a completion.
+    #[serde(default)]
+    pub inputs: Option<u32>,
+    /// Images sent in a chat request, and their encoded bytes (the files'
+    /// bytes, before base64).
+    #[serde(default)]
+    pub images: Option<u32>,
+    #[serde(default)]
+    pub image_bytes: Option<u64>,
 }
 
 impl RequestRecord {

@@ -96,6 +96,8 @@ impl RunResult {
         o.insert("saturation".into(), json!(m.saturation));
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
+        o.insert("inputs".into(), json!(m.inputs));
+        o.insert("images".into(), json!(m.images));
         // What the workload was asked to be (from `config`), and what was sent.
         let mut workload = match &self.config.workload {
             Some(w) => json!(w),
@@ -268,6 +270,9 @@ impl RunResult {
             slo: field(doc, "slo")?,
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
+            // Documents before them had none.
+            inputs: field::<Option<_>>(doc, "inputs")?,
+            images: field::<Option<_>>(doc, "images")?,
         };
         let config: RunConfig = field(doc, "config")?;
         Ok(RunResult {

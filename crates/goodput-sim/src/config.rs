@@ -77,6 +77,12 @@ pub struct SimConfig {
     /// queue (HTTP, tokenization), ms: a calibrated profile's measured
     /// server-side latency.
     pub request_latency_ms: f64,
+    /// Side of a vision patch, pixels: an image of W×H costs
+    /// ceil(W/2p)·ceil(H/2p) + 2 prompt tokens (Qwen2-VL's 14-px patches
+    /// merged 2×2, plus its start and end tokens).
+    pub image_patch_px: u32,
+    /// Dimension of the embedding vectors `/v1/embeddings` answers with.
+    pub embedding_dim: usize,
 }
 
 impl Default for SimConfig {
@@ -101,6 +107,8 @@ impl Default for SimConfig {
             engine_priority: PriorityRequest::Auto,
             step: None,
             request_latency_ms: 0.0,
+            image_patch_px: 14,
+            embedding_dim: 384,
         }
     }
 }
@@ -236,6 +244,18 @@ impl SimConfig {
                 }
             }
         }
+        if !(1..=1024).contains(&self.image_patch_px) {
+            return Err(SimError::invalid(
+                "image_patch_px",
+                format!("{} must be 1 to 1024 pixels", self.image_patch_px),
+            ));
+        }
+        if !(1..=65_536).contains(&self.embedding_dim) {
+            return Err(SimError::invalid(
+                "embedding_dim",
+                format!("{} must be 1 to 65536", self.embedding_dim),
+            ));
+        }
         if !(self.request_latency_ms.is_finite() && self.request_latency_ms >= 0.0) {
             return Err(SimError::invalid(
                 "request_latency_ms",
@@ -346,6 +366,8 @@ struct ConfigFile {
     faults: Option<FaultConfig>,
     step: Option<StepModel>,
     request_latency_ms: Option<f64>,
+    image_patch_px: Option<u32>,
+    embedding_dim: Option<usize>,
     /// What `goodput calibrate` measured (read by `goodput predict`; the
     /// simulator ignores it).
     calibration: Option<toml::Value>,
@@ -379,6 +401,8 @@ impl ConfigFile {
         set(&mut c.faults, self.faults);
         c.step = self.step.or(c.step);
         set(&mut c.request_latency_ms, self.request_latency_ms);
+        set(&mut c.image_patch_px, self.image_patch_px);
+        set(&mut c.embedding_dim, self.embedding_dim);
         Ok(())
     }
 }
@@ -484,6 +508,13 @@ pub struct SimArgs {
     /// How long injected slow headers are held back, e.g. 2s [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_secs)]
     pub fault_slow_headers_delay: Option<f64>,
+    /// Side of a vision patch, pixels: a W×H image costs ceil(W/2P)·ceil(H/2P) + 2 prompt
+    /// tokens (Qwen2-VL: 14-px patches merged 2×2) [default: 14].
+    #[arg(long, value_name = "P")]
+    pub image_patch_px: Option<u32>,
+    /// Dimension of the vectors /v1/embeddings answers with [default: 384].
+    #[arg(long, value_name = "N")]
+    pub embedding_dim: Option<usize>,
 }
 
 impl Default for SimArgs {
@@ -518,6 +549,8 @@ impl Default for SimArgs {
             fault_malformed: None,
             fault_slow_headers: None,
             fault_slow_headers_delay: None,
+            image_patch_px: None,
+            embedding_dim: None,
         }
     }
 }
@@ -576,6 +609,8 @@ impl SimArgs {
         set(&mut f.malformed, self.fault_malformed);
         set(&mut f.slow_headers, self.fault_slow_headers);
         set(&mut f.slow_headers_s, self.fault_slow_headers_delay);
+        set(&mut c.image_patch_px, self.image_patch_px);
+        set(&mut c.embedding_dim, self.embedding_dim);
         c.validate()?;
         Ok(c)
     }

@@ -13,6 +13,7 @@
 
 pub mod dataset;
 pub mod files;
+pub mod inputs;
 pub mod prefetch;
 pub mod prompt;
 pub mod replay;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use crate::protocol::RequestParams;
 use goodput_common::tokenizer::Tokenizer;
 
+pub use goodput_common::image::ImageSpec;
 pub use goodput_common::lengths::LengthSpec;
 pub use prefetch::Prefetch;
 pub use prompt::TextBuilder;
@@ -78,6 +80,8 @@ impl WorkloadSpec {
         warmup: u64,
     ) -> Box<dyn RequestSource> {
         let s = &self.synthetic;
+        let outer = params;
+        let params = &inputs::inner_params(outer);
         let build = || replay::BuildContext {
             params: params.clone(),
             text: TextBuilder::new(tokenizer.clone()),
@@ -85,7 +89,7 @@ impl WorkloadSpec {
             seed: s.seed,
             nonce,
         };
-        match &self.source {
+        let inner: Box<dyn RequestSource> = match &self.source {
             SourceSpec::Synthetic => Box::new(SyntheticSource::new(
                 s.clone(),
                 params.clone(),
@@ -116,7 +120,8 @@ impl WorkloadSpec {
                 output_override.clone(),
                 build(),
             )),
-        }
+        };
+        inputs::wrap(inner, outer, s.batch, s.images, nonce)
     }
 
     /// Whether two runs of this workload (same seed) send the same prompt
@@ -175,6 +180,12 @@ impl WorkloadSpec {
                 ", {} shared prefixes of {} tokens ({})",
                 p.groups, p.tokens, p.choice
             ));
+        }
+        if let Some(b) = s.batch.filter(|_| endpoint.is_pooling()) {
+            w.push_str(&format!(", {b} inputs per request"));
+        }
+        if let Some(i) = &s.images {
+            w.push_str(&format!(", images {i}"));
         }
         if let Some(sh) = &s.sessions {
             w.push_str(&format!(

@@ -37,11 +37,11 @@ fn response(
     r
 }
 
-fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
+pub(super) fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
     response(status, "application/json", body)
 }
 
-fn error(status: StatusCode, message: &str) -> Response<SimBody> {
+pub(super) fn error(status: StatusCode, message: &str) -> Response<SimBody> {
     json_response(status, error_body(status.as_u16(), message))
 }
 
@@ -62,6 +62,15 @@ pub(super) async fn handle(
         }
         (&Method::POST, "/v1/chat/completions") => completion(state, req, Endpoint::Chat).await,
         (&Method::POST, "/v1/completions") => completion(state, req, Endpoint::Completions).await,
+        (&Method::POST, "/v1/embeddings") => {
+            super::pooling::pooling(state, req, Endpoint::Embeddings).await
+        }
+        (&Method::POST, "/v1/rerank" | "/rerank") => {
+            super::pooling::pooling(state, req, Endpoint::Rerank).await
+        }
+        (&Method::POST, "/v1/score" | "/score") => {
+            super::pooling::pooling(state, req, Endpoint::Score).await
+        }
         (_, "/health" | "/v1/models" | "/metrics" | "/v1/chat/completions" | "/v1/completions") => {
             error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
         }
@@ -108,6 +117,11 @@ fn prompt_tokens(
                             if let Some(t) = &p.text {
                                 ids.extend(encode(t));
                             }
+                            if let Some(image) = &p.image_url {
+                                let n =
+                                    super::images::image_tokens(&image.url, state.image_patch_px)?;
+                                ids.extend(super::images::image_token_ids(&image.url, n));
+                            }
                         }
                     }
                     None => {}
@@ -115,7 +129,7 @@ fn prompt_tokens(
             }
             Ok(ids)
         }
-        Endpoint::Completions => match req.prompt.as_ref() {
+        _ => match req.prompt.as_ref() {
             None => Err("'prompt' is required for /v1/completions".into()),
             Some(Prompt::Text(t)) => Ok(encode(t)),
             Some(Prompt::Texts(v)) if v.len() == 1 => Ok(encode(&v[0])),
@@ -188,7 +202,7 @@ fn output_length(
     })
 }
 
-fn status_fault(f: StatusFault) -> Response<SimBody> {
+pub(super) fn status_fault(f: StatusFault) -> Response<SimBody> {
     match f {
         StatusFault::Internal => error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -260,7 +274,7 @@ async fn completion(
 
     let prefix = match endpoint {
         Endpoint::Chat => "chatcmpl",
-        Endpoint::Completions => "cmpl",
+        _ => "cmpl",
     };
     let accepted = Accepted {
         endpoint,
@@ -327,7 +341,7 @@ async fn read_request(
 /// Hand request `index` to the engine: the channel its tokens come back on,
 /// and the guard that aborts it if the answer is dropped. `None` when the
 /// engine has stopped.
-fn submit(
+pub(super) fn submit(
     state: &AppState,
     index: u64,
     ids: &[u32],

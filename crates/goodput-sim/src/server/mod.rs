@@ -4,7 +4,9 @@
 
 mod body;
 mod handlers;
+mod images;
 mod openai;
+mod pooling;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -45,6 +47,10 @@ struct AppState {
     next_index: AtomicU64,
     tokenizer: &'static Tokenizer,
     stats: LiveStats,
+    /// [`SimConfig::image_patch_px`].
+    image_patch_px: u32,
+    /// [`SimConfig::embedding_dim`].
+    embedding_dim: usize,
 }
 
 /// Tells the engine to drop a request whose response was abandoned.
@@ -171,6 +177,8 @@ impl SimServer {
             next_index: AtomicU64::new(0),
             tokenizer,
             stats: stats.clone(),
+            image_patch_px: config.image_patch_px,
+            embedding_dim: config.embedding_dim,
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let server_thread = std::thread::Builder::new()

@@ -24,6 +24,7 @@
 
 mod early_stop;
 mod goodput;
+mod inputs;
 mod latency;
 mod outcomes;
 mod outputs;
@@ -46,6 +47,7 @@ use crate::slo::{Slo, SloOutcome, SloTerm, Threshold};
 use crate::stats::{self, Distribution, Estimate};
 use crate::verdict::Verdict;
 use goodput::Goodput;
+use inputs::InputCounts;
 use latency::LatencySamples;
 use outcomes::{Outcome, OutcomeCounts};
 use outputs::Outputs;
@@ -56,6 +58,7 @@ use ttft_trend::TtftTrend;
 use window::{SendWindow, WindowFigures};
 
 pub use early_stop::EarlyStop;
+pub use inputs::{ImagesSummary, InputsSummary};
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
@@ -79,6 +82,7 @@ pub struct Collector {
     early: Option<EarlyStop>,
     /// Send times and judged values for the schedule adjustment ([`super::control`]).
     control: Option<ControlTrace>,
+    inputs: InputCounts,
 }
 
 impl Collector {
@@ -162,6 +166,7 @@ impl Collector {
         self.buckets.add(rec, m, &outcome);
         self.tokens.add(rec, m, &outcome);
         self.sessions.add(rec, m, &outcome);
+        self.inputs.add(rec, m, &outcome);
         if outcome != Outcome::Completed {
             return;
         }
@@ -237,6 +242,8 @@ impl Collector {
             slo,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
+            inputs: self.inputs.inputs(window.duration_s),
+            images: self.inputs.images(),
         }
     }
 
@@ -427,6 +434,10 @@ pub struct RunMetrics {
     pub schedule_control: Option<ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
+    /// Inputs of pooling requests (embeddings, rerank, score), when any completed.
+    pub inputs: Option<InputsSummary>,
+    /// Images of chat requests, when any completed with one.
+    pub images: Option<ImagesSummary>,
 }
 
 impl RunMetrics {
