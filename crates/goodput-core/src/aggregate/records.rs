@@ -126,6 +126,14 @@ fn record_line(
     if ctx.sharded {
         v["shard"] = json!(rec.shard);
     }
+    // What the request carried beyond one prompt, only where it did.
+    if let Some(n) = rec.inputs {
+        v["inputs"] = json!(n);
+    }
+    if let Some(n) = rec.images {
+        v["images"] = json!(n);
+        v["image_bytes"] = json!(rec.image_bytes);
+    }
     if let Some((session, turn, _)) = rec.session {
         v["session_id"] = json!(session);
         v["turn"] = json!(turn);

@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 use crate::record::RequestRecord;
 use crate::tokenizer::Tokenizer;
 pub use collector::{
-    Collector, Distributions, EarlyStop, ErrorSummary, RunMetrics, SteadyState, Throughput,
-    TimeSeries, TokenSummary, BUCKET_S,
+    Collector, Distributions, EarlyStop, ErrorSummary, ImagesSummary, InputsSummary, RunMetrics,
+    SteadyState, Throughput, TimeSeries, TokenSummary, BUCKET_S,
 };
 pub use registry::Metric;
 

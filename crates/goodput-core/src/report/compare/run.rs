@@ -67,6 +67,16 @@ pub fn run_figures(
             Significance::NOT_AVAILABLE,
         ));
     }
+    let inputs = |m: &RunMetrics| m.inputs.as_ref().map(|i| i.inputs_throughput);
+    if inputs(b).is_some() || inputs(n).is_some() {
+        out.push(Figure::new(
+            "inputs_throughput",
+            Unit::InputsPerSecond,
+            inputs(b),
+            inputs(n),
+            Significance::NOT_AVAILABLE,
+        ));
+    }
     out.push(Figure::new(
         "error_rate",
         Unit::Share,
