@@ -341,7 +341,7 @@ async fn read_request(
 /// Hand request `index` to the engine: the channel its tokens come back on,
 /// and the guard that aborts it if the answer is dropped. `None` when the
 /// engine has stopped.
-pub(super) fn submit(
+fn submit(
     state: &AppState,
     index: u64,
     ids: &[u32],

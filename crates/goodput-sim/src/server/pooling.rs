@@ -19,10 +19,12 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use super::body::SimBody;
-use super::handlers::{error, json_response, status_fault, submit};
+use super::handlers::{error, json_response, status_fault};
 use super::openai::Endpoint;
-use super::AppState;
-use crate::realtime::{FinishReason, StreamEvent};
+use super::{AbortGuard, AppState};
+use crate::engine::EngineRequest;
+use crate::kv::block_hashes;
+use crate::realtime::{Command, FinishReason, StreamEvent, Submission};
 
 const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
@@ -134,13 +136,33 @@ pub(super) async fn pooling(
     if !state.request_latency.is_zero() {
         tokio::time::sleep(state.request_latency).await;
     }
+    // One engine request per input, of one engine token: the input ends
+    // with its prefill. All are handed over at once, so the step that
+    // starts next sees the whole batch.
+    let arrival_s = state.clock.now_s();
     let mut pending = Vec::with_capacity(prompts.len());
+    let mut batch = Vec::with_capacity(prompts.len());
     for (i, ids) in prompts.iter().enumerate() {
-        // One engine token: the input ends with its prefill.
-        match submit(&state, base + i as u64, ids, 1, FinishReason::Stop) {
-            Some(p) => pending.push(p),
-            None => return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped"),
+        let id = base + i as u64;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        batch.push(Submission {
+            request: EngineRequest {
+                id,
+                prompt_tokens: ids.len(),
+                block_hashes: block_hashes(ids),
+                output_tokens: 1,
+            },
+            arrival_s,
+            reason: FinishReason::Stop,
+            events: tx,
+        });
+        pending.push((rx, AbortGuard::new(state.engine.clone(), id)));
+    }
+    if state.engine.send(Command::AddBatch(batch)).is_err() {
+        for (_, guard) in &mut pending {
+            guard.disarm();
         }
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the engine has stopped");
     }
     for (events, guard) in &mut pending {
         match events.recv().await {
