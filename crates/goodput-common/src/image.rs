@@ -107,7 +107,7 @@ pub fn synthetic_png(width: u32, height: u32, seed: u64) -> Vec<u8> {
     let mut raw = Vec::with_capacity(row * height as usize);
     let mut x = seed ^ 0x9e37_79b9_7f4a_7c15;
     for _ in 0..height {
-        raw.push(0); // filter: none
+        raw.extend_from_slice(&[0]); // filter: none
         for _ in 0..width {
             // splitmix64, three bytes a pixel.
             x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);

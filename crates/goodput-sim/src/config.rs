@@ -244,18 +244,7 @@ impl SimConfig {
                 }
             }
         }
-        if !(1..=1024).contains(&self.image_patch_px) {
-            return Err(SimError::invalid(
-                "image_patch_px",
-                format!("{} must be 1 to 1024 pixels", self.image_patch_px),
-            ));
-        }
-        if !(1..=65_536).contains(&self.embedding_dim) {
-            return Err(SimError::invalid(
-                "embedding_dim",
-                format!("{} must be 1 to 65536", self.embedding_dim),
-            ));
-        }
+        self.validate_inputs()?;
         if !(self.request_latency_ms.is_finite() && self.request_latency_ms >= 0.0) {
             return Err(SimError::invalid(
                 "request_latency_ms",
@@ -283,6 +272,23 @@ impl SimConfig {
                     ),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// The image and embedding settings (`image_patch_px`, `embedding_dim`).
+    fn validate_inputs(&self) -> Result<(), SimError> {
+        if !(1..=1024).contains(&self.image_patch_px) {
+            return Err(SimError::invalid(
+                "image_patch_px",
+                format!("{} must be 1 to 1024 pixels", self.image_patch_px),
+            ));
+        }
+        if !(1..=65_536).contains(&self.embedding_dim) {
+            return Err(SimError::invalid(
+                "embedding_dim",
+                format!("{} must be 1 to 65536", self.embedding_dim),
+            ));
         }
         Ok(())
     }

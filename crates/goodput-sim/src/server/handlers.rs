@@ -37,11 +37,11 @@ fn response(
     r
 }
 
-pub(super) fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
+fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
     response(status, "application/json", body)
 }
 
-pub(super) fn error(status: StatusCode, message: &str) -> Response<SimBody> {
+fn error(status: StatusCode, message: &str) -> Response<SimBody> {
     json_response(status, error_body(status.as_u16(), message))
 }
 
@@ -202,7 +202,7 @@ fn output_length(
     })
 }
 
-pub(super) fn status_fault(f: StatusFault) -> Response<SimBody> {
+fn status_fault(f: StatusFault) -> Response<SimBody> {
     match f {
         StatusFault::Internal => error(
             StatusCode::INTERNAL_SERVER_ERROR,

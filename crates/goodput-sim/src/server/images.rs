@@ -44,7 +44,8 @@ mod tests {
         let url = data_url("image/png", &synthetic_png(100, 30, 1));
         // ceil(100/28) = 4, ceil(30/28) = 2.
         assert_eq!(image_tokens(&url, 14), Ok(10));
-        assert_eq!(image_tokens(&url, 16), Ok(4 * 1 + 2));
+        // ceil(100/32) = 4, ceil(30/32) = 1.
+        assert_eq!(image_tokens(&url, 16), Ok(6));
         assert!(image_tokens("https://example.com/cat.png", 14)
             .unwrap_err()
             .contains("not a base64 data: URL"));

@@ -10,6 +10,8 @@
 //! the request is done; `usage` counts the inputs' tokens. Inputs of one
 //! request (and of concurrent ones) share steps up to the token budget, so
 //! a step's fixed cost is spread over more inputs as batches grow.
+//!
+//! Injected faults apply to the completion routes only.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,8 +21,7 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::Value;
 
 use super::body::SimBody;
-use super::handlers::{error, json_response, status_fault};
-use super::openai::Endpoint;
+use super::openai::{error_body, Endpoint};
 use super::{AbortGuard, AppState};
 use crate::engine::EngineRequest;
 use crate::kv::block_hashes;
@@ -73,40 +74,65 @@ fn inputs(endpoint: Endpoint, body: &Value) -> Result<Vec<(Option<&str>, &str)>,
     Ok(items.into_iter().map(|t| (query, t)).collect())
 }
 
+/// The request's JSON body, its model checked; an error is the status and
+/// message to answer with.
+async fn read_body(
+    state: &AppState,
+    req: http::Request<hyper::body::Incoming>,
+) -> Result<Value, (StatusCode, String)> {
+    let bytes = Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+        .map_err(|e| {
+            (
+                StatusCode::BAD_REQUEST,
+                format!("could not read the request body: {e}"),
+            )
+        })?
+        .to_bytes();
+    let body: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        (
+            StatusCode::BAD_REQUEST,
+            format!("invalid JSON request body: {e}"),
+        )
+    })?;
+    if let Some(m) = body.get("model").and_then(Value::as_str) {
+        if m != state.model_name {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("The model `{m}` does not exist."),
+            ));
+        }
+    }
+    Ok(body)
+}
+
+/// A JSON answer.
+fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
+    let mut r = Response::new(SimBody::full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// vLLM's error answer.
+fn error(status: StatusCode, message: &str) -> Response<SimBody> {
+    json_response(status, error_body(status.as_u16(), message))
+}
+
 /// One pooling request, from its body to its answer.
 pub(super) async fn pooling(
     state: Arc<AppState>,
     req: http::Request<hyper::body::Incoming>,
     endpoint: Endpoint,
 ) -> Response<SimBody> {
-    let body: Value = match Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await
-    {
-        Ok(b) => match serde_json::from_slice(&b.to_bytes()) {
-            Ok(v) => v,
-            Err(e) => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    &format!("invalid JSON request body: {e}"),
-                )
-            }
-        },
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("could not read the request body: {e}"),
-            )
-        }
+    let body = match read_body(&state, req).await {
+        Ok(v) => v,
+        Err((status, m)) => return error(status, &m),
     };
-    if let Some(m) = body.get("model").and_then(Value::as_str) {
-        if m != state.model_name {
-            return error(
-                StatusCode::NOT_FOUND,
-                &format!("The model `{m}` does not exist."),
-            );
-        }
-    }
     let texts = match inputs(endpoint, &body) {
         Ok(t) => t,
         Err(m) => return error(StatusCode::BAD_REQUEST, &m),
@@ -130,9 +156,6 @@ pub(super) async fn pooling(
     }
     let n = prompts.len() as u64;
     let base = state.next_index.fetch_add(n, Ordering::Relaxed);
-    if let Some(f) = state.faults.plan(state.seed, base).status {
-        return status_fault(f);
-    }
     if !state.request_latency.is_zero() {
         tokio::time::sleep(state.request_latency).await;
     }
