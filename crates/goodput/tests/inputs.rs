@@ -360,3 +360,57 @@ async fn real_pooling_answers_are_read_and_a_short_one_is_malformed() {
     let example = doc["errors"]["examples"]["malformed"].to_string();
     assert!(example.contains("1 results for 2 inputs sent"), "{example}");
 }
+
+/// A dataset row's `images` (paths relative to the dataset file) are read
+/// once, sent as data URLs of their media type, and counted like
+/// synthetic ones; a file of another kind is refused, naming the field.
+#[test]
+fn dataset_rows_send_their_image_files() {
+    let data = tmp("rows.jsonl");
+    let dir = data.parent().unwrap();
+    let png = goodput_common::image::synthetic_png(448, 448, 5);
+    std::fs::write(dir.join("a.png"), &png).unwrap();
+    // A GIF header of 56×28 pixels: 2×1 merged patches, plus 2.
+    let gif = b"GIF89a\x38\x00\x1c\x00\x00\x00\x00;".to_vec();
+    std::fs::create_dir(dir.join("img")).unwrap();
+    std::fs::write(dir.join("img/b.gif"), &gif).unwrap();
+    let rows = [
+        json!({"prompt": "describe the picture", "images": ["a.png"]}),
+        json!({"prompt": "and these", "images": ["a.png", "img/b.gif"]}),
+    ];
+    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&data, text).unwrap();
+    let (doc, records) = sim_run(
+        0.1,
+        &[
+            "--dataset",
+            data.to_str().unwrap(),
+            "--num-prompts",
+            "2",
+            "--output-tokens",
+            "2",
+        ],
+    );
+    assert_eq!(doc["completed"], 2);
+    let images = &doc["images"];
+    assert_eq!(images["images_total"], 3);
+    let bytes = 2 * png.len() + gif.len();
+    assert_eq!(images["image_bytes_total"], json!(bytes));
+    // (258 + 258 + 4) / 2 tokens beyond the text per request.
+    assert_eq!(images["image_extra_prompt_tokens_mean"], 260.0);
+    assert!(records.iter().all(|r| r["images"].as_u64().is_some()));
+
+    std::fs::write(&data, "{\"prompt\": \"x\", \"images\": [\"a.bmp\"]}\n").unwrap();
+    let (code, _, stderr) = goodput(&[
+        "run",
+        "--dataset",
+        data.to_str().unwrap(),
+        "--num-prompts",
+        "1",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("images[0]") && stderr.contains("not a .png"),
+        "{stderr}"
+    );
+}

@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use super::dataset::images::LocalImage;
 use super::source::{FollowUps, Planned, RequestSource};
 use crate::protocol::images::with_images;
 use crate::protocol::pooling::pooling_body;
@@ -54,6 +55,27 @@ pub fn wrap(
             Box::new(ImageSource { inner, spec, nonce })
         }
         _ => inner,
+    }
+}
+
+/// A dataset row's chat `body` with the row's image files attached, and
+/// their count and bytes; as it is when the row has none or the request is
+/// no chat request (the images of a row are sent with chat only).
+pub fn with_row_images(
+    params: &RequestParams,
+    body: bytes::Bytes,
+    images: &[Arc<LocalImage>],
+) -> (bytes::Bytes, Option<(u32, u64)>) {
+    if images.is_empty() || params.endpoint != Endpoint::Chat {
+        return (body, None);
+    }
+    let urls: Vec<String> = images.iter().map(|i| i.data_url.clone()).collect();
+    match with_images(&body, &urls) {
+        Ok(b) => (
+            b,
+            Some((images.len() as u32, images.iter().map(|i| i.bytes).sum())),
+        ),
+        Err(_) => (body, None),
     }
 }
 
