@@ -414,3 +414,87 @@ fn dataset_rows_send_their_image_files() {
         "{stderr}"
     );
 }
+
+/// The inputs figures reach the console, the CSV, the HTML report and
+/// `compare`, which gates on `inputs_throughput`.
+#[test]
+fn inputs_reach_every_output_and_compare_gates_on_them() {
+    let run = |batch: &str| {
+        let out = tmp("out.json");
+        let csv = tmp("summary.csv");
+        let html = tmp("report.html");
+        let (code, stdout, stderr) = goodput(&[
+            "run",
+            "--sim",
+            "time-scale=0.2",
+            "--endpoint",
+            "embeddings",
+            "--batch-size",
+            batch,
+            "--input-tokens",
+            "32",
+            "--num-prompts",
+            "10",
+            "--concurrency",
+            "1",
+            "--no-server-metrics",
+            "--out",
+            out.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        (
+            out,
+            stdout,
+            std::fs::read_to_string(csv).unwrap(),
+            std::fs::read_to_string(html).unwrap(),
+        )
+    };
+    let (base, stdout, csv, html) = run("1");
+    assert!(
+        stdout.contains("Total inputs:") && stdout.contains("Input throughput (inputs/s):"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("embeddings, input 32 tokens, 1 inputs per request"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("TTFT"), "{stdout}");
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let row = reader.records().next().unwrap().unwrap();
+    let column = |name: &str| {
+        row.get(header.iter().position(|h| h == name).unwrap())
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(column("inputs_total"), "10");
+    assert!(column("inputs_throughput").parse::<f64>().unwrap() > 0.0);
+    assert_eq!(column("images_total"), "");
+    assert!(html.contains("Input throughput (inputs/s)"));
+    let (new, ..) = run("16");
+    let (code, stdout, stderr) = goodput(&[
+        "compare",
+        base.to_str().unwrap(),
+        new.to_str().unwrap(),
+        "--fail-on",
+        "inputs_throughput<-10%",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("inputs_throughput") && stdout.contains("inputs/s"),
+        "{stdout}"
+    );
+    // The other way round, 16 inputs a request fall to 1: a regression.
+    let (code, stdout, _) = goodput(&[
+        "compare",
+        new.to_str().unwrap(),
+        base.to_str().unwrap(),
+        "--fail-on",
+        "inputs_throughput<-10%",
+    ]);
+    assert_eq!(code, 1, "{stdout}");
+}

@@ -159,6 +159,10 @@ impl WorkloadSpec {
     pub fn words(&self, endpoint: crate::protocol::Endpoint) -> String {
         let s = &self.synthetic;
         let mut w = match &self.source {
+            // A pooling request generates nothing: no output length.
+            SourceSpec::Synthetic if endpoint.is_pooling() => {
+                format!("{endpoint}, input {} tokens", s.input_tokens)
+            }
             SourceSpec::Synthetic => format!(
                 "{endpoint}, input {} / output {} tokens",
                 s.input_tokens, s.output_tokens
