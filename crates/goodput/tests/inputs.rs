@@ -23,6 +23,22 @@ use serde_json::{json, Value};
 use goodput_sim::roofline::BatchShape;
 use goodput_sim::SimConfig;
 
+/// Every results document these tests write matches the committed schema.
+fn validate(doc: &Value) {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "schema violations:\n{}",
+        errors.join("\n")
+    );
+}
+
 /// One run's results and records against the in-process simulator at
 /// `time_scale`, with `extra` flags.
 fn sim_run(time_scale: f64, extra: &[&str]) -> (Value, Vec<Value>) {
@@ -42,7 +58,9 @@ fn sim_run(time_scale: f64, extra: &[&str]) -> (Value, Vec<Value>) {
     args.extend_from_slice(extra);
     let (code, stdout, stderr) = goodput(&args);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    (read_json(&out), read_records(&records))
+    let doc = read_json(&out);
+    validate(&doc);
+    (doc, read_records(&records))
 }
 
 /// The simulator's time (s) for one step prefilling `seqs` prompts of
@@ -315,7 +333,9 @@ async fn scripted_run(endpoint: &str, short_from: Option<u64>, vendor: &'static 
     ]);
     let (code, stdout, stderr) = goodput_async(args).await;
     assert!(code == 0 || code == 1, "{code}\n{stdout}\n{stderr}");
-    read_json(&out)
+    let doc = read_json(&out);
+    validate(&doc);
+    doc
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
