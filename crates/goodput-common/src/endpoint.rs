@@ -11,6 +11,14 @@ pub enum Endpoint {
     Chat,
     /// `/v1/completions`
     Completions,
+    /// `/v1/embeddings`: a batch of inputs per request, answered whole.
+    Embeddings,
+    /// `/v1/rerank` (Cohere's and Jina's shape, as vLLM serves it): a query
+    /// and a batch of documents, answered whole.
+    Rerank,
+    /// vLLM's `/v1/score` (also served as `/score`): `text_1` against a
+    /// batch of `text_2`, answered whole.
+    Score,
 }
 
 impl Endpoint {
@@ -19,6 +27,9 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "/chat/completions",
             Endpoint::Completions => "/completions",
+            Endpoint::Embeddings => "/embeddings",
+            Endpoint::Rerank => "/rerank",
+            Endpoint::Score => "/score",
         }
     }
 
@@ -26,7 +37,20 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "chat",
             Endpoint::Completions => "completions",
+            Endpoint::Embeddings => "embeddings",
+            Endpoint::Rerank => "rerank",
+            Endpoint::Score => "score",
         }
+    }
+
+    /// A pooling endpoint (embeddings, rerank, score): a batch of inputs
+    /// per request, no generated tokens, never streamed; its latency is
+    /// the whole exchange (E2EL) and TTFT, TPOT and ITL are undefined.
+    pub fn is_pooling(self) -> bool {
+        matches!(
+            self,
+            Endpoint::Embeddings | Endpoint::Rerank | Endpoint::Score
+        )
     }
 }
 
@@ -36,8 +60,11 @@ impl std::str::FromStr for Endpoint {
         match s.trim() {
             "chat" => Ok(Endpoint::Chat),
             "completions" => Ok(Endpoint::Completions),
+            "embeddings" => Ok(Endpoint::Embeddings),
+            "rerank" => Ok(Endpoint::Rerank),
+            "score" => Ok(Endpoint::Score),
             other => Err(format!(
-                "invalid endpoint '{other}': valid values are chat and completions"
+                "invalid endpoint '{other}': valid values are chat, completions, embeddings, rerank and score"
             )),
         }
     }

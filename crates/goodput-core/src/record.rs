@@ -305,6 +305,16 @@ pub struct RequestRecord {
     /// Its priority class (`--priority-mix`), when the run has classes.
     #[serde(default)]
     pub class: Option<std::sync::Arc<str>>,
+    /// Inputs sent in a pooling request (embeddings, rerank documents,
+    /// score texts); `None` for a completion.
+    #[serde(default)]
+    pub inputs: Option<u32>,
+    /// Images sent in a chat request, and their encoded bytes (the files'
+    /// bytes, before base64).
+    #[serde(default)]
+    pub images: Option<u32>,
+    #[serde(default)]
+    pub image_bytes: Option<u64>,
 }
 
 impl RequestRecord {

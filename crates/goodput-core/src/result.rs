@@ -97,6 +97,8 @@ impl RunResult {
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
         o.insert("groups".into(), json!(m.groups));
+        o.insert("inputs".into(), json!(m.inputs));
+        o.insert("images".into(), json!(m.images));
         // What the workload was asked to be (from `config`), and what was sent.
         let mut workload = match &self.config.workload {
             Some(w) => json!(w),
@@ -270,6 +272,9 @@ impl RunResult {
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
             groups: field::<Option<_>>(doc, "groups")?,
+            // Documents before them had none.
+            inputs: field::<Option<_>>(doc, "inputs")?,
+            images: field::<Option<_>>(doc, "images")?,
         };
         let config: RunConfig = field(doc, "config")?;
         Ok(RunResult {

@@ -68,7 +68,8 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
             ),
         ));
     }
-    if !facts.pinned && m.completed > 0 {
+    // A pooling run (embeddings, rerank, score) generates nothing to pin.
+    if !facts.pinned && m.completed > 0 && m.inputs.is_none() {
         w.push(warn(
             Trap::UnpinnedOutput,
             "output lengths were not pinned (min_tokens/ignore_eos not sent or not accepted): they vary with the model's answers, so TPOT, E2EL and throughput are not comparable across servers".into(),

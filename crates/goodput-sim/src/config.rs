@@ -77,6 +77,12 @@ pub struct SimConfig {
     /// queue (HTTP, tokenization), ms: a calibrated profile's measured
     /// server-side latency.
     pub request_latency_ms: f64,
+    /// Side of a vision patch, pixels: an image of W×H costs
+    /// ceil(W/2p)·ceil(H/2p) + 2 prompt tokens (Qwen2-VL's 14-px patches
+    /// merged 2×2, plus its start and end tokens).
+    pub image_patch_px: u32,
+    /// Dimension of the embedding vectors `/v1/embeddings` answers with.
+    pub embedding_dim: usize,
     /// How the engine orders waiting requests (vLLM's `--scheduling-policy`).
     pub scheduling_policy: SchedulingPolicy,
     /// LoRA adapters served beside the base model ([`LoraConfig`]).
@@ -122,6 +128,8 @@ impl Default for SimConfig {
             request_latency_ms: 0.0,
             scheduling_policy: SchedulingPolicy::Fcfs,
             lora: LoraConfig::default(),
+            image_patch_px: 14,
+            embedding_dim: 384,
         }
     }
 }
@@ -257,6 +265,7 @@ impl SimConfig {
                 }
             }
         }
+        self.validate_inputs()?;
         if !(self.request_latency_ms.is_finite() && self.request_latency_ms >= 0.0) {
             return Err(SimError::invalid(
                 "request_latency_ms",
@@ -311,6 +320,23 @@ impl SimConfig {
             return Err(SimError::invalid(
                 "lora_modules",
                 format!("'{m}' must be a non-empty name other than the base model's"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The image and embedding settings (`image_patch_px`, `embedding_dim`).
+    fn validate_inputs(&self) -> Result<(), SimError> {
+        if !(1..=1024).contains(&self.image_patch_px) {
+            return Err(SimError::invalid(
+                "image_patch_px",
+                format!("{} must be 1 to 1024 pixels", self.image_patch_px),
+            ));
+        }
+        if !(1..=65_536).contains(&self.embedding_dim) {
+            return Err(SimError::invalid(
+                "embedding_dim",
+                format!("{} must be 1 to 65536", self.embedding_dim),
             ));
         }
         Ok(())
@@ -415,6 +441,8 @@ struct ConfigFile {
     max_loras: Option<usize>,
     max_cpu_loras: Option<usize>,
     lora_load_ms: Option<f64>,
+    image_patch_px: Option<u32>,
+    embedding_dim: Option<usize>,
     /// What `goodput calibrate` measured (read by `goodput predict`; the
     /// simulator ignores it).
     calibration: Option<toml::Value>,
@@ -453,6 +481,8 @@ impl ConfigFile {
         c.lora.max_loras = self.max_loras.or(c.lora.max_loras);
         c.lora.max_cpu_loras = self.max_cpu_loras.or(c.lora.max_cpu_loras);
         set(&mut c.lora.load_ms, self.lora_load_ms);
+        set(&mut c.image_patch_px, self.image_patch_px);
+        set(&mut c.embedding_dim, self.embedding_dim);
         Ok(())
     }
 }
@@ -575,6 +605,13 @@ pub struct SimArgs {
     /// Time a step spends loading a LoRA adapter that is not loaded, ms [default: 0].
     #[arg(long, value_name = "MS")]
     pub lora_load_ms: Option<f64>,
+    /// Side of a vision patch, pixels: a W×H image costs ceil(W/2P)·ceil(H/2P) + 2 prompt
+    /// tokens (Qwen2-VL: 14-px patches merged 2×2) [default: 14].
+    #[arg(long, value_name = "P")]
+    pub image_patch_px: Option<u32>,
+    /// Dimension of the vectors /v1/embeddings answers with [default: 384].
+    #[arg(long, value_name = "N")]
+    pub embedding_dim: Option<usize>,
 }
 
 impl Default for SimArgs {
@@ -614,6 +651,8 @@ impl Default for SimArgs {
             max_loras: None,
             max_cpu_loras: None,
             lora_load_ms: None,
+            image_patch_px: None,
+            embedding_dim: None,
         }
     }
 }
@@ -677,6 +716,8 @@ impl SimArgs {
         c.lora.max_loras = self.max_loras.or(c.lora.max_loras);
         c.lora.max_cpu_loras = self.max_cpu_loras.or(c.lora.max_cpu_loras);
         set(&mut c.lora.load_ms, self.lora_load_ms);
+        set(&mut c.image_patch_px, self.image_patch_px);
+        set(&mut c.embedding_dim, self.embedding_dim);
         c.validate()?;
         Ok(c)
     }

@@ -67,6 +67,9 @@ pub struct Submission {
 pub enum Command {
     Add(Box<Submission>),
     Abort(RequestId),
+    /// Requests that arrived together (a pooling request's inputs), added
+    /// at once so that the next step sees them all.
+    AddBatch(Vec<Submission>),
     Shutdown,
 }
 
@@ -337,6 +340,12 @@ fn apply(
         Command::Abort(id) => {
             if routes.remove(&id).is_some() && engine.abort(id) {
                 stats.lock().finished_abort += 1;
+            }
+            true
+        }
+        Command::AddBatch(subs) => {
+            for sub in subs {
+                apply(Command::Add(Box::new(sub)), engine, routes, stats);
             }
             true
         }

@@ -76,6 +76,7 @@ fn cost(args: &CostArgs) -> Option<CostSpec> {
 /// request: a malformed file exits 2 naming the file, line and field.
 pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunSpec, Exit> {
     let (bounds, workload) = (&flags.bounds, &flags.workload);
+    check_inputs(&flags.target, workload)?;
     // A trace brings its own arrival times: the load is open at its mean rate.
     let mut load = load;
     let warmup = match (bounds.warmup, bounds.ramp_up, &workload.replay.trace) {
@@ -187,6 +188,28 @@ pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> 
     })
 }
 
+/// The flags of the pooling endpoints and of images, against the endpoint
+/// they apply to.
+fn check_inputs(target: &TargetArgs, w: &WorkloadArgs) -> Result<(), Exit> {
+    let e = target.endpoint;
+    if w.images.is_some() && e != goodput_core::protocol::Endpoint::Chat {
+        return Err(usage(anyhow::anyhow!(
+            "--images adds image_url parts to chat messages: it needs --endpoint chat, not {e}"
+        )));
+    }
+    if w.batch_size.is_some() && !e.is_pooling() {
+        return Err(usage(anyhow::anyhow!(
+            "--batch-size sets the inputs per request of --endpoint embeddings, rerank or score, not {e}"
+        )));
+    }
+    if e.is_pooling() && (w.turns.is_some() || w.replay.trace.is_some()) {
+        return Err(usage(anyhow::anyhow!(
+            "--endpoint {e} sends batches of independent inputs: --turns and --trace do not apply (use --dataset or synthetic prompts)"
+        )));
+    }
+    Ok(())
+}
+
 /// The workload from the workload flags, with its files read and checked.
 /// `num_prompts`: the measured requests a dataset must supply (`None`: each
 /// usable row once, for a run bounded by time).
@@ -220,6 +243,8 @@ fn workload_spec(
         } else {
             !w.no_cache_bust
         },
+        batch: w.batch_size,
+        images: w.images,
     };
     if let Some(p) = &synthetic.prefix {
         if synthetic.input_tokens.min() < synthetic.head_tokens().max(p.tokens + 1) {
@@ -300,8 +325,9 @@ pub fn target_options(
         },
         // A mix's first model is the one discovery and the probe name.
         model: model.as_deref().map(first_model),
-        stream: !target.no_stream,
-        pin_output: !workload.no_pin_output,
+        // A pooling endpoint is answered whole and generates nothing to pin.
+        stream: !target.no_stream && !target.endpoint.is_pooling(),
+        pin_output: !workload.no_pin_output && !target.endpoint.is_pooling(),
         temperature: target.temperature,
         tokenizer: workload.tokenizer.clone(),
         server_in_process,

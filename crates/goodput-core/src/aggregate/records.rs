@@ -133,6 +133,14 @@ fn record_line(
     if let Some(class) = &rec.class {
         v["class"] = json!(class);
     }
+    // What the request carried beyond one prompt, only where it did.
+    if let Some(n) = rec.inputs {
+        v["inputs"] = json!(n);
+    }
+    if let Some(n) = rec.images {
+        v["images"] = json!(n);
+        v["image_bytes"] = json!(rec.image_bytes);
+    }
     if let Some((session, turn, _)) = rec.session {
         v["session_id"] = json!(session);
         v["turn"] = json!(turn);

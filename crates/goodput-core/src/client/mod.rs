@@ -27,6 +27,7 @@
 
 mod error;
 pub mod h1;
+mod pooling;
 pub mod proxy;
 mod response;
 pub mod sse;
@@ -625,6 +626,11 @@ impl Client {
         }
         let reusable = if req.stream {
             read_stream(&mut conn, &head, &mut timer, rec).await?
+        } else if let Some(sent) = req.inputs {
+            let body = read_body(&mut conn, &head, &mut timer, 256 << 20).await?;
+            let endpoint = self.inner.opts.endpoint;
+            pooling::pooling_response(endpoint, &body, clock.now_ns(), sent, rec)?;
+            true
         } else {
             let body = read_body(&mut conn, &head, &mut timer, 64 << 20).await?;
             whole_response(&body, clock.now_ns(), rec)?;
@@ -636,7 +642,7 @@ impl Client {
         if reusable && !head.close && conn.buffered().is_empty() {
             self.checkin(conn);
         }
-        if rec.events.is_empty() {
+        if rec.events.is_empty() && req.inputs.is_none() {
             // A 200 that carried no content is no answer: counting it as a
             // success would report thousands of requests/s of nothing.
             return Err(no_content(head.status, rec));

@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::record::RequestRecord;
 use crate::tokenizer::Tokenizer;
 pub use collector::{
-    Collector, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups, RunMetrics,
-    SteadyState, Throughput, TimeSeries, TokenSummary, BUCKET_S, GROUPINGS, GROUP_METRICS,
+    Collector, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups,
+    ImagesSummary, InputsSummary, RunMetrics, SteadyState, Throughput, TimeSeries, TokenSummary,
+    BUCKET_S, GROUPINGS, GROUP_METRICS,
 };
 pub use registry::Metric;
 
@@ -125,6 +126,14 @@ impl RequestMetrics {
             (None, Some(n)) => (Some(n), Some(TokenSource::Tokenizer)),
             (None, None) => (None, None),
         };
+        if let (Some(t_send), Some(_), true) = (rec.t_send, rec.inputs, rec.ok()) {
+            // A pooling request (embeddings, rerank, score) has no content
+            // events: its latency is the whole exchange, send to the end of
+            // the answer; TTFT, TPOT and ITL are undefined.
+            m.e2el_ms = Some(ms(t_send, rec.t_done));
+            m.e2el_sched_ms = Some(ms(rec.t_sched, rec.t_done));
+            return m;
+        }
         let (Some(t_send), Some(first), Some(last)) =
             (rec.t_send, rec.events.first(), rec.events.last())
         else {

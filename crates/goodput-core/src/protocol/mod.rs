@@ -5,6 +5,8 @@
 //! them; neither imports the other. Nothing here does I/O.
 
 pub mod chunk;
+pub mod images;
+pub mod pooling;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,18 @@ pub struct RequestParams {
 
 /// The JSON body of a completion request.
 pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32) -> Bytes {
+    if params.endpoint.is_pooling() {
+        // One input (the workload batches them: `workload::inputs`).
+        let text = match prompt {
+            Prompt::Text(t) => t.to_string(),
+            Prompt::Messages(m) => m
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
+        return pooling::pooling_body(params.endpoint, &params.model, "", &[text]);
+    }
     let mut body = serde_json::Map::new();
     body.insert("model".into(), params.model.clone().into());
     match (params.endpoint, prompt) {
@@ -74,10 +88,10 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
                 serde_json::to_value(messages).unwrap_or_default(),
             );
         }
-        (Endpoint::Completions, Prompt::Text(text)) => {
+        (_, Prompt::Text(text)) => {
             body.insert("prompt".into(), text.into());
         }
-        (Endpoint::Completions, Prompt::Messages(messages)) => {
+        (_, Prompt::Messages(messages)) => {
             let joined: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
             body.insert("prompt".into(), joined.join("\n").into());
         }
@@ -142,6 +156,11 @@ pub struct PreparedRequest {
     pub class: Option<std::sync::Arc<str>>,
     /// A header its class is sent with, rendered `Name: value\r\n`.
     pub header_line: Option<std::sync::Arc<str>>,
+    /// Inputs in a pooling request (embeddings, rerank documents, score
+    /// texts); `None` for a completion.
+    pub inputs: Option<u32>,
+    /// Images in a chat request and their encoded bytes (before base64).
+    pub images: Option<(u32, u64)>,
 }
 
 impl PreparedRequest {
@@ -163,6 +182,9 @@ impl PreparedRequest {
             streamed: self.stream,
             model: self.model.clone(),
             class: self.class.clone(),
+            inputs: self.inputs,
+            images: self.images.map(|(n, _)| n),
+            image_bytes: self.images.map(|(_, b)| b),
             ..Default::default()
         }
     }

@@ -111,6 +111,7 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'static>> {
         workload_columns(),
         quality_columns(),
         server_columns(),
+        inputs_columns(),
     ]
     .into_iter()
     .flatten()
@@ -324,6 +325,30 @@ fn server_columns() -> Vec<Column<'static>> {
         server(|s| s.prefix_cache_hit_share),
     ));
     c
+}
+
+/// Inputs of pooling requests and images of chat requests (empty when
+/// the run had none).
+fn inputs_columns() -> Vec<Column<'static>> {
+    let inputs = |f: fn(&crate::metrics::InputsSummary) -> f64| {
+        move |r: &Row| opt(r.run.metrics.inputs.as_ref().map(f))
+    };
+    let images = |f: fn(&crate::metrics::ImagesSummary) -> Option<f64>| {
+        move |r: &Row| opt(r.run.metrics.images.as_ref().and_then(f))
+    };
+    vec![
+        col("inputs_total", inputs(|i| i.inputs_total as f64)),
+        col("inputs_throughput", inputs(|i| i.inputs_throughput)),
+        col("images_total", images(|i| Some(i.images_total as f64))),
+        col(
+            "image_bytes_total",
+            images(|i| Some(i.image_bytes_total as f64)),
+        ),
+        col(
+            "image_extra_prompt_tokens_mean",
+            images(|i| i.image_extra_prompt_tokens_mean),
+        ),
+    ]
 }
 
 /// The CSV text: a header line, then one line per run or sweep point.

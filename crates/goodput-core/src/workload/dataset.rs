@@ -34,6 +34,7 @@
 //! the input filter.
 
 mod csv;
+pub mod images;
 mod jsonl;
 mod row;
 mod sharegpt;
@@ -206,11 +207,17 @@ pub fn load_dataset(
         DatasetFormat::Jsonl => jsonl::reread(path, &spots)?,
         DatasetFormat::Csv => csv::reread(path, &opts.prompt_column, &spots)?,
     };
+    let mut images = images::Reader::new(path);
     let distinct_rows: Vec<Option<DatasetRow>> = parsed
         .into_iter()
         .zip(&spots)
-        .map(|(row, spot)| Some(row.into_row(spot.line, tokenizer)))
-        .collect();
+        .map(|(mut row, spot)| {
+            let files = std::mem::take(&mut row.images);
+            let mut row = row.into_row(spot.line, tokenizer);
+            row.images = images.read(&files, spot.line)?;
+            Ok(Some(row))
+        })
+        .collect::<Result<_, FileError>>()?;
     let rows = in_send_order(&choice.order, &distinct, distinct_rows);
     stats.rows_selected = rows.len() as u64;
     Ok(Dataset { rows, stats })

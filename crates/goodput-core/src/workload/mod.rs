@@ -13,6 +13,7 @@
 
 pub mod dataset;
 pub mod files;
+pub mod inputs;
 pub mod mixes;
 pub mod prefetch;
 pub mod prompt;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use crate::protocol::RequestParams;
 use goodput_common::tokenizer::Tokenizer;
 
+pub use goodput_common::image::ImageSpec;
 pub use goodput_common::lengths::LengthSpec;
 pub use prefetch::Prefetch;
 pub use prompt::TextBuilder;
@@ -102,6 +104,8 @@ impl WorkloadSpec {
         warmup: u64,
     ) -> Box<dyn RequestSource> {
         let s = &self.synthetic;
+        let outer = params;
+        let params = &inputs::inner_params(outer);
         let build = || replay::BuildContext {
             params: params.clone(),
             text: TextBuilder::new(tokenizer.clone()),
@@ -109,7 +113,7 @@ impl WorkloadSpec {
             seed: s.seed,
             nonce,
         };
-        match &self.source {
+        let inner: Box<dyn RequestSource> = match &self.source {
             SourceSpec::Synthetic => Box::new(SyntheticSource::new(
                 s.clone(),
                 params.clone(),
@@ -140,7 +144,8 @@ impl WorkloadSpec {
                 output_override.clone(),
                 build(),
             )),
-        }
+        };
+        inputs::wrap(inner, outer, s.batch, s.images, nonce)
     }
 
     /// Whether two runs of this workload (same seed) send the same prompt
@@ -178,6 +183,10 @@ impl WorkloadSpec {
     pub fn words(&self, endpoint: crate::protocol::Endpoint) -> String {
         let s = &self.synthetic;
         let mut w = match &self.source {
+            // A pooling request generates nothing: no output length.
+            SourceSpec::Synthetic if endpoint.is_pooling() => {
+                format!("{endpoint}, input {} tokens", s.input_tokens)
+            }
             SourceSpec::Synthetic => format!(
                 "{endpoint}, input {} / output {} tokens",
                 s.input_tokens, s.output_tokens
@@ -199,6 +208,12 @@ impl WorkloadSpec {
                 ", {} shared prefixes of {} tokens ({})",
                 p.groups, p.tokens, p.choice
             ));
+        }
+        if let Some(b) = s.batch.filter(|_| endpoint.is_pooling()) {
+            w.push_str(&format!(", {b} inputs per request"));
+        }
+        if let Some(i) = &s.images {
+            w.push_str(&format!(", images {i}"));
         }
         if let Some(sh) = &s.sessions {
             w.push_str(&format!(

@@ -169,10 +169,12 @@ impl RequestSource for DatasetSource {
         } else {
             prompt_tokens.unwrap_or(0)
         };
+        let (body, images) = super::inputs::with_row_images(&self.params, body, &row.images);
         Some(Planned {
             request: PreparedRequest {
                 id,
                 body,
+                images,
                 prompt_tokens,
                 cacheable_tokens: cacheable,
                 max_tokens: Some(output),

@@ -136,6 +136,12 @@ pub struct SyntheticSpec {
     /// A unique salt after the shared prefix of every prompt.
     #[serde(default = "yes")]
     pub cache_bust: bool,
+    /// Inputs per pooling request (`--batch-size`; embeddings, rerank, score).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u32>,
+    /// Synthetic images per chat request (`--images`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<goodput_common::image::ImageSpec>,
 }
 
 fn yes() -> bool {
@@ -152,6 +158,8 @@ impl SyntheticSpec {
             sessions: None,
             prefix: None,
             cache_bust: true,
+            batch: None,
+            images: None,
         }
     }
 

@@ -282,6 +282,20 @@ const OPTIONS: &[SimOption] = &[
             Ok(())
         },
     },
+    SimOption {
+        key: "image-patch-px",
+        set: |a, v| {
+            a.image_patch_px = Some(count(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "embedding-dim",
+        set: |a, v| {
+            a.embedding_dim = Some(count(v)?);
+            Ok(())
+        },
+    },
 ];
 
 /// The keys `--sim` takes, for help and error messages.

@@ -62,6 +62,15 @@ pub(super) async fn handle(
         }
         (&Method::POST, "/v1/chat/completions") => completion(state, req, Endpoint::Chat).await,
         (&Method::POST, "/v1/completions") => completion(state, req, Endpoint::Completions).await,
+        (&Method::POST, "/v1/embeddings") => {
+            super::pooling::pooling(state, req, Endpoint::Embeddings).await
+        }
+        (&Method::POST, "/v1/rerank" | "/rerank") => {
+            super::pooling::pooling(state, req, Endpoint::Rerank).await
+        }
+        (&Method::POST, "/v1/score" | "/score") => {
+            super::pooling::pooling(state, req, Endpoint::Score).await
+        }
         (_, "/health" | "/v1/models" | "/metrics" | "/v1/chat/completions" | "/v1/completions") => {
             error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
         }
@@ -111,6 +120,11 @@ fn prompt_tokens(
                             if let Some(t) = &p.text {
                                 ids.extend(encode(t));
                             }
+                            if let Some(image) = &p.image_url {
+                                let n =
+                                    super::images::image_tokens(&image.url, state.image_patch_px)?;
+                                ids.extend(super::images::image_token_ids(&image.url, n));
+                            }
                         }
                     }
                     None => {}
@@ -118,7 +132,7 @@ fn prompt_tokens(
             }
             Ok(ids)
         }
-        Endpoint::Completions => match req.prompt.as_ref() {
+        _ => match req.prompt.as_ref() {
             None => Err("'prompt' is required for /v1/completions".into()),
             Some(Prompt::Text(t)) => Ok(encode(t)),
             Some(Prompt::Texts(v)) if v.len() == 1 => Ok(encode(&v[0])),
@@ -264,7 +278,7 @@ async fn completion(
 
     let prefix = match endpoint {
         Endpoint::Chat => "chatcmpl",
-        Endpoint::Completions => "cmpl",
+        _ => "cmpl",
     };
     let accepted = Accepted {
         model: super::mixes::served_name(&state, routing),

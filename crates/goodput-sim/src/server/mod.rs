@@ -5,7 +5,9 @@
 mod body;
 mod handlers;
 mod mixes;
+mod images;
 mod openai;
+mod pooling;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
@@ -49,6 +51,10 @@ struct AppState {
     /// LoRA adapters served beside the base model.
     lora_modules: Vec<String>,
     scheduling_policy: crate::engine::SchedulingPolicy,
+    /// [`SimConfig::image_patch_px`].
+    image_patch_px: u32,
+    /// [`SimConfig::embedding_dim`].
+    embedding_dim: usize,
 }
 
 /// Tells the engine to drop a request whose response was abandoned.
@@ -177,6 +183,8 @@ impl SimServer {
             stats: stats.clone(),
             lora_modules: config.lora.modules.clone(),
             scheduling_policy: config.scheduling_policy,
+            image_patch_px: config.image_patch_px,
+            embedding_dim: config.embedding_dim,
         });
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
         let server_thread = std::thread::Builder::new()

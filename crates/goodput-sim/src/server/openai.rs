@@ -54,6 +54,14 @@ pub enum Content {
 #[derive(Debug, Deserialize)]
 pub struct Part {
     pub text: Option<String>,
+    /// `{"type": "image_url", "image_url": {"url": ...}}`
+    #[serde(default)]
+    pub image_url: Option<ImageUrl>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ImageUrl {
+    pub url: String,
 }
 
 /// A completions prompt: text, a one-element list of text, or token ids.
@@ -93,7 +101,7 @@ impl ChunkWriter {
     pub fn new(endpoint: Endpoint, id: &str, created: u64, model_json: &str) -> Self {
         let object = match endpoint {
             Endpoint::Chat => "chat.completion.chunk",
-            Endpoint::Completions => "text_completion",
+            _ => "text_completion",
         };
         let head = format!(
             "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{model_json},"
@@ -125,12 +133,12 @@ impl ChunkWriter {
         buf.put_slice(self.prefix.as_bytes());
         buf.put_slice(match self.endpoint {
             Endpoint::Chat => b"\"delta\":{\"content\":\" ",
-            Endpoint::Completions => b"\"text\":\" ",
+            _ => b"\"text\":\" ",
         });
         buf.put_slice(word.as_bytes());
         buf.put_slice(match self.endpoint {
             Endpoint::Chat => b"\"},\"logprobs\":null,\"finish_reason\":",
-            Endpoint::Completions => b"\",\"logprobs\":null,\"finish_reason\":",
+            _ => b"\",\"logprobs\":null,\"finish_reason\":",
         });
         match finish {
             Some(r) => {
@@ -193,7 +201,7 @@ pub fn full_response(
             "finish_reason": reason.as_str(),
             "stop_reason": null,
         }),
-        Endpoint::Completions => json!({
+        _ => json!({
             "index": 0,
             "text": text,
             "logprobs": null,
@@ -203,7 +211,7 @@ pub fn full_response(
     };
     let object = match endpoint {
         Endpoint::Chat => "chat.completion",
-        Endpoint::Completions => "text_completion",
+        _ => "text_completion",
     };
     json!({
         "id": id,

@@ -19,7 +19,9 @@ pub struct TargetArgs {
     /// is appended; /v1 is not doubled). Without it, the built-in simulator is started and benchmarked.
     #[arg(long, alias = "base-url", value_parser = url, help_heading = "Target")]
     pub url: Option<String>,
-    /// API to call: chat (/v1/chat/completions) or completions (/v1/completions).
+    /// API to call: chat (/v1/chat/completions), completions (/v1/completions), embeddings
+    /// (/v1/embeddings), rerank (/v1/rerank) or score (vLLM's /v1/score); the last three send
+    /// --batch-size inputs per request and are answered whole.
     #[arg(long, default_value = "chat", help_heading = "Target")]
     pub endpoint: goodput_core::protocol::Endpoint,
     /// Model name to send [default: the first model /v1/models lists]; or a mix of models or
@@ -258,6 +260,14 @@ pub struct WorkloadArgs {
     /// Do not send min_tokens/ignore_eos (outputs may then end early at EOS).
     #[arg(long, help_heading = "Workload")]
     pub no_pin_output: bool,
+    /// Inputs per request of --endpoint embeddings (texts), rerank and score (documents beside
+    /// one query), each a prompt of --input-tokens.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096), help_heading = "Workload")]
+    pub batch_size: Option<u32>,
+    /// N synthetic PNG images of WIDTHxHEIGHT pixels in every chat request (data URLs, distinct
+    /// per request), e.g. 1:448x448.
+    #[arg(long, value_name = "N:WIDTHxHEIGHT", help_heading = "Workload")]
+    pub images: Option<goodput_core::workload::ImageSpec>,
     /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base, a path to the model's
     /// tokenizer.json, or none. One tokenizer does all client-side counting in a run.
     #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]

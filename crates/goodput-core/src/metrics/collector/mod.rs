@@ -25,6 +25,7 @@
 mod early_stop;
 mod goodput;
 mod groups;
+mod inputs;
 mod latency;
 mod outcomes;
 mod outputs;
@@ -47,6 +48,7 @@ use crate::slo::{Slo, SloOutcome, SloTerm, Threshold};
 use crate::stats::{self, Distribution, Estimate};
 use crate::verdict::Verdict;
 use goodput::Goodput;
+use inputs::InputCounts;
 use latency::LatencySamples;
 use outcomes::{Outcome, OutcomeCounts};
 use outputs::Outputs;
@@ -58,6 +60,7 @@ use window::{SendWindow, WindowFigures};
 
 pub use early_stop::EarlyStop;
 pub use groups::{GroupFigures, GroupSlo, Groups, GROUPINGS, GROUP_METRICS};
+pub use inputs::{ImagesSummary, InputsSummary};
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
@@ -83,6 +86,7 @@ pub struct Collector {
     control: Option<ControlTrace>,
     /// The same figures per model and per priority class ([`groups`]).
     groups: groups::GroupCollectors,
+    inputs: InputCounts,
 }
 
 impl Collector {
@@ -169,6 +173,7 @@ impl Collector {
         self.buckets.add(rec, m, &outcome);
         self.tokens.add(rec, m, &outcome);
         self.sessions.add(rec, m, &outcome);
+        self.inputs.add(rec, m, &outcome);
         if outcome != Outcome::Completed {
             return;
         }
@@ -252,6 +257,8 @@ impl Collector {
             schedule_control,
             sessions: self.sessions.finish(percentiles),
             groups,
+            inputs: self.inputs.inputs(window.duration_s),
+            images: self.inputs.images(),
         }
     }
 
@@ -445,6 +452,10 @@ pub struct RunMetrics {
     /// The figures per model and per priority class, for a run that mixes
     /// them (`--model a,b`, `--priority-mix`).
     pub groups: Option<Groups>,
+    /// Inputs of pooling requests (embeddings, rerank, score), when any completed.
+    pub inputs: Option<InputsSummary>,
+    /// Images of chat requests, when any completed with one.
+    pub images: Option<ImagesSummary>,
 }
 
 impl RunMetrics {

@@ -17,6 +17,9 @@ pub enum Unit {
     Share,
     #[serde(rename = "ms")]
     Milliseconds,
+    /// Inputs of pooling requests per second (embeddings, rerank, score).
+    #[serde(rename = "inputs/s")]
+    InputsPerSecond,
 }
 
 impl Unit {
@@ -27,6 +30,7 @@ impl Unit {
             Unit::TokensPerSecond => "tok/s",
             Unit::Share => "share",
             Unit::Milliseconds => "ms",
+            Unit::InputsPerSecond => "inputs/s",
         }
     }
 

@@ -17,12 +17,13 @@ use super::significance::Significance;
 
 /// Fixed figure names (the latency ones are `mean_`/`median_`/`pNN_` +
 /// metric + `_ms`).
-const FIXED: [&str; 5] = [
+const FIXED: [&str; 6] = [
     "request_throughput",
     "output_throughput",
     "total_token_throughput",
     "request_goodput",
     "error_rate",
+    "inputs_throughput",
 ];
 /// Latency metrics with figures, by their key.
 const LATENCY: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];

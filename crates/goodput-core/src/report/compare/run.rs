@@ -27,6 +27,20 @@ fn by_intervals(base: Option<&Estimate>, new: Option<&Estimate>) -> Significance
 /// values, TTFT, TPOT and E2EL are judged by the rank test; otherwise (and
 /// ITL always: its pooled per-token values are not independent draws) by
 /// their saved intervals.
+/// Inputs/s of pooling requests, when either run had them.
+fn inputs_figure(b: &RunMetrics, n: &RunMetrics) -> Option<Figure> {
+    let inputs = |m: &RunMetrics| m.inputs.as_ref().map(|i| i.inputs_throughput);
+    (inputs(b).is_some() || inputs(n).is_some()).then(|| {
+        Figure::new(
+            "inputs_throughput",
+            Unit::InputsPerSecond,
+            inputs(b),
+            inputs(n),
+            Significance::NOT_AVAILABLE,
+        )
+    })
+}
+
 pub fn run_figures(
     base: &RunResult,
     new: &RunResult,
@@ -67,6 +81,7 @@ pub fn run_figures(
             Significance::NOT_AVAILABLE,
         ));
     }
+    out.extend(inputs_figure(b, n));
     out.push(Figure::new(
         "error_rate",
         Unit::Share,

@@ -6,6 +6,7 @@
 //! rules, padded lines and number formats they share.
 
 mod groups;
+mod inputs;
 mod layout;
 mod repeat;
 mod run;

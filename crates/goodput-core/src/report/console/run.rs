@@ -139,6 +139,7 @@ pub fn summary(r: &RunResult) -> String {
     workload(&mut out, r);
     requests_and_load(&mut out, r);
     throughput(&mut out, r);
+    super::inputs::inputs_section(&mut out, r);
     latency_sections(&mut out, r);
     if let Some(slo) = &r.metrics.slo {
         slo_section(&mut out, slo);

@@ -79,6 +79,7 @@ impl Columns {
             prompt: RowPrompt::Text(prompt.to_string()),
             output: Output::Stated(output_tokens),
             reference,
+            images: Vec::new(),
         })
     }
 }

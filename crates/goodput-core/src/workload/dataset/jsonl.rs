@@ -1,5 +1,6 @@
 //! JSONL datasets: one object per line with a `prompt` string or a
-//! `messages` array, optional `output_tokens` and `reference`. Blank lines
+//! `messages` array, optional `output_tokens`, `reference` and `images`
+//! (image files sent with a chat request, [`super::images`]). Blank lines
 //! are skipped; a row's spot is the byte offset of its line.
 
 use std::io::{BufRead, BufReader, Seek, SeekFrom};
@@ -101,10 +102,15 @@ fn parse_line(path: &Path, line: u64, bytes: &[u8]) -> Result<Parsed, FileError>
             ))
         }
     };
+    let images = match present(obj.remove("images")) {
+        None => Vec::new(),
+        Some(v) => super::images::paths(v).map_err(|(field, e)| at(&field, e))?,
+    };
     Ok(Parsed {
         prompt,
         output: Output::Stated(output_tokens),
         reference,
+        images,
     })
 }
 

@@ -28,6 +28,9 @@ pub struct DatasetRow {
     pub reference: Option<String>,
     /// The file line where the row starts (1-based).
     pub line: u64,
+    /// Images the row sends with its last user message (JSONL `images`),
+    /// read once when the dataset is loaded.
+    pub images: Vec<std::sync::Arc<super::images::LocalImage>>,
 }
 
 /// Where a row starts, to read it again in the second pass.
@@ -43,6 +46,8 @@ pub(super) struct Parsed {
     pub(super) prompt: RowPrompt,
     pub(super) output: Output,
     pub(super) reference: Option<String>,
+    /// The row's `images`, as written (paths relative to the dataset file).
+    pub(super) images: Vec<String>,
 }
 
 /// Where a row's expected output length comes from.
@@ -94,6 +99,7 @@ impl Parsed {
             prompt: self.prompt,
             reference: self.reference,
             line,
+            images: Vec::new(),
         }
     }
 }

@@ -120,6 +120,7 @@ fn parse(path: &Path, line: u64, value: Value) -> Result<Option<Parsed>, FileErr
                     prompt: RowPrompt::Text(p),
                     output: Output::OfReference,
                     reference: Some(value),
+                    images: Vec::new(),
                 }))
             }
             _ => {}

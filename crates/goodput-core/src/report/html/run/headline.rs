@@ -70,8 +70,49 @@ fn slo_cell(m: &RunMetrics) -> String {
 /// The rows of the headline table, one cell per run.
 pub(super) fn headline_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
     let mut rows = figure_rows(runs);
+    rows.extend(inputs_rows(runs));
     rows.extend(latency_rows(runs));
     rows.extend(outcome_rows(runs));
+    rows
+}
+
+/// Inputs of pooling requests and images of chat requests, where any run
+/// had them (a run without shows a dash).
+fn inputs_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
+    let mut rows = Vec::new();
+    let dash = || "–".to_string();
+    if runs.iter().any(|(_, r)| r.metrics.inputs.is_some()) {
+        rows.push(row(
+            "Input throughput (inputs/s)",
+            &cells(runs, &|r| {
+                r.metrics.inputs.as_ref().map_or_else(dash, |i| {
+                    format!(
+                        "{} ({} inputs, {} per request)",
+                        num(i.inputs_throughput),
+                        i.inputs_total,
+                        num(i.inputs_per_request_mean)
+                    )
+                })
+            }),
+        ));
+    }
+    if runs.iter().any(|(_, r)| r.metrics.images.is_some()) {
+        rows.push(row(
+            "Images",
+            &cells(runs, &|r| {
+                r.metrics.images.as_ref().map_or_else(dash, |i| {
+                    let extra = i
+                        .image_extra_prompt_tokens_mean
+                        .map(|x| format!(", {x:+.1} server prompt tokens beyond text per request"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} in {} requests, {} bytes{extra}",
+                        i.images_total, i.image_requests, i.image_bytes_total
+                    )
+                })
+            }),
+        ));
+    }
     rows
 }
 
