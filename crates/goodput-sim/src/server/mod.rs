@@ -4,8 +4,8 @@
 
 mod body;
 mod handlers;
-mod mixes;
 mod images;
+mod mixes;
 mod openai;
 mod pooling;
 
