@@ -198,11 +198,16 @@ fn throughput(out: &mut String, r: &RunResult) {
         "Request throughput (req/s):",
         estimate(&m.throughput.request),
     );
-    line(
-        out,
-        "Output token throughput (tok/s):",
-        estimate(&m.throughput.output),
-    );
+    // A pooling endpoint generates nothing: its output figures are not
+    // zeros worth a line (its inputs/s are in the Inputs section).
+    let generates = !r.config.endpoint.is_pooling();
+    if generates {
+        line(
+            out,
+            "Output token throughput (tok/s):",
+            estimate(&m.throughput.output),
+        );
+    }
     line(
         out,
         "Total Token throughput (tok/s):",
@@ -212,7 +217,7 @@ fn throughput(out: &mut String, r: &RunResult) {
         line(out, "Request goodput (req/s):", num(slo.request_goodput));
         line(out, "Token goodput (tok/s):", num(slo.token_goodput));
     }
-    if let Some(s) = &m.steady_state {
+    if let Some(s) = m.steady_state.as_ref().filter(|_| generates) {
         line(
             out,
             "Steady-state output throughput (tok/s):",
