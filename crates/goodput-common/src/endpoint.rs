@@ -11,6 +11,10 @@ pub enum Endpoint {
     Chat,
     /// `/v1/completions`
     Completions,
+    /// `/v1/responses` (OpenAI's Responses API; vLLM serves it too)
+    Responses,
+    /// `/v1/messages` (Anthropic's Messages API)
+    Messages,
 }
 
 impl Endpoint {
@@ -19,6 +23,8 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "/chat/completions",
             Endpoint::Completions => "/completions",
+            Endpoint::Responses => "/responses",
+            Endpoint::Messages => "/messages",
         }
     }
 
@@ -26,7 +32,17 @@ impl Endpoint {
         match self {
             Endpoint::Chat => "chat",
             Endpoint::Completions => "completions",
+            Endpoint::Responses => "responses",
+            Endpoint::Messages => "messages",
         }
+    }
+}
+
+impl Endpoint {
+    /// Its stream names each event by a `type` (Responses, Anthropic
+    /// Messages) rather than sending OpenAI chunks ending in `[DONE]`.
+    pub fn typed_events(self) -> bool {
+        matches!(self, Endpoint::Responses | Endpoint::Messages)
     }
 }
 
@@ -36,8 +52,10 @@ impl std::str::FromStr for Endpoint {
         match s.trim() {
             "chat" => Ok(Endpoint::Chat),
             "completions" => Ok(Endpoint::Completions),
+            "responses" => Ok(Endpoint::Responses),
+            "messages" => Ok(Endpoint::Messages),
             other => Err(format!(
-                "invalid endpoint '{other}': valid values are chat and completions"
+                "invalid endpoint '{other}': valid values are chat, completions, responses and messages"
             )),
         }
     }

@@ -10,6 +10,7 @@
 //! compute the same one.
 pub mod clock;
 pub mod endpoint;
+pub mod json_schema;
 pub mod lengths;
 pub mod percentile;
 pub mod tokenizer;

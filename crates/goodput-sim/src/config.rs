@@ -484,6 +484,9 @@ pub struct SimArgs {
     /// How long injected slow headers are held back, e.g. 2s [default: 2s].
     #[arg(long, value_name = "DURATION", value_parser = parse_secs)]
     pub fault_slow_headers_delay: Option<f64>,
+    /// Fault: a structured answer (tool call, JSON content) that is not valid JSON, rate or every:N.
+    #[arg(long, value_name = "SPEC")]
+    pub fault_schema_violation: Option<FaultSpec>,
 }
 
 impl Default for SimArgs {
@@ -518,6 +521,7 @@ impl Default for SimArgs {
             fault_malformed: None,
             fault_slow_headers: None,
             fault_slow_headers_delay: None,
+            fault_schema_violation: None,
         }
     }
 }
@@ -576,6 +580,7 @@ impl SimArgs {
         set(&mut f.malformed, self.fault_malformed);
         set(&mut f.slow_headers, self.fault_slow_headers);
         set(&mut f.slow_headers_s, self.fault_slow_headers_delay);
+        set(&mut f.schema_violation, self.fault_schema_violation);
         c.validate()?;
         Ok(c)
     }

@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use crate::clock::RunClock;
 use crate::protocol::chunk::Chunk;
+use crate::protocol::Endpoint;
 use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
 
 use super::h1::{BodyDecoder, BodyKind, Conn, Head};
 use super::sse::{self, SseParser};
+use super::typed::ToolSlots;
 use super::watchdog::{Fired, Guard};
 
 pub(super) fn err(kind: ErrorKind, message: String) -> RequestError {
@@ -159,10 +161,14 @@ pub(super) async fn read_stream(
     head: &Head,
     timer: &mut Reader,
     rec: &mut RequestRecord,
+    endpoint: Endpoint,
 ) -> Result<bool, RequestError> {
     let mut decoder = BodyDecoder::new(head.body);
     let mut parser = SseParser::new();
-    let mut state = StreamState::default();
+    let mut state = StreamState {
+        endpoint,
+        ..Default::default()
+    };
     rec.events
         .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
     let mut at = rec.t_head.or(rec.t_send).unwrap_or_default();
@@ -240,8 +246,13 @@ pub(super) async fn read_stream(
             return Err(err(
                 ErrorKind::StreamCut,
                 format!(
-                    "stream ended after {} content events without [DONE] or finish_reason",
-                    rec.events.len()
+                    "stream ended after {} content events without {}",
+                    rec.events.len(),
+                    match endpoint {
+                        Endpoint::Responses => "response.completed",
+                        Endpoint::Messages => "message_stop",
+                        _ => "[DONE] or finish_reason",
+                    }
                 ),
             ));
         }
@@ -249,16 +260,31 @@ pub(super) async fn read_stream(
     Ok(decoder.is_done())
 }
 
-#[derive(Default)]
-struct StreamState {
-    done: bool,
-    failure: Option<RequestError>,
+pub(super) struct StreamState {
+    pub(super) done: bool,
+    pub(super) failure: Option<RequestError>,
     /// Events received (any `data`, `[DONE]` included).
     events: u64,
+    /// How the events are shaped: chat/completions chunks, or typed events.
+    pub(super) endpoint: Endpoint,
+    /// Which tool call each streamed call index is.
+    pub(super) tools: ToolSlots,
+}
+
+impl Default for StreamState {
+    fn default() -> Self {
+        StreamState {
+            done: false,
+            failure: None,
+            events: 0,
+            endpoint: Endpoint::Chat,
+            tools: ToolSlots::default(),
+        }
+    }
 }
 
 impl StreamState {
-    fn on_event(&mut self, data: &[u8], at: u64, rec: &mut RequestRecord) {
+    pub(super) fn on_event(&mut self, data: &[u8], at: u64, rec: &mut RequestRecord) {
         if self.done || self.failure.is_some() {
             return;
         }
@@ -282,25 +308,12 @@ impl StreamState {
             ));
             return;
         }
+        if self.endpoint.typed_events() {
+            return self.on_typed_event(data, at, rec);
+        }
         let chunk = match Chunk::parse(data) {
             Ok(c) => c,
-            // Plain text where a JSON chunk belongs (`data: channel closed`,
-            // as an engine whose worker died sends) is the server's error,
-            // in its own words; broken JSON is malformed.
-            Err(_) if is_plain_text(data) => {
-                self.failure = Some(err(
-                    ErrorKind::ServerError,
-                    format!("the server sent a text event: {}", snippet(data)),
-                ));
-                return;
-            }
-            Err(e) => {
-                self.failure = Some(err(
-                    ErrorKind::Malformed,
-                    format!("event is not valid JSON ({e}): {}", snippet(data)),
-                ));
-                return;
-            }
+            Err(e) => return self.unreadable(data, e),
         };
         if let Some(msg) = chunk.error_message() {
             self.failure = Some(err(ErrorKind::ServerError, msg));
@@ -309,6 +322,9 @@ impl StreamState {
         let d = chunk.deliver(&mut rec.output_text);
         if let Some(u) = chunk.usage {
             rec.usage = Some(u.into());
+        }
+        if chunk.has_tool_calls() {
+            self.tools.chat_deltas(&chunk, at, rec);
         }
         if d.answer_bytes + d.reasoning_bytes > 0 {
             let per_chunk_usage = if chunk.choices.as_ref().is_some_and(|c| !c.is_empty()) {
@@ -326,6 +342,25 @@ impl StreamState {
         if d.finish_reason.is_some() {
             rec.finish_reason = d.finish_reason;
         }
+    }
+}
+
+impl StreamState {
+    /// An event that did not parse. Plain text where a JSON chunk belongs
+    /// (`data: channel closed`, as an engine whose worker died sends) is
+    /// the server's error, in its own words; broken JSON is malformed.
+    pub(super) fn unreadable(&mut self, data: &[u8], e: serde_json::Error) {
+        self.failure = Some(if is_plain_text(data) {
+            err(
+                ErrorKind::ServerError,
+                format!("the server sent a text event: {}", snippet(data)),
+            )
+        } else {
+            err(
+                ErrorKind::Malformed,
+                format!("event is not valid JSON ({e}): {}", snippet(data)),
+            )
+        });
     }
 }
 
@@ -384,6 +419,7 @@ pub(super) fn whole_response(
     body: &[u8],
     at: u64,
     rec: &mut RequestRecord,
+    endpoint: Endpoint,
 ) -> Result<(), RequestError> {
     rec.t_done = at;
     if body.trim_ascii().is_empty() {
@@ -391,6 +427,9 @@ pub(super) fn whole_response(
             ErrorKind::EmptyResponse,
             format!("an empty body ({} bytes of whitespace at most)", body.len()),
         ));
+    }
+    if endpoint.typed_events() {
+        return super::typed::whole_typed(body, at, rec, endpoint);
     }
     let chunk = Chunk::parse(body).map_err(|e| {
         err(
@@ -404,6 +443,9 @@ pub(super) fn whole_response(
     let d = chunk.deliver(&mut rec.output_text);
     rec.usage = chunk.usage.map(Into::into);
     rec.finish_reason = d.finish_reason;
+    if chunk.has_tool_calls() {
+        ToolSlots::default().chat_deltas(&chunk, at, rec);
+    }
     if d.answer_bytes + d.reasoning_bytes > 0 {
         rec.events.push(Event {
             at_ns: at,
@@ -417,7 +459,7 @@ pub(super) fn whole_response(
 
 /// Text that does not even try to be JSON: it starts with no `{`, `[` or
 /// `"`, and is valid UTF-8 with a letter in it.
-fn is_plain_text(data: &[u8]) -> bool {
+pub(super) fn is_plain_text(data: &[u8]) -> bool {
     let t = data.trim_ascii_start();
     !matches!(t.first(), None | Some(b'{' | b'[' | b'"'))
         && std::str::from_utf8(t).is_ok_and(|s| s.chars().any(char::is_alphabetic))
@@ -590,9 +632,9 @@ mod tests {
     #[test]
     fn an_empty_whole_response_is_empty_not_malformed() {
         let mut rec = RequestRecord::default();
-        let e = whole_response(b" \r\n", 5, &mut rec).unwrap_err();
+        let e = whole_response(b" \r\n", 5, &mut rec, Endpoint::Chat).unwrap_err();
         assert_eq!((e.kind, rec.t_done), (ErrorKind::EmptyResponse, 5));
-        let e = whole_response(b"<html>", 5, &mut rec).unwrap_err();
+        let e = whole_response(b"<html>", 5, &mut rec, Endpoint::Chat).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Malformed);
     }
 

@@ -57,6 +57,9 @@ pub struct Message<'a> {
 
 #[derive(Deserialize, Default)]
 pub struct ToolCall<'a> {
+    /// Which call of the answer this delta belongs to.
+    #[serde(default)]
+    pub index: Option<u32>,
     #[serde(default, borrow)]
     pub function: Option<Function<'a>>,
 }
@@ -149,6 +152,31 @@ pub struct Delivery {
 impl<'a> Chunk<'a> {
     pub fn parse(data: &'a [u8]) -> Result<Chunk<'a>, serde_json::Error> {
         serde_json::from_slice(data)
+    }
+
+    /// The first choice's delta or message has tool calls.
+    pub fn has_tool_calls(&self) -> bool {
+        matches!(&self.choices, Some(FirstChoice(Some(c)))
+            if [&c.delta, &c.message].into_iter().flatten().any(|m| m.tool_calls.is_some()))
+    }
+
+    /// The first choice's tool-call pieces: (call index, name, arguments).
+    pub fn tool_deltas(&self) -> impl Iterator<Item = (Option<u32>, Option<&str>, &str)> {
+        let c = match &self.choices {
+            Some(FirstChoice(Some(c))) => Some(c),
+            _ => None,
+        };
+        c.into_iter()
+            .flat_map(|c| [&c.delta, &c.message].into_iter().flatten())
+            .flat_map(|m| m.tool_calls.iter().flatten())
+            .filter_map(|call| {
+                let f = call.function.as_ref()?;
+                Some((
+                    call.index,
+                    f.name.as_deref(),
+                    f.arguments.as_deref().unwrap_or_default(),
+                ))
+            })
     }
 
     /// The server's error message, if this chunk is an error object.

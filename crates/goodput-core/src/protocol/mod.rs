@@ -5,6 +5,9 @@
 //! them; neither imports the other. Nothing here does I/O.
 
 pub mod chunk;
+pub mod messages;
+pub mod responses;
+pub mod typed;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -55,10 +58,19 @@ pub struct RequestParams {
     pub ignore_eos: bool,
     /// Sent only when given.
     pub temperature: Option<f64>,
+    /// Tools and response format (`--tools`, `--response-format`), sent
+    /// with every request and checked against every answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<std::sync::Arc<crate::tools::OutputSpec>>,
 }
 
 /// The JSON body of a completion request.
 pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32) -> Bytes {
+    match params.endpoint {
+        Endpoint::Responses => return responses::request_body(params, prompt, max_tokens),
+        Endpoint::Messages => return messages::request_body(params, prompt, max_tokens),
+        Endpoint::Chat | Endpoint::Completions => {}
+    }
     let mut body = serde_json::Map::new();
     body.insert("model".into(), params.model.clone().into());
     match (params.endpoint, prompt) {
@@ -74,12 +86,12 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
                 serde_json::to_value(messages).unwrap_or_default(),
             );
         }
-        (Endpoint::Completions, Prompt::Text(text)) => {
-            body.insert("prompt".into(), text.into());
-        }
-        (Endpoint::Completions, Prompt::Messages(messages)) => {
+        (_, Prompt::Messages(messages)) => {
             let joined: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
             body.insert("prompt".into(), joined.join("\n").into());
+        }
+        (_, Prompt::Text(text)) => {
+            body.insert("prompt".into(), text.into());
         }
     }
     body.insert("max_tokens".into(), max_tokens.into());
@@ -91,6 +103,9 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
     }
     if let Some(t) = params.temperature {
         body.insert("temperature".into(), t.into());
+    }
+    if let Some(o) = &params.output {
+        o.insert(params.endpoint, &mut body);
     }
     body.insert("stream".into(), params.stream.into());
     if params.stream {
@@ -136,6 +151,8 @@ pub struct PreparedRequest {
     pub reference: Option<std::sync::Arc<str>>,
     /// Set for a turn of a multi-turn session.
     pub session: Option<Box<SessionTurn>>,
+    /// What the answer is checked against (`--tools`, `--response-format`).
+    pub output_check: Option<std::sync::Arc<crate::tools::OutputSpec>>,
 }
 
 impl PreparedRequest {
@@ -155,6 +172,7 @@ impl PreparedRequest {
             reference: self.reference.clone(),
             max_tokens: self.max_tokens,
             streamed: self.stream,
+            output_check: self.output_check.clone(),
             ..Default::default()
         }
     }
@@ -174,6 +192,7 @@ pub(crate) mod tests {
             min_tokens: true,
             ignore_eos: true,
             temperature: None,
+            output: None,
         }
     }
 

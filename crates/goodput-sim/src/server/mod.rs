@@ -5,6 +5,7 @@
 mod body;
 mod handlers;
 mod openai;
+mod streams;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;

@@ -323,3 +323,13 @@ mod tests {
         );
     }
 }
+
+/// `--tools FILE`: the file's tool definitions.
+pub(super) fn tools_file(s: &str) -> Result<super::groups::ToolsFile, String> {
+    goodput_core::tools::read_tools(std::path::Path::new(s)).map(super::groups::ToolsFile)
+}
+
+/// `--response-format json_object|json_schema:FILE`.
+pub(super) fn response_format(s: &str) -> Result<goodput_core::tools::ResponseFormat, String> {
+    goodput_core::tools::read_response_format(s)
+}

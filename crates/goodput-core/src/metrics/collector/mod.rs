@@ -28,6 +28,7 @@ mod latency;
 mod outcomes;
 mod outputs;
 mod sessions;
+mod structured;
 mod timeseries;
 mod tokens;
 mod ttft_trend;
@@ -59,6 +60,7 @@ pub use early_stop::EarlyStop;
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
+pub use structured::{SchemaViolation, StructuredOutput};
 pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
 pub use tokens::TokenSummary;
 
@@ -76,6 +78,7 @@ pub struct Collector {
     ttft_trend: TtftTrend,
     goodput: Goodput,
     outputs: Outputs,
+    structured: structured::Structured,
     early: Option<EarlyStop>,
     /// Send times and judged values for the schedule adjustment ([`super::control`]).
     control: Option<ControlTrace>,
@@ -170,6 +173,7 @@ impl Collector {
         self.ttft_trend
             .add(rec, m, self.buckets.origin_ns(), self.open_loop);
         self.outputs.add(rec);
+        self.structured.add(rec, m);
     }
 
     /// Whether the pooled ITL went past its exact limit and is kept as a
@@ -237,6 +241,7 @@ impl Collector {
             slo,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
+            structured_output: self.structured.finish(),
         }
     }
 
@@ -427,6 +432,8 @@ pub struct RunMetrics {
     pub schedule_control: Option<ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
+    /// Tool calls and schema checks, when tools or a response format were sent.
+    pub structured_output: Option<StructuredOutput>,
 }
 
 impl RunMetrics {
