@@ -574,6 +574,7 @@ async fn tool_calls_are_timed_and_checked_against_their_schema() {
         assert!(!s["first_violations"].as_array().unwrap().is_empty());
         let d = &doc["time_to_first_tool_call"];
         assert_eq!(d["count"], 8, "{endpoint}: {d}");
+        matches_the_schema(&doc);
     }
 }
 
@@ -653,5 +654,63 @@ async fn the_simulator_serves_each_kind() {
             .iter()
             .all(|r| r["events"] == 10 && r["token_source"] == "server"));
         assert!(doc["structured_output"].is_null());
+    }
+}
+
+/// The results document, with its new figures, against the committed schema.
+fn matches_the_schema(doc: &Value) {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+/// goodput's JSON Schema subset agrees with the `jsonschema` crate on the
+/// keywords it checks.
+#[test]
+fn the_schema_subset_agrees_with_jsonschema() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 2, "maxLength": 10},
+            "unit": {"enum": ["c", "f"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+            "when": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "exact": {"const": 3}
+        },
+        "required": ["city"],
+        "additionalProperties": false
+    });
+    let reference = jsonschema::validator_for(&schema).unwrap();
+    let instances = [
+        json!({"city": "Oslo"}),
+        json!({"city": "O"}),
+        json!({"city": "Oslo-Oslo-Oslo"}),
+        json!({"town": "Oslo"}),
+        json!({"city": "Oslo", "x": 1}),
+        json!({"city": "Oslo", "unit": "k"}),
+        json!({"city": "Oslo", "unit": "f", "days": 7}),
+        json!({"city": "Oslo", "days": 0}),
+        json!({"city": "Oslo", "days": 2.5}),
+        json!({"city": "Oslo", "days": 3.0}),
+        json!({"city": "Oslo", "tags": []}),
+        json!({"city": "Oslo", "tags": ["a", 1]}),
+        json!({"city": "Oslo", "tags": ["a", "b", "c"]}),
+        json!({"city": "Oslo", "when": null}),
+        json!({"city": "Oslo", "when": 5}),
+        json!({"city": "Oslo", "exact": 3}),
+        json!({"city": "Oslo", "exact": 4}),
+        json!(["Oslo"]),
+        json!("Oslo"),
+    ];
+    for i in &instances {
+        let ours = goodput_common::json_schema::validate(&schema, i);
+        assert_eq!(ours.is_ok(), reference.is_valid(i), "{i}: ours {ours:?}");
+    }
+    for seed in 0..10 {
+        let example = goodput_common::json_schema::example(&schema, seed);
+        assert!(reference.is_valid(&example), "{example}");
     }
 }
