@@ -13,7 +13,7 @@ use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
 
 use super::h1::{BodyDecoder, BodyKind, Conn, Head};
 use super::sse::{self, SseParser};
-use super::typed::ToolSlots;
+use super::typed::{on_typed_event, whole_typed, ToolSlots, Typed};
 use super::watchdog::{Fired, Guard};
 
 pub(super) fn err(kind: ErrorKind, message: String) -> RequestError {
@@ -248,11 +248,7 @@ pub(super) async fn read_stream(
                 format!(
                     "stream ended after {} content events without {}",
                     rec.events.len(),
-                    match endpoint {
-                        Endpoint::Responses => "response.completed",
-                        Endpoint::Messages => "message_stop",
-                        _ => "[DONE] or finish_reason",
-                    }
+                    end_marker(endpoint)
                 ),
             ));
         }
@@ -260,15 +256,24 @@ pub(super) async fn read_stream(
     Ok(decoder.is_done())
 }
 
-pub(super) struct StreamState {
-    pub(super) done: bool,
-    pub(super) failure: Option<RequestError>,
+/// What ends a stream of `endpoint`, for the message of one that did not.
+fn end_marker(endpoint: Endpoint) -> &'static str {
+    match endpoint {
+        Endpoint::Responses => "response.completed",
+        Endpoint::Messages => "message_stop",
+        _ => "[DONE] or finish_reason",
+    }
+}
+
+struct StreamState {
+    done: bool,
+    failure: Option<RequestError>,
     /// Events received (any `data`, `[DONE]` included).
     events: u64,
     /// How the events are shaped: chat/completions chunks, or typed events.
-    pub(super) endpoint: Endpoint,
+    endpoint: Endpoint,
     /// Which tool call each streamed call index is.
-    pub(super) tools: ToolSlots,
+    tools: ToolSlots,
 }
 
 impl Default for StreamState {
@@ -284,7 +289,7 @@ impl Default for StreamState {
 }
 
 impl StreamState {
-    pub(super) fn on_event(&mut self, data: &[u8], at: u64, rec: &mut RequestRecord) {
+    fn on_event(&mut self, data: &[u8], at: u64, rec: &mut RequestRecord) {
         if self.done || self.failure.is_some() {
             return;
         }
@@ -309,7 +314,15 @@ impl StreamState {
             return;
         }
         if self.endpoint.typed_events() {
-            return self.on_typed_event(data, at, rec);
+            match on_typed_event(self.endpoint, &mut self.tools, data, at, rec) {
+                Ok(Typed::Continue) => {}
+                Ok(Typed::End) => self.done = true,
+                Ok(Typed::ServerError(msg)) => {
+                    self.failure = Some(err(ErrorKind::ServerError, msg))
+                }
+                Err(e) => self.unreadable(data, e),
+            }
+            return;
         }
         let chunk = match Chunk::parse(data) {
             Ok(c) => c,
@@ -349,7 +362,7 @@ impl StreamState {
     /// An event that did not parse. Plain text where a JSON chunk belongs
     /// (`data: channel closed`, as an engine whose worker died sends) is
     /// the server's error, in its own words; broken JSON is malformed.
-    pub(super) fn unreadable(&mut self, data: &[u8], e: serde_json::Error) {
+    fn unreadable(&mut self, data: &[u8], e: serde_json::Error) {
         self.failure = Some(if is_plain_text(data) {
             err(
                 ErrorKind::ServerError,
@@ -429,7 +442,14 @@ pub(super) fn whole_response(
         ));
     }
     if endpoint.typed_events() {
-        return super::typed::whole_typed(body, at, rec, endpoint);
+        return match whole_typed(body, at, rec, endpoint) {
+            Ok(None) => Ok(()),
+            Ok(Some(msg)) => Err(err(ErrorKind::ServerError, msg)),
+            Err(e) => Err(err(
+                ErrorKind::Malformed,
+                format!("response is not valid JSON ({e}): {}", snippet(body)),
+            )),
+        };
     }
     let chunk = Chunk::parse(body).map_err(|e| {
         err(
@@ -459,7 +479,7 @@ pub(super) fn whole_response(
 
 /// Text that does not even try to be JSON: it starts with no `{`, `[` or
 /// `"`, and is valid UTF-8 with a letter in it.
-pub(super) fn is_plain_text(data: &[u8]) -> bool {
+fn is_plain_text(data: &[u8]) -> bool {
     let t = data.trim_ascii_start();
     !matches!(t.first(), None | Some(b'{' | b'[' | b'"'))
         && std::str::from_utf8(t).is_ok_and(|s| s.chars().any(char::is_alphabetic))

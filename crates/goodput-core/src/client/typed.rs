@@ -6,12 +6,10 @@
 //! into the record, with the arrival of the first piece of arguments.
 
 use crate::protocol::chunk::Chunk;
-use crate::protocol::typed::{self, merge_usage, Part};
-use crate::protocol::Endpoint;
-use crate::record::{ErrorKind, Event, RequestError, RequestRecord};
+use crate::protocol::typed::{merge_usage, Part, TypedEvent};
+use crate::protocol::{messages, responses, Endpoint};
+use crate::record::{Event, RequestRecord};
 use crate::tools::ToolCallRecord;
-
-use super::response::{err, snippet, StreamState};
 
 /// Which of the record's tool calls each streamed call index is (chat's
 /// `tool_calls[].index`, Responses' `output_index`, Anthropic's block
@@ -61,45 +59,63 @@ impl ToolSlots {
     }
 }
 
-impl StreamState {
-    /// One typed event (Responses, Anthropic Messages) into the record.
-    pub(super) fn on_typed_event(&mut self, data: &[u8], at: u64, rec: &mut RequestRecord) {
-        let ev = match typed::parse(self.endpoint, data) {
-            Ok(ev) => ev,
-            Err(e) => return self.unreadable(data, e),
-        };
-        if let Some(msg) = ev.error {
-            self.failure = Some(err(ErrorKind::ServerError, msg));
-            return;
-        }
-        if let Some(u) = ev.usage {
-            merge_usage(&mut rec.usage, u);
-        }
-        if let Some(name) = &ev.tool_start {
-            self.tools.slot(ev.tool_index, Some(name), rec);
-        }
-        if let Some(text) = ev.text.as_deref().filter(|t| !t.is_empty()) {
-            rec.output_text.push_str(text);
-            if ev.part == Part::ToolArguments {
-                self.tools.arguments(ev.tool_index, text, at, rec);
-            }
-            rec.events.push(Event {
-                at_ns: at,
-                text_end: rec.output_text.len() as u32,
-                usage_completion_tokens: None,
-                reasoning: ev.part == Part::Reasoning,
-            });
-        }
-        if let Some(f) = ev.finish_reason {
-            rec.finish_reason = Some(finish_with_tools(f, rec).into());
-        }
-        if ev.end {
-            self.done = true;
-            if rec.finish_reason.is_none() {
-                rec.finish_reason = Some(finish_with_tools("stop", rec).into());
-            }
-        }
+/// What a typed event did to the stream.
+pub(super) enum Typed {
+    Continue,
+    /// The last event (`response.completed`, `message_stop`).
+    End,
+    /// The server reported a failure, in its words.
+    ServerError(String),
+}
+
+/// Read one event's data as `endpoint` shapes it.
+fn parse(endpoint: Endpoint, data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Error> {
+    match endpoint {
+        Endpoint::Messages => messages::parse_event(data),
+        _ => responses::parse_event(data),
     }
+}
+
+/// One typed event (Responses, Anthropic Messages) into the record.
+pub(super) fn on_typed_event(
+    endpoint: Endpoint,
+    tools: &mut ToolSlots,
+    data: &[u8],
+    at: u64,
+    rec: &mut RequestRecord,
+) -> Result<Typed, serde_json::Error> {
+    let ev = parse(endpoint, data)?;
+    if let Some(msg) = ev.error {
+        return Ok(Typed::ServerError(msg));
+    }
+    if let Some(u) = ev.usage {
+        merge_usage(&mut rec.usage, u);
+    }
+    if let Some(name) = &ev.tool_start {
+        tools.slot(ev.tool_index, Some(name), rec);
+    }
+    if let Some(text) = ev.text.as_deref().filter(|t| !t.is_empty()) {
+        rec.output_text.push_str(text);
+        if ev.part == Part::ToolArguments {
+            tools.arguments(ev.tool_index, text, at, rec);
+        }
+        rec.events.push(Event {
+            at_ns: at,
+            text_end: rec.output_text.len() as u32,
+            usage_completion_tokens: None,
+            reasoning: ev.part == Part::Reasoning,
+        });
+    }
+    if let Some(f) = ev.finish_reason {
+        rec.finish_reason = Some(finish_with_tools(f, rec).into());
+    }
+    if !ev.end {
+        return Ok(Typed::Continue);
+    }
+    if rec.finish_reason.is_none() {
+        rec.finish_reason = Some(finish_with_tools("stop", rec).into());
+    }
+    Ok(Typed::End)
 }
 
 /// A Responses answer that called a tool says `completed`; chat's finish
@@ -113,21 +129,19 @@ fn finish_with_tools(f: &'static str, rec: &RequestRecord) -> &'static str {
 }
 
 /// A whole (non-streamed) Responses or Anthropic answer: one event at the
-/// end, as for chat.
+/// end, as for chat. `Ok(Some(message))`: the server's error object.
 pub(super) fn whole_typed(
     body: &[u8],
     at: u64,
     rec: &mut RequestRecord,
     endpoint: Endpoint,
-) -> Result<(), RequestError> {
-    let a = typed::parse_whole(endpoint, body).map_err(|e| {
-        err(
-            ErrorKind::Malformed,
-            format!("response is not valid JSON ({e}): {}", snippet(body)),
-        )
-    })?;
+) -> Result<Option<String>, serde_json::Error> {
+    let a = match endpoint {
+        Endpoint::Messages => messages::parse_whole(body)?,
+        _ => responses::parse_whole(body)?,
+    };
     if let Some(msg) = a.error {
-        return Err(err(ErrorKind::ServerError, msg));
+        return Ok(Some(msg));
     }
     rec.output_text.push_str(&a.reasoning);
     rec.output_text.push_str(&a.answer);
@@ -148,5 +162,5 @@ pub(super) fn whole_typed(
             reasoning: a.answer.is_empty() && rec.tool_calls.is_empty(),
         });
     }
-    Ok(())
+    Ok(None)
 }

@@ -148,7 +148,7 @@ fn error_text(e: &Value) -> String {
     }
 }
 
-pub(super) fn parse_event(data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Error> {
+pub fn parse_event(data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Error> {
     let raw: RawEvent<'_> = serde_json::from_slice(data)?;
     let mut ev = TypedEvent::default();
     match raw.kind.as_ref() {
@@ -202,7 +202,7 @@ pub(super) fn parse_event(data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Err
 
 /// A whole message: `content[]` blocks (`text`, `thinking`, `tool_use`
 /// with its `input` object), `stop_reason` and `usage`.
-pub(super) fn parse_whole(body: &[u8]) -> Result<WholeAnswer, serde_json::Error> {
+pub fn parse_whole(body: &[u8]) -> Result<WholeAnswer, serde_json::Error> {
     let v: Value = serde_json::from_slice(body)?;
     let mut a = WholeAnswer::default();
     if v.get("type").and_then(Value::as_str) == Some("error") {

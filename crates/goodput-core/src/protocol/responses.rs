@@ -147,7 +147,7 @@ fn finish(r: &ResponseObject) -> Option<&'static str> {
     }
 }
 
-pub(super) fn parse_event(data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Error> {
+pub fn parse_event(data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Error> {
     let raw: RawEvent<'_> = serde_json::from_slice(data)?;
     let mut ev = TypedEvent::default();
     match raw.kind.as_ref() {
@@ -204,7 +204,7 @@ pub(super) fn parse_event(data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Err
 /// A whole response object: `output[]` items (`message` with
 /// `output_text` parts, `function_call` with `arguments`, `reasoning`
 /// with summary or content text) and `usage`.
-pub(super) fn parse_whole(body: &[u8]) -> Result<WholeAnswer, serde_json::Error> {
+pub fn parse_whole(body: &[u8]) -> Result<WholeAnswer, serde_json::Error> {
     let v: Value = serde_json::from_slice(body)?;
     let mut a = WholeAnswer::default();
     if let Some(e) = v.get("error").filter(|e| !e.is_null()) {

@@ -3,7 +3,8 @@
 //! carried and of which part (answer, reasoning, tool-call arguments),
 //! where a tool call began, what usage and finish it reported, whether it
 //! ended the stream or was an error. Each API's reading is in its own
-//! module ([`super::responses`], [`super::messages`]); chat and completions
+//! module ([`super::responses`], [`super::messages`]), which the client
+//! picks by endpoint; chat and completions
 //! chunks keep their own parser ([`super::chunk`]).
 //!
 //! Finish reasons are mapped onto chat's, so the token-counting rules that
@@ -15,8 +16,6 @@ use std::borrow::Cow;
 
 use crate::record::ServerUsage;
 use crate::tools::ToolCallRecord;
-
-use super::Endpoint;
 
 /// Which part of the answer an event's text belongs to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -49,14 +48,6 @@ pub struct TypedEvent<'a> {
     pub error: Option<String>,
 }
 
-/// Read one event's data as `endpoint` shapes it.
-pub fn parse(endpoint: Endpoint, data: &[u8]) -> Result<TypedEvent<'_>, serde_json::Error> {
-    match endpoint {
-        Endpoint::Messages => super::messages::parse_event(data),
-        _ => super::responses::parse_event(data),
-    }
-}
-
 /// A whole (non-streamed) answer.
 #[derive(Debug, Default, PartialEq)]
 pub struct WholeAnswer {
@@ -66,14 +57,6 @@ pub struct WholeAnswer {
     pub usage: Option<ServerUsage>,
     pub finish_reason: Option<&'static str>,
     pub error: Option<String>,
-}
-
-/// Read a whole response body as `endpoint` shapes it.
-pub fn parse_whole(endpoint: Endpoint, body: &[u8]) -> Result<WholeAnswer, serde_json::Error> {
-    match endpoint {
-        Endpoint::Messages => super::messages::parse_whole(body),
-        _ => super::responses::parse_whole(body),
-    }
 }
 
 /// Merge usage reported in pieces (Anthropic's input in `message_start`,

@@ -92,7 +92,7 @@ pub struct TargetArgs {
     /// own shape). Tool calls are timed (time to first tool call) and their arguments checked
     /// against the tool's parameters schema.
     #[arg(long, value_name = "FILE", value_parser = super::parse::tools_file, help_heading = "Target")]
-    pub tools: Option<ToolsFile>,
+    pub tools: Option<super::parse::ToolsFile>,
     /// Which tool the model may call: auto, required, none or a tool's name [default: auto].
     #[arg(
         long,
@@ -106,10 +106,6 @@ pub struct TargetArgs {
     #[arg(long, value_name = "FORMAT", value_parser = super::parse::response_format, help_heading = "Target")]
     pub response_format: Option<goodput_core::tools::ResponseFormat>,
 }
-
-/// The tools of a `--tools` file, read when the flag is parsed.
-#[derive(Debug, Clone)]
-pub struct ToolsFile(pub Vec<goodput_core::tools::ToolDef>);
 
 /// The offered load of one run.
 #[derive(Args, Debug, Clone)]
