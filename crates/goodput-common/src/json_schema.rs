@@ -268,7 +268,7 @@ fn example_at(schema: &Value, seed: u64, depth: u32) -> Value {
             let max = s.get("maximum").and_then(Value::as_f64).unwrap_or(f64::MAX);
             Value::from(min.min(max.floor()) as i64)
         }
-        "boolean" => Value::Bool(seed % 2 == 0),
+        "boolean" => Value::Bool(seed.is_multiple_of(2)),
         "null" => Value::Null,
         "string" => {
             let min = s.get("minLength").and_then(Value::as_u64).unwrap_or(1) as usize;

@@ -240,7 +240,7 @@ fn messages_plan(args: Option<&str>) -> Plan {
 /// A tool call's arguments: valid for even request ids, missing the
 /// required `city` for odd ones.
 fn arguments(id: u64) -> &'static str {
-    if id % 2 == 0 {
+    if id.is_multiple_of(2) {
         r#"{"city": "Paris", "days": 3}"#
     } else {
         r#"{"town": "Paris", "days": 3}"#
@@ -551,10 +551,10 @@ async fn tool_calls_are_timed_and_checked_against_their_schema() {
             assert_eq!(r["finish_reason"], "tool_calls", "{endpoint}");
             assert_eq!(
                 r["schema_valid"],
-                id % 2 == 0,
+                id.is_multiple_of(2),
                 "{endpoint}: request {id}: {r}"
             );
-            if id % 2 == 1 {
+            if !id.is_multiple_of(2) {
                 let why = r["schema_error"].as_str().unwrap();
                 assert!(why.contains("required property \"city\""), "{why}");
             }
@@ -645,6 +645,35 @@ async fn the_simulator_serves_each_kind() {
         }
         assert_eq!(doc["structured_output"]["valid"], 8);
     }
+    // Chat with tools, and a JSON-schema response format on each API.
+    let (recs, doc) = measure(&url, "chat", &["--tools", tools.to_str().unwrap()]).await;
+    assert_eq!(doc["structured_output"]["valid"], 8, "chat tools");
+    assert!(
+        recs.iter()
+            .all(|r| r["finish_reason"] == "tool_calls"
+                && r["time_to_first_tool_call_ms"].is_number())
+    );
+    let schema = tmp("answer.json");
+    std::fs::write(&schema, json!({"type":"object","properties":{"answer":{"type":"string"},"score":{"type":"integer","minimum":1}},"required":["answer","score"],"additionalProperties":false}).to_string()).unwrap();
+    let format = format!("json_schema:{}", schema.display());
+    for endpoint in ["chat", "responses", "messages"] {
+        let (recs, doc) = measure(&url, endpoint, &["--response-format", &format]).await;
+        let s = &doc["structured_output"];
+        assert_eq!(
+            (
+                s["checked"].as_u64(),
+                s["valid"].as_u64(),
+                s["tool_calls"].as_u64()
+            ),
+            (Some(8), Some(8), Some(0)),
+            "{endpoint}: {s}"
+        );
+        assert!(
+            recs.iter()
+                .all(|r| r["output_tokens"] == 10 && r["time_to_first_tool_call_ms"].is_null()),
+            "{endpoint}"
+        );
+    }
     // Plain text answers: each kind completes with its counts.
     for endpoint in ["responses", "messages"] {
         let (recs, doc) = measure(&url, endpoint, &[]).await;
@@ -713,4 +742,44 @@ fn the_schema_subset_agrees_with_jsonschema() {
         let example = goodput_common::json_schema::example(&schema, seed);
         assert!(reference.is_valid(&example), "{example}");
     }
+}
+
+/// The simulator's schema-violation fault: every second structured answer
+/// is broken JSON, and the run counts it as such, not as a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn simulated_schema_violations_are_counted() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig {
+            time_scale: 0.25,
+            faults: goodput_sim::faults::FaultConfig {
+                schema_violation: goodput_sim::faults::FaultSpec::Every(2),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let tools = tools_file();
+    let (recs, doc) = measure(&url, "messages", &["--tools", tools.to_str().unwrap()]).await;
+    assert_eq!(
+        (doc["completed"].as_u64(), doc["failed"].as_u64()),
+        (Some(8), Some(0))
+    );
+    let s = &doc["structured_output"];
+    assert_eq!(
+        (s["checked"].as_u64(), s["invalid"].as_u64()),
+        (Some(8), Some(4)),
+        "{s}"
+    );
+    let broken = recs.iter().filter(|r| r["schema_valid"] == false).count();
+    assert_eq!(broken, 4);
+    assert!(recs
+        .iter()
+        .filter(|r| r["schema_valid"] == false)
+        .all(|r| r["schema_error"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")));
 }

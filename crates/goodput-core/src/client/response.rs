@@ -678,4 +678,40 @@ mod tests {
         );
         assert!(rec.events.is_empty());
     }
+
+    /// What reading one content event costs, per API: chat's fast path
+    /// (which the typed events' dispatch must not slow), then the typed
+    /// events. A timing, printed, not asserted.
+    #[test]
+    #[ignore = "a timing, not a check: cargo test --release -p goodput-core --lib event_cost -- --ignored --nocapture"]
+    fn event_cost() {
+        let chat = br#"{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" word"},"logprobs":null,"finish_reason":null}]}"#;
+        let responses = br#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":" word","sequence_number":5}"#;
+        let messages = br#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" word"}}"#;
+        let cases: [(Endpoint, &[u8]); 3] = [
+            (Endpoint::Chat, chat),
+            (Endpoint::Responses, responses),
+            (Endpoint::Messages, messages),
+        ];
+        for round in 0..3 {
+            for (endpoint, data) in cases {
+                let n = 2_000_000u64;
+                let mut rec = RequestRecord::default();
+                let mut state = StreamState {
+                    endpoint,
+                    ..Default::default()
+                };
+                let t = std::time::Instant::now();
+                for i in 0..n {
+                    if i % 1000 == 0 {
+                        rec.events.clear();
+                        rec.output_text.clear();
+                    }
+                    state.on_event(data, i, &mut rec);
+                }
+                let ns = t.elapsed().as_nanos() as f64 / n as f64;
+                println!("round {round} {endpoint}: {ns:.1} ns per content event");
+            }
+        }
+    }
 }
