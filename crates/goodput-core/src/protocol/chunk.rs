@@ -168,11 +168,12 @@ impl<'a> Chunk<'a> {
         };
         c.into_iter()
             .flat_map(|c| [&c.delta, &c.message].into_iter().flatten())
-            .flat_map(|m| m.tool_calls.iter().flatten())
-            .filter_map(|call| {
+            .flat_map(|m| m.tool_calls.iter().flatten().enumerate())
+            .filter_map(|(position, call)| {
                 let f = call.function.as_ref()?;
+                // A whole message's calls carry no index: their position is.
                 Some((
-                    call.index,
+                    call.index.or(Some(position as u32)),
                     f.name.as_deref(),
                     f.arguments.as_deref().unwrap_or_default(),
                 ))
@@ -270,6 +271,17 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\""}}]}}]}"#,
         );
         assert_eq!(s, "{\"x\"");
+    }
+
+    #[test]
+    fn tool_calls_of_a_whole_message_are_apart() {
+        let c = Chunk::parse(br#"{"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"[]"}}]}}]}"#).unwrap();
+        assert!(c.has_tool_calls());
+        let calls: Vec<_> = c.tool_deltas().collect();
+        assert_eq!(
+            calls,
+            [(Some(0), Some("f"), "{}"), (Some(1), Some("g"), "[]")]
+        );
     }
 
     #[test]
