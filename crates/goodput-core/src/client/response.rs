@@ -679,6 +679,77 @@ mod tests {
         assert!(rec.events.is_empty());
     }
 
+    /// A Responses stream: lifecycle events are no content events, the
+    /// tool call is gathered with its first argument piece's time, and
+    /// `response.completed` ends the stream with the usage and a
+    /// `tool_calls` finish; an Anthropic `error` event is a server error.
+    #[test]
+    fn typed_streams_read_as_chat_does() {
+        let mut rec = RequestRecord::default();
+        let mut state = StreamState {
+            endpoint: Endpoint::Responses,
+            ..Default::default()
+        };
+        let events: [(&str, u64); 6] = [
+            (
+                r#"{"type":"response.created","response":{"status":"in_progress"}}"#,
+                1,
+            ),
+            (
+                r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","name":"f","arguments":""}}"#,
+                2,
+            ),
+            (
+                r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":""}"#,
+                3,
+            ),
+            (
+                r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{\"a\":"}"#,
+                4,
+            ),
+            (
+                r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"1}"}"#,
+                5,
+            ),
+            (
+                r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":3,"output_tokens":2}}}"#,
+                6,
+            ),
+        ];
+        for (data, at) in events {
+            state.on_event(data.as_bytes(), at, &mut rec);
+        }
+        assert!(state.done && state.failure.is_none());
+        assert_eq!(
+            rec.events.iter().map(|e| e.at_ns).collect::<Vec<_>>(),
+            [4, 5]
+        );
+        assert_eq!((rec.t_first_tool_call, rec.tool_calls.len()), (Some(4), 1));
+        assert_eq!(
+            (
+                rec.tool_calls[0].name.as_str(),
+                rec.tool_calls[0].arguments.as_str()
+            ),
+            ("f", "{\"a\":1}")
+        );
+        assert_eq!(rec.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(rec.usage.and_then(|u| u.completion_tokens), Some(2));
+        let mut state = StreamState {
+            endpoint: Endpoint::Messages,
+            ..Default::default()
+        };
+        state.on_event(
+            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+            1,
+            &mut rec,
+        );
+        let e = state.failure.expect("a failure");
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::ServerError, "overloaded_error: Overloaded")
+        );
+    }
+
     /// What reading one content event costs, per API: chat's fast path
     /// (which the typed events' dispatch must not slow), then the typed
     /// events. A timing, printed, not asserted.
