@@ -19,6 +19,10 @@ pub enum Endpoint {
     /// vLLM's `/v1/score` (also served as `/score`): `text_1` against a
     /// batch of `text_2`, answered whole.
     Score,
+    /// `/v1/responses` (OpenAI's Responses API; vLLM serves it too)
+    Responses,
+    /// `/v1/messages` (Anthropic's Messages API)
+    Messages,
 }
 
 impl Endpoint {
@@ -30,6 +34,8 @@ impl Endpoint {
             Endpoint::Embeddings => "/embeddings",
             Endpoint::Rerank => "/rerank",
             Endpoint::Score => "/score",
+            Endpoint::Responses => "/responses",
+            Endpoint::Messages => "/messages",
         }
     }
 
@@ -40,6 +46,8 @@ impl Endpoint {
             Endpoint::Embeddings => "embeddings",
             Endpoint::Rerank => "rerank",
             Endpoint::Score => "score",
+            Endpoint::Responses => "responses",
+            Endpoint::Messages => "messages",
         }
     }
 
@@ -54,6 +62,14 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Its stream names each event by a `type` (Responses, Anthropic
+    /// Messages) rather than sending OpenAI chunks ending in `[DONE]`.
+    pub fn typed_events(self) -> bool {
+        matches!(self, Endpoint::Responses | Endpoint::Messages)
+    }
+}
+
 impl std::str::FromStr for Endpoint {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -63,8 +79,10 @@ impl std::str::FromStr for Endpoint {
             "embeddings" => Ok(Endpoint::Embeddings),
             "rerank" => Ok(Endpoint::Rerank),
             "score" => Ok(Endpoint::Score),
+            "responses" => Ok(Endpoint::Responses),
+            "messages" => Ok(Endpoint::Messages),
             other => Err(format!(
-                "invalid endpoint '{other}': valid values are chat, completions, embeddings, rerank and score"
+                "invalid endpoint '{other}': valid values are chat, completions, embeddings, rerank, score, responses and messages"
             )),
         }
     }

@@ -11,6 +11,7 @@
 pub mod clock;
 pub mod endpoint;
 pub mod image;
+pub mod json_schema;
 pub mod lengths;
 pub mod percentile;
 pub mod tokenizer;

@@ -31,6 +31,7 @@ fn main() {
         min_tokens: true,
         ignore_eos: true,
         temperature: None,
+        output: None,
     };
     let dir = std::env::temp_dir().join(format!("goodput-prep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -36,6 +36,7 @@ pub mod stats;
 pub mod sweep;
 pub mod target;
 pub mod timer;
+pub mod tools;
 pub mod transport;
 pub mod traps;
 pub mod verdict;

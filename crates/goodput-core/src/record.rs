@@ -315,6 +315,19 @@ pub struct RequestRecord {
     pub images: Option<u32>,
     #[serde(default)]
     pub image_bytes: Option<u64>,
+    /// The answer's tool calls, their arguments as received (their text is
+    /// in `output_text` too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::tools::ToolCallRecord>,
+    /// When the first piece of a tool call's arguments arrived (chat's
+    /// `delta.tool_calls[].function.arguments`, Responses'
+    /// `response.function_call_arguments.delta`, Anthropic's
+    /// `input_json_delta`), non-empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_first_tool_call: Option<u64>,
+    /// What the answer is checked against (`--tools`, `--response-format`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_check: Option<std::sync::Arc<crate::tools::OutputSpec>>,
 }
 
 impl RequestRecord {

@@ -108,6 +108,7 @@ impl RunResult {
         o.insert("workload".into(), workload);
         o.insert("cost".into(), json!(self.cost));
         o.insert("quality".into(), json!(m.quality));
+        o.insert("structured_output".into(), json!(m.structured_output));
         o.insert("warnings".into(), json!(self.warnings));
         o.insert("server_metrics".into(), json!(self.server_metrics));
         o.insert("shards".into(), json!(self.shards));
@@ -275,6 +276,7 @@ impl RunResult {
             // Documents before them had none.
             inputs: field::<Option<_>>(doc, "inputs")?,
             images: field::<Option<_>>(doc, "images")?,
+            structured_output: field::<Option<_>>(doc, "structured_output")?,
         };
         let config: RunConfig = field(doc, "config")?;
         Ok(RunResult {

@@ -48,6 +48,9 @@ pub struct TargetOptions {
     pub server_in_process: bool,
     /// Where to scrape the server's own metrics during each run.
     pub server_metrics: ServerMetricsChoice,
+    /// Tools and response format sent with every request (`--tools`,
+    /// `--response-format`), and checked against every answer.
+    pub output: Option<Arc<crate::tools::OutputSpec>>,
 }
 
 /// Whether and where the server's Prometheus metrics are scraped.
@@ -208,6 +211,7 @@ impl PreparedTarget {
             min_tokens: opts.pin_output,
             ignore_eos: opts.pin_output,
             temperature: opts.temperature,
+            output: opts.output.clone(),
         };
         if let Some(s) = scraper.as_mut() {
             s.set_model(model.clone());
@@ -595,6 +599,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         min_tokens: opts.pin_output,
         ignore_eos: opts.pin_output,
         temperature: opts.temperature,
+        output: opts.output.clone(),
     };
     let percentiles = spec.reported_percentiles();
     let metrics = Collector::new(

@@ -612,6 +612,9 @@ pub struct SimArgs {
     /// Dimension of the vectors /v1/embeddings answers with [default: 384].
     #[arg(long, value_name = "N")]
     pub embedding_dim: Option<usize>,
+    /// Fault: a structured answer (tool call, JSON content) that is not valid JSON, rate or every:N.
+    #[arg(long, value_name = "SPEC")]
+    pub fault_schema_violation: Option<FaultSpec>,
 }
 
 impl Default for SimArgs {
@@ -653,6 +656,7 @@ impl Default for SimArgs {
             lora_load_ms: None,
             image_patch_px: None,
             embedding_dim: None,
+            fault_schema_violation: None,
         }
     }
 }
@@ -718,6 +722,7 @@ impl SimArgs {
         set(&mut c.lora.load_ms, self.lora_load_ms);
         set(&mut c.image_patch_px, self.image_patch_px);
         set(&mut c.embedding_dim, self.embedding_dim);
+        set(&mut f.schema_violation, self.fault_schema_violation);
         c.validate()?;
         Ok(c)
     }

@@ -115,6 +115,9 @@ pub struct FaultConfig {
     /// Hold the response headers back for `slow_headers_s`.
     pub slow_headers: FaultSpec,
     pub slow_headers_s: f64,
+    /// A structured answer (a tool call's arguments, JSON content) that
+    /// is not valid JSON: the instance with its last closing brace dropped.
+    pub schema_violation: FaultSpec,
 }
 
 impl Default for FaultConfig {
@@ -130,6 +133,7 @@ impl Default for FaultConfig {
             malformed: FaultSpec::Never,
             slow_headers: FaultSpec::Never,
             slow_headers_s: 2.0,
+            schema_violation: FaultSpec::Never,
         }
     }
 }
@@ -150,6 +154,7 @@ pub struct FaultPlan {
     pub cut: bool,
     pub stall: Option<Duration>,
     pub malformed: bool,
+    pub schema_violation: bool,
 }
 
 impl FaultConfig {
@@ -178,6 +183,7 @@ impl FaultConfig {
             self.stall,
             self.malformed,
             self.slow_headers,
+            self.schema_violation,
         ]
         .iter()
         .any(|f| !f.is_never())
@@ -208,6 +214,7 @@ impl FaultConfig {
                 .fires(seed, 6, index)
                 .then(|| Duration::from_secs_f64(self.stall_s)),
             malformed: self.malformed.fires(seed, 7, index),
+            schema_violation: self.schema_violation.fires(seed, 8, index),
         }
     }
 }

@@ -92,6 +92,8 @@ impl Session {
         unstarted: &dyn Fn(&TargetOptions) -> Vec<u8>,
     ) -> Result<Session, Exit> {
         let (target, output) = (&flags.target, &flags.output);
+        let output_spec =
+            spec::output_spec(target).map_err(|e| crate::exit::usage(anyhow::Error::msg(e)))?;
         let control = RunControl::new();
         watch_signals(control.clone());
         let records = open_records(output.records.as_deref())?;
@@ -108,13 +110,14 @@ impl Session {
                 "goodput: warning: --insecure: the server's TLS certificate is not verified; anyone on the path could read and alter this traffic"
             );
         }
-        let options = spec::target_options(
+        let mut options = spec::target_options(
             target,
             &flags.workload,
             server.url,
             server.model,
             server.sim.is_some(),
         );
+        options.output = output_spec;
         let mut prepared = prepare(options, &control, &mut out, unstarted).await?;
         if let Some(e) = &exposition {
             prepared.set_live(e.live.clone());

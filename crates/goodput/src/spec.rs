@@ -293,6 +293,31 @@ fn workload_spec(
     })
 }
 
+/// What `--tools`, `--tool-choice` and `--response-format` ask of every
+/// answer; `None` when none was given.
+pub fn output_spec(
+    target: &TargetArgs,
+) -> Result<Option<std::sync::Arc<goodput_core::tools::OutputSpec>>, String> {
+    use goodput_core::tools::{OutputSpec, ToolChoice};
+    let tools = target
+        .tools
+        .as_ref()
+        .map(|t| t.0.clone())
+        .unwrap_or_default();
+    if tools.is_empty() && target.response_format.is_none() {
+        return Ok(None);
+    }
+    let tool_choice = match &target.tool_choice {
+        Some(c) => ToolChoice::parse(c, &tools)?,
+        None => ToolChoice::Auto,
+    };
+    Ok(Some(std::sync::Arc::new(OutputSpec {
+        tools,
+        tool_choice,
+        response_format: target.response_format.clone(),
+    })))
+}
+
 /// The target's options from the target and workload flags, for the server
 /// at `url` (`model`: `None` to discover it; `server_in_process`: the
 /// built-in simulator shares this process). The API key is read here from
@@ -331,6 +356,7 @@ pub fn target_options(
         temperature: target.temperature,
         tokenizer: workload.tokenizer.clone(),
         server_in_process,
+        output: None,
         server_metrics: match (&target.server_metrics, target.no_server_metrics) {
             (_, true) => ServerMetricsChoice::Off,
             (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {

@@ -430,6 +430,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             server_in_process: false,
             tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
             server_metrics: goodput_core::target::ServerMetricsChoice::Off,
+            output: None,
         },
         &control,
     )

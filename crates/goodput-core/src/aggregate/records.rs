@@ -145,6 +145,12 @@ fn record_line(
         v["session_id"] = json!(session);
         v["turn"] = json!(turn);
     }
+    if rec.output_check.is_some() || rec.t_first_tool_call.is_some() {
+        v["time_to_first_tool_call_ms"] = json!(opt(m.time_to_first_tool_call_ms));
+        v["tool_calls"] = json!(m.tool_calls);
+        v["schema_valid"] = json!(m.schema_valid);
+        v["schema_error"] = json!(m.schema_error);
+    }
     if itl {
         let send = rec.t_send.unwrap_or(rec.t_sched);
         let times: Vec<Value> = rec

@@ -33,6 +33,7 @@ mod response;
 pub mod sse;
 pub mod target;
 pub mod tls;
+mod typed;
 pub mod watchdog;
 
 use std::net::SocketAddr;
@@ -205,7 +206,16 @@ fn header_lines(
         "user-agent",
         concat!("goodput/", env!("CARGO_PKG_VERSION")),
     )?;
-    if let Some(key) = &opts.api_key {
+    if opts.endpoint == Endpoint::Messages {
+        // Anthropic's API takes the key in `x-api-key`, and names the
+        // version of its API the request is written for.
+        if let Some(key) = &opts.api_key {
+            header_line(&mut lines, "x-api-key", key)
+                .map_err(|_| ClientError::BadHeader("x-api-key: <key>".into()))?;
+        }
+        let version = crate::protocol::messages::ANTHROPIC_VERSION;
+        header_line(&mut lines, "anthropic-version", version)?;
+    } else if let Some(key) = &opts.api_key {
         header_line(&mut lines, "authorization", &format!("Bearer {key}"))
             .map_err(|_| ClientError::BadHeader("Authorization: Bearer <key>".into()))?;
     }
@@ -625,7 +635,7 @@ impl Client {
             return Err(a_web_page(&head, &body, req.stream));
         }
         let reusable = if req.stream {
-            read_stream(&mut conn, &head, &mut timer, rec).await?
+            read_stream(&mut conn, &head, &mut timer, rec, self.inner.opts.endpoint).await?
         } else if let Some(sent) = req.inputs {
             let body = read_body(&mut conn, &head, &mut timer, 256 << 20).await?;
             let endpoint = self.inner.opts.endpoint;
@@ -633,7 +643,7 @@ impl Client {
             true
         } else {
             let body = read_body(&mut conn, &head, &mut timer, 64 << 20).await?;
-            whole_response(&body, clock.now_ns(), rec)?;
+            whole_response(&body, clock.now_ns(), rec, self.inner.opts.endpoint)?;
             true
         };
         // Deregister from the watchdog before the connection can serve

@@ -22,8 +22,8 @@ use crate::record::RequestRecord;
 use crate::tokenizer::Tokenizer;
 pub use collector::{
     Collector, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups,
-    ImagesSummary, InputsSummary, RunMetrics, SteadyState, Throughput, TimeSeries, TokenSummary,
-    BUCKET_S, GROUPINGS, GROUP_METRICS,
+    ImagesSummary, InputsSummary, RunMetrics, SchemaViolation, SteadyState, StructuredOutput,
+    Throughput, TimeSeries, TokenSummary, BUCKET_S, GROUPINGS, GROUP_METRICS,
 };
 pub use registry::Metric;
 
@@ -106,6 +106,17 @@ pub struct RequestMetrics {
     pub event_tokens: Vec<u32>,
     /// How the output count was settled (rules refused, caps applied).
     pub count_evidence: CountEvidence,
+    /// From send to the first piece of a tool call's arguments; only for a
+    /// request that produced a tool call.
+    pub time_to_first_tool_call_ms: Option<f64>,
+    /// Tool calls in the answer; only when tools were sent.
+    pub tool_calls: Option<u32>,
+    /// Whether the answer kept to the schema asked for (tool arguments
+    /// against their tool's `parameters`, else the answer against the
+    /// response format); `None` when nothing was asked of it or it failed.
+    pub schema_valid: Option<bool>,
+    /// Why it did not (the first violation).
+    pub schema_error: Option<String>,
 }
 
 impl RequestMetrics {
@@ -134,6 +145,7 @@ impl RequestMetrics {
             m.e2el_sched_ms = Some(ms(rec.t_sched, rec.t_done));
             return m;
         }
+        m.structured(rec);
         let (Some(t_send), Some(first), Some(last)) =
             (rec.t_send, rec.events.first(), rec.events.last())
         else {
@@ -182,6 +194,38 @@ impl RequestMetrics {
 }
 
 impl RequestMetrics {
+    /// Tool calls and structured output: the time to the first tool call,
+    /// the number of calls, and whether the answer of a completed request
+    /// kept to its schema ([`crate::tools::OutputSpec::check`]).
+    fn structured(&mut self, rec: &RequestRecord) {
+        self.time_to_first_tool_call_ms =
+            rec.t_send.zip(rec.t_first_tool_call).map(|(s, t)| ms(s, t));
+        let Some(spec) = &rec.output_check else {
+            return;
+        };
+        if !spec.tools.is_empty() {
+            self.tool_calls = Some(rec.tool_calls.len() as u32);
+        }
+        if !rec.ok() {
+            return;
+        }
+        // The answer without its reasoning: the text of the events that
+        // were not reasoning.
+        let mut answer = String::new();
+        let mut start = 0usize;
+        for e in &rec.events {
+            let end = (e.text_end as usize).min(rec.output_text.len());
+            if !e.reasoning {
+                answer.push_str(rec.output_text.get(start..end).unwrap_or_default());
+            }
+            start = end;
+        }
+        if let Some(verdict) = spec.check(&rec.tool_calls, answer.trim()) {
+            self.schema_valid = Some(verdict.is_ok());
+            self.schema_error = verdict.err();
+        }
+    }
+
     /// Reasoning and answer apart: when each began, how many tokens each
     /// took, and the time per token over each.
     fn reasoning(&mut self, rec: &RequestRecord, t_send: u64) {

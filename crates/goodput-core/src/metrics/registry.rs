@@ -26,6 +26,7 @@ pub enum Metric {
     Generation,
     ScheduleLag,
     Connect,
+    TimeToFirstToolCall,
 }
 
 /// When the console shows a metric's section.
@@ -65,7 +66,7 @@ pub struct Info {
 
 /// The registry: one row per metric, in the order of [`Metric`]'s variants
 /// ([`Metric::info`] reads row `metric as usize`; a test checks the order).
-static REGISTRY: [Info; 14] = [
+static REGISTRY: [Info; 15] = [
     Info {
         metric: Metric::Ttft,
         key: "ttft",
@@ -220,11 +221,23 @@ static REGISTRY: [Info; 14] = [
         pooled: false,
         shown: Shown::Never,
     },
+    Info {
+        metric: Metric::TimeToFirstToolCall,
+        key: "time_to_first_tool_call",
+        short: "TTFTC",
+        title: "Time to First Tool Call",
+        note:
+            "from send to the first piece of a tool call's arguments; requests that called a tool",
+        slo_name: None,
+        vllm_keys: false,
+        pooled: false,
+        shown: Shown::Always,
+    },
 ];
 
 impl Metric {
     /// In the order reports show them.
-    pub const ALL: [Metric; 14] = [
+    pub const ALL: [Metric; 15] = [
         Metric::Ttft,
         Metric::TtftFromSchedule,
         Metric::TimeToFirstReasoningToken,
@@ -232,6 +245,7 @@ impl Metric {
         Metric::Tpot,
         Metric::ReasoningTpot,
         Metric::AnswerTpot,
+        Metric::TimeToFirstToolCall,
         Metric::Itl,
         Metric::Icl,
         Metric::E2el,
@@ -281,6 +295,7 @@ impl Metric {
             Metric::Generation => m.generation_ms,
             Metric::ScheduleLag => m.schedule_lag_ms,
             Metric::Connect => m.connect_ms,
+            Metric::TimeToFirstToolCall => m.time_to_first_tool_call_ms,
         }
     }
 }

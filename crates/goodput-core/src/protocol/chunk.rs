@@ -57,6 +57,9 @@ pub struct Message<'a> {
 
 #[derive(Deserialize, Default)]
 pub struct ToolCall<'a> {
+    /// Which call of the answer this delta belongs to.
+    #[serde(default)]
+    pub index: Option<u32>,
     #[serde(default, borrow)]
     pub function: Option<Function<'a>>,
 }
@@ -151,6 +154,32 @@ impl<'a> Chunk<'a> {
         serde_json::from_slice(data)
     }
 
+    /// The first choice's delta or message has tool calls.
+    pub fn has_tool_calls(&self) -> bool {
+        matches!(&self.choices, Some(FirstChoice(Some(c)))
+            if [&c.delta, &c.message].into_iter().flatten().any(|m| m.tool_calls.is_some()))
+    }
+
+    /// The first choice's tool-call pieces: (call index, name, arguments).
+    pub fn tool_deltas(&self) -> impl Iterator<Item = (Option<u32>, Option<&str>, &str)> {
+        let c = match &self.choices {
+            Some(FirstChoice(Some(c))) => Some(c),
+            _ => None,
+        };
+        c.into_iter()
+            .flat_map(|c| [&c.delta, &c.message].into_iter().flatten())
+            .flat_map(|m| m.tool_calls.iter().flatten().enumerate())
+            .filter_map(|(position, call)| {
+                let f = call.function.as_ref()?;
+                // A whole message's calls carry no index: their position is.
+                Some((
+                    call.index.or(Some(position as u32)),
+                    f.name.as_deref(),
+                    f.arguments.as_deref().unwrap_or_default(),
+                ))
+            })
+    }
+
     /// The server's error message, if this chunk is an error object.
     pub fn error_message(&self) -> Option<String> {
         if let Some(e) = &self.error {
@@ -242,6 +271,17 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"x\""}}]}}]}"#,
         );
         assert_eq!(s, "{\"x\"");
+    }
+
+    #[test]
+    fn tool_calls_of_a_whole_message_are_apart() {
+        let c = Chunk::parse(br#"{"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"function","function":{"name":"g","arguments":"[]"}}]}}]}"#).unwrap();
+        assert!(c.has_tool_calls());
+        let calls: Vec<_> = c.tool_deltas().collect();
+        assert_eq!(
+            calls,
+            [(Some(0), Some("f"), "{}"), (Some(1), Some("g"), "[]")]
+        );
     }
 
     #[test]

@@ -6,7 +6,10 @@
 
 pub mod chunk;
 pub mod images;
+pub mod messages;
 pub mod pooling;
+pub mod responses;
+pub mod typed;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -57,6 +60,10 @@ pub struct RequestParams {
     pub ignore_eos: bool,
     /// Sent only when given.
     pub temperature: Option<f64>,
+    /// Tools and response format (`--tools`, `--response-format`), sent
+    /// with every request and checked against every answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<std::sync::Arc<crate::tools::OutputSpec>>,
 }
 
 /// The JSON body of a completion request.
@@ -73,6 +80,11 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
         };
         return pooling::pooling_body(params.endpoint, &params.model, "", &[text]);
     }
+    match params.endpoint {
+        Endpoint::Responses => return responses::request_body(params, prompt, max_tokens),
+        Endpoint::Messages => return messages::request_body(params, prompt, max_tokens),
+        _ => {}
+    }
     let mut body = serde_json::Map::new();
     body.insert("model".into(), params.model.clone().into());
     match (params.endpoint, prompt) {
@@ -88,12 +100,12 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
                 serde_json::to_value(messages).unwrap_or_default(),
             );
         }
-        (_, Prompt::Text(text)) => {
-            body.insert("prompt".into(), text.into());
-        }
         (_, Prompt::Messages(messages)) => {
             let joined: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
             body.insert("prompt".into(), joined.join("\n").into());
+        }
+        (_, Prompt::Text(text)) => {
+            body.insert("prompt".into(), text.into());
         }
     }
     body.insert("max_tokens".into(), max_tokens.into());
@@ -105,6 +117,9 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
     }
     if let Some(t) = params.temperature {
         body.insert("temperature".into(), t.into());
+    }
+    if let Some(o) = &params.output {
+        o.insert(params.endpoint, &mut body);
     }
     body.insert("stream".into(), params.stream.into());
     if params.stream {
@@ -161,6 +176,8 @@ pub struct PreparedRequest {
     pub inputs: Option<u32>,
     /// Images in a chat request and their encoded bytes (before base64).
     pub images: Option<(u32, u64)>,
+    /// What the answer is checked against (`--tools`, `--response-format`).
+    pub output_check: Option<std::sync::Arc<crate::tools::OutputSpec>>,
 }
 
 impl PreparedRequest {
@@ -185,6 +202,7 @@ impl PreparedRequest {
             inputs: self.inputs,
             images: self.images.map(|(n, _)| n),
             image_bytes: self.images.map(|(_, b)| b),
+            output_check: self.output_check.clone(),
             ..Default::default()
         }
     }
@@ -204,6 +222,7 @@ pub(crate) mod tests {
             min_tokens: true,
             ignore_eos: true,
             temperature: None,
+            output: None,
         }
     }
 

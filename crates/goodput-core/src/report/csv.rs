@@ -110,6 +110,7 @@ fn columns(percentiles: &[f64]) -> Vec<Column<'static>> {
         cost_columns(),
         workload_columns(),
         quality_columns(),
+        structured_columns(),
         server_columns(),
         inputs_columns(),
     ]
@@ -298,6 +299,32 @@ fn quality_columns() -> Vec<Column<'static>> {
     c.push(col("quality_rouge_l_f1", quality(|q| q.rouge_l_f1)));
     c.push(col("quality_bleu", quality(|q| q.bleu)));
     c
+}
+
+/// Tool calls and schema checks (`--tools`, `--response-format`).
+fn structured_columns() -> Vec<Column<'static>> {
+    let count = |f: fn(&crate::metrics::StructuredOutput) -> u64| {
+        move |r: &Row| {
+            r.run
+                .metrics
+                .structured_output
+                .as_ref()
+                .map(|s| f(s).to_string())
+        }
+    };
+    vec![
+        col("schema_checked", count(|s| s.checked)),
+        col("schema_invalid", count(|s| s.invalid)),
+        col("schema_invalid_share", |r| {
+            opt(r
+                .run
+                .metrics
+                .structured_output
+                .as_ref()
+                .and_then(|s| s.invalid_share))
+        }),
+        col("tool_calls", count(|s| s.tool_calls)),
+    ]
 }
 
 /// What the server's own metrics said (`--server-metrics`).

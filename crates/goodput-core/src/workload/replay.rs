@@ -179,6 +179,7 @@ impl RequestSource for DatasetSource {
                 cacheable_tokens: cacheable,
                 max_tokens: Some(output),
                 stream: self.params.stream,
+                output_check: self.params.output.clone(),
                 // Warm-up requests are salted copies: not scored.
                 reference: (!warmup)
                     .then(|| row.reference.as_deref().map(Into::into))
@@ -366,6 +367,7 @@ impl RequestSource for TraceSource {
                 cacheable_tokens: cacheable.min(prompt_tokens.unwrap_or(u32::MAX)),
                 max_tokens: Some(output),
                 stream: self.params.stream,
+                output_check: self.params.output.clone(),
                 ..Default::default()
             },
             at: Some(at),

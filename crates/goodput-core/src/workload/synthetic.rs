@@ -267,6 +267,7 @@ impl RequestSource for SyntheticSource {
             cacheable_tokens,
             max_tokens: Some(output),
             stream: b.params.stream,
+            output_check: b.params.output.clone(),
             ..Default::default()
         };
         match &b.spec.sessions {
@@ -340,6 +341,7 @@ impl FollowUps for Builder {
             reference: None,
             max_tokens: Some(output),
             stream: self.params.stream,
+            output_check: self.params.output.clone(),
             session: Some(Box::new(SessionTurn {
                 session_id: turn.session_id,
                 turn: turn.turn + 1,

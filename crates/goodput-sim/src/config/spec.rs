@@ -227,6 +227,13 @@ const OPTIONS: &[SimOption] = &[
         },
     },
     SimOption {
+        key: "fault-schema-violation",
+        set: |a, v| {
+            a.fault_schema_violation = Some(fault(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
         key: "fault-malformed",
         set: |a, v| {
             a.fault_malformed = Some(fault(v)?);

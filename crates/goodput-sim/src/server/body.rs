@@ -12,6 +12,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::openai::ChunkWriter;
+use super::streams::TypedWriter;
 use super::AbortGuard;
 use crate::realtime::{FinishReason, StreamEvent};
 use crate::text::output_word;
@@ -36,10 +37,19 @@ pub struct StreamFaults {
     pub malformed_at: Option<u32>,
 }
 
+/// Writes a stream's events: chat and completions chunks by hand (the
+/// fast path), or a typed writer's (Responses, Messages, structured
+/// answers).
+pub enum Writer {
+    Chunk(ChunkWriter),
+    /// With the answer's pieces when it is structured (one per token).
+    Typed(Box<TypedWriter>, Option<Vec<String>>),
+}
+
 /// A streamed completion.
 pub struct SseStream {
     pub events: UnboundedReceiver<StreamEvent>,
-    pub writer: ChunkWriter,
+    pub writer: Writer,
     pub seed: u64,
     pub request_index: u64,
     pub reason: FinishReason,
@@ -63,27 +73,47 @@ impl SseStream {
                     return false;
                 }
                 if !self.role_sent {
-                    self.writer.role(buf);
+                    match &mut self.writer {
+                        Writer::Chunk(w) => w.role(buf),
+                        Writer::Typed(w, _) => w.start(buf),
+                    }
                     self.role_sent = true;
                 }
                 if self.faults.malformed_at == Some(index) {
                     buf.extend_from_slice(b"data: {\"id\":\"malformed\",\"choices\":[{\n\n");
                 }
                 let word = output_word(self.seed, self.request_index, index);
-                self.writer
-                    .token(buf, word, done.as_ref().map(|_| self.reason));
-                if let Some(f) = done {
-                    if self.include_usage {
-                        self.writer.usage(buf, &f);
+                let last = done.as_ref().map(|_| self.reason);
+                match &mut self.writer {
+                    Writer::Chunk(w) => w.token(buf, word, last),
+                    Writer::Typed(w, Some(pieces)) => {
+                        let piece = pieces.get(index as usize).map_or(" ", String::as_str);
+                        w.token(buf, piece, last);
                     }
-                    self.writer.done(buf);
+                    Writer::Typed(w, None) => w.token(buf, &format!(" {word}"), last),
+                }
+                if let Some(f) = done {
+                    match &mut self.writer {
+                        Writer::Chunk(w) => {
+                            if self.include_usage {
+                                w.usage(buf, &f);
+                            }
+                            w.done(buf);
+                        }
+                        Writer::Typed(w, _) => w.finish(buf, &f, self.reason, self.include_usage),
+                    }
                     self.done = true;
                     self.guard.disarm();
                 }
             }
             StreamEvent::Rejected(e) => {
-                self.writer.error(buf, 400, &e.to_string());
-                self.writer.done(buf);
+                match &mut self.writer {
+                    Writer::Chunk(w) => {
+                        w.error(buf, 400, &e.to_string());
+                        w.done(buf);
+                    }
+                    Writer::Typed(w, _) => w.error(buf, 400, &e.to_string()),
+                }
                 self.done = true;
                 self.guard.disarm();
             }
@@ -105,7 +135,11 @@ impl SseStream {
             return Poll::Ready(None);
         }
         // One allocation for the usual single token chunk.
-        let mut buf = BytesMut::with_capacity(self.writer.chunk_capacity());
+        let capacity = match &self.writer {
+            Writer::Chunk(w) => w.chunk_capacity(),
+            Writer::Typed(..) => 512,
+        };
+        let mut buf = BytesMut::with_capacity(capacity);
         loop {
             let ev = match self.held.take() {
                 Some(ev) => ev,

@@ -11,8 +11,12 @@ use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
+use super::body::Writer;
 use super::body::{cut_after, SimBody, SseStream, StreamFaults};
-use super::openai::{error_body, full_response, CompletionRequest, Content, Endpoint, Prompt};
+use super::openai::{
+    error_body, full_response, CompletionRequest, Content, Endpoint, Input, Message, Prompt,
+};
+use super::streams::{structured, Structured, TypedWriter};
 use super::{AbortGuard, AppState};
 use crate::engine::EngineRequest;
 use crate::faults::{FaultPlan, StatusFault};
@@ -71,9 +75,18 @@ pub(super) async fn handle(
         (&Method::POST, "/v1/score" | "/score") => {
             super::pooling::pooling(state, req, Endpoint::Score).await
         }
-        (_, "/health" | "/v1/models" | "/metrics" | "/v1/chat/completions" | "/v1/completions") => {
-            error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
-        }
+        (&Method::POST, "/v1/responses") => completion(state, req, Endpoint::Responses).await,
+        (&Method::POST, "/v1/messages") => completion(state, req, Endpoint::Messages).await,
+        (
+            _,
+            "/health"
+            | "/v1/models"
+            | "/metrics"
+            | "/v1/chat/completions"
+            | "/v1/completions"
+            | "/v1/responses"
+            | "/v1/messages",
+        ) => error(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed"),
         _ => error(StatusCode::NOT_FOUND, &format!("no route for {path}")),
     }
 }
@@ -105,33 +118,40 @@ fn prompt_tokens(
     endpoint: Endpoint,
 ) -> Result<Vec<u32>, String> {
     let encode = |s: &str| state.tokenizer.encode(s).unwrap_or_default();
-    match endpoint {
-        Endpoint::Chat => {
-            let messages = req
-                .messages
-                .as_ref()
-                .ok_or("'messages' is required for /v1/chat/completions")?;
-            let mut ids = Vec::new();
-            for m in messages {
-                match &m.content {
-                    Some(Content::Text(t)) => ids.extend(encode(t)),
-                    Some(Content::Parts(parts)) => {
-                        for p in parts {
-                            if let Some(t) = &p.text {
-                                ids.extend(encode(t));
-                            }
-                            if let Some(image) = &p.image_url {
-                                let n =
-                                    super::images::image_tokens(&image.url, state.image_patch_px)?;
-                                ids.extend(super::images::image_token_ids(&image.url, n));
-                            }
+    let conversation = |messages: &[Message]| -> Result<Vec<u32>, String> {
+        let mut ids = Vec::new();
+        for m in messages {
+            match &m.content {
+                Some(Content::Text(t)) => ids.extend(encode(t)),
+                Some(Content::Parts(parts)) => {
+                    for p in parts {
+                        if let Some(t) = &p.text {
+                            ids.extend(encode(t));
+                        }
+                        if let Some(image) = &p.image_url {
+                            let n = super::images::image_tokens(&image.url, state.image_patch_px)?;
+                            ids.extend(super::images::image_token_ids(&image.url, n));
                         }
                     }
-                    None => {}
                 }
+                None => {}
             }
-            Ok(ids)
         }
+        Ok(ids)
+    };
+    match endpoint {
+        Endpoint::Chat | Endpoint::Messages => {
+            let messages = req.messages.as_ref().ok_or(match endpoint {
+                Endpoint::Messages => "'messages' is required for /v1/messages",
+                _ => "'messages' is required for /v1/chat/completions",
+            })?;
+            conversation(messages)
+        }
+        Endpoint::Responses => match req.input.as_ref() {
+            None => Err("'input' is required for /v1/responses".into()),
+            Some(Input::Text(t)) => Ok(encode(t)),
+            Some(Input::Messages(m)) => conversation(m),
+        },
         _ => match req.prompt.as_ref() {
             None => Err("'prompt' is required for /v1/completions".into()),
             Some(Prompt::Text(t)) => Ok(encode(t)),
@@ -163,6 +183,7 @@ fn output_length(
     let cap = req
         .max_completion_tokens
         .or(req.max_tokens)
+        .or(req.max_output_tokens)
         .map(|n| n as usize);
     let min = req.min_tokens.unwrap_or(0) as usize;
     let room = state.max_model_len.saturating_sub(prompt_len);
@@ -278,11 +299,22 @@ async fn completion(
 
     let prefix = match endpoint {
         Endpoint::Chat => "chatcmpl",
+        Endpoint::Responses => "resp",
+        Endpoint::Messages => "msg",
         _ => "cmpl",
     };
+    let structured = structured(
+        &parsed,
+        endpoint,
+        text_key,
+        output_tokens,
+        plan.schema_violation,
+    );
     let accepted = Accepted {
         model: super::mixes::served_name(&state, routing),
         endpoint,
+        prompt_tokens: ids.len(),
+        structured,
         id: format!("{prefix}-sim{index:08x}"),
         text_key,
         output_tokens,
@@ -370,6 +402,9 @@ struct Accepted {
     /// The name its answer gives in `model`: the adapter's, or the base model's.
     model: String,
     endpoint: Endpoint,
+    prompt_tokens: usize,
+    /// A tool call or JSON content, when the request asked for one.
+    structured: Option<Structured>,
     /// The response's id (`chatcmpl-sim…`, `cmpl-sim…`).
     id: String,
     /// The key of the answer's words: the request's index, or the prompt's
@@ -396,7 +431,22 @@ fn stream_response(state: &AppState, a: Accepted, include_usage: bool) -> Respon
     };
     let stream = SseStream {
         events: a.events,
-        writer: super::openai::ChunkWriter::new(a.endpoint, &a.id, state.created, model_json),
+        writer: match (a.endpoint, a.structured) {
+            (Endpoint::Chat | Endpoint::Completions, None) => Writer::Chunk(
+                super::openai::ChunkWriter::new(a.endpoint, &a.id, state.created, model_json),
+            ),
+            (_, s) => Writer::Typed(
+                Box::new(TypedWriter::new(
+                    a.endpoint,
+                    &a.id,
+                    state.created,
+                    model_json,
+                    a.prompt_tokens,
+                    s.as_ref().and_then(|s| s.tool.clone()),
+                )),
+                s.map(|s| s.pieces),
+            ),
+        },
         seed: state.seed,
         request_index: a.text_key,
         reason: a.reason,
@@ -446,15 +496,27 @@ async fn whole_response(state: &AppState, mut a: Accepted) -> Response<SimBody> 
         }
     };
     a.guard.disarm();
-    let body = full_response(
-        a.endpoint,
-        &a.id,
-        state.created,
-        &a.model,
-        &text,
-        a.reason,
-        &finished,
-    );
+    let body = match (a.endpoint, &a.structured) {
+        (Endpoint::Chat | Endpoint::Completions, None) => full_response(
+            a.endpoint,
+            &a.id,
+            state.created,
+            &a.model,
+            &text,
+            a.reason,
+            &finished,
+        ),
+        (_, s) => super::streams::whole_body(
+            a.endpoint,
+            &a.id,
+            state.created,
+            &serde_json::Value::String(a.model.clone()).to_string(),
+            &s.as_ref().map_or(text, Structured::text),
+            s.as_ref().and_then(|s| s.tool.as_deref()),
+            a.reason,
+            &finished,
+        ),
+    };
     whole_body_with_faults(body, &a.plan)
 }
 

@@ -8,6 +8,7 @@ mod images;
 mod mixes;
 mod openai;
 mod pooling;
+mod streams;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;

@@ -31,6 +31,24 @@ pub struct CompletionRequest {
     pub temperature: Option<f64>,
     /// Lower is served first under the priority policy (vLLM's field).
     pub priority: Option<i64>,
+    /// The Responses API's prompt: a string or a list of messages.
+    pub input: Option<Input>,
+    /// The Responses API's output cap.
+    pub max_output_tokens: Option<u64>,
+    /// Tool definitions (chat's, Responses' or Anthropic's shape).
+    pub tools: Option<Vec<serde_json::Value>>,
+    pub tool_choice: Option<serde_json::Value>,
+    pub response_format: Option<serde_json::Value>,
+    /// The Responses API's `text.format`.
+    pub text: Option<serde_json::Value>,
+}
+
+/// The Responses API's `input`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Input {
+    Text(String),
+    Messages(Vec<Message>),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -100,8 +118,8 @@ pub struct ChunkWriter {
 impl ChunkWriter {
     pub fn new(endpoint: Endpoint, id: &str, created: u64, model_json: &str) -> Self {
         let object = match endpoint {
-            Endpoint::Chat => "chat.completion.chunk",
-            _ => "text_completion",
+            Endpoint::Completions => "text_completion",
+            _ => "chat.completion.chunk",
         };
         let head = format!(
             "data: {{\"id\":\"{id}\",\"object\":\"{object}\",\"created\":{created},\"model\":{model_json},"
@@ -132,13 +150,13 @@ impl ChunkWriter {
     pub fn token(&self, buf: &mut BytesMut, word: &str, finish: Option<FinishReason>) {
         buf.put_slice(self.prefix.as_bytes());
         buf.put_slice(match self.endpoint {
-            Endpoint::Chat => b"\"delta\":{\"content\":\" ",
-            _ => b"\"text\":\" ",
+            Endpoint::Completions => b"\"text\":\" ",
+            _ => b"\"delta\":{\"content\":\" ",
         });
         buf.put_slice(word.as_bytes());
         buf.put_slice(match self.endpoint {
-            Endpoint::Chat => b"\"},\"logprobs\":null,\"finish_reason\":",
-            _ => b"\",\"logprobs\":null,\"finish_reason\":",
+            Endpoint::Completions => b"\",\"logprobs\":null,\"finish_reason\":",
+            _ => b"\"},\"logprobs\":null,\"finish_reason\":",
         });
         match finish {
             Some(r) => {
@@ -194,7 +212,7 @@ pub fn full_response(
     f: &FinishedRequest,
 ) -> String {
     let choice = match endpoint {
-        Endpoint::Chat => json!({
+        Endpoint::Chat | Endpoint::Responses | Endpoint::Messages => json!({
             "index": 0,
             "message": {"role": "assistant", "content": text, "tool_calls": []},
             "logprobs": null,
@@ -210,8 +228,8 @@ pub fn full_response(
         }),
     };
     let object = match endpoint {
-        Endpoint::Chat => "chat.completion",
-        _ => "text_completion",
+        Endpoint::Completions => "text_completion",
+        _ => "chat.completion",
     };
     json!({
         "id": id,

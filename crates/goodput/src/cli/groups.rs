@@ -19,9 +19,11 @@ pub struct TargetArgs {
     /// is appended; /v1 is not doubled). Without it, the built-in simulator is started and benchmarked.
     #[arg(long, alias = "base-url", value_parser = url, help_heading = "Target")]
     pub url: Option<String>,
-    /// API to call: chat (/v1/chat/completions), completions (/v1/completions), embeddings
-    /// (/v1/embeddings), rerank (/v1/rerank) or score (vLLM's /v1/score); the last three send
-    /// --batch-size inputs per request and are answered whole.
+    /// API to call: chat (/v1/chat/completions), completions (/v1/completions), responses
+    /// (OpenAI's Responses API, /v1/responses), messages (Anthropic's Messages API,
+    /// /v1/messages: the key is sent as x-api-key, with anthropic-version: 2023-06-01),
+    /// embeddings (/v1/embeddings), rerank (/v1/rerank) or score (vLLM's /v1/score); the last
+    /// three send --batch-size inputs per request and are answered whole.
     #[arg(long, default_value = "chat", help_heading = "Target")]
     pub endpoint: goodput_core::protocol::Endpoint,
     /// Model name to send [default: the first model /v1/models lists]; or a mix of models or
@@ -99,6 +101,24 @@ pub struct TargetArgs {
     /// [default: llama-3.1-8b,h100-sxm,tp=1].
     #[arg(long, value_name = "PRESET", value_parser = sim_preset, conflicts_with = "url", help_heading = "Target")]
     pub sim: Option<SimPreset>,
+    /// Send these tools with every request: a JSON array of OpenAI tool definitions
+    /// {"type":"function","function":{"name","description","parameters"}} (sent in each API's
+    /// own shape). Tool calls are timed (time to first tool call) and their arguments checked
+    /// against the tool's parameters schema.
+    #[arg(long, value_name = "FILE", value_parser = super::parse::tools_file, help_heading = "Target")]
+    pub tools: Option<super::parse::ToolsFile>,
+    /// Which tool the model may call: auto, required, none or a tool's name [default: auto].
+    #[arg(
+        long,
+        value_name = "CHOICE",
+        requires = "tools",
+        help_heading = "Target"
+    )]
+    pub tool_choice: Option<String>,
+    /// Ask for structured output: json_object, or json_schema:FILE (a JSON schema, or
+    /// OpenAI's {"name","schema"}); each answer is checked against it.
+    #[arg(long, value_name = "FORMAT", value_parser = super::parse::response_format, help_heading = "Target")]
+    pub response_format: Option<goodput_core::tools::ResponseFormat>,
 }
 
 /// The offered load of one run.

@@ -329,3 +329,17 @@ mod tests {
         );
     }
 }
+
+/// The tools of a `--tools` file, read when the flag is parsed.
+#[derive(Debug, Clone)]
+pub struct ToolsFile(pub Vec<goodput_core::tools::ToolDef>);
+
+/// `--tools FILE`: the file's tool definitions.
+pub(super) fn tools_file(s: &str) -> Result<ToolsFile, String> {
+    goodput_core::tools::read_tools(std::path::Path::new(s)).map(ToolsFile)
+}
+
+/// `--response-format json_object|json_schema:FILE`.
+pub(super) fn response_format(s: &str) -> Result<goodput_core::tools::ResponseFormat, String> {
+    goodput_core::tools::read_response_format(s)
+}

@@ -30,6 +30,7 @@ mod latency;
 mod outcomes;
 mod outputs;
 mod sessions;
+mod structured;
 mod timeseries;
 mod tokens;
 mod ttft_trend;
@@ -64,6 +65,7 @@ pub use inputs::{ImagesSummary, InputsSummary};
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
+pub use structured::{SchemaViolation, StructuredOutput};
 pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
 pub use tokens::TokenSummary;
 
@@ -81,6 +83,7 @@ pub struct Collector {
     ttft_trend: TtftTrend,
     goodput: Goodput,
     outputs: Outputs,
+    structured: structured::Structured,
     early: Option<EarlyStop>,
     /// Send times and judged values for the schedule adjustment ([`super::control`]).
     control: Option<ControlTrace>,
@@ -182,6 +185,7 @@ impl Collector {
         self.ttft_trend
             .add(rec, m, self.buckets.origin_ns(), self.open_loop);
         self.outputs.add(rec);
+        self.structured.add(rec, m);
     }
 
     /// Whether the pooled ITL went past its exact limit and is kept as a
@@ -259,6 +263,7 @@ impl Collector {
             groups,
             inputs: self.inputs.inputs(window.duration_s),
             images: self.inputs.images(),
+            structured_output: self.structured.finish(),
         }
     }
 
@@ -456,6 +461,8 @@ pub struct RunMetrics {
     pub inputs: Option<InputsSummary>,
     /// Images of chat requests, when any completed with one.
     pub images: Option<ImagesSummary>,
+    /// Tool calls and schema checks, when tools or a response format were sent.
+    pub structured_output: Option<StructuredOutput>,
 }
 
 impl RunMetrics {

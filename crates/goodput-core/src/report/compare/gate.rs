@@ -17,16 +17,17 @@ use super::significance::Significance;
 
 /// Fixed figure names (the latency ones are `mean_`/`median_`/`pNN_` +
 /// metric + `_ms`).
-const FIXED: [&str; 6] = [
+const FIXED: [&str; 7] = [
     "request_throughput",
     "output_throughput",
     "total_token_throughput",
     "request_goodput",
     "error_rate",
     "inputs_throughput",
+    "schema_invalid_share",
 ];
 /// Latency metrics with figures, by their key.
-const LATENCY: [&str; 4] = ["ttft", "tpot", "itl", "e2el"];
+const LATENCY: [&str; 5] = ["ttft", "tpot", "itl", "e2el", "time_to_first_tool_call"];
 /// A sweep's headline figure.
 pub const GOODPUT: &str = "goodput";
 

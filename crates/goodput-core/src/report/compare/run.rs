@@ -7,8 +7,38 @@ use crate::metrics::{Metric, RunMetrics};
 use crate::result::RunResult;
 use crate::stats::{pct_label, Distribution, Estimate};
 
-/// The latency metrics compared, in the summary's order.
-const LATENCY: [Metric; 4] = [Metric::Ttft, Metric::Tpot, Metric::Itl, Metric::E2el];
+/// Answers that broke their schema, of those checked: a share, as the
+/// error rate is; only where either run checked answers.
+fn schema_figure(b: &RunMetrics, n: &RunMetrics) -> Option<Figure> {
+    if b.structured_output.is_none() && n.structured_output.is_none() {
+        return None;
+    }
+    let counts = |m: &RunMetrics| {
+        m.structured_output
+            .as_ref()
+            .map_or((0, 0), |s| (s.invalid, s.checked))
+    };
+    let ((xb, nb), (xn, nn)) = (counts(b), counts(n));
+    let share = |m: &RunMetrics| m.structured_output.as_ref().and_then(|s| s.invalid_share);
+    Some(Figure::new(
+        "schema_invalid_share",
+        Unit::Share,
+        share(b),
+        share(n),
+        significance::two_proportions(xb, nb, xn, nn),
+    ))
+}
+
+/// The latency metrics compared, in the summary's order. (A run without
+/// tool calls has no time to first tool call: its figures
+/// appear only where either side has one.)
+const LATENCY: [Metric; 5] = [
+    Metric::Ttft,
+    Metric::Tpot,
+    Metric::Itl,
+    Metric::E2el,
+    Metric::TimeToFirstToolCall,
+];
 
 fn bounds(e: &Estimate) -> (Option<f64>, Option<f64>) {
     (e.lo, e.hi)
@@ -94,6 +124,7 @@ pub fn run_figures(
             n.completed + n.failed,
         ),
     ));
+    out.extend(schema_figure(b, n));
     let mut percentiles: Vec<f64> = base
         .percentiles
         .iter()

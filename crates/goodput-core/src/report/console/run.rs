@@ -68,6 +68,9 @@ fn workload(out: &mut String, r: &RunResult) {
             ),
         );
     }
+    if let Some(s) = &r.metrics.structured_output {
+        line(out, "Schema checks:", schema_checks(s));
+    }
     if mix_.cacheable_share.is_some() || mix_.cached_share.is_some() {
         let pct = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{:.1}%", x * 100.0));
         line(
@@ -76,6 +79,24 @@ fn workload(out: &mut String, r: &RunResult) {
             format!("{} / {}", pct(mix_.cacheable_share), pct(mix_.cached_share)),
         );
     }
+}
+
+/// `Schema checks:` valid of checked, the invalid share, the tool calls,
+/// and the first violation's reason.
+fn schema_checks(s: &crate::metrics::StructuredOutput) -> String {
+    let mut text = format!(
+        "{} valid of {} checked ({} invalid), {} tool calls in {} requests",
+        s.valid,
+        s.checked,
+        s.invalid_share
+            .map_or("n/a".into(), |x| format!("{:.1}%", x * 100.0)),
+        s.tool_calls,
+        s.requests_with_tool_calls
+    );
+    if let Some(v) = s.first_violations.first() {
+        text.push_str(&format!("; first violation: {}", v.reason));
+    }
+    text
 }
 
 /// The workload as it was asked for: in words, the tokenizer, the seed and

@@ -332,6 +332,32 @@ fn a_run_without_slo_or_errors_has_neither_section() {
 }
 
 #[test]
+fn schema_checks_show_only_when_answers_were_checked() {
+    let r = run(None, false, "");
+    let html = render(&one("run.json", Saved::Run(Box::new(r.clone()))));
+    assert!(!html.contains("Schema checks"));
+    let mut r = r;
+    r.metrics.structured_output = Some(crate::metrics::StructuredOutput {
+        checked: 40,
+        valid: 30,
+        invalid: 10,
+        invalid_share: Some(0.25),
+        requests_with_tool_calls: 40,
+        tool_calls: 40,
+        first_violations: vec![crate::metrics::SchemaViolation {
+            request_id: 3,
+            reason: HOSTILE.into(),
+        }],
+    });
+    let html = render(&one("run.json", Saved::Run(Box::new(r))));
+    assert!(
+        html.contains("Schema checks") && html.contains("30 valid of 40 checked"),
+        "{html}"
+    );
+    assert!(!html.contains(HOSTILE), "a violation's reason is escaped");
+}
+
+#[test]
 fn older_files_draw_a_coarse_cdf_from_their_percentiles() {
     let mut r = run(None, false, "");
     for d in r.metrics.distributions.values_mut() {

@@ -172,6 +172,61 @@ fn figure_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
             }),
         ));
     }
+    rows.extend(structured_rows(runs));
+    rows
+}
+
+/// Tool calls and schema checks, where any run sent tools or a response
+/// format: the time to the first tool call (median and highest saved
+/// percentile) and the answers that kept to their schema.
+fn structured_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
+    let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
+    let mut rows = Vec::new();
+    let metric = crate::metrics::Metric::TimeToFirstToolCall;
+    if runs.iter().any(|(_, r)| r.metrics.get(metric).is_some()) {
+        rows.push(row(
+            "Time to first tool call (p50 / highest, ms)",
+            &cells(&|r| {
+                r.metrics.get(metric).map_or("–".into(), |d| {
+                    headline_percentiles(d)
+                        .iter()
+                        .filter_map(|p| d.percentiles.iter().find(|(q, _)| q == p))
+                        .map(|(_, e)| estimate(e, ms))
+                        .collect::<Vec<_>>()
+                        .join(" / ")
+                })
+            }),
+        ));
+    }
+    if runs
+        .iter()
+        .any(|(_, r)| r.metrics.structured_output.is_some())
+    {
+        rows.push(row(
+            "Schema checks",
+            &cells(&|r| {
+                r.metrics
+                    .structured_output
+                    .as_ref()
+                    .map_or("–".into(), |s| {
+                        let mut text = format!(
+                            "{} valid of {} checked ({} invalid) · {} tool calls",
+                            s.valid,
+                            s.checked,
+                            s.invalid_share.map_or("–".into(), share),
+                            s.tool_calls
+                        );
+                        if let Some(v) = s.first_violations.first() {
+                            text.push_str(&format!(
+                                "<br><span class=\"ci\">first violation: {}</span>",
+                                escape(&v.reason)
+                            ));
+                        }
+                        text
+                    })
+            }),
+        ));
+    }
     rows
 }
 
