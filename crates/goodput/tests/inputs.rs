@@ -23,20 +23,8 @@ use serde_json::{json, Value};
 use goodput_sim::roofline::BatchShape;
 use goodput_sim::SimConfig;
 
-/// Every results document these tests write matches the committed schema.
 fn validate(doc: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "schema violations:\n{}",
-        errors.join("\n")
-    );
+    common::validate_run_document(doc);
 }
 
 /// One run's results and records against the in-process simulator at

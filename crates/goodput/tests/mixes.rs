@@ -24,18 +24,7 @@ fn sim(config: goodput_sim::SimConfig) -> (goodput_sim::SimServer, String) {
 }
 
 fn validate(doc: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "schema violations:\n{}",
-        errors.join("\n")
-    );
+    common::validate_run_document(doc);
 }
 
 fn p(group: &Value, metric: &str, pct: &str) -> f64 {
@@ -109,12 +98,19 @@ async fn a_lora_mix_reports_each_adapters_ttft_with_its_load_cost() {
     for (name, g) in by_model {
         assert_eq!(per_record[name], g["completed"].as_u64().unwrap(), "{name}");
     }
-    let base_ttft = p(&by_model[&base], "ttft", "p50_ms");
+    // A load lengthens the step it happens in for every request of the
+    // batch, base model's included; what only the adapters pay is the wait
+    // for the one adapter slot while the other adapter holds it. That wait
+    // falls on some of their requests, not on a fixed share: the mean and
+    // the p90 show it where the median may not.
+    let base_mean = p(&by_model[&base], "ttft", "mean_ms");
+    let base_p90 = p(&by_model[&base], "ttft", "p90_ms");
     for adapter in ["ad-a", "ad-b"] {
-        let ttft = p(&by_model[adapter], "ttft", "p50_ms");
+        let mean = p(&by_model[adapter], "ttft", "mean_ms");
+        let p90 = p(&by_model[adapter], "ttft", "p90_ms");
         assert!(
-            ttft > base_ttft + 15.0,
-            "{adapter}: median TTFT {ttft} ms, base model {base_ttft} ms: the load cost should show"
+            mean > base_mean + 10.0 && p90 > base_p90 + 25.0,
+            "{adapter}: TTFT mean {mean} ms, p90 {p90} ms; base model mean {base_mean} ms, p90 {base_p90} ms: the wait for the adapter slot and its load should show"
         );
     }
     assert_eq!(doc["config"]["mix"]["models"]["models"][1]["name"], "ad-a");

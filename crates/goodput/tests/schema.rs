@@ -9,18 +9,7 @@ use std::time::Duration;
 use common::*;
 
 fn validate(doc: &serde_json::Value) {
-    let schema: serde_json::Value =
-        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(doc)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "schema violations:\n{}",
-        errors.join("\n")
-    );
+    common::validate_run_document(doc);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

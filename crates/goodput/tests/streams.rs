@@ -688,11 +688,7 @@ async fn the_simulator_serves_each_kind() {
 
 /// The results document, with its new figures, against the committed schema.
 fn matches_the_schema(doc: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/run.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    common::validate_run_document(doc);
 }
 
 /// goodput's JSON Schema subset agrees with the `jsonschema` crate on the

@@ -109,6 +109,24 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
         }
     }
     body.insert("max_tokens".into(), max_tokens.into());
+    shared_fields(params, max_tokens, &mut body);
+    if params.stream {
+        body.insert(
+            "stream_options".into(),
+            serde_json::json!({"include_usage": true}),
+        );
+    }
+    // A map of strings, numbers and booleans always serializes.
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
+/// The fields every generating API's body carries alike: the output
+/// pins, the temperature, the tools and response format, and `stream`.
+pub(crate) fn shared_fields(
+    params: &RequestParams,
+    max_tokens: u32,
+    body: &mut serde_json::Map<String, serde_json::Value>,
+) {
     if params.min_tokens {
         body.insert("min_tokens".into(), max_tokens.into());
     }
@@ -119,17 +137,9 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
         body.insert("temperature".into(), t.into());
     }
     if let Some(o) = &params.output {
-        o.insert(params.endpoint, &mut body);
+        o.insert(params.endpoint, body);
     }
     body.insert("stream".into(), params.stream.into());
-    if params.stream {
-        body.insert(
-            "stream_options".into(),
-            serde_json::json!({"include_usage": true}),
-        );
-    }
-    // A map of strings, numbers and booleans always serializes.
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 /// Where a request stands in a multi-turn session.

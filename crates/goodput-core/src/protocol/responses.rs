@@ -35,19 +35,7 @@ pub fn request_body(params: &RequestParams, prompt: Prompt<'_>, max_tokens: u32)
         }
     };
     body.insert("max_output_tokens".into(), max_tokens.into());
-    if params.min_tokens {
-        body.insert("min_tokens".into(), max_tokens.into());
-    }
-    if params.ignore_eos {
-        body.insert("ignore_eos".into(), true.into());
-    }
-    if let Some(t) = params.temperature {
-        body.insert("temperature".into(), t.into());
-    }
-    if let Some(o) = &params.output {
-        o.insert(params.endpoint, &mut body);
-    }
-    body.insert("stream".into(), params.stream.into());
+    super::shared_fields(params, max_tokens, &mut body);
     Bytes::from(serde_json::to_vec(&Value::Object(body)).unwrap_or_default())
 }
 
