@@ -51,9 +51,9 @@ pub struct EngineLimits {
     pub max_model_len: usize,
     pub num_blocks: usize,
     pub enable_prefix_caching: bool,
-    /// How the waiting queue is ordered ([`mixes`]).
+    /// How the waiting queue is ordered (the `mixes` module).
     pub scheduling_policy: SchedulingPolicy,
-    /// LoRA adapters per batch, resident slots and load time ([`mixes`]).
+    /// LoRA adapters per batch, resident slots and load time (the `mixes` module).
     pub lora: LoraLimits,
 }
 
@@ -197,7 +197,7 @@ pub struct Engine {
     running: Vec<RequestId>,
     counters: EngineCounters,
     scheduled: Vec<(RequestId, usize)>,
-    /// The LoRA adapters kept loaded ([`mixes`]).
+    /// The LoRA adapters kept loaded (the `mixes` module).
     resident: mixes::Resident,
 }
 
