@@ -121,41 +121,47 @@ fn pooling_runs_count_inputs_and_have_no_ttft() {
 /// At concurrency 1 each request's inputs are one prefill-only step: its
 /// inputs/s is the batch over that step's time (plus the exchange's own
 /// small cost), which rises with the batch while the step's fixed cost —
-/// the weights' read — is spread over more inputs.
+/// the weights' read — is spread over more inputs. Embeddings prefill each
+/// 32-token input; rerank each query and document together (64 tokens).
 #[test]
 fn inputs_per_second_rise_with_the_batch_as_prefill_steps_predict() {
-    let mut measured = Vec::new();
-    for batch in [1u64, 8, 32] {
-        let b = batch.to_string();
-        let (doc, _) = sim_run(
-            1.0,
-            &[
-                "--endpoint",
-                "embeddings",
-                "--batch-size",
-                &b,
-                "--input-tokens",
-                "32",
-                "--num-prompts",
-                "30",
-                "--concurrency",
-                "1",
-                "--warmup",
-                "2",
-            ],
-        );
-        assert_eq!(doc["completed"], 30);
-        let per_s = doc["inputs"]["inputs_throughput"].as_f64().unwrap();
-        let predicted = batch as f64 / prefill_step_s(1.0, batch, 32);
-        eprintln!("batch {batch}: {per_s:.0} inputs/s, predicted {predicted:.0}");
-        assert!(
-            (0.6 * predicted..=1.25 * predicted).contains(&per_s),
-            "batch {batch}: {per_s:.0} inputs/s against {predicted:.0} predicted"
-        );
-        measured.push(per_s);
+    for (endpoint, tokens_per_input) in [("embeddings", 32), ("rerank", 64)] {
+        let mut measured = Vec::new();
+        for batch in [1u64, 8, 32] {
+            let b = batch.to_string();
+            let (doc, _) = sim_run(
+                1.0,
+                &[
+                    "--endpoint",
+                    endpoint,
+                    "--batch-size",
+                    &b,
+                    "--input-tokens",
+                    "32",
+                    "--num-prompts",
+                    "30",
+                    "--concurrency",
+                    "1",
+                    "--warmup",
+                    "2",
+                ],
+            );
+            assert_eq!(doc["completed"], 30, "{endpoint}");
+            let per_s = doc["inputs"]["inputs_throughput"].as_f64().unwrap();
+            let predicted = batch as f64 / prefill_step_s(1.0, batch, tokens_per_input);
+            eprintln!("{endpoint} batch {batch}: {per_s:.0} inputs/s, predicted {predicted:.0}");
+            // Below the step's prediction by the exchange's own cost (a
+            // debug build's client and server: 0.7–0.9 of it measured, less
+            // with the other tests of this binary running beside it).
+            assert!(
+                (0.5 * predicted..=1.25 * predicted).contains(&per_s),
+                "{endpoint} batch {batch}: {per_s:.0} inputs/s against {predicted:.0} predicted"
+            );
+            measured.push(per_s);
+        }
+        assert!(measured[1] > 2.0 * measured[0], "{endpoint}: {measured:?}");
+        assert!(measured[2] > measured[1], "{endpoint}: {measured:?}");
     }
-    assert!(measured[1] > 2.0 * measured[0], "{measured:?}");
-    assert!(measured[2] > measured[1], "{measured:?}");
 }
 
 /// Images add their tokens (Qwen2-VL's count: 448 px is 16 merged 28-px
