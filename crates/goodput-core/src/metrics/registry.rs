@@ -224,7 +224,7 @@ static REGISTRY: [Info; 15] = [
     Info {
         metric: Metric::TimeToFirstToolCall,
         key: "time_to_first_tool_call",
-        short: "TTFTC",
+        short: "time to first tool call",
         title: "Time to First Tool Call",
         note:
             "from send to the first piece of a tool call's arguments; requests that called a tool",
