@@ -74,6 +74,11 @@ impl Llama {
     /// a context of `ctx` tokens, one thread, `/metrics` on; ready when its
     /// `/health` answers 200.
     pub fn start(bin: &Path, parallel: usize, ctx: usize) -> Llama {
+        Llama::start_with(bin, parallel, ctx, &[])
+    }
+
+    /// [`Llama::start`] with more of llama-server's flags (`--embeddings`).
+    pub fn start_with(bin: &Path, parallel: usize, ctx: usize, extra: &[&str]) -> Llama {
         let (gguf, _) = model();
         let mut child = Command::new(bin)
             .args([
@@ -94,6 +99,7 @@ impl Llama {
                 "--no-webui",
             ])
             .args(["--seed", "1"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
