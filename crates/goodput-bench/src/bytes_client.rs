@@ -1,9 +1,10 @@
 //! The bytes-only client: the physical floor of streaming-client cost.
 //!
-//! N keep-alive connections, each sending its share of the requests one after
-//! another, on a tokio runtime with 2 workers (as goodput uses). A response is
-//! read with one `read` per readiness event into a fixed buffer and only
-//! scanned: SSE events are counted by finding `data: ` (memchr), and the
+//! N keep-alive connections, each one task sending its share of the
+//! requests one after another, on a one-thread tokio runtime: no work
+//! stealing and no wake-ups across threads, the leanest a tokio client
+//! runs. A response is read with one `read` per readiness event into a
+//! fixed buffer and only scanned: SSE events are counted by finding `data: ` (memchr), and the
 //! response ends at the chunked-encoding terminator. No HTTP parsing beyond the
 //! status line, no JSON. Whatever goodput spends above this is the price of
 //! its measurements.
@@ -32,14 +33,15 @@ const DATA: &[u8] = b"data: ";
 /// The end of a chunked body: the zero-size last chunk and an empty trailer.
 /// No chunk-size line or JSON payload can contain it.
 const END: &[u8] = b"\r\n0\r\n\r\n";
-/// Read buffer per connection.
-const READ_BUFFER: usize = 16 * 1024;
+/// Read buffer per connection: 64 KB, so that a read under load takes all
+/// the socket holds in one call.
+const READ_BUFFER: usize = 64 * 1024;
 /// The end of an SSE event.
 const EVENT_END: &[u8] = b"\n\n";
 
 /// Runs the client on its own 2-worker runtime and returns what it saw.
 pub fn run(config: &ClientConfig) -> anyhow::Result<ClientSummary> {
-    clients::run(config, "bytes", connection)
+    clients::run(config, "bytes", clients::Runtime::OneThread, connection)
 }
 
 /// One keep-alive connection sending its share of the requests in

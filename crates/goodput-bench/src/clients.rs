@@ -1,8 +1,9 @@
 //! What the bench's own client children share (the bytes-only floor in
 //! [`crate::bytes_client`], the hyper client in [`crate::hyper_client`]):
 //! what they are asked to do, the request they send, how the requests are
-//! shared out over keep-alive connections on a 2-worker runtime (as goodput
-//! runs), the JSON summary they print, and the per-request timings file.
+//! shared out over keep-alive connections on a tokio runtime (one thread
+//! for the floor, two workers for the hyper client, as goodput runs), the
+//! JSON summary they print, and the per-request timings file.
 //!
 //! Only the reading of a response differs between them, so their CPU per
 //! token differs by what their way of reading costs, nothing else.
@@ -101,23 +102,39 @@ impl Connection {
     }
 }
 
-/// Runs `connection` for every connection of `config` on a 2-worker runtime
-/// (named `name` in errors), within the time limit, and returns the totals;
+/// The runtime a client child runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// One thread: the leanest a tokio client can be (no work stealing, no
+    /// cross-thread wake-ups). The floor runs so.
+    OneThread,
+    /// Two workers, as goodput runs: what a client built like goodput pays.
+    TwoWorkers,
+}
+
+/// Runs `connection` for every connection of `config` on `runtime` (named
+/// `name` in errors), within the time limit, and returns the totals;
 /// writes the timings file when asked for.
 pub fn run<F, Fut>(
     config: &ClientConfig,
     name: &str,
+    runtime: Runtime,
     connection: F,
 ) -> anyhow::Result<ClientSummary>
 where
     F: Fn(Connection) -> Fut,
     Fut: Future<Output = (ClientSummary, Vec<Timing>)> + Send + 'static,
 {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .with_context(|| format!("building the {name} client's runtime"))?;
+    let runtime = match runtime {
+        Runtime::OneThread => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Runtime::TwoWorkers => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    }
+    .with_context(|| format!("building the {name} client's runtime"))?;
     runtime.block_on(run_async(config, connection))
 }
 

@@ -38,7 +38,7 @@ const TAIL: usize = DATA.len() - 1;
 
 /// Runs the client on its own 2-worker runtime and returns what it saw.
 pub fn run(config: &ClientConfig) -> anyhow::Result<ClientSummary> {
-    clients::run(config, "hyper", connection)
+    clients::run(config, "hyper", clients::Runtime::TwoWorkers, connection)
 }
 
 /// The request half of one hyper connection; `None` until connected and
