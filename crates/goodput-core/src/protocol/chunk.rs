@@ -150,9 +150,16 @@ pub struct Delivery {
 }
 
 impl<'a> Chunk<'a> {
+    /// The chunk in `data`: the hand-written reader for the usual shape,
+    /// serde for everything else (and for every error); see
+    /// [`Chunk::parse_str`].
     pub fn parse(data: &'a [u8]) -> Result<Chunk<'a>, serde_json::Error> {
-        serde_json::from_slice(data)
+        match std::str::from_utf8(data) {
+            Ok(s) => Self::parse_str(s),
+            Err(_) => serde_json::from_slice(data),
+        }
     }
+
 
     /// The first choice's delta or message has tool calls.
     pub fn has_tool_calls(&self) -> bool {

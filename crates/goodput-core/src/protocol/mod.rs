@@ -5,6 +5,7 @@
 //! them; neither imports the other. Nothing here does I/O.
 
 pub mod chunk;
+mod chunk_fast;
 pub mod images;
 pub mod messages;
 pub mod pooling;
