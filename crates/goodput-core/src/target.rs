@@ -551,7 +551,7 @@ impl PreparedTarget {
                 load: spec.plan.load,
                 pinned: self.params.min_tokens || self.params.ignore_eos,
                 client_cpu_cores,
-                cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                cores: client_cores(),
             },
             percentiles,
         )
@@ -759,4 +759,13 @@ fn with_client_figures(mut s: ServerMetrics, metrics: &RunMetrics) -> ServerMetr
     );
     s.set_client_output_tokens(metrics.total_output_tokens);
     s
+}
+
+/// The cores the client's requests can run on: the machine's, or fewer when
+/// the runtime has fewer threads (one by default: `--client-threads`).
+fn client_cores() -> usize {
+    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+    tokio::runtime::Handle::try_current()
+        .map_or(machine, |h| h.metrics().num_workers().min(machine))
+        .max(1)
 }

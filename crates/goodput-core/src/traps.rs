@@ -42,7 +42,8 @@ pub struct RunFacts {
     pub pinned: bool,
     /// The client's own CPU over the run, in cores (user + system / wall).
     pub client_cpu_cores: Option<f64>,
-    /// Cores the machine has.
+    /// Cores the client's requests can run on: the machine's, or fewer when
+    /// its runtime has fewer threads (`--client-threads`).
     pub cores: usize,
 }
 
@@ -107,7 +108,7 @@ pub fn check(m: &RunMetrics, facts: &RunFacts, percentiles: &[f64]) -> Vec<Warni
         w.push(warn(
             Trap::ClientLimited,
             format!(
-                "the client may have limited the run ({}): its own delays are in the figures; give it more cores or a lower load",
+                "the client may have limited the run ({}): its own delays are in the figures; give it more cores (--client-threads) or a lower load",
                 why.join(", ")
             ),
         ));

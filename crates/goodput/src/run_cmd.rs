@@ -35,7 +35,7 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
         spec::run_load(&args.common.load).concurrency_cap(),
         args.common.target.url.is_none(),
     )?;
-    setup::runtime()?.block_on(run_async(args))
+    setup::runtime(args.common.target.client_threads)?.block_on(run_async(args))
 }
 
 async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {

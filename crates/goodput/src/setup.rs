@@ -50,10 +50,20 @@ pub fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit
     Ok(())
 }
 
-pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
+/// The async runtime every request runs on: one thread (a current-thread
+/// runtime) unless `threads` asks for more. Measured against a bytes-only
+/// client (BENCHMARKS.md): one thread spent less CPU an event than two
+/// workers and kept the TTFT tail tighter at 1,024 streams, since no event
+/// waits for a wake-up across threads and no task state moves between cores.
+pub fn runtime(threads: u16) -> Result<tokio::runtime::Runtime, Exit> {
+    let mut builder = if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(usize::from(threads));
+        b
+    };
+    builder
         .enable_all()
         .build()
         .context("starting the async runtime")

@@ -169,8 +169,7 @@ pub(super) async fn read_stream(
         endpoint,
         ..Default::default()
     };
-    rec.events
-        .reserve(rec.max_tokens.unwrap_or(16).min(4096) as usize);
+    reserve_answer(rec);
     let mut at = rec.t_head.or(rec.t_send).unwrap_or_default();
     let mut body_bytes = 0usize;
     // A body whose type says it is no event stream keeps its start: if no
@@ -256,6 +255,15 @@ pub(super) async fn read_stream(
     Ok(decoder.is_done())
 }
 
+/// Room for the answer up front: growing the text and the events by
+/// doubling showed as copies on the request path (about 2 % of the client's
+/// CPU at 256 streams of 200 tokens). Tokens average under 8 bytes of text.
+fn reserve_answer(rec: &mut RequestRecord) {
+    let expected = rec.max_tokens.unwrap_or(16).min(4096) as usize;
+    rec.events.reserve(expected);
+    rec.output_text.reserve(expected * 8);
+}
+
 /// What ends a stream of `endpoint`, for the message of one that did not.
 fn end_marker(endpoint: Endpoint) -> &'static str {
     match endpoint {
@@ -301,18 +309,21 @@ impl StreamState {
         // An event stream is UTF-8 throughout; bytes that are not would be
         // accepted by the JSON parser in fields goodput skips, and mangled
         // text in the fields it reads.
-        if let Err(e) = std::str::from_utf8(data) {
-            let at_byte = e.valid_up_to();
-            self.failure = Some(err(
-                ErrorKind::Malformed,
-                format!(
-                    "event is not valid UTF-8 (byte 0x{:02x} at offset {at_byte}): {}",
-                    data[at_byte],
-                    snippet(data)
-                ),
-            ));
-            return;
-        }
+        let text = match std::str::from_utf8(data) {
+            Ok(s) => s,
+            Err(e) => {
+                let at_byte = e.valid_up_to();
+                self.failure = Some(err(
+                    ErrorKind::Malformed,
+                    format!(
+                        "event is not valid UTF-8 (byte 0x{:02x} at offset {at_byte}): {}",
+                        data[at_byte],
+                        snippet(data)
+                    ),
+                ));
+                return;
+            }
+        };
         if self.endpoint.typed_events() {
             match on_typed_event(self.endpoint, &mut self.tools, data, at, rec) {
                 Ok(Typed::Continue) => {}
@@ -324,7 +335,7 @@ impl StreamState {
             }
             return;
         }
-        let chunk = match Chunk::parse(data) {
+        let chunk = match Chunk::parse_str(text) {
             Ok(c) => c,
             Err(e) => return self.unreadable(data, e),
         };

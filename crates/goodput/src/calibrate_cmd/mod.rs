@@ -34,7 +34,7 @@ pub fn main(args: CalibrateArgs) -> Result<Code, Exit> {
         return from_files::calibrate(&args);
     }
     setup::raise_fd_limit();
-    setup::runtime()?.block_on(calibrate(args))
+    setup::runtime(args.target.client_threads)?.block_on(calibrate(args))
 }
 
 /// The run flags every design point starts from: `goodput run`'s defaults
