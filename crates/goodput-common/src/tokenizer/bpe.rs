@@ -17,6 +17,45 @@
 
 use std::sync::OnceLock;
 
+/// How o200k_base's pattern ends: a run of whitespace not followed by a
+/// non-space, else any run. Only the lookahead needs fancy-regex's
+/// backtracking VM, which cost about 1,600 instructions a token (callgrind,
+/// counting prompts and answers): without it the `regex` crate's automata
+/// split the text, and [`fast_pieces`] gives back the lookahead's one
+/// character. A test holds the two to the same pieces.
+const LOOKAHEAD: &str = r"|\s+(?!\S)|\s+";
+
+/// The pieces of `text` under `fast` (a pattern ending in `|\s+` where the
+/// original ended in [`LOOKAHEAD`]). The two differ only on a run of two or
+/// more whitespace characters without a line break, followed by a
+/// non-space: `\s+(?!\S)` leaves the run's last character for the next
+/// piece (the space before a word), plain `\s+` takes it. A run with a line
+/// break is the earlier alternative `\s*[\r\n]+`'s in both.
+fn fast_pieces(fast: &regex::Regex, text: &str, mut f: impl FnMut(&[u8])) {
+    let mut at = 0;
+    while at < text.len() {
+        let Some(m) = fast.find_at(text, at) else {
+            f(&text.as_bytes()[at..]);
+            return;
+        };
+        if m.start() > at {
+            f(&text.as_bytes()[at..m.start()]);
+        }
+        let piece = m.as_str();
+        let mut end = m.end();
+        if end < text.len()
+            && piece.chars().all(char::is_whitespace)
+            && !piece.contains(['\r', '\n'])
+        {
+            if let Some((last, _)) = piece.char_indices().last().filter(|&(i, _)| i > 0) {
+                end = m.start() + last;
+            }
+        }
+        f(&text.as_bytes()[m.start()..end]);
+        at = end;
+    }
+}
+
 /// One slot of the rank table; `len == 0` is empty.
 #[derive(Clone, Copy, Default)]
 struct Slot {
@@ -30,6 +69,9 @@ pub struct Bpe {
     slots: Vec<Slot>,
     mask: usize,
     pattern: fancy_regex::Regex,
+    /// The pattern without its lookahead, for the `regex` crate's automata
+    /// (see [`LOOKAHEAD`]); `None` when the pattern has no such form.
+    fast: Option<regex::Regex>,
     /// `(offset, len)` in `arena` of each rank; `len == 0` for a rank that
     /// is no token. Built on the first [`Bpe::decode`].
     by_rank: OnceLock<Vec<(u32, u32)>>,
@@ -112,6 +154,9 @@ impl Bpe {
         if let Some(l) = limit {
             builder.backtrack_limit(l);
         }
+        let fast = pattern
+            .strip_suffix(LOOKAHEAD)
+            .and_then(|head| regex::Regex::new(&format!("{head}|\\s+")).ok());
         let pattern = builder.build().map_err(|e| e.to_string())?;
         let bytes = ranks_file.as_bytes();
         let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
@@ -121,6 +166,7 @@ impl Bpe {
             slots: vec![Slot::default(); cap],
             mask: cap - 1,
             pattern,
+            fast,
             by_rank: OnceLock::new(),
         };
         // Lines found with memchr, base64 decoded by hand straight into the
@@ -193,6 +239,9 @@ impl Bpe {
     /// of the text from the end of the last match becomes one piece, which
     /// the byte-pair merge still encodes, so no text goes uncounted.
     fn pieces(&self, text: &str, mut f: impl FnMut(&[u8])) {
+        if let Some(fast) = &self.fast {
+            return fast_pieces(fast, text, f);
+        }
         let mut end = 0;
         for m in self.pattern.find_iter(text) {
             match m {
@@ -320,6 +369,47 @@ impl Bpe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `regex` crate's pieces with the lookahead given back are
+    /// fancy-regex's, on text made to have every kind of whitespace run.
+    #[test]
+    fn the_fast_split_is_the_lookahead_split() {
+        use rand::{Rng, SeedableRng};
+        let mut fast = Bpe::new("", crate::tokenizer::O200K_PATTERN_FOR_TESTS).unwrap();
+        assert!(fast.fast.is_some());
+        let alphabet: Vec<char> = " \t\n\r\u{a0}\u{3000}\u{2028}aZé中Ж'sS0129.,!/-_\"$"
+            .chars()
+            .collect();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let split = |b: &Bpe, text: &str| {
+            let mut v = Vec::new();
+            b.pieces(text, |p| v.push(p.to_vec()));
+            v
+        };
+        let texts: Vec<String> = (0..20_000)
+            .map(|_| {
+                let n = rng.random_range(0..24);
+                (0..n)
+                    .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+                    .collect()
+            })
+            .chain(
+                [
+                    "hello  world",
+                    "a \t b",
+                    "x   ",
+                    "  \n\n  y",
+                    "it's  OK\r\n",
+                ]
+                .map(String::from),
+            )
+            .collect();
+        let quick: Vec<_> = texts.iter().map(|t| split(&fast, t)).collect();
+        fast.fast = None;
+        for (t, q) in texts.iter().zip(quick) {
+            assert_eq!(q, split(&fast, t), "{t:?}");
+        }
+    }
 
     #[test]
     fn the_hand_written_base64_is_the_crates() {

@@ -43,6 +43,10 @@ const O200K_PATTERN: &str = concat!(
     r"\s+"
 );
 
+/// [`O200K_PATTERN`], for the split's own tests.
+#[cfg(test)]
+pub(crate) const O200K_PATTERN_FOR_TESTS: &str = O200K_PATTERN;
+
 /// The split pattern of `cl100k_base`.
 const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 

@@ -160,7 +160,6 @@ impl<'a> Chunk<'a> {
         }
     }
 
-
     /// The first choice's delta or message has tool calls.
     pub fn has_tool_calls(&self) -> bool {
         matches!(&self.choices, Some(FirstChoice(Some(c)))
