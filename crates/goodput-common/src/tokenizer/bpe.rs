@@ -34,25 +34,30 @@ const LOOKAHEAD: &str = r"|\s+(?!\S)|\s+";
 fn fast_pieces(fast: &regex::Regex, text: &str, mut f: impl FnMut(&[u8])) {
     let mut at = 0;
     while at < text.len() {
-        let Some(m) = fast.find_at(text, at) else {
-            f(&text.as_bytes()[at..]);
+        // Anchored at `at` (the pattern starts with `^`, the search with the
+        // rest of the text): a forward scan only. The patterns match every
+        // character, so a miss only means a piece the rest of the text is.
+        let rest = &text[at..];
+        let Some(m) = fast.find(rest) else {
+            f(rest.as_bytes());
             return;
         };
-        if m.start() > at {
-            f(&text.as_bytes()[at..m.start()]);
-        }
         let piece = m.as_str();
         let mut end = m.end();
-        if end < text.len()
+        if end < rest.len()
             && piece.chars().all(char::is_whitespace)
             && !piece.contains(['\r', '\n'])
         {
             if let Some((last, _)) = piece.char_indices().last().filter(|&(i, _)| i > 0) {
-                end = m.start() + last;
+                end = last;
             }
         }
-        f(&text.as_bytes()[m.start()..end]);
-        at = end;
+        if m.end() == 0 {
+            // Cannot happen with these patterns; never loop on it.
+            end = rest.chars().next().map_or(rest.len(), char::len_utf8);
+        }
+        f(&rest.as_bytes()[..end]);
+        at += end;
     }
 }
 
@@ -156,7 +161,7 @@ impl Bpe {
         }
         let fast = pattern
             .strip_suffix(LOOKAHEAD)
-            .and_then(|head| regex::Regex::new(&format!("{head}|\\s+")).ok());
+            .and_then(|head| regex::Regex::new(&format!("^(?:{head}|\\s+)")).ok());
         let pattern = builder.build().map_err(|e| e.to_string())?;
         let bytes = ranks_file.as_bytes();
         let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
