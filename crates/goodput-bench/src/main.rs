@@ -22,7 +22,11 @@ mod merge;
 mod report;
 mod server;
 mod shards;
+mod spin;
+mod startup;
 mod stats;
+mod tails;
+mod vllm_bench;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -83,6 +87,25 @@ enum Command {
     /// other subcommands start every client through it.
     #[command(hide = true)]
     MeasureChild(MeasureChildArgs),
+    /// Start-up to the first request sent, and peak RSS of a 1-request run:
+    /// goodput, vllm-bench and the bytes-only floor, medians of --runs.
+    Startup(StartupCmd),
+    /// (Internal) spin on one thread until killed: the second process of
+    /// `client-cost --busy-core`.
+    #[command(hide = true)]
+    Spin {
+        /// Stop after this many seconds even if nobody kills it.
+        #[arg(long, default_value_t = 3600)]
+        limit_s: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+struct StartupCmd {
+    #[command(flatten)]
+    startup: startup::StartupArgs,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +174,15 @@ struct CommonArgs {
     /// idle (at most 10% of the cores busy); a run that starts busy is noted.
     #[arg(long, default_value_t = 60)]
     idle_wait_s: u64,
+    /// The vllm-bench binary [default: $VLLM_BENCH, else
+    /// /work/tgt-vllmbench/release/vllm-bench when it exists].
+    #[arg(long)]
+    vllm_bench: Option<PathBuf>,
+    /// The endpoint vllm-bench is pointed at: completions (`--backend vllm`,
+    /// as goodput) or chat (`--backend openai-chat`: its TTFT then counts the
+    /// server's role-only first chunk).
+    #[arg(long, value_enum, default_value_t = vllm_bench::Api::Completions)]
+    vllm_bench_backend: vllm_bench::Api,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -239,9 +271,13 @@ struct StreamsArgs {
 struct ClientCostArgs {
     #[command(flatten)]
     streams: StreamsArgs,
-    /// Clients to measure, comma-separated: bytes, hyper, goodput.
+    /// Clients to measure, comma-separated: bytes, hyper, goodput, vllm-bench.
     #[arg(long, value_delimiter = ',', default_value = "bytes,hyper,goodput")]
     clients: Vec<ClientName>,
+    /// During each measured run, keep one core busy with a second process
+    /// (`bench spin`, its CPU reported apart, not charged to the client).
+    #[arg(long)]
+    busy_core: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -252,6 +288,8 @@ enum ClientName {
     Hyper,
     /// The goodput binary.
     Goodput,
+    /// vLLM's Rust client `vllm-bench` (see --vllm-bench).
+    VllmBench,
 }
 
 #[derive(Debug, Args)]
@@ -309,6 +347,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => serve(args),
+        Command::Spin { limit_s } => {
+            spin::spin(Duration::from_secs(limit_s));
+            Ok(())
+        }
+        Command::Startup(args) => {
+            let env = bench_env(&args.common)?;
+            let runs = startup::run(&env, &args.startup)?;
+            let mut out = report::setup(&env);
+            out.push_str(&startup::report(&runs));
+            out.push_str(&report::commands(&runs));
+            print!("{out}");
+            Ok(())
+        }
         Command::BytesClient(args) => {
             let summary = bytes_client::run(&args.config())?;
             println!("{}", serde_json::to_string(&summary)?);
@@ -320,7 +371,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::ClientCost(args) => {
-            let env = bench_env(&args.streams.common)?;
+            let mut env = bench_env(&args.streams.common)?;
+            env.busy_core = args.busy_core;
             let kinds: Vec<ClientKind> = args
                 .clients
                 .iter()
@@ -328,8 +380,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     ClientName::Bytes => ClientKind::BytesOnly,
                     ClientName::Hyper => ClientKind::Hyper,
                     ClientName::Goodput => ClientKind::Goodput,
+                    ClientName::VllmBench => ClientKind::VllmBench,
                 })
                 .collect();
+            if kinds.contains(&ClientKind::VllmBench) {
+                vllm_bench::require(&env)?;
+            }
             let runs = closed_loop_runs(&env, &args.streams, &kinds)?;
             print_report(&env, &runs);
             Ok(())
@@ -410,6 +466,9 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
         server: common.server.config(None),
         time_limit: Duration::from_secs(common.time_limit_s),
         idle_wait: Duration::from_secs(common.idle_wait_s),
+        vllm_bench: vllm_bench::locate(common.vllm_bench.as_deref()),
+        vllm_bench_api: common.vllm_bench_backend,
+        busy_core: false,
     })
 }
 
@@ -450,6 +509,9 @@ fn print_report(env: &BenchEnv, runs: &[ClientRun]) {
     }
     if runs.iter().any(|r| r.accuracy.is_some()) {
         out.push_str(&report::accuracy(runs));
+    }
+    if runs.iter().any(|r| r.extras.tails.is_some()) {
+        out.push_str(&tails::report(runs));
     }
     if runs.iter().any(|r| r.open_loop.is_some()) {
         out.push_str(&report::open_loop(runs));
