@@ -8,6 +8,12 @@
 //! and a dropped SYN costs it a 1 s retransmission. "After the first wave" is
 //! every later request: connections open, the steady state.
 //!
+//! "All requests" are all the client sent, goodput's warm-up included (its
+//! records keep it, `phase: warmup`): with the default warm-up of one request
+//! per stream, goodput's first wave is its warm-up, and its requests after
+//! the first wave are its measured phase. The accuracy tables count the
+//! measured phase only, so goodput's "all" here can differ from them.
+//!
 //! TPOT error of a request = client TPOT − server TPOT, signed, ms, where
 //! server TPOT = (last token write − first token write) / (tokens − 1) and
 //! client TPOT = (last content event − first content event) / (tokens − 1),
@@ -95,7 +101,7 @@ pub struct Tails {
 }
 
 /// Computes [`Tails`] of a run of `streams` streams from the client's
-/// records (measured phase) and the server's log.
+/// records (every phase: see the module docs) and the server's log.
 pub fn of(records: &[ClientRecord], log: &[RequestLog], streams: usize) -> Tails {
     let by_id: HashMap<u64, &RequestLog> = log
         .iter()
@@ -104,16 +110,16 @@ pub fn of(records: &[ClientRecord], log: &[RequestLog], streams: usize) -> Tails
             Some((n.parse().ok()?, e))
         })
         .collect();
-    let mut measured: Vec<&ClientRecord> = records.iter().filter(|r| r.is_measured()).collect();
+    let mut sent: Vec<&ClientRecord> = records.iter().collect();
     // Sent order; a record without a send time (never sent) goes last.
-    measured.sort_by(|a, b| {
+    sent.sort_by(|a, b| {
         let key = |r: &ClientRecord| r.send_s.unwrap_or(f64::INFINITY);
         key(a)
             .total_cmp(&key(b))
             .then(a.request_id.cmp(&b.request_id))
     });
     let (mut all, mut after, mut tpot) = (Vec::new(), Vec::new(), Vec::new());
-    for (rank, record) in measured.iter().enumerate() {
+    for (rank, record) in sent.iter().enumerate() {
         let Some(server) = by_id.get(&record.request_id).filter(|_| record.ok) else {
             continue;
         };
@@ -198,8 +204,9 @@ pub fn report(runs: &[ClientRun]) -> String {
     out.push_str(&medians(&with));
     out.push_str(
         "TTFT error = client TTFT − server TTFT (first token write − moment the whole request had been \
-         read), signed. The first wave = the first `streams` requests by the client's own send time; \
-         \"after the first wave\" = every later one. TPOT error = client TPOT − server TPOT per request \
+         read), signed. All = every request the client sent (goodput's warm-up of one request per \
+         stream included, which the accuracy tables leave out). The first wave = the first `streams` \
+         requests by the client's own send time; \"after the first wave\" = every later one. TPOT error = client TPOT − server TPOT per request \
          ((last − first content event) / (server tokens − 1), against the same of the server's writes), \
          signed. The floor's last content event is the read that brought the start of its last token \
          event. vllm-bench's TTFT is its own: from right before reqwest's `send` (connection set-up \
@@ -309,9 +316,12 @@ mod tests {
                 "event_times_ms": [ttft, ttft + 10.0, ttft + 20.5],
             }))
         };
+        let mut first = rec(1, 0.0, 1100.0);
+        // goodput's warm-up belongs to what it sent.
+        first.phase = Some("warmup".to_string());
         let records = vec![
             rec(0, 0.3, 102.0),
-            rec(1, 0.0, 1100.0),
+            first,
             rec(2, 0.4, 101.0),
             rec(3, 0.0, 1100.0),
         ];
