@@ -96,6 +96,11 @@ pub struct Tails {
     pub ttft_error_all: Spread,
     /// The same over the requests sent after the first wave.
     pub ttft_error_after: Spread,
+    /// The same with the server's read lateness removed (client TTFT −
+    /// (first token write − kernel receive time of the request)): the
+    /// client's own share, whatever the bunching of its sends made the
+    /// one-thread server's reads late.
+    pub ttft_error_after_kernel: Spread,
     /// Signed TPOT error per request, ms.
     pub tpot_error: Spread,
 }
@@ -118,7 +123,8 @@ pub fn of(records: &[ClientRecord], log: &[RequestLog], streams: usize) -> Tails
             .total_cmp(&key(b))
             .then(a.request_id.cmp(&b.request_id))
     });
-    let (mut all, mut after, mut tpot) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut all, mut after, mut after_kernel, mut tpot) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (rank, record) in sent.iter().enumerate() {
         let Some(server) = by_id.get(&record.request_id).filter(|_| record.ok) else {
             continue;
@@ -127,6 +133,7 @@ pub fn of(records: &[ClientRecord], log: &[RequestLog], streams: usize) -> Tails
             all.push(client - truth);
             if rank >= streams {
                 after.push(client - truth);
+                after_kernel.extend(server.ttft_from_kernel_rx_ms().map(|k| client - k));
             }
         }
         if let Some(error) = tpot_error_ms(record, server) {
@@ -136,6 +143,7 @@ pub fn of(records: &[ClientRecord], log: &[RequestLog], streams: usize) -> Tails
     Tails {
         ttft_error_all: Spread::of(&all),
         ttft_error_after: Spread::of(&after),
+        ttft_error_after_kernel: Spread::of(&after_kernel),
         tpot_error: Spread::of(&tpot),
     }
 }
@@ -175,6 +183,7 @@ pub fn report(runs: &[ClientRun]) -> String {
                 num(t.ttft_error_all.p99, 2),
                 count(t.ttft_error_after.n as u64),
                 num(t.ttft_error_after.p99, 2),
+                num(t.ttft_error_after_kernel.p99, 2),
                 format!(
                     "{} / {}",
                     num(t.tpot_error.p50, 3),
@@ -195,6 +204,7 @@ pub fn report(runs: &[ClientRun]) -> String {
             "TTFT error p99, all (ms)",
             "requests after the first wave",
             "TTFT error p99, after the first wave (ms)",
+            "the same, server read lateness removed (ms)",
             "TPOT error p50 / p99 (ms)",
             "CPU per token (µs)",
             "busy-core process CPU (s)",
@@ -208,7 +218,10 @@ pub fn report(runs: &[ClientRun]) -> String {
          stream included, which the accuracy tables leave out). The first wave = the first `streams` \
          requests by the client's own send time; \"after the first wave\" = every later one. TPOT error = client TPOT − server TPOT per request \
          ((last − first content event) / (server tokens − 1), against the same of the server's writes), \
-         signed. The floor's last content event is the read that brought the start of its last token \
+         signed. Server read lateness removed: client TTFT − (first token write − the kernel's receive time \
+         of the request), the client's own share: the one-thread reference server reads a burst of \
+         requests late, and how bunched a client's sends are decides how late (see the decomposition \
+         above). The floor's last content event is the read that brought the start of its last token \
          event. vllm-bench's TTFT is its own: from right before reqwest's `send` (connection set-up \
          included) to its first chunk with a non-empty `choices`. Busy-core process CPU: with \
          `--busy-core`, the CPU of the `bench spin` process that kept one core busy during the run \
@@ -248,6 +261,7 @@ fn medians(with: &[(&ClientRun, &Tails)]) -> String {
             let (_, rss) = median(client, at, &|r, _| r.usage.max_rss_kib as f64 / 1024.0);
             let (_, all) = median(client, at, &|_, t| t.ttft_error_all.p99);
             let (_, after) = median(client, at, &|_, t| t.ttft_error_after.p99);
+            let (_, own) = median(client, at, &|_, t| t.ttft_error_after_kernel.p99);
             let (_, tpot) = median(client, at, &|_, t| t.tpot_error.p99);
             vec![
                 count(at as u64),
@@ -258,6 +272,7 @@ fn medians(with: &[(&ClientRun, &Tails)]) -> String {
                 num(rss, 1),
                 num(all, 2),
                 num(after, 2),
+                num(own, 2),
                 num(tpot, 3),
             ]
         })
@@ -274,6 +289,7 @@ fn medians(with: &[(&ClientRun, &Tails)]) -> String {
             "peak RSS (MiB)",
             "p99 TTFT error, all (ms)",
             "p99 TTFT error, after the first wave (ms)",
+            "the same, server read lateness removed (ms)",
             "p99 TPOT error (ms)",
         ],
         &rows,
@@ -307,8 +323,13 @@ mod tests {
     fn the_first_wave_is_the_first_streams_requests_by_send_time() {
         // Two streams: requests 3 and 1 are sent first (the first wave) and
         // carry a 1 s connection delay; 0 and 2 come after.
+        // The kernel had each request 1 ms before the server read it.
         let log: Vec<RequestLog> = (0..4)
-            .map(|i| entry(&format!("c-{i}"), 1000, &[100, 110, 120]))
+            .map(|i| {
+                let mut e = entry(&format!("c-{i}"), 1000, &[100, 110, 120]);
+                e.kernel_rx_ns = Some(e.recv_ns - 1_000_000);
+                e
+            })
             .collect();
         let rec = |id: u64, send: f64, ttft: f64| {
             record(serde_json::json!({
@@ -330,6 +351,8 @@ mod tests {
         assert_eq!(t.ttft_error_after.n, 2);
         assert!((t.ttft_error_after.max - 2.0).abs() < 1e-9, "{t:?}");
         assert!((t.ttft_error_all.max - 1000.0).abs() < 1e-9, "{t:?}");
+        // Counted from the kernel's receive time, the server's TTFT is 1 ms longer.
+        assert!((t.ttft_error_after_kernel.max - 1.0).abs() < 1e-9, "{t:?}");
         // Client span 20.5 ms over 2 steps against the server's 20 ms.
         assert_eq!(t.tpot_error.n, 4);
         assert!((t.tpot_error.p50 - 0.25).abs() < 1e-9, "{t:?}");
