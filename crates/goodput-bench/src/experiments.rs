@@ -433,22 +433,7 @@ fn measure(
         usage.cpu().as_secs_f64(),
         usage.max_rss_kib as f64 / 1024.0
     );
-    let mut notes = Vec::new();
-    if !kernel_timestamps {
-        notes.push(format!(
-            "{label}: SO_TIMESTAMPNS could not be enabled: no kernel receive times, so no \
-             send delay, server read lateness or TTFT error without it"
-        ));
-    } else {
-        let stamped = log.iter().filter(|e| e.kernel_rx_ns.is_some()).count();
-        if stamped < log.len() {
-            notes.push(format!(
-                "{label}: {} of {} requests had no kernel receive timestamp",
-                log.len() - stamped,
-                log.len()
-            ));
-        }
-    }
+    let mut notes = timestamp_notes(label, &log, kernel_timestamps);
     let cores = machine::cores() as f64;
     if let Some(other) =
         other_cpu.filter(|o| o.as_secs_f64() > 0.05 * cores * usage.wall.as_secs_f64())
@@ -485,6 +470,25 @@ fn measure(
         },
     };
     Ok((run, log))
+}
+
+/// Notes about the kernel receive timestamps of a run's `log`.
+fn timestamp_notes(label: &str, log: &[RequestLog], kernel_timestamps: bool) -> Vec<String> {
+    if !kernel_timestamps {
+        return vec![format!(
+            "{label}: SO_TIMESTAMPNS could not be enabled: no kernel receive times, so no \
+             send delay, server read lateness or TTFT error without it"
+        )];
+    }
+    let stamped = log.iter().filter(|e| e.kernel_rx_ns.is_some()).count();
+    if stamped < log.len() {
+        return vec![format!(
+            "{label}: {} of {} requests had no kernel receive timestamp",
+            log.len() - stamped,
+            log.len()
+        )];
+    }
+    Vec::new()
 }
 
 pub fn words(items: &[&str]) -> Vec<String> {
