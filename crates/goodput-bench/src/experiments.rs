@@ -204,7 +204,8 @@ pub fn closed_loop(
             ],
         )?,
         ClientKind::VllmBench => crate::vllm_bench::command(
-            env,
+            env.vllm_bench.as_deref(),
+            &env.work_dir,
             &label,
             &format!("http://{addr}"),
             crate::vllm_bench::Load {
@@ -291,8 +292,10 @@ fn join_with_log(
                 run.usage.command,
                 child::tail(&run.usage.stderr, 20)
             );
-            let records =
-                crate::vllm_bench::read_records(&crate::vllm_bench::result_path(env, label))?;
+            let records = crate::vllm_bench::read_records(&crate::vllm_bench::result_path(
+                &env.work_dir,
+                label,
+            ))?;
             // It never prints its clock origin: no client-side decomposition.
             let accuracy = join::accuracy(&records, log, None);
             note_accuracy(&mut run.notes, &accuracy, label, true);

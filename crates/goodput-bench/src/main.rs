@@ -22,6 +22,7 @@ mod merge;
 mod report;
 mod server;
 mod shards;
+mod side_by_side;
 mod spin;
 mod startup;
 mod stats;
@@ -292,6 +293,18 @@ enum ClientName {
     VllmBench,
 }
 
+impl ClientName {
+    /// The client an experiment runs for this name.
+    fn kind(self) -> ClientKind {
+        match self {
+            ClientName::Bytes => ClientKind::BytesOnly,
+            ClientName::Hyper => ClientKind::Hyper,
+            ClientName::Goodput => ClientKind::Goodput,
+            ClientName::VllmBench => ClientKind::VllmBench,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 struct OpenLoopArgs {
     /// Target request rate, req/s (Poisson arrivals).
@@ -351,15 +364,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             spin::spin(Duration::from_secs(limit_s));
             Ok(())
         }
-        Command::Startup(args) => {
-            let env = bench_env(&args.common)?;
-            let runs = startup::run(&env, &args.startup)?;
-            let mut out = report::setup(&env);
-            out.push_str(&startup::report(&runs));
-            out.push_str(&report::commands(&runs));
-            print!("{out}");
-            Ok(())
-        }
+        Command::Startup(args) => startup_cmd(&args),
         Command::BytesClient(args) => {
             let summary = bytes_client::run(&args.config())?;
             println!("{}", serde_json::to_string(&summary)?);
@@ -373,18 +378,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ClientCost(args) => {
             let mut env = bench_env(&args.streams.common)?;
             env.busy_core = args.busy_core;
-            let kinds: Vec<ClientKind> = args
-                .clients
-                .iter()
-                .map(|c| match c {
-                    ClientName::Bytes => ClientKind::BytesOnly,
-                    ClientName::Hyper => ClientKind::Hyper,
-                    ClientName::Goodput => ClientKind::Goodput,
-                    ClientName::VllmBench => ClientKind::VllmBench,
-                })
-                .collect();
+            let kinds: Vec<ClientKind> = args.clients.iter().map(|c| c.kind()).collect();
             if kinds.contains(&ClientKind::VllmBench) {
-                vllm_bench::require(&env)?;
+                vllm_bench::require(env.vllm_bench.as_deref())?;
             }
             let runs = closed_loop_runs(&env, &args.streams, &kinds)?;
             print_report(&env, &runs);
@@ -437,6 +433,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `bench startup`: runs, then its tables and the commands.
+fn startup_cmd(args: &StartupCmd) -> anyhow::Result<()> {
+    let env = bench_env(&args.common)?;
+    let runs = startup::run(&env, &args.startup)?;
+    let mut out = report::setup(&env);
+    out.push_str(&startup::report(&runs));
+    out.push_str(&report::commands(&runs));
+    print!("{out}");
+    Ok(())
 }
 
 fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
@@ -511,7 +518,7 @@ fn print_report(env: &BenchEnv, runs: &[ClientRun]) {
         out.push_str(&report::accuracy(runs));
     }
     if runs.iter().any(|r| r.extras.tails.is_some()) {
-        out.push_str(&tails::report(runs));
+        out.push_str(&side_by_side::report(runs));
     }
     if runs.iter().any(|r| r.open_loop.is_some()) {
         out.push_str(&report::open_loop(runs));

@@ -44,18 +44,9 @@ pub struct StartupArgs {
 
 /// Runs every client `runs` times, interleaved.
 pub fn run(env: &BenchEnv, args: &StartupArgs) -> anyhow::Result<Vec<ClientRun>> {
-    let kinds: Vec<ClientKind> = args
-        .clients
-        .iter()
-        .map(|c| match c {
-            crate::ClientName::Bytes => ClientKind::BytesOnly,
-            crate::ClientName::Hyper => ClientKind::Hyper,
-            crate::ClientName::Goodput => ClientKind::Goodput,
-            crate::ClientName::VllmBench => ClientKind::VllmBench,
-        })
-        .collect();
+    let kinds: Vec<ClientKind> = args.clients.iter().map(|c| c.kind()).collect();
     if kinds.contains(&ClientKind::VllmBench) {
-        crate::vllm_bench::require(env)?;
+        crate::vllm_bench::require(env.vllm_bench.as_deref())?;
     }
     let mut runs = Vec::new();
     for repetition in 0..args.runs.max(1) {
@@ -79,12 +70,12 @@ pub fn report(runs: &[ClientRun]) -> String {
     let to_completion = |r: &ClientRun| {
         r.extras
             .first_requests
-            .and_then(|f| f.to_first_completion_ms())
+            .and_then(|f| f.until_first_completion_ms())
     };
     let to_benchmark = |r: &ClientRun| {
         r.extras
             .first_requests
-            .and_then(|f| f.to_first_benchmark_ms())
+            .and_then(|f| f.until_first_benchmark_ms())
     };
     let rows: Vec<Vec<String>> = runs
         .iter()

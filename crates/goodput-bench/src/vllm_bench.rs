@@ -41,7 +41,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use crate::child::ChildCommand;
-use crate::experiments::{words, BenchEnv};
 use crate::join::ClientRecord;
 
 /// The `x-request-id` prefix vllm-bench is given: `vllm-bench-<i>`.
@@ -78,9 +77,9 @@ pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
     candidate.is_file().then_some(candidate)
 }
 
-/// The binary of `env`, or an error that says how to build it.
-pub fn require(env: &BenchEnv) -> anyhow::Result<&Path> {
-    env.vllm_bench.as_deref().with_context(|| {
+/// The binary [`locate`] found, or an error that says how to build it.
+pub fn require(binary: Option<&Path>) -> anyhow::Result<&Path> {
+    binary.with_context(|| {
         format!(
             "the vllm-bench client was asked for but its binary was not found (looked at \
              --vllm-bench, $VLLM_BENCH, {DEFAULT_PATH}): {BUILD_HINT}"
@@ -88,9 +87,9 @@ pub fn require(env: &BenchEnv) -> anyhow::Result<&Path> {
     })
 }
 
-/// The result JSON of run `label`.
-pub fn result_path(env: &BenchEnv, label: &str) -> PathBuf {
-    env.work_dir.join(format!("{label}.vllm-bench.json"))
+/// The result JSON of run `label` in `work_dir`.
+pub fn result_path(work_dir: &Path, label: &str) -> PathBuf {
+    work_dir.join(format!("{label}.vllm-bench.json"))
 }
 
 /// Writes the word-level `tokenizer.json` into `dir/vllm-bench-tokenizer/`
@@ -139,11 +138,18 @@ pub struct Load {
     pub api: Api,
 }
 
-/// The vllm-bench command of run `label` against `url`.
-pub fn command(env: &BenchEnv, label: &str, url: &str, load: Load) -> anyhow::Result<ChildCommand> {
-    let program = require(env)?.to_path_buf();
-    let tokenizer = write_tokenizer(&env.work_dir)?;
-    let result = result_path(env, label);
+/// The command of run `label` of vllm-bench (`program`, when found) against
+/// `url`, its tokenizer and result in `work_dir`.
+pub fn command(
+    program: Option<&Path>,
+    work_dir: &Path,
+    label: &str,
+    url: &str,
+    load: Load,
+) -> anyhow::Result<ChildCommand> {
+    let program = require(program)?.to_path_buf();
+    let tokenizer = write_tokenizer(work_dir)?;
+    let result = result_path(work_dir, label);
     if result.exists() {
         std::fs::remove_file(&result)
             .with_context(|| format!("removing old {}", result.display()))?;
@@ -156,7 +162,7 @@ pub fn command(env: &BenchEnv, label: &str, url: &str, load: Load) -> anyhow::Re
         Api::Completions => "vllm",
         Api::Chat => "openai-chat",
     };
-    let args = words(&[
+    let args = [
         "--backend",
         backend,
         "--base-url",
@@ -184,10 +190,12 @@ pub fn command(env: &BenchEnv, label: &str, url: &str, load: Load) -> anyhow::Re
         "--save-result",
         "--save-detailed",
         "--result-dir",
-        &env.work_dir.display().to_string(),
+        &work_dir.display().to_string(),
         "--result-filename",
         &file_name,
-    ]);
+    ]
+    .map(str::to_string)
+    .to_vec();
     Ok(ChildCommand {
         program,
         args,
