@@ -140,3 +140,77 @@ fn medians(with: &[(&ClientRun, &Tails)]) -> String {
     );
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn run(client: ClientKind, repetition: usize, cpu_ms: u64, p99_all: f64) -> ClientRun {
+        let spread = |p99: f64| Spread::of(&[p99]);
+        ClientRun {
+            client,
+            streams: 256,
+            repetition,
+            requests: 768,
+            server_requests: 768,
+            tokens: 1_000_000,
+            usage: crate::child::ChildUsage {
+                command: client.name().to_string(),
+                wall: Duration::from_secs(6),
+                user: Duration::from_millis(cpu_ms / 2),
+                sys: Duration::from_millis(cpu_ms / 2),
+                max_rss_kib: 20 * 1024,
+                rss_floor_kib: 1024,
+                exit_code: Some(0),
+                spawn_monotonic_ns: None,
+                stdout: String::new(),
+                stderr: String::new(),
+            },
+            server_cpu: Duration::from_secs(1),
+            other_cpu: None,
+            busy_before: None,
+            server_slip: Spread::of(&[]),
+            notes: Vec::new(),
+            accuracy: None,
+            open_loop: None,
+            extras: crate::tails::RunExtras {
+                tails: Some(Tails {
+                    ttft_error_all: spread(p99_all),
+                    ttft_error_after: spread(4.0),
+                    ttft_error_after_kernel: spread(1.0),
+                    tpot_error: spread(0.02),
+                }),
+                busy_core_cpu: Some(Duration::from_secs(5)),
+                first_requests: None,
+            },
+        }
+    }
+
+    #[test]
+    fn medians_compare_each_client_with_the_floor_median() {
+        let mut runs = Vec::new();
+        for (r, floor_ms, vllm_ms) in [(0, 5_000, 9_000), (1, 6_000, 12_000), (2, 7_000, 12_000)] {
+            runs.push(run(ClientKind::BytesOnly, r, floor_ms, 3.0));
+            runs.push(run(ClientKind::VllmBench, r, vllm_ms, 1000.0));
+        }
+        let markdown = report(&runs);
+        // Every table is rectangular.
+        for block in markdown.split("\n\n").filter(|b| b.starts_with('|')) {
+            let cells: Vec<usize> = block.lines().map(|l| l.matches('|').count()).collect();
+            assert!(cells.iter().all(|&n| n == cells[0]), "{block}");
+        }
+        // Medians: floor 6 µs a token, vllm-bench 12: 2×; its p99 over all
+        // requests beside the one after the first wave.
+        assert!(
+            markdown.contains(
+                "| 256 | vllm-bench | 3 | 12.00 | 2.00× | 20.0 | 1000.00 | 4.00 | 1.00 | 0.020 |"
+            ),
+            "{markdown}"
+        );
+        assert!(
+            markdown.contains("| 5.00 |"),
+            "busy-core CPU per run: {markdown}"
+        );
+    }
+}
