@@ -42,6 +42,8 @@ pub struct BenchEnv {
     pub vllm_bench_api: crate::vllm_bench::Api,
     /// Keep one core busy with `bench spin` during every measured run.
     pub busy_core: bool,
+    /// Arguments added to every `goodput run` (`bench startup`: `--warmup 0`).
+    pub goodput_args: Vec<String>,
 }
 
 /// Share of the cores other processes may use before a run counts as quiet.
@@ -543,6 +545,7 @@ pub fn goodput_command(
         "ref",
     ]);
     args.extend(words(load));
+    args.extend(env.goodput_args.iter().cloned());
     args.extend(words(&[
         "--records",
         &records.display().to_string(),

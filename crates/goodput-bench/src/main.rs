@@ -476,6 +476,7 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
         vllm_bench: vllm_bench::locate(common.vllm_bench.as_deref()),
         vllm_bench_api: common.vllm_bench_backend,
         busy_core: false,
+        goodput_args: Vec::new(),
     })
 }
 

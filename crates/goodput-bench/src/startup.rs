@@ -16,7 +16,8 @@
 //! whose `x-request-id` ends in an integer). vllm-bench's other requests
 //! before its first (`POST /tokenize` to check prompt lengths, `GET /metrics`
 //! for speculative decoding) are answered 404 by the reference server and
-//! not logged: they are inside its start-up.
+//! not logged: they are inside its start-up. goodput runs with `--warmup 0`
+//! (one request means one); its probe stays, part of its start-up.
 
 use std::fmt::Write as _;
 
@@ -48,6 +49,13 @@ pub fn run(env: &BenchEnv, args: &StartupArgs) -> anyhow::Result<Vec<ClientRun>>
     if kinds.contains(&ClientKind::VllmBench) {
         crate::vllm_bench::require(env.vllm_bench.as_deref())?;
     }
+    // One request means one: goodput's warm-up (by default one request per
+    // stream, at least 4) is turned off, as vllm-bench's is by default. Its
+    // probe (a 1-token completion request before the run) stays: it is part
+    // of goodput's start-up.
+    let mut env = env.clone();
+    env.goodput_args = vec!["--warmup".to_string(), "0".to_string()];
+    let env = &env;
     let mut runs = Vec::new();
     for repetition in 0..args.runs.max(1) {
         for &kind in &kinds {
