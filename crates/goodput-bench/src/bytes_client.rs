@@ -14,11 +14,12 @@
 //! the read that brought the end of the first SSE event (the first token).
 //! The clock is read after each read only until that event has ended: two or
 //! three clock reads per request; after it, one clock read per read that
-//! brought the start of an event (issue 22: the floor's TPOT), of which the
-//! last three are kept to find the read that brought the last content event
-//! (the one before the usage event and `[DONE]`). With `--timings FILE` they are written at
-//! the end, one JSON line per request in the shape of goodput's records
-//! (`request_id`, `ok`, `send_s`, `ttft_ms`; `send_s` counts from the
+//! brought the start of an event (issue 22: the floor's TPOT; a vDSO clock
+//! read, tens of ns against the µs an event costs), of which the last three
+//! are kept to find the read that brought the last content event (the one
+//! before the usage event and `[DONE]`). With `--timings FILE` they are
+//! written at the end, one JSON line per request in the shape of goodput's
+//! records (`request_id`, `ok`, `send_s`, `ttft_ms`, `last_event_ms`; `send_s` counts from the
 //! summary's `clock_origin_monotonic_ns`), and the request's
 //! `x-request-id` is `bytes-<request_id>`.
 
