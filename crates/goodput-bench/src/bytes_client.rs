@@ -13,9 +13,13 @@
 //! `CLOCK_MONOTONIC`: right before the request is written, and right after
 //! the read that brought the end of the first SSE event (the first token).
 //! The clock is read after each read only until that event has ended: two or
-//! three clock reads per request. With `--timings FILE` they are written at
-//! the end, one JSON line per request in the shape of goodput's records
-//! (`request_id`, `ok`, `send_s`, `ttft_ms`; `send_s` counts from the
+//! three clock reads per request; after it, one clock read per read that
+//! brought the start of an event (issue 22: the floor's TPOT; a vDSO clock
+//! read, tens of ns against the µs an event costs), of which the last three
+//! are kept to find the read that brought the last content event (the one
+//! before the usage event and `[DONE]`). With `--timings FILE` they are
+//! written at the end, one JSON line per request in the shape of goodput's
+//! records (`request_id`, `ok`, `send_s`, `ttft_ms`, `last_event_ms`; `send_s` counts from the
 //! summary's `clock_origin_monotonic_ns`), and the request's
 //! `x-request-id` is `bytes-<request_id>`.
 
@@ -64,6 +68,7 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
         );
         let mut send_ns = 0;
         let mut first_event_ns = None;
+        let mut last_event_ns = None;
         let result = async {
             if stream.is_none() {
                 let s = TcpStream::connect(addr).await?;
@@ -75,7 +80,7 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
                 .ok_or_else(|| std::io::Error::other("no connection"))?;
             send_ns = monotonic_ns();
             s.write_all(&request).await?;
-            read_response(s, &mut buf, &mut first_event_ns).await
+            read_response(s, &mut buf, &mut first_event_ns, &mut last_event_ns).await
         }
         .await;
         timings.push(Timing {
@@ -83,6 +88,7 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
             ok: result.is_ok(),
             send_ns,
             first_event_ns,
+            last_event_ns,
         });
         match result {
             Ok(scan) => {
@@ -109,14 +115,19 @@ struct ResponseScan {
 
 /// Reads one streamed response to its terminator, counting `data: ` lines;
 /// `first_event_ns` becomes the time right after the read that brought the
-/// end of the first event (`CLOCK_MONOTONIC` ns).
+/// end of the first event (`CLOCK_MONOTONIC` ns), `last_event_ns` the time
+/// of the read that brought the start of the last content event.
 async fn read_response(
     stream: &mut TcpStream,
     buf: &mut [u8],
     first_event_ns: &mut Option<u64>,
+    last_event_ns: &mut Option<u64>,
 ) -> std::io::Result<ResponseScan> {
     let mut scanner = Scanner::new();
     let mut filled = 0;
+    // (events counted after the read, its time) of the last three reads that
+    // brought an event start, oldest first.
+    let mut recent = [(0u64, 0u64); 3];
     loop {
         if filled == buf.len() {
             filled = scanner.shift(buf, filled);
@@ -128,14 +139,34 @@ async fn read_response(
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         filled += n;
+        let before = scanner.events;
         let result = scanner.scan(buf, filled, n)?;
         if now.is_some() && scanner.first_event_ended() {
             *first_event_ns = now;
         }
+        if scanner.events > before {
+            recent.rotate_left(1);
+            recent[2] = (scanner.events, now.unwrap_or_else(monotonic_ns));
+        }
         if let Some(scan) = result {
+            *last_event_ns = last_content_event(&recent, scan.events);
             return Ok(scan);
         }
     }
+}
+
+/// The time of the read that brought the start of the last content event,
+/// from the last three reads that brought event starts (`recent`, oldest
+/// first, `(events counted after it, time)`), when the response held `events`
+/// events: its tokens, then the usage event and `[DONE]`. Each of those reads
+/// brought at least one event, so the read that brought event `events − 2` is
+/// among the three.
+fn last_content_event(recent: &[(u64, u64); 3], events: u64) -> Option<u64> {
+    let target = events.checked_sub(2).filter(|&t| t > 0)?;
+    recent
+        .iter()
+        .find(|&&(counted, _)| counted >= target)
+        .map(|&(_, at)| at)
 }
 
 /// Where the scanner is with the response's first event.
@@ -331,6 +362,28 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_last_content_event_is_found_among_the_last_three_reads() {
+        // Token 5 of 5 alone, then usage and [DONE] together.
+        assert_eq!(
+            last_content_event(&[(4, 40), (5, 50), (7, 60)], 7),
+            Some(50)
+        );
+        // The last token, usage and [DONE] in one read.
+        assert_eq!(
+            last_content_event(&[(2, 20), (3, 30), (6, 60)], 6),
+            Some(60)
+        );
+        // Each in its own read.
+        assert_eq!(
+            last_content_event(&[(5, 50), (6, 60), (7, 70)], 7),
+            Some(50)
+        );
+        // Everything in one read; no tokens at all.
+        assert_eq!(last_content_event(&[(0, 0), (0, 0), (3, 9)], 3), Some(9));
+        assert_eq!(last_content_event(&[(0, 0), (0, 0), (2, 9)], 2), None);
     }
 
     #[test]

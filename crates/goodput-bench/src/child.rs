@@ -73,6 +73,9 @@ pub struct ChildUsage {
     pub rss_floor_kib: u64,
     /// Exit code (None when killed by a signal).
     pub exit_code: Option<i32>,
+    /// `CLOCK_MONOTONIC` right before the helper called `spawn` for the
+    /// command, ns (None from an older helper).
+    pub spawn_monotonic_ns: Option<u64>,
     /// Everything the child wrote to stdout.
     pub stdout: String,
     /// Everything the child wrote to stderr.
@@ -103,6 +106,10 @@ pub struct RawUsage {
     pub exit_code: Option<i32>,
     /// Whether the child was killed at the time limit.
     pub timed_out: bool,
+    /// `CLOCK_MONOTONIC` right before `spawn`, ns: the start of the
+    /// child's start-up (fork and exec included).
+    #[serde(default)]
+    pub spawn_monotonic_ns: Option<u64>,
 }
 
 /// Runs `command` to its end (killing it after `time_limit`) through the
@@ -149,6 +156,7 @@ pub fn run_measured(
         max_rss_kib: raw.max_rss_kib,
         rss_floor_kib: raw.floor_rss_kib,
         exit_code: raw.exit_code,
+        spawn_monotonic_ns: raw.spawn_monotonic_ns,
         stdout: read(&stdout_path),
         stderr: read(&stderr_path),
     };
@@ -178,6 +186,7 @@ pub fn measure_here(
     let stderr = std::fs::File::create(stderr_path)
         .with_context(|| format!("creating {}", stderr_path.display()))?;
     let floor_rss_kib = own_peak_rss_kib().unwrap_or(0);
+    let spawn_monotonic_ns = crate::clock::monotonic_ns();
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(args)
@@ -222,6 +231,7 @@ pub fn measure_here(
         floor_rss_kib,
         exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         timed_out,
+        spawn_monotonic_ns: Some(spawn_monotonic_ns),
     })
 }
 

@@ -81,6 +81,9 @@ pub struct Timing {
     pub ok: bool,
     pub send_ns: u64,
     pub first_event_ns: Option<u64>,
+    /// The read that brought the start of the last content event (the
+    /// bytes-only floor; `None` from the hyper client).
+    pub last_event_ns: Option<u64>,
 }
 
 /// One keep-alive connection's part of the run: number `index` of
@@ -205,11 +208,15 @@ fn write_timings(path: &std::path::Path, origin: u64, timings: &[Timing]) -> any
         let ttft_ms = t
             .first_event_ns
             .map(|first| (first as f64 - t.send_ns as f64) / 1e6);
+        let last_event_ms = t
+            .last_event_ns
+            .map(|last| (last as f64 - t.send_ns as f64) / 1e6);
         let line = serde_json::json!({
             "request_id": t.request_id,
             "ok": t.ok,
             "send_s": (t.send_ns as f64 - origin as f64) / 1e9,
             "ttft_ms": ttft_ms,
+            "last_event_ms": last_event_ms,
         });
         writeln!(out, "{line}")?;
     }

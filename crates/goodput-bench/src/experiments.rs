@@ -36,6 +36,14 @@ pub struct BenchEnv {
     pub time_limit: Duration,
     /// Longest to wait, before each run, for the machine to be idle.
     pub idle_wait: Duration,
+    /// The vllm-bench binary, when found ([`crate::vllm_bench::locate`]).
+    pub vllm_bench: Option<PathBuf>,
+    /// Which endpoint vllm-bench is pointed at.
+    pub vllm_bench_api: crate::vllm_bench::Api,
+    /// Keep one core busy with `bench spin` during every measured run.
+    pub busy_core: bool,
+    /// Arguments added to every `goodput run` (`bench startup`: `--warmup 0`).
+    pub goodput_args: Vec<String>,
 }
 
 /// Share of the cores other processes may use before a run counts as quiet.
@@ -53,6 +61,8 @@ pub enum ClientKind {
     Goodput,
     /// The goodput binary sending 1 request of 1 token: its fixed cost.
     GoodputStartup,
+    /// vLLM's Rust client `vllm-bench` ([`crate::vllm_bench`]).
+    VllmBench,
 }
 
 impl ClientKind {
@@ -63,6 +73,7 @@ impl ClientKind {
             ClientKind::Hyper => "hyper",
             ClientKind::Goodput => "goodput",
             ClientKind::GoodputStartup => "goodput-startup",
+            ClientKind::VllmBench => "vllm-bench",
         }
     }
 }
@@ -100,6 +111,8 @@ pub struct ClientRun {
     pub accuracy: Option<Accuracy>,
     /// goodput only, open loop: arrival figures.
     pub open_loop: Option<OpenLoopFigures>,
+    /// Tails after the first wave, TPOT error, busy core, first requests.
+    pub extras: crate::tails::RunExtras,
 }
 
 impl ClientRun {
@@ -192,6 +205,18 @@ pub fn closed_loop(
                 &tokens.to_string(),
             ],
         )?,
+        ClientKind::VllmBench => crate::vllm_bench::command(
+            env.vllm_bench.as_deref(),
+            &env.work_dir,
+            &label,
+            &format!("http://{addr}"),
+            crate::vllm_bench::Load {
+                streams,
+                requests,
+                tokens,
+                api: env.vllm_bench_api,
+            },
+        )?,
     };
     let spec = RunSpec {
         client,
@@ -213,14 +238,15 @@ pub fn closed_loop(
 
 /// What a closed-loop run's client recorded, checked and joined with the
 /// server's `log`: the accuracy figures (TTFT only for the bench's own
-/// clients) and the notes about what they left out.
+/// clients), the tails after the first wave, and the notes about what they
+/// left out.
 fn join_with_log(
     env: &BenchEnv,
     run: &mut ClientRun,
     log: &[RequestLog],
     label: &str,
 ) -> anyhow::Result<()> {
-    match run.client {
+    let records = match run.client {
         ClientKind::BytesOnly | ClientKind::Hyper => {
             let summary = check_client_summary(run)?;
             match join::read_records(&timings_path(env, label)) {
@@ -229,13 +255,19 @@ fn join_with_log(
                     let accuracy = join::accuracy(&records, log, origin);
                     note_accuracy(&mut run.notes, &accuracy, label, false);
                     run.accuracy = Some(accuracy);
+                    Some(records)
                 }
-                Err(e) => run
-                    .notes
-                    .push(format!("{label}: no per-request timings ({e:#})")),
+                Err(e) => {
+                    run.notes
+                        .push(format!("{label}: no per-request timings ({e:#})"));
+                    None
+                }
             }
         }
-        ClientKind::GoodputStartup => check_goodput_exit(&run.usage)?,
+        ClientKind::GoodputStartup => {
+            check_goodput_exit(&run.usage)?;
+            None
+        }
         ClientKind::Goodput => {
             check_goodput_exit(&run.usage)?;
             let records = join::read_records(&records_path(env, label))?;
@@ -252,7 +284,29 @@ fn join_with_log(
             let accuracy = join::accuracy(&records, log, origin);
             note_accuracy(&mut run.notes, &accuracy, label, true);
             run.accuracy = Some(accuracy);
+            Some(records)
         }
+        ClientKind::VllmBench => {
+            anyhow::ensure!(
+                run.usage.exit_code == Some(0),
+                "vllm-bench exited with {:?}: {}\nstderr (last lines):\n{}",
+                run.usage.exit_code,
+                run.usage.command,
+                child::tail(&run.usage.stderr, 20)
+            );
+            let records = crate::vllm_bench::read_records(&crate::vllm_bench::result_path(
+                &env.work_dir,
+                label,
+            ))?;
+            // It never prints its clock origin: no client-side decomposition.
+            let accuracy = join::accuracy(&records, log, None);
+            note_accuracy(&mut run.notes, &accuracy, label, true);
+            run.accuracy = Some(accuracy);
+            Some(records)
+        }
+    };
+    if let Some(records) = records {
+        run.extras.tails = Some(crate::tails::of(&records, log, run.streams));
     }
     Ok(())
 }
@@ -344,6 +398,11 @@ fn measure(
         );
     }
     eprintln!("bench: running {label}: {}", command.display());
+    let busy_core = if env.busy_core {
+        Some(crate::spin::BusyCore::start(&env.bench_exe)?)
+    } else {
+        None
+    };
     let machine_before = machine::machine_cpu();
     let cpu_before = machine::own_cpu();
     let usage = child::run_measured(
@@ -352,14 +411,16 @@ fn measure(
         &env.work_dir,
         label,
         env.time_limit,
-    )?;
+    );
     let server_cpu = machine::own_cpu().saturating_sub(cpu_before);
+    let busy_core_cpu = busy_core.map(crate::spin::BusyCore::stop).transpose()?;
+    let usage = usage?;
     let other_cpu = machine_before
         .zip(machine::machine_cpu())
         .map(|(before, after)| {
             after
                 .saturating_sub(before)
-                .saturating_sub(server_cpu + usage.cpu())
+                .saturating_sub(server_cpu + usage.cpu() + busy_core_cpu.unwrap_or_default())
         });
     // Let the last writes land in the log: the client exits once it has read
     // the end of its last response, which the server wrote before logging.
@@ -377,22 +438,7 @@ fn measure(
         usage.cpu().as_secs_f64(),
         usage.max_rss_kib as f64 / 1024.0
     );
-    let mut notes = Vec::new();
-    if !kernel_timestamps {
-        notes.push(format!(
-            "{label}: SO_TIMESTAMPNS could not be enabled: no kernel receive times, so no \
-             send delay, server read lateness or TTFT error without it"
-        ));
-    } else {
-        let stamped = log.iter().filter(|e| e.kernel_rx_ns.is_some()).count();
-        if stamped < log.len() {
-            notes.push(format!(
-                "{label}: {} of {} requests had no kernel receive timestamp",
-                log.len() - stamped,
-                log.len()
-            ));
-        }
-    }
+    let mut notes = timestamp_notes(label, &log, kernel_timestamps);
     let cores = machine::cores() as f64;
     if let Some(other) =
         other_cpu.filter(|o| o.as_secs_f64() > 0.05 * cores * usage.wall.as_secs_f64())
@@ -404,6 +450,9 @@ fn measure(
             100.0 * other.as_secs_f64() / (cores * usage.wall.as_secs_f64())
         ));
     }
+    let first_requests = usage
+        .spawn_monotonic_ns
+        .map(|spawn| crate::tails::FirstRequests::of(spawn, &log));
     let run = ClientRun {
         client: spec.client,
         streams: spec.streams,
@@ -419,8 +468,32 @@ fn measure(
         notes,
         accuracy: None,
         open_loop: None,
+        extras: crate::tails::RunExtras {
+            busy_core_cpu,
+            first_requests,
+            ..Default::default()
+        },
     };
     Ok((run, log))
+}
+
+/// Notes about the kernel receive timestamps of a run's `log`.
+fn timestamp_notes(label: &str, log: &[RequestLog], kernel_timestamps: bool) -> Vec<String> {
+    if !kernel_timestamps {
+        return vec![format!(
+            "{label}: SO_TIMESTAMPNS could not be enabled: no kernel receive times, so no \
+             send delay, server read lateness or TTFT error without it"
+        )];
+    }
+    let stamped = log.iter().filter(|e| e.kernel_rx_ns.is_some()).count();
+    if stamped < log.len() {
+        return vec![format!(
+            "{label}: {} of {} requests had no kernel receive timestamp",
+            log.len() - stamped,
+            log.len()
+        )];
+    }
+    Vec::new()
 }
 
 pub fn words(items: &[&str]) -> Vec<String> {
@@ -472,6 +545,7 @@ pub fn goodput_command(
         "ref",
     ]);
     args.extend(words(load));
+    args.extend(env.goodput_args.iter().cloned());
     args.extend(words(&[
         "--records",
         &records.display().to_string(),

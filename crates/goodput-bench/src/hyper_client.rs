@@ -81,6 +81,7 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
             ok: result.is_ok(),
             send_ns,
             first_event_ns,
+            last_event_ns: None,
         });
         match result {
             Ok(scan) => {

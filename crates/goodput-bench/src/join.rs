@@ -69,6 +69,10 @@ pub struct ClientRecord {
     /// Arrival of each content-bearing event, ms since the request was sent.
     #[serde(default)]
     pub event_times_ms: Option<Vec<f64>>,
+    /// The last content-bearing event, ms since the request was sent (the
+    /// bytes-only floor's timings, which keep no other event times).
+    #[serde(default)]
+    pub last_event_ms: Option<f64>,
     /// Failure kind, null when ok.
     #[serde(default)]
     pub error_kind: Option<String>,

@@ -22,7 +22,12 @@ mod merge;
 mod report;
 mod server;
 mod shards;
+mod side_by_side;
+mod spin;
+mod startup;
 mod stats;
+mod tails;
+mod vllm_bench;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -83,6 +88,25 @@ enum Command {
     /// other subcommands start every client through it.
     #[command(hide = true)]
     MeasureChild(MeasureChildArgs),
+    /// Start-up to the first request sent, and peak RSS of a 1-request run:
+    /// goodput, vllm-bench and the bytes-only floor, medians of --runs.
+    Startup(StartupCmd),
+    /// (Internal) spin on one thread until killed: the second process of
+    /// `client-cost --busy-core`.
+    #[command(hide = true)]
+    Spin {
+        /// Stop after this many seconds even if nobody kills it.
+        #[arg(long, default_value_t = 3600)]
+        limit_s: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+struct StartupCmd {
+    #[command(flatten)]
+    startup: startup::StartupArgs,
+    #[command(flatten)]
+    common: CommonArgs,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +175,15 @@ struct CommonArgs {
     /// idle (at most 10% of the cores busy); a run that starts busy is noted.
     #[arg(long, default_value_t = 60)]
     idle_wait_s: u64,
+    /// The vllm-bench binary [default: $VLLM_BENCH, else
+    /// /work/tgt-vllmbench/release/vllm-bench when it exists].
+    #[arg(long)]
+    vllm_bench: Option<PathBuf>,
+    /// The endpoint vllm-bench is pointed at: completions (`--backend vllm`,
+    /// as goodput) or chat (`--backend openai-chat`: its TTFT then counts the
+    /// server's role-only first chunk).
+    #[arg(long, value_enum, default_value_t = vllm_bench::Api::Completions)]
+    vllm_bench_backend: vllm_bench::Api,
     #[command(flatten)]
     server: ServerArgs,
 }
@@ -239,9 +272,13 @@ struct StreamsArgs {
 struct ClientCostArgs {
     #[command(flatten)]
     streams: StreamsArgs,
-    /// Clients to measure, comma-separated: bytes, hyper, goodput.
+    /// Clients to measure, comma-separated: bytes, hyper, goodput, vllm-bench.
     #[arg(long, value_delimiter = ',', default_value = "bytes,hyper,goodput")]
     clients: Vec<ClientName>,
+    /// During each measured run, keep one core busy with a second process
+    /// (`bench spin`, its CPU reported apart, not charged to the client).
+    #[arg(long)]
+    busy_core: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -252,6 +289,20 @@ enum ClientName {
     Hyper,
     /// The goodput binary.
     Goodput,
+    /// vLLM's Rust client `vllm-bench` (see --vllm-bench).
+    VllmBench,
+}
+
+impl ClientName {
+    /// The client an experiment runs for this name.
+    fn kind(self) -> ClientKind {
+        match self {
+            ClientName::Bytes => ClientKind::BytesOnly,
+            ClientName::Hyper => ClientKind::Hyper,
+            ClientName::Goodput => ClientKind::Goodput,
+            ClientName::VllmBench => ClientKind::VllmBench,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -309,6 +360,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Serve(args) => serve(args),
+        Command::Spin { limit_s } => {
+            spin::spin(Duration::from_secs(limit_s));
+            Ok(())
+        }
+        Command::Startup(args) => startup_cmd(&args),
         Command::BytesClient(args) => {
             let summary = bytes_client::run(&args.config())?;
             println!("{}", serde_json::to_string(&summary)?);
@@ -320,16 +376,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::ClientCost(args) => {
-            let env = bench_env(&args.streams.common)?;
-            let kinds: Vec<ClientKind> = args
-                .clients
-                .iter()
-                .map(|c| match c {
-                    ClientName::Bytes => ClientKind::BytesOnly,
-                    ClientName::Hyper => ClientKind::Hyper,
-                    ClientName::Goodput => ClientKind::Goodput,
-                })
-                .collect();
+            let mut env = bench_env(&args.streams.common)?;
+            env.busy_core = args.busy_core;
+            let kinds: Vec<ClientKind> = args.clients.iter().map(|c| c.kind()).collect();
+            if kinds.contains(&ClientKind::VllmBench) {
+                vllm_bench::require(env.vllm_bench.as_deref())?;
+            }
             let runs = closed_loop_runs(&env, &args.streams, &kinds)?;
             print_report(&env, &runs);
             Ok(())
@@ -383,6 +435,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// `bench startup`: runs, then its tables and the commands.
+fn startup_cmd(args: &StartupCmd) -> anyhow::Result<()> {
+    let env = bench_env(&args.common)?;
+    let runs = startup::run(&env, &args.startup)?;
+    let mut out = report::setup(&env);
+    out.push_str(&startup::report(&runs));
+    out.push_str(&report::commands(&runs));
+    print!("{out}");
+    Ok(())
+}
+
 fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let goodput = common
@@ -410,6 +473,10 @@ fn bench_env(common: &CommonArgs) -> anyhow::Result<BenchEnv> {
         server: common.server.config(None),
         time_limit: Duration::from_secs(common.time_limit_s),
         idle_wait: Duration::from_secs(common.idle_wait_s),
+        vllm_bench: vllm_bench::locate(common.vllm_bench.as_deref()),
+        vllm_bench_api: common.vllm_bench_backend,
+        busy_core: false,
+        goodput_args: Vec::new(),
     })
 }
 
@@ -450,6 +517,9 @@ fn print_report(env: &BenchEnv, runs: &[ClientRun]) {
     }
     if runs.iter().any(|r| r.accuracy.is_some()) {
         out.push_str(&report::accuracy(runs));
+    }
+    if runs.iter().any(|r| r.extras.tails.is_some()) {
+        out.push_str(&side_by_side::report(runs));
     }
     if runs.iter().any(|r| r.open_loop.is_some()) {
         out.push_str(&report::open_loop(runs));

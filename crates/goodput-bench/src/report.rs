@@ -140,7 +140,7 @@ fn cost_row(run: &ClientRun, runs: &[ClientRun]) -> Vec<String> {
         })
         .map(ClientRun::cpu_per_token_us);
     let ratio = match (run.client, floor) {
-        (ClientKind::Goodput | ClientKind::Hyper, Some(floor)) => {
+        (ClientKind::Goodput | ClientKind::Hyper | ClientKind::VllmBench, Some(floor)) => {
             format!("{}×", num(run.cpu_per_token_us() / floor, 2))
         }
         _ => "–".to_string(),
@@ -537,6 +537,7 @@ mod tests {
                 max_rss_kib: 2048,
                 rss_floor_kib: 1024,
                 exit_code: Some(0),
+                spawn_monotonic_ns: None,
                 stdout: String::new(),
                 stderr: String::new(),
             },
@@ -547,6 +548,7 @@ mod tests {
             notes: vec!["a note".to_string()],
             accuracy: None,
             open_loop: None,
+            extras: Default::default(),
         }
     }
 
