@@ -25,6 +25,38 @@ use std::sync::OnceLock;
 /// character. A test holds the two to the same pieces.
 const LOOKAHEAD: &str = r"|\s+(?!\S)|\s+";
 
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+thread_local! {
+    /// Each thread's own copy of the encoders' regexes, by encoder id.
+    static OWN_REGEX: std::cell::RefCell<Vec<(u64, regex::Regex)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's own clone of `shared`. A regex's scratch
+/// space is pooled, and only the thread that used it first takes the pool's
+/// fast path; every other thread (the workload's, the aggregator's) went
+/// through the pool's lock on each piece, a third of a long prompt's
+/// preparation. A clone has a pool of its own.
+fn with_own_regex<R>(id: u64, shared: &regex::Regex, f: impl FnOnce(&regex::Regex) -> R) -> R {
+    OWN_REGEX.with(|own| {
+        let mut own = own.borrow_mut();
+        let at = match own.iter().position(|(i, _)| *i == id) {
+            Some(at) => at,
+            None => {
+                // A process holds one or two encoders; a thread that made
+                // many (tests) keeps only the latest few.
+                if own.len() >= 4 {
+                    own.remove(0);
+                }
+                own.push((id, shared.clone()));
+                own.len() - 1
+            }
+        };
+        f(&own[at].1)
+    })
+}
+
 /// The pieces of `text` under `fast` (a pattern ending in `|\s+` where the
 /// original ended in [`LOOKAHEAD`]). The two differ only on a run of two or
 /// more whitespace characters without a line break, followed by a
@@ -77,6 +109,8 @@ pub struct Bpe {
     /// The pattern without its lookahead, for the `regex` crate's automata
     /// (see [`LOOKAHEAD`]); `None` when the pattern has no such form.
     fast: Option<regex::Regex>,
+    /// Tells this encoder's regex apart in a thread's [`with_own_regex`].
+    id: u64,
     /// `(offset, len)` in `arena` of each rank; `len == 0` for a rank that
     /// is no token. Built on the first [`Bpe::decode`].
     by_rank: OnceLock<Vec<(u32, u32)>>,
@@ -172,6 +206,7 @@ impl Bpe {
             mask: cap - 1,
             pattern,
             fast,
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             by_rank: OnceLock::new(),
         };
         // Lines found with memchr, base64 decoded by hand straight into the
@@ -245,7 +280,7 @@ impl Bpe {
     /// the byte-pair merge still encodes, so no text goes uncounted.
     fn pieces(&self, text: &str, mut f: impl FnMut(&[u8])) {
         if let Some(fast) = &self.fast {
-            return fast_pieces(fast, text, f);
+            return with_own_regex(self.id, fast, |re| fast_pieces(re, text, f));
         }
         let mut end = 0;
         for m in self.pattern.find_iter(text) {
