@@ -371,18 +371,18 @@ pub fn open_loop(
 }
 
 /// What a run is, for [`measure`].
-struct RunSpec<'a> {
-    client: ClientKind,
-    streams: usize,
-    requests: usize,
-    repetition: usize,
-    label: &'a str,
+pub struct RunSpec<'a> {
+    pub client: ClientKind,
+    pub streams: usize,
+    pub requests: usize,
+    pub repetition: usize,
+    pub label: &'a str,
 }
 
 /// Waits for a quiet machine, runs `command` as a measured child while
 /// `server` serves it, stops the server, and returns the run's cost (notes,
 /// accuracy and open-loop figures still empty) with the server's log.
-fn measure(
+pub fn measure(
     env: &BenchEnv,
     server: ReferenceServer,
     command: &ChildCommand,

@@ -101,7 +101,7 @@ pub fn read_records(path: &Path) -> anyhow::Result<Vec<ClientRecord>> {
 }
 
 /// Server log entries by the integer suffix of their request id.
-fn index_log(log: &[RequestLog]) -> HashMap<u64, &RequestLog> {
+pub fn index_log(log: &[RequestLog]) -> HashMap<u64, &RequestLog> {
     log.iter()
         .filter_map(|entry| {
             let id = entry.request_id.as_deref()?;

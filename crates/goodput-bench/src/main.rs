@@ -17,6 +17,8 @@ mod experiments;
 mod http;
 mod hyper_client;
 mod join;
+mod long_context;
+mod long_context_report;
 mod machine;
 mod merge;
 mod report;
@@ -79,6 +81,13 @@ enum Command {
     /// `goodput merge` of synthetic part files (1,000,000 records over 4
     /// shards): wall time, CPU, peak RSS, records/s.
     Merge(MergeCmd),
+    /// Long contexts both ways: goodput at 64 streams of 128,000-token
+    /// prompts beside 1,000-token ones (scheduled send to the last byte at
+    /// the server, send delay, CPU per request, TTFT error), then token
+    /// events of 1 KB to 4 MB read by goodput and the bytes-only floor (CPU
+    /// per MB, TTFT and ITL error). The server's interval defaults to 2 ms here.
+    #[command(mut_arg("interval_ms", |a| a.default_value("2")))]
+    LongContext(LongContextCmd),
     /// Everything with defaults: client-cost of the three clients at 256 and
     /// 1,024 streams (3 requests per stream, 200 tokens, each set of runs
     /// repeated), then
@@ -145,6 +154,10 @@ struct ServerArgs {
     /// Worker threads of the reference server's tokio runtime.
     #[arg(long, default_value_t = 1)]
     server_threads: usize,
+    /// Bytes of text in every token event (" the the …", at most
+    /// 8,000,000) [default: " the", 4 bytes].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=long_context::MAX_EVENT_BYTES))]
+    event_bytes: Option<u64>,
 }
 
 impl ServerArgs {
@@ -154,6 +167,10 @@ impl ServerArgs {
             interval: Duration::from_millis(self.interval_ms),
             tokens_override,
             threads: self.server_threads,
+            token_text: self.event_bytes.map_or_else(
+                || ServerConfig::default().token_text,
+                |n| long_context::event_text(n as usize).into(),
+            ),
             ..ServerConfig::default()
         }
     }
@@ -329,6 +346,14 @@ struct ShardsCmd {
 }
 
 #[derive(Debug, Args)]
+struct LongContextCmd {
+    #[command(flatten)]
+    load: long_context::LongContextArgs,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
 struct MergeCmd {
     #[command(flatten)]
     merge: merge::MergeArgs,
@@ -408,6 +433,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let env = bench_env(&args.common)?;
             let runs = merge::run(&env, &args.merge)?;
             print!("{}", merge::report(&runs));
+            Ok(())
+        }
+        Command::LongContext(args) => {
+            let env = bench_env(&args.common)?;
+            let measured = long_context::run(&env, &args.load)?;
+            if let Some(path) = &args.load.json {
+                let json = long_context_report::json(&measured);
+                std::fs::write(path, format!("{json:#}\n"))
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            print!(
+                "{}{}",
+                report::setup(&env),
+                long_context_report::markdown(&measured)
+            );
             Ok(())
         }
         Command::All(AllArgs { repeat, common }) => {

@@ -61,6 +61,8 @@ pub struct ServerConfig {
     pub threads: usize,
     /// Model name served by `/v1/models` and echoed in events.
     pub model: String,
+    /// Text of every streamed token event, JSON-escaped (`--event-bytes`).
+    pub token_text: Arc<str>,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +73,7 @@ impl Default for ServerConfig {
             tokens_override: None,
             threads: 1,
             model: "ref".to_string(),
+            token_text: TOKEN_TEXT.into(),
         }
     }
 }
@@ -659,14 +662,15 @@ fn event_prefix(out: &mut Vec<u8>, shared: &Shared, plan: &Plan, created: u64) {
 
 fn token_event(out: &mut Vec<u8>, shared: &Shared, plan: &Plan, created: u64, finish_reason: &str) {
     event_prefix(out, shared, plan, created);
+    let text = &shared.config.token_text;
     let _ = match plan.endpoint {
         Endpoint::Completions => write!(
             out,
-            r#""choices":[{{"index":0,"text":"{TOKEN_TEXT}","logprobs":null,"finish_reason":{finish_reason}}}]}}"#
+            r#""choices":[{{"index":0,"text":"{text}","logprobs":null,"finish_reason":{finish_reason}}}]}}"#
         ),
         Endpoint::Chat => write!(
             out,
-            r#""choices":[{{"index":0,"delta":{{"content":"{TOKEN_TEXT}"}},"logprobs":null,"finish_reason":{finish_reason}}}]}}"#
+            r#""choices":[{{"index":0,"delta":{{"content":"{text}"}},"logprobs":null,"finish_reason":{finish_reason}}}]}}"#
         ),
     };
     out.extend_from_slice(b"\n\n");
