@@ -170,6 +170,12 @@ pub struct Upload {
     pub first_sched_s: f64,
     /// Kernel receive time of the request's last bytes − intended send.
     pub sched_to_last_byte: Spread,
+    /// The same, of the first wave: the first `first_wave` requests by
+    /// intended send (a closed loop sends every stream's first request at
+    /// once, and their uploads queue behind each other).
+    pub first_wave: Spread,
+    /// The same, of the requests after the first wave.
+    pub after_first_wave: Spread,
     /// Kernel receive time − actual send.
     pub send_delay: Spread,
     /// Actual send − intended send.
@@ -179,12 +185,20 @@ pub struct Upload {
 }
 
 /// The [`Upload`] figures from goodput's records and the server's log;
-/// `origin_ns` is the records' clock origin (`run.clock_origin_monotonic_ns`).
-/// Without it, only the counts, the first send and the schedule lag.
-pub fn upload(records: &[ClientRecord], log: &[RequestLog], origin_ns: Option<u64>) -> Upload {
+/// `origin_ns` is the records' clock origin (`run.clock_origin_monotonic_ns`),
+/// `first_wave` the number of streams. Without the origin, only the counts,
+/// the first send and the schedule lag.
+pub fn upload(
+    records: &[ClientRecord],
+    log: &[RequestLog],
+    origin_ns: Option<u64>,
+    first_wave: usize,
+) -> Upload {
     let by_id = join::index_log(log);
     let measured: Vec<&ClientRecord> = records.iter().filter(|r| r.is_measured()).collect();
     let (mut to_last, mut send_delay, mut late) = (Vec::new(), Vec::new(), Vec::new());
+    // (intended send, scheduled send → last byte), to split off the first wave.
+    let mut by_sched: Vec<(f64, f64)> = Vec::new();
     for record in measured.iter().filter(|r| r.ok) {
         let Some(entry) = by_id.get(&record.request_id) else {
             continue;
@@ -196,6 +210,7 @@ pub fn upload(records: &[ClientRecord], log: &[RequestLog], origin_ns: Option<u6
         let kernel_ms = (kernel as i128 - origin as i128) as f64 / 1e6;
         if let Some(sched) = record.sched_s {
             to_last.push(kernel_ms - sched * 1e3);
+            by_sched.push((sched, kernel_ms - sched * 1e3));
         }
         if let Some(send) = record.send_s {
             send_delay.push(kernel_ms - send * 1e3);
@@ -203,6 +218,9 @@ pub fn upload(records: &[ClientRecord], log: &[RequestLog], origin_ns: Option<u6
         late.extend(entry.read_lateness_ms());
     }
     let lags: Vec<f64> = measured.iter().filter_map(|r| r.schedule_lag_ms).collect();
+    by_sched.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let wave: Vec<f64> = by_sched.iter().map(|&(_, t)| t).collect();
+    let (first, after) = wave.split_at(first_wave.min(wave.len()));
     Upload {
         measured: measured.len(),
         timed: to_last.len(),
@@ -211,6 +229,8 @@ pub fn upload(records: &[ClientRecord], log: &[RequestLog], origin_ns: Option<u6
             .filter_map(|r| r.sched_s)
             .fold(f64::NAN, f64::min),
         sched_to_last_byte: Spread::of(&to_last),
+        first_wave: Spread::of(first),
+        after_first_wave: Spread::of(after),
         send_delay: Spread::of(&send_delay),
         schedule_lag: Spread::of(&lags),
         read_lateness: Spread::of(&late),
@@ -268,8 +288,13 @@ fn prompt_run(
         output_tokens: args.output_tokens,
         tokenizer: None,
     };
-    let (mut run, records, log, origin) = goodput_run(env, &load, &label, repetition)?;
-    let upload = upload(&records, &log, origin);
+    let Joined {
+        mut run,
+        records,
+        log,
+        origin,
+    } = goodput_run(env, &load, &label, repetition)?;
+    let upload = upload(&records, &log, origin, args.streams);
     if upload.timed < upload.measured {
         run.notes.push(format!(
             "{label}: {} of {} requests have no upload figures (failed, not in the server's log, \
@@ -297,17 +322,27 @@ struct Load {
     tokenizer: Option<&'static str>,
 }
 
+/// A goodput run joined with the server's log.
+struct Joined {
+    /// The run, its accuracy filled in.
+    run: ClientRun,
+    /// goodput's records.
+    records: Vec<ClientRecord>,
+    /// The server's log.
+    log: Vec<RequestLog>,
+    /// The records' clock origin on `CLOCK_MONOTONIC`, ns.
+    origin: Option<u64>,
+}
+
 /// goodput in closed loop against a fresh server, without warm-up (every
 /// request is measured, and the first wave sends every stream's prompt at
-/// once, the hardest case for the upload), joined with the server's log:
-/// the run (its accuracy filled in), goodput's records, the server's log
-/// and the records' clock origin.
+/// once, the hardest case for the upload), joined with the server's log.
 fn goodput_run(
     env: &BenchEnv,
     load: &Load,
     label: &str,
     repetition: usize,
-) -> anyhow::Result<(ClientRun, Vec<ClientRecord>, Vec<RequestLog>, Option<u64>)> {
+) -> anyhow::Result<Joined> {
     let server = crate::server::ReferenceServer::start(env.server.clone(), 0)?;
     let mut flags = exp::words(&[
         "--concurrency",
@@ -357,7 +392,12 @@ fn goodput_run(
         ));
     }
     run.accuracy = Some(accuracy);
-    Ok((run, records, log, origin))
+    Ok(Joined {
+        run,
+        records,
+        log,
+        origin,
+    })
 }
 
 /// The floor, goodput, and goodput without its tokenizer, reading events
@@ -408,7 +448,7 @@ fn event_runs(
                 "o200k"
             }
         );
-        let (run, ..) = goodput_run(&env, &load, &label, repetition)?;
+        let run = goodput_run(&env, &load, &label, repetition)?.run;
         runs.push(EventRun {
             event_bytes,
             interval,
@@ -471,12 +511,16 @@ mod tests {
             record(r#"{"request_id":3,"ok":true,"phase":"measure","sched_s":1.4,"send_s":1.4}"#),
             record(r#"{"request_id":4,"ok":true,"phase":"warmup","sched_s":0.5,"send_s":0.5}"#),
         ];
-        let u = upload(&records, &log, Some(origin));
+        let u = upload(&records, &log, Some(origin), 1);
         let close = |x: f64, y: f64| (x - y).abs() < 1e-6;
         assert_eq!((u.measured, u.timed), (4, 2));
         assert!(close(u.first_sched_s, 1.0), "{u:?}");
         assert!(close(u.sched_to_last_byte.p50, 12.0), "{u:?}");
         assert!(close(u.sched_to_last_byte.max, 20.0), "{u:?}");
+        // The first wave is the first request by intended send.
+        assert_eq!((u.first_wave.n, u.after_first_wave.n), (1, 1));
+        assert!(close(u.first_wave.max, 4.0), "{u:?}");
+        assert!(close(u.after_first_wave.p50, 20.0), "{u:?}");
         assert!(close(u.send_delay.p50, (3.5 + 20.0) / 2.0), "{u:?}");
         assert!(close(u.send_delay.max, 20.0), "{u:?}");
         assert!(close(u.read_lateness.max, 1.0), "{u:?}");
@@ -484,7 +528,7 @@ mod tests {
         assert_eq!(u.schedule_lag.n, 2);
         assert!(close(u.schedule_lag.max, 0.5), "{u:?}");
         // Without the client's origin, nothing can be put on the server's clock.
-        let u = upload(&records, &log, None);
+        let u = upload(&records, &log, None, 1);
         assert_eq!((u.measured, u.timed, u.send_delay.n), (4, 0, 0));
     }
 

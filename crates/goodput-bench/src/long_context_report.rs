@@ -49,6 +49,12 @@ fn prompts(runs: &[PromptRun]) -> String {
                 format!("{} / {}", u.timed, u.measured),
                 num(u.first_sched_s, 2),
                 three(&u.sched_to_last_byte, 1),
+                format!(
+                    "{} / {}",
+                    num(u.first_wave.p50, 1),
+                    num(u.first_wave.max, 1)
+                ),
+                three(&u.after_first_wave, 1),
                 three(&u.send_delay, 1),
                 num(u.schedule_lag.p99, 2),
                 two(&u.read_lateness, 1),
@@ -63,6 +69,8 @@ fn prompts(runs: &[PromptRun]) -> String {
             "timed / requests",
             "first send, s after start",
             "scheduled send → last byte at the server p50 / p99 / max, ms",
+            "the same, first wave p50 / max, ms",
+            "the same, after it p50 / p99 / max, ms",
             "send delay p50 / p99 / max, ms",
             "schedule lag p99, ms",
             "server read lateness p50 / p99, ms",
@@ -113,7 +121,8 @@ fn prompts(runs: &[PromptRun]) -> String {
         "Scheduled send → last byte = the kernel's receive time of the request's last segment \
          (the server's `SO_TIMESTAMPNS`) − goodput's intended send (`sched_s`); send delay = the \
          same − goodput's `send_s` (taken right before the request's first write); schedule lag = \
-         `send_s` − `sched_s`; server read lateness = the server's user-space read of the whole \
+         `send_s` − `sched_s`; the first wave = the first requests by `sched_s`, one per stream \
+         (sent at once); server read lateness = the server's user-space read of the whole \
          request − the kernel's receive time. TTFT error = goodput's TTFT − the server's (first \
          token write − its read of the whole request); from the kernel's receive: the server's \
          read lateness taken out. First send = the earliest `sched_s`: goodput's start-up and the \
@@ -273,6 +282,8 @@ pub fn json(lc: &LongContext) -> Value {
                 "timed": u.timed,
                 "first_sched_s": if u.first_sched_s.is_finite() { json!(u.first_sched_s) } else { Value::Null },
                 "sched_to_last_byte_ms": spread_json(&u.sched_to_last_byte),
+                "first_wave_sched_to_last_byte_ms": spread_json(&u.first_wave),
+                "after_first_wave_sched_to_last_byte_ms": spread_json(&u.after_first_wave),
                 "send_delay_ms": spread_json(&u.send_delay),
                 "schedule_lag_ms": spread_json(&u.schedule_lag),
                 "server_read_lateness_ms": spread_json(&u.read_lateness),

@@ -81,6 +81,9 @@ fn long_prompts_and_large_events_have_sane_figures() {
         assert!(send_delay > 0.0 && send_delay < 10_000.0, "{p:#}");
         assert!(to_last >= number(p, &["send_delay_ms", "max"]), "{p:#}");
         assert!(number(p, &["first_sched_s"]) >= 0.0, "{p:#}");
+        // One request per stream: all of them in the first wave.
+        let wave = number(p, &["first_wave_sched_to_last_byte_ms", "n"]);
+        assert_eq!(wave, 2.0, "{p:#}");
         assert!(
             number(p, &["ttft_error_ms", "p50"]).abs() < 10_000.0,
             "{p:#}"
