@@ -435,21 +435,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", merge::report(&runs));
             Ok(())
         }
-        Command::LongContext(args) => {
-            let env = bench_env(&args.common)?;
-            let measured = long_context::run(&env, &args.load)?;
-            if let Some(path) = &args.load.json {
-                let json = long_context_report::json(&measured);
-                std::fs::write(path, format!("{json:#}\n"))
-                    .with_context(|| format!("writing {}", path.display()))?;
-            }
-            print!(
-                "{}{}",
-                report::setup(&env),
-                long_context_report::markdown(&measured)
-            );
-            Ok(())
-        }
+        Command::LongContext(args) => long_context_cmd(&args),
         Command::All(AllArgs { repeat, common }) => {
             let env = bench_env(&common)?;
             let streams = StreamsArgs {
@@ -483,6 +469,23 @@ fn startup_cmd(args: &StartupCmd) -> anyhow::Result<()> {
     out.push_str(&startup::report(&runs));
     out.push_str(&report::commands(&runs));
     print!("{out}");
+    Ok(())
+}
+
+/// `bench long-context`: the runs, the JSON when asked for, the markdown.
+fn long_context_cmd(args: &LongContextCmd) -> anyhow::Result<()> {
+    let env = bench_env(&args.common)?;
+    let measured = long_context::run(&env, &args.load)?;
+    if let Some(path) = &args.load.json {
+        let json = long_context_report::json(&measured);
+        std::fs::write(path, format!("{json:#}\n"))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    print!(
+        "{}{}",
+        report::setup(&env),
+        long_context_report::markdown(&measured)
+    );
     Ok(())
 }
 
