@@ -15,7 +15,10 @@
 //! `o200k_base`) is built on the first decode, so a run that never decodes
 //! never pays for it.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
+
+use super::rank_table;
 
 /// How o200k_base's pattern ends: a run of whitespace not followed by a
 /// non-space, else any run. Only the lookahead needs fancy-regex's
@@ -93,19 +96,16 @@ fn fast_pieces(fast: &regex::Regex, text: &str, mut f: impl FnMut(&[u8])) {
     }
 }
 
-/// One slot of the rank table; `len == 0` is empty.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    offset: u32,
-    len: u32,
-    rank: u32,
-}
-
 pub struct Bpe {
-    arena: Vec<u8>,
-    slots: Vec<Slot>,
+    /// Every token's bytes, and the open-addressing table of 12-byte slots
+    /// over them ([`rank_table`]): built into the binary for the built-in
+    /// encodings, built at run time from a rank file otherwise.
+    arena: Cow<'static, [u8]>,
+    slots: Cow<'static, [u8]>,
     mask: usize,
-    pattern: fancy_regex::Regex,
+    /// fancy-regex, for patterns the `regex` crate cannot take (and for a
+    /// backtracking limit); `None` when `fast` splits.
+    pattern: Option<fancy_regex::Regex>,
     /// The pattern without its lookahead, for the `regex` crate's automata
     /// (see [`LOOKAHEAD`]); `None` when the pattern has no such form.
     fast: Option<regex::Regex>,
@@ -116,157 +116,87 @@ pub struct Bpe {
     by_rank: OnceLock<Vec<(u32, u32)>>,
 }
 
-#[inline]
-fn hash(bytes: &[u8]) -> u64 {
-    // FxHash-style mixing, 8 bytes at a time.
-    const K: u64 = 0x517c_c1b7_2722_0a95;
-    let mut h = bytes.len() as u64;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-    }
-    h ^ (h >> 29)
-}
-
-/// Standard base64 (with `=` padding) into `out`; `None` if it is not.
-fn decode_base64(text: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    fn value(c: u8) -> Option<u32> {
-        Some(u32::from(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        }))
-    }
-    if !text.len().is_multiple_of(4) {
-        return None;
-    }
-    let quads = text.len() / 4;
-    for (q, quad) in text.chunks_exact(4).enumerate() {
-        let pad = if q + 1 == quads {
-            quad.iter().rev().take_while(|&&c| c == b'=').count()
-        } else {
-            0
-        };
-        if pad > 2 {
-            return None;
-        }
-        let mut v = 0u32;
-        for &c in &quad[..4 - pad] {
-            v = v << 6 | value(c)?;
-        }
-        v <<= 6 * pad as u32;
-        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
-        // Bits a shortened quad leaves over must be zero (canonical base64).
-        if pad > 0 && bytes[3 - pad] != 0 {
-            return None;
-        }
-        out.extend_from_slice(&bytes[..3 - pad]);
-    }
-    Some(())
-}
-
 impl Bpe {
-    /// Build from a `.tiktoken` rank file and the encoding's split pattern.
+    /// Build from a `.tiktoken` rank file and the encoding's split pattern
+    /// (the tests; a run uses the compiled tables, [`Bpe::from_static`]).
+    #[cfg(test)]
     pub fn new(ranks_file: &str, pattern: &str) -> Result<Bpe, String> {
         Self::with_backtrack_limit(ranks_file, pattern, None)
     }
 
-    /// As [`Bpe::new`], with fancy-regex's backtracking limit set (tests use
-    /// a tiny one to exercise the fallback).
+    /// As [`Bpe::new`], with fancy-regex's backtracking limit set: the split
+    /// is then always fancy-regex's (tests use a tiny limit to exercise the
+    /// fallback, and a large one to compare the two splits).
+    #[cfg(test)]
     pub fn with_backtrack_limit(
         ranks_file: &str,
         pattern: &str,
         limit: Option<usize>,
     ) -> Result<Bpe, String> {
-        let mut builder = fancy_regex::RegexBuilder::new(pattern);
-        if let Some(l) = limit {
-            builder.backtrack_limit(l);
+        let (arena, slots) = rank_table::build_table(ranks_file)?;
+        Self::from_table(Cow::Owned(arena), Cow::Owned(slots), pattern, limit)
+    }
+
+    /// From a table built at compile time (the built-in encodings).
+    pub fn from_static(
+        arena: &'static [u8],
+        slots: &'static [u8],
+        pattern: &str,
+    ) -> Result<Bpe, String> {
+        Self::from_table(Cow::Borrowed(arena), Cow::Borrowed(slots), pattern, None)
+    }
+
+    fn from_table(
+        arena: Cow<'static, [u8]>,
+        slots: Cow<'static, [u8]>,
+        pattern: &str,
+        limit: Option<usize>,
+    ) -> Result<Bpe, String> {
+        let n = slots.len() / rank_table::SLOT_BYTES;
+        if n == 0 || !n.is_power_of_two() || !slots.len().is_multiple_of(rank_table::SLOT_BYTES) {
+            return Err(format!("a rank table of {} bytes is no table", slots.len()));
         }
-        let fast = pattern
-            .strip_suffix(LOOKAHEAD)
-            .and_then(|head| regex::Regex::new(&format!("^(?:{head}|\\s+)")).ok());
-        let pattern = builder.build().map_err(|e| e.to_string())?;
-        let bytes = ranks_file.as_bytes();
-        let lines = memchr::memchr_iter(b'\n', bytes).count() + 1;
-        let cap = (lines * 2).next_power_of_two().max(16);
-        let mut bpe = Bpe {
-            arena: Vec::with_capacity(bytes.len()),
-            slots: vec![Slot::default(); cap],
-            mask: cap - 1,
+        let fast = match limit {
+            None => pattern
+                .strip_suffix(LOOKAHEAD)
+                .and_then(|head| regex::Regex::new(&format!("^(?:{head}|\\s+)")).ok()),
+            Some(_) => None,
+        };
+        // Compiling fancy-regex cost ~5 ms of start-up: only when needed.
+        let pattern = match fast {
+            Some(_) => None,
+            None => {
+                let mut builder = fancy_regex::RegexBuilder::new(pattern);
+                if let Some(l) = limit {
+                    builder.backtrack_limit(l);
+                }
+                Some(builder.build().map_err(|e| e.to_string())?)
+            }
+        };
+        Ok(Bpe {
+            arena,
+            slots,
+            mask: n - 1,
             pattern,
             fast,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             by_rank: OnceLock::new(),
-        };
-        // Lines found with memchr, base64 decoded by hand straight into the
-        // arena: `str::lines` and the base64 crate's per-call set-up were
-        // most of start-up's CPU (callgrind: 160 of 240 million instructions
-        // for o200k_base).
-        let mut start = 0;
-        for (n, end) in memchr::memchr_iter(b'\n', bytes)
-            .chain(std::iter::once(bytes.len()))
-            .enumerate()
-        {
-            let line = &bytes[start..end];
-            start = end + 1;
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.is_empty() {
-                continue;
-            }
-            let bad = |what: &str| format!("line {}: {what}", n + 1);
-            let space = memchr::memchr(b' ', line).ok_or_else(|| bad("expected 'TOKEN RANK'"))?;
-            let digits = &line[space + 1..];
-            if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
-                return Err(bad("the rank is not a number"));
-            }
-            let rank = digits
-                .iter()
-                .fold(0u32, |r, &d| r * 10 + u32::from(d - b'0'));
-            let offset = bpe.arena.len();
-            decode_base64(&line[..space], &mut bpe.arena).ok_or_else(|| bad("invalid base64"))?;
-            bpe.insert(offset, rank);
-        }
-        Ok(bpe)
-    }
-
-    /// Enters the token that ends the arena, from `offset` on.
-    fn insert(&mut self, offset: usize, rank: u32) {
-        let token = &self.arena[offset..];
-        let mut i = hash(token) as usize & self.mask;
-        while self.slots[i].len != 0 {
-            i = (i + 1) & self.mask;
-        }
-        self.slots[i] = Slot {
-            offset: offset as u32,
-            len: token.len() as u32,
-            rank,
-        };
+        })
     }
 
     /// The rank of `bytes` if it is a token.
     #[inline]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        let mut i = hash(bytes) as usize & self.mask;
+        let mut i = rank_table::hash(bytes) as usize & self.mask;
         loop {
-            let s = self.slots[i];
-            if s.len == 0 {
+            let (offset, len, rank) = rank_table::slot(&self.slots, i);
+            if len == 0 {
                 return None;
             }
-            if s.len as usize == bytes.len() {
-                let start = s.offset as usize;
+            if len as usize == bytes.len() {
+                let start = offset as usize;
                 if &self.arena[start..start + bytes.len()] == bytes {
-                    return Some(s.rank);
+                    return Some(rank);
                 }
             }
             i = (i + 1) & self.mask;
@@ -282,8 +212,12 @@ impl Bpe {
         if let Some(fast) = &self.fast {
             return with_own_regex(self.id, fast, |re| fast_pieces(re, text, f));
         }
+        let Some(pattern) = &self.pattern else {
+            f(text.as_bytes());
+            return;
+        };
         let mut end = 0;
-        for m in self.pattern.find_iter(text) {
+        for m in pattern.find_iter(text) {
             match m {
                 Ok(m) => {
                     // The patterns match every character, so matches are contiguous;
@@ -362,10 +296,12 @@ impl Bpe {
     /// The bytes of token `rank`, if it is one.
     fn token_bytes(&self, rank: u32) -> Option<&[u8]> {
         let by_rank = self.by_rank.get_or_init(|| {
-            let max = self.slots.iter().filter(|s| s.len != 0).map(|s| s.rank);
-            let mut table = vec![(0, 0); max.max().map_or(0, |m| m as usize + 1)];
-            for s in self.slots.iter().filter(|s| s.len != 0) {
-                table[s.rank as usize] = (s.offset, s.len);
+            let slots = (0..=self.mask).map(|i| rank_table::slot(&self.slots, i));
+            let filled: Vec<_> = slots.filter(|s| s.1 != 0).collect();
+            let max = filled.iter().map(|s| s.2).max();
+            let mut table = vec![(0, 0); max.map_or(0, |m| m as usize + 1)];
+            for (offset, len, rank) in filled {
+                table[rank as usize] = (offset, len);
             }
             table
         });
@@ -415,8 +351,11 @@ mod tests {
     #[test]
     fn the_fast_split_is_the_lookahead_split() {
         use rand::{Rng, SeedableRng};
-        let mut fast = Bpe::new("", crate::tokenizer::O200K_PATTERN_FOR_TESTS).unwrap();
-        assert!(fast.fast.is_some());
+        let pattern = crate::tokenizer::O200K_PATTERN_FOR_TESTS;
+        let fast = Bpe::new("", pattern).unwrap();
+        assert!(fast.fast.is_some() && fast.pattern.is_none());
+        let slow = Bpe::with_backtrack_limit("", pattern, Some(1_000_000)).unwrap();
+        assert!(slow.fast.is_none());
         let alphabet: Vec<char> = " \t\n\r\u{a0}\u{3000}\u{2028}aZé中Ж'sS0129.,!/-_\"$"
             .chars()
             .collect();
@@ -444,10 +383,8 @@ mod tests {
                 .map(String::from),
             )
             .collect();
-        let quick: Vec<_> = texts.iter().map(|t| split(&fast, t)).collect();
-        fast.fast = None;
-        for (t, q) in texts.iter().zip(quick) {
-            assert_eq!(q, split(&fast, t), "{t:?}");
+        for t in &texts {
+            assert_eq!(split(&fast, t), split(&slow, t), "{t:?}");
         }
     }
 
@@ -460,12 +397,15 @@ mod tests {
             let bytes: Vec<u8> = (0..n).map(|i| (i * 37 + n * 11) as u8).collect();
             let text = engine.encode(&bytes);
             out.clear();
-            assert_eq!(decode_base64(text.as_bytes(), &mut out), Some(()));
+            assert_eq!(
+                rank_table::decode_base64(text.as_bytes(), &mut out),
+                Some(())
+            );
             assert_eq!(out, bytes);
         }
         for bad in ["A", "AB=C", "A===", "QQ=", "QR==", "Q!==", "QUJ="] {
             out.clear();
-            let ours = decode_base64(bad.as_bytes(), &mut out).is_some();
+            let ours = rank_table::decode_base64(bad.as_bytes(), &mut out).is_some();
             assert_eq!(ours, engine.decode(bad).is_ok(), "{bad}");
         }
     }
@@ -484,7 +424,12 @@ mod tests {
         let full = Bpe::new(ranks, pattern).unwrap();
         let limited = Bpe::with_backtrack_limit(ranks, pattern, Some(2)).unwrap();
         // The limit really bites: the regex reports an error part-way.
-        assert!(limited.pattern.find_iter(&text).any(|m| m.is_err()));
+        assert!(limited
+            .pattern
+            .as_ref()
+            .unwrap()
+            .find_iter(&text)
+            .any(|m| m.is_err()));
         for bpe in [&full, &limited] {
             let ids = bpe.encode(&text);
             assert_eq!(bpe.decode(&ids).unwrap(), text.as_bytes());

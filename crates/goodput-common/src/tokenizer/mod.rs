@@ -16,6 +16,10 @@
 
 mod bpe;
 mod hugging_face;
+// Building a table from a rank file is the build script's (and the tests');
+// a run only reads the compiled tables.
+#[cfg_attr(not(test), allow(dead_code))]
+mod rank_table;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -50,24 +54,33 @@ pub(crate) const O200K_PATTERN_FOR_TESTS: &str = O200K_PATTERN;
 /// The split pattern of `cl100k_base`.
 const CL100K_PATTERN: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
 
+/// The rank files, for the tests (a run uses the tables the build script
+/// made from them).
+#[cfg(test)]
 const O200K_RANKS: &str = include_str!("../../assets/o200k_base.tiktoken");
+#[cfg(test)]
 const CL100K_RANKS: &str = include_str!("../../assets/cl100k_base.tiktoken");
 
-/// A built-in encoding: its rank file, split pattern, and the rank file's
-/// hash, computed by the first tokenizer built from it (the asset never
-/// changes within a process).
+/// A built-in encoding: its rank table (built from the rank file at compile
+/// time, `build.rs`), its split pattern, and the rank file's hash.
 struct Builtin {
     name: &'static str,
+    arena: &'static [u8],
+    slots: &'static [u8],
+    #[cfg(test)]
     ranks: &'static str,
     pattern: &'static str,
-    /// `sha256sum` of `ranks`, written down rather than computed at every
-    /// start (hashing the 3.6 MB asset was a tenth of start-up's CPU); a
-    /// test checks it against the asset.
+    /// `sha256sum` of the rank file, written down rather than computed at
+    /// every start (hashing the 3.6 MB asset was a tenth of start-up's
+    /// CPU); a test checks it against the asset.
     sha256: &'static str,
 }
 
 static O200K: Builtin = Builtin {
     name: "o200k_base",
+    arena: include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.arena")),
+    slots: include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.slots")),
+    #[cfg(test)]
     ranks: O200K_RANKS,
     pattern: O200K_PATTERN,
     sha256: "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -75,6 +88,9 @@ static O200K: Builtin = Builtin {
 
 static CL100K: Builtin = Builtin {
     name: "cl100k_base",
+    arena: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.arena")),
+    slots: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.slots")),
+    #[cfg(test)]
     ranks: CL100K_RANKS,
     pattern: CL100K_PATTERN,
     sha256: "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
@@ -188,9 +204,11 @@ impl Tokenizer {
     fn tiktoken(builtin: &'static Builtin) -> Result<Self, TokenizerError> {
         let name = builtin.name;
         let bpe =
-            Bpe::new(builtin.ranks, builtin.pattern).map_err(|message| TokenizerError::Load {
-                name: name.to_string(),
-                message,
+            Bpe::from_static(builtin.arena, builtin.slots, builtin.pattern).map_err(|message| {
+                TokenizerError::Load {
+                    name: name.to_string(),
+                    message,
+                }
             })?;
         Ok(Tokenizer {
             backing: Backing::Tiktoken(Arc::new(bpe)),
@@ -383,6 +401,16 @@ mod tests {
     fn tokenizer_is_shared_across_threads() {
         fn shared<T: Send + Sync + 'static>() {}
         shared::<Tokenizer>();
+    }
+
+    /// The tables the build script made are the ones built at run time
+    /// from the same rank files.
+    #[test]
+    fn the_compiled_tables_are_the_rank_files() {
+        for b in [&O200K, &CL100K] {
+            let (arena, slots) = rank_table::build_table(b.ranks).unwrap();
+            assert!(arena == b.arena && slots == b.slots, "{}", b.name);
+        }
     }
 
     #[test]
