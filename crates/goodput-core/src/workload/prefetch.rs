@@ -3,22 +3,84 @@
 //! A [`RequestSource`] may be slow per request: an exact-length prompt is
 //! encoded and adjusted, a dataset row is tokenized, a trace's shared blocks
 //! are assembled. [`Prefetch`] runs the source on a thread of its own that
-//! keeps a bounded buffer of built requests ahead of the executor, and the
-//! run starts only once the buffer is full (or the source is exhausted): a
-//! run of up to [`CAPACITY`] requests is built entirely before its first
-//! send, and a longer one is built beside it, as fast as the source goes.
-//! `BENCHMARKS.md` has the build rates against the send rates they feed.
+//! keeps a buffer of built requests ahead of the executor, bounded by their
+//! bytes ([`BYTES_AHEAD`]) and by the plan's request count, and the run
+//! starts only once the buffer is full (or the source is exhausted): a run
+//! whose requests fit in the buffer is built entirely before its first send,
+//! so no build competes with the sends for a core; a longer one is built
+//! beside it, at a lower priority than the request path, in refills of half
+//! the buffer (the thread sleeps in between, and neither side wakes the
+//! other for every request). `BENCHMARKS.md` has the build rates against
+//! the send rates they feed.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 use tokio::sync::{mpsc, watch};
 
 use super::source::{FollowUps, Planned, RequestSource};
 use crate::shard::ShardOf;
 
-/// Requests built ahead of the executor. A 32k-token prompt is about
-/// 200 KB, so the buffer stays near 200 MB even then.
-pub const CAPACITY: usize = 1024;
+/// Bytes of built requests held ahead of the executor: 30,000 short
+/// prompts (a second and a half of a 20,000 req/s open loop) or 32 prompts of
+/// 128,000 tokens.
+pub const BYTES_AHEAD: usize = 16 << 20;
+
+/// What one built request holds: its body and its own struct (the rest,
+/// shared `Arc`s, is counted once elsewhere).
+fn footprint(p: &Planned) -> usize {
+    p.request.body.len() + std::mem::size_of::<(u64, Planned)>()
+}
+
+/// The fill level the builder and the executor share.
+struct Level {
+    /// Bytes and requests in the buffer.
+    bytes: AtomicUsize,
+    count: AtomicUsize,
+    /// The builder is asleep until the buffer is down to half.
+    asleep: AtomicBool,
+    lock: Mutex<()>,
+    wake: Condvar,
+    bytes_max: usize,
+    count_max: usize,
+}
+
+impl Level {
+    fn full(&self) -> bool {
+        self.bytes.load(Ordering::SeqCst) >= self.bytes_max
+            || self.count.load(Ordering::SeqCst) >= self.count_max
+    }
+
+    fn half_empty(&self) -> bool {
+        self.bytes.load(Ordering::SeqCst) <= self.bytes_max / 2
+            && self.count.load(Ordering::SeqCst) <= self.count_max / 2
+    }
+
+    /// The builder, after a full buffer: sleep until it is half empty (or
+    /// the executor is gone).
+    fn wait_for_room(&self, gone: impl Fn() -> bool) {
+        let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.asleep.store(true, Ordering::SeqCst);
+        while !self.half_empty() && !gone() {
+            g = self.wake.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        self.asleep.store(false, Ordering::SeqCst);
+    }
+
+    /// The executor took a request of `bytes`.
+    fn took(&self, bytes: usize) {
+        self.bytes.fetch_sub(bytes, Ordering::SeqCst);
+        self.count.fetch_sub(1, Ordering::SeqCst);
+        if self.asleep.load(Ordering::SeqCst) && self.half_empty() {
+            self.wake_builder();
+        }
+    }
+
+    fn wake_builder(&self) {
+        let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.wake.notify_one();
+    }
+}
 
 /// The receiving end of a source running on its own thread.
 pub struct Prefetch {
@@ -28,8 +90,9 @@ pub struct Prefetch {
 
 enum Inner {
     Thread {
-        rx: mpsc::Receiver<(u64, Planned)>,
+        rx: mpsc::UnboundedReceiver<(u64, Planned, usize)>,
         primed: watch::Receiver<bool>,
+        level: Arc<Level>,
     },
     /// Built on demand on the caller's task: for tests under paused time,
     /// where a thread's real time would let the paused clock run ahead.
@@ -64,9 +127,9 @@ impl Numbered {
 }
 
 impl Prefetch {
-    /// Start building from `source`, at most `capacity` requests ahead.
-    /// The thread ends when the source is exhausted or the `Prefetch` is
-    /// dropped.
+    /// Start building from `source`, at most `capacity` requests (and
+    /// [`BYTES_AHEAD`] bytes) ahead. The thread ends when the source is
+    /// exhausted or the `Prefetch` is dropped.
     pub fn start(source: Box<dyn RequestSource>, capacity: usize) -> std::io::Result<Self> {
         Self::start_shard(source, capacity, None)
     }
@@ -78,32 +141,65 @@ impl Prefetch {
         capacity: usize,
         shard: Option<ShardOf>,
     ) -> std::io::Result<Self> {
-        let capacity = capacity.clamp(1, CAPACITY);
+        Self::start_bounded(source, capacity, BYTES_AHEAD, shard)
+    }
+
+    fn start_bounded(
+        source: Box<dyn RequestSource>,
+        capacity: usize,
+        bytes_max: usize,
+        shard: Option<ShardOf>,
+    ) -> std::io::Result<Self> {
         let follow_ups = source.follow_ups();
         let mut source = Numbered {
             source,
             next: 0,
             shard,
         };
-        let (tx, rx) = mpsc::channel(capacity);
+        let (tx, rx) = mpsc::unbounded_channel();
         let (primed_tx, primed) = watch::channel(false);
+        let level = Arc::new(Level {
+            bytes: AtomicUsize::new(0),
+            count: AtomicUsize::new(0),
+            asleep: AtomicBool::new(false),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            bytes_max: bytes_max.max(1),
+            count_max: capacity.max(1),
+        });
+        let shared = level.clone();
         std::thread::Builder::new()
             .name("goodput-workload".into())
             .spawn(move || {
-                let mut built = 0usize;
-                while let Some(p) = source.next() {
-                    if tx.blocking_send(p).is_err() {
+                let level = shared;
+                let mut primed = false;
+                while let Some((k, p)) = source.next() {
+                    let bytes = footprint(&p);
+                    // Counted before it is sent, so that the executor's
+                    // `took` never runs ahead of the count.
+                    level.bytes.fetch_add(bytes, Ordering::SeqCst);
+                    level.count.fetch_add(1, Ordering::SeqCst);
+                    if tx.send((k, p, bytes)).is_err() {
                         return;
                     }
-                    built += 1;
-                    if built == capacity {
-                        primed_tx.send_replace(true);
+                    if level.full() {
+                        if !primed {
+                            primed = true;
+                            primed_tx.send_replace(true);
+                            // The run is about to start: from here on the
+                            // request path comes first.
+                            crate::aggregate::lower_thread_priority();
+                        }
+                        level.wait_for_room(|| tx.is_closed());
+                        if tx.is_closed() {
+                            return;
+                        }
                     }
                 }
                 primed_tx.send_replace(true);
             })?;
         Ok(Prefetch {
-            inner: Inner::Thread { rx, primed },
+            inner: Inner::Thread { rx, primed, level },
             follow_ups,
         })
     }
@@ -137,7 +233,11 @@ impl Prefetch {
     /// (counting those other shards send); `None` once the source is exhausted.
     pub async fn next(&mut self) -> Option<(u64, Planned)> {
         match &mut self.inner {
-            Inner::Thread { rx, .. } => rx.recv().await,
+            Inner::Thread { rx, level, .. } => {
+                let (k, p, bytes) = rx.recv().await?;
+                level.took(bytes);
+                Some((k, p))
+            }
             Inner::Inline(source) => source.next(),
         }
     }
@@ -145,5 +245,98 @@ impl Prefetch {
     /// The source's builder of sessions' follow-up turns.
     pub fn follow_ups(&self) -> Option<Arc<dyn FollowUps>> {
         self.follow_ups.clone()
+    }
+}
+
+impl Drop for Prefetch {
+    /// A builder asleep on a full buffer sees the channel closed and ends.
+    fn drop(&mut self) {
+        if let Inner::Thread { rx, level, .. } = &mut self.inner {
+            rx.close();
+            level.wake_builder();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::PreparedRequest;
+    use std::sync::atomic::AtomicU64;
+
+    /// An endless source of requests with 10 KB bodies, counting what it built.
+    struct Endless(Arc<AtomicU64>);
+
+    impl RequestSource for Endless {
+        fn next(&mut self) -> Option<Planned> {
+            let id = self.0.fetch_add(1, Ordering::SeqCst);
+            Some(Planned {
+                request: PreparedRequest {
+                    id,
+                    body: vec![b'x'; 10_000].into(),
+                    ..Default::default()
+                },
+                at: None,
+            })
+        }
+
+        fn follow_ups(&self) -> Option<Arc<dyn FollowUps>> {
+            None
+        }
+    }
+
+    fn built_settles(built: &AtomicU64) -> u64 {
+        let mut last = u64::MAX;
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let now = built.load(Ordering::SeqCst);
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    }
+
+    /// The buffer is bounded by bytes as well as by count: a run primes with
+    /// what fits, the builder sleeps until half of it is taken, refills, and
+    /// hands every request over in order; dropping the receiver ends it.
+    #[tokio::test]
+    async fn the_buffer_is_bounded_by_bytes_and_refills_by_halves() {
+        let built = Arc::new(AtomicU64::new(0));
+        let per = 10_000 + std::mem::size_of::<(u64, Planned)>();
+        let mut p =
+            Prefetch::start_bounded(Box::new(Endless(built.clone())), 1_000, 20 * per, None)
+                .unwrap();
+        p.primed().await;
+        assert_eq!(
+            built_settles(&built),
+            20,
+            "primed with what fits in the bytes"
+        );
+        for want in 0..10 {
+            assert_eq!(p.next().await.unwrap().0, want);
+        }
+        // Ten taken of twenty: down to half, so the builder fills up again.
+        assert_eq!(built_settles(&built), 30);
+        for want in 10..200 {
+            assert_eq!(p.next().await.unwrap().0, want);
+        }
+        drop(p);
+        let ended = built_settles(&built);
+        assert!(
+            ended <= 221,
+            "the builder ended with the receiver ({ended} built)"
+        );
+    }
+
+    /// The count bound still holds where the bytes are small.
+    #[tokio::test]
+    async fn the_buffer_is_bounded_by_count() {
+        let built = Arc::new(AtomicU64::new(0));
+        let mut p =
+            Prefetch::start_bounded(Box::new(Endless(built.clone())), 8, usize::MAX, None).unwrap();
+        p.primed().await;
+        assert_eq!(built_settles(&built), 8);
+        assert_eq!(p.next().await.unwrap().0, 0);
     }
 }
