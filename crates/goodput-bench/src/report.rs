@@ -414,6 +414,15 @@ fn ttft_error_sources(with_accuracy: &[(&ClientRun, &Accuracy)]) -> String {
     out
 }
 
+/// The reference server's CPU (the bench process's own during the run) per
+/// completion request it received, µs.
+fn server_cpu_per_request_us(run: &ClientRun) -> f64 {
+    if run.server_requests == 0 {
+        return f64::NAN;
+    }
+    run.server_cpu.as_secs_f64() * 1e6 / run.server_requests as f64
+}
+
 /// Achieved rate and schedule lag of open-loop runs.
 pub fn open_loop(runs: &[ClientRun]) -> String {
     let mut out = String::from("### Open loop\n\n");
@@ -439,6 +448,11 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
                     num(lag.max, 3)
                 ),
                 num(run.cpu_per_request_us(), 1),
+                num(server_cpu_per_request_us(run), 1),
+                num(
+                    (run.usage.cpu() + run.server_cpu).as_secs_f64() / run.usage.wall.as_secs_f64(),
+                    2,
+                ),
                 mib(run.usage.max_rss_kib),
                 num(run.server_slip.p99, 2),
                 opt(run.other_cpu.map(|d| d.as_secs_f64()), 2),
@@ -459,6 +473,8 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
             "arrival rate at server",
             "schedule lag p50 / p99 / max (ms)",
             "client CPU per request (µs)",
+            "server CPU per request (µs)",
+            "cores busy (client + server)",
             "peak RSS (MiB)",
             "server slip p99 (ms)",
             "other CPU (s)",
@@ -469,7 +485,11 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
         "Poisson arrivals. Intended (send) rate = (n − 1) / (last − first `sched_s` (`send_s`)) over measured records; \
          arrival rate = the same over the server's arrival times of those requests. Schedule lag = \
          `schedule_lag_ms` of the records (actual send − intended send). Client CPU per request = the \
-         client process's user + system CPU (start-up included) / completion requests the server received.\n\n",
+         client process's user + system CPU (start-up included) / completion requests the server received; \
+         server CPU per request the same of the bench process, which is the reference server during \
+         the run (on loopback a write's CPU includes the receiving side's TCP work). Cores busy = \
+         (client + server CPU) / the client's wall time, of the machine's 2: past about 1.6 the \
+         threads of both wait for a core and the lag grows, whichever client sends.\n\n",
     );
     out
 }
