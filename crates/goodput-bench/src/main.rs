@@ -467,6 +467,12 @@ fn startup_cmd(args: &StartupCmd) -> anyhow::Result<()> {
     let runs = startup::run(&env, &args.startup)?;
     let mut out = report::setup(&env);
     out.push_str(&startup::report(&runs));
+    if args.startup.same_tokenizer {
+        out.push_str(
+            "goodput ran with vllm-bench's word-level tokenizer.json (`--same-tokenizer`), not \
+             its default o200k.\n\n",
+        );
+    }
     out.push_str(&report::commands(&runs));
     print!("{out}");
     Ok(())

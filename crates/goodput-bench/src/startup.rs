@@ -41,6 +41,13 @@ pub struct StartupArgs {
         default_value = "bytes,goodput,vllm-bench"
     )]
     pub clients: Vec<crate::ClientName>,
+    /// goodput counts tokens with the word-level tokenizer.json that
+    /// vllm-bench is given (1,001 tokens), instead of its default o200k:
+    /// the same tokenizer on both sides. o200k's compiled table is 7.7 MB
+    /// of the binary, and the few hundred lookups of a prompt fault most of
+    /// it in (the kernel maps 16 pages around each fault).
+    #[arg(long)]
+    pub same_tokenizer: bool,
 }
 
 /// Runs every client `runs` times, interleaved.
@@ -55,6 +62,12 @@ pub fn run(env: &BenchEnv, args: &StartupArgs) -> anyhow::Result<Vec<ClientRun>>
     // of goodput's start-up.
     let mut env = env.clone();
     env.goodput_args = vec!["--warmup".to_string(), "0".to_string()];
+    if args.same_tokenizer {
+        let tokenizer = crate::vllm_bench::write_tokenizer(&env.work_dir)?;
+        env.goodput_args.push("--tokenizer".to_string());
+        env.goodput_args
+            .push(tokenizer.join("tokenizer.json").display().to_string());
+    }
     let env = &env;
     let mut runs = Vec::new();
     for repetition in 0..args.runs.max(1) {
