@@ -24,6 +24,7 @@
 //! `x-request-id` is `bytes-<request_id>`.
 
 use std::io::Write as _;
+use std::net::SocketAddr;
 
 use memchr::memmem;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -61,11 +62,7 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
         summary.requests += 1;
         let request_id = c.request_id(seq);
         request.clear();
-        let _ = write!(
-            request,
-            "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-request-id: bytes-{request_id}\r\ncontent-length: {}\r\n\r\n{body}",
-            body.len()
-        );
+        write_request(&mut request, addr, request_id, body);
         let mut send_ns = 0;
         let mut first_event_ns = None;
         let mut last_event_ns = None;
@@ -89,6 +86,8 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
             send_ns,
             first_event_ns,
             last_event_ns,
+            sched_ns: None,
+            warmup: false,
         });
         match result {
             Ok(scan) => {
@@ -106,18 +105,28 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
     (summary, timings)
 }
 
+/// The floor's request: the completions request with its body, its
+/// `x-request-id` `bytes-<request_id>`.
+pub(crate) fn write_request(out: &mut Vec<u8>, addr: SocketAddr, request_id: u64, body: &str) {
+    let _ = write!(
+        out,
+        "POST /v1/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-request-id: bytes-{request_id}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+}
+
 /// What one response held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ResponseScan {
-    events: u64,
-    bytes: u64,
+pub(crate) struct ResponseScan {
+    pub(crate) events: u64,
+    pub(crate) bytes: u64,
 }
 
 /// Reads one streamed response to its terminator, counting `data: ` lines;
 /// `first_event_ns` becomes the time right after the read that brought the
 /// end of the first event (`CLOCK_MONOTONIC` ns), `last_event_ns` the time
 /// of the read that brought the start of the last content event.
-async fn read_response(
+pub(crate) async fn read_response(
     stream: &mut TcpStream,
     buf: &mut [u8],
     first_event_ns: &mut Option<u64>,

@@ -84,6 +84,10 @@ pub struct Timing {
     /// The read that brought the start of the last content event (the
     /// bytes-only floor; `None` from the hyper client).
     pub last_event_ns: Option<u64>,
+    /// The intended send time, in open loop ([`crate::open_floor`]).
+    pub sched_ns: Option<u64>,
+    /// A warm-up request (open loop: the first ones, as goodput's).
+    pub warmup: bool,
 }
 
 /// One keep-alive connection's part of the run: number `index` of
@@ -200,7 +204,11 @@ where
 }
 
 /// One JSON line per request, in the shape of goodput's records.
-fn write_timings(path: &std::path::Path, origin: u64, timings: &[Timing]) -> anyhow::Result<()> {
+pub(crate) fn write_timings(
+    path: &std::path::Path,
+    origin: u64,
+    timings: &[Timing],
+) -> anyhow::Result<()> {
     let file =
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);
@@ -211,13 +219,18 @@ fn write_timings(path: &std::path::Path, origin: u64, timings: &[Timing]) -> any
         let last_event_ms = t
             .last_event_ns
             .map(|last| (last as f64 - t.send_ns as f64) / 1e6);
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "request_id": t.request_id,
             "ok": t.ok,
             "send_s": (t.send_ns as f64 - origin as f64) / 1e9,
             "ttft_ms": ttft_ms,
             "last_event_ms": last_event_ms,
         });
+        if let Some(sched) = t.sched_ns {
+            line["sched_s"] = ((sched as f64 - origin as f64) / 1e9).into();
+            line["schedule_lag_ms"] = ((t.send_ns as f64 - sched as f64) / 1e6).into();
+            line["phase"] = if t.warmup { "warmup" } else { "measure" }.into();
+        }
         writeln!(out, "{line}")?;
     }
     out.flush()

@@ -167,29 +167,18 @@ pub fn closed_loop(
     let server = ReferenceServer::start(env.server.clone(), 0)?;
     let addr = server.addr();
     let command = match client {
-        ClientKind::BytesOnly | ClientKind::Hyper => ChildCommand {
-            program: env.bench_exe.clone(),
-            args: words(&[
-                if client == ClientKind::Hyper {
-                    "hyper-client"
-                } else {
-                    "bytes-client"
-                },
-                "--addr",
-                &addr.to_string(),
-                "--concurrency",
-                &streams.to_string(),
-                "--requests",
-                &requests.to_string(),
-                "--max-tokens",
-                &tokens.to_string(),
-                "--time-limit-s",
-                &env.time_limit.as_secs().to_string(),
-                "--timings",
-                &timings_path(env, &label).display().to_string(),
-            ]),
-            env: Vec::new(),
-        },
+        ClientKind::BytesOnly | ClientKind::Hyper => bench_client_command(
+            env,
+            if client == ClientKind::Hyper {
+                "hyper-client"
+            } else {
+                "bytes-client"
+            },
+            addr,
+            ("--concurrency", &streams.to_string()),
+            (requests, tokens),
+            &label,
+        ),
         ClientKind::Goodput | ClientKind::GoodputStartup => goodput_command(
             env,
             &label,
@@ -368,6 +357,92 @@ pub fn open_loop(
         reported_lag_p99: reported(&["schedule_lag", "p99_ms"]),
     });
     Ok(run)
+}
+
+/// The bytes-only floor in open loop ([`crate::open_floor`]) at `rate`,
+/// the same requests and warm-up as [`open_loop`] sends goodput.
+pub fn open_loop_floor(
+    env: &BenchEnv,
+    rate: f64,
+    duration_s: f64,
+    tokens: u64,
+) -> anyhow::Result<ClientRun> {
+    let requests = (rate * duration_s).round().max(1.0) as usize;
+    let load = goodput_core::schedule::Load::Open {
+        rate,
+        arrival: goodput_core::schedule::Arrival::Poisson,
+        max_concurrency: None,
+    };
+    let warmup = match goodput_core::executor::WarmupPolicy::Auto.resolve(&load) {
+        goodput_core::executor::Warmup::Requests(n) => n as usize,
+        _ => 0,
+    };
+    let label = format!("bytes-open-{rate}");
+    let server = ReferenceServer::start(env.server.clone(), 0)?;
+    let command = bench_client_command(
+        env,
+        "bytes-client",
+        server.addr(),
+        ("--rate", &rate.to_string()),
+        (requests + warmup, tokens),
+        &label,
+    );
+    let spec = RunSpec {
+        client: ClientKind::BytesOnly,
+        streams: 0,
+        requests,
+        repetition: 0,
+        label: &label,
+    };
+    let (mut run, log) = measure(env, server, &command, spec)?;
+    let records = join::read_records(&timings_path(env, &label))?;
+    let joined = join::open_loop(&records, &log);
+    if joined.failed > 0 {
+        run.notes.push(format!(
+            "{label}: {} of {} requests failed",
+            joined.failed, joined.measured
+        ));
+    }
+    run.open_loop = Some(OpenLoopFigures {
+        target_rate: rate,
+        joined,
+        reported_achieved_rate: None,
+        reported_throughput: None,
+        reported_lag_p99: None,
+    });
+    Ok(run)
+}
+
+/// One of the bench's own clients (`subcommand`) as a child: its load flag
+/// (`--concurrency N` or `--rate R`), `(requests, max_tokens)`, its timings
+/// file named after `label`.
+fn bench_client_command(
+    env: &BenchEnv,
+    subcommand: &str,
+    addr: std::net::SocketAddr,
+    load: (&str, &str),
+    (requests, tokens): (usize, u64),
+    label: &str,
+) -> ChildCommand {
+    ChildCommand {
+        program: env.bench_exe.clone(),
+        args: words(&[
+            subcommand,
+            "--addr",
+            &addr.to_string(),
+            load.0,
+            load.1,
+            "--requests",
+            &requests.to_string(),
+            "--max-tokens",
+            &tokens.to_string(),
+            "--time-limit-s",
+            &env.time_limit.as_secs().to_string(),
+            "--timings",
+            &timings_path(env, label).display().to_string(),
+        ]),
+        env: Vec::new(),
+    }
 }
 
 /// What a run is, for [`measure`].

@@ -82,6 +82,8 @@ async fn connection(c: Connection) -> (ClientSummary, Vec<Timing>) {
             send_ns,
             first_event_ns,
             last_event_ns: None,
+            sched_ns: None,
+            warmup: false,
         });
         match result {
             Ok(scan) => {

@@ -21,6 +21,7 @@ mod long_context;
 mod long_context_report;
 mod machine;
 mod merge;
+mod open_floor;
 mod report;
 mod server;
 mod shards;
@@ -250,6 +251,11 @@ struct ClientArgs {
     /// `x-request-id: bytes-<id>` or `hyper-<id>`).
     #[arg(long)]
     timings: Option<PathBuf>,
+    /// Open loop (the bytes-only client only): Poisson arrivals at this
+    /// many requests a second, goodput's schedule and timer, pooled
+    /// connections; --concurrency is then unused.
+    #[arg(long)]
+    rate: Option<f64>,
 }
 
 impl ClientArgs {
@@ -333,6 +339,11 @@ struct OpenLoopArgs {
     /// Output tokens per request.
     #[arg(long, default_value_t = 4)]
     tokens: u64,
+    /// Also run the bytes-only floor in open loop at the same rate
+    /// (goodput's schedule, timer and warm-up; no prompt building, no
+    /// records): the schedule lag the machine allows.
+    #[arg(long)]
+    floor: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -391,7 +402,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Startup(args) => startup_cmd(&args),
         Command::BytesClient(args) => {
-            let summary = bytes_client::run(&args.config())?;
+            let summary = match args.rate {
+                Some(rate) => open_floor::run(&args.config(), rate)?,
+                None => bytes_client::run(&args.config())?,
+            };
             println!("{}", serde_json::to_string(&summary)?);
             Ok(())
         }
@@ -419,8 +433,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::OpenLoop(args) => {
             let env = bench_env(&args.common)?;
-            let run = experiments::open_loop(&env, args.rate, args.duration, args.tokens)?;
-            print_report(&env, &[run]);
+            let mut runs = Vec::new();
+            if args.floor {
+                runs.push(experiments::open_loop_floor(
+                    &env,
+                    args.rate,
+                    args.duration,
+                    args.tokens,
+                )?);
+            }
+            runs.push(experiments::open_loop(
+                &env,
+                args.rate,
+                args.duration,
+                args.tokens,
+            )?);
+            print_report(&env, &runs);
             Ok(())
         }
         Command::Shards(args) => {

@@ -432,6 +432,7 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
         .map(|(run, o)| {
             let lag = &o.joined.lag;
             vec![
+                run.client.name().to_string(),
                 num(o.target_rate, 0),
                 count(o.joined.measured as u64),
                 count(o.joined.failed as u64),
@@ -462,6 +463,7 @@ pub fn open_loop(runs: &[ClientRun]) -> String {
     table(
         &mut out,
         &[
+            "client",
             "target (req/s)",
             "requests",
             "failed",
