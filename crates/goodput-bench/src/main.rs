@@ -431,26 +431,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             print_report(&env, &runs);
             Ok(())
         }
-        Command::OpenLoop(args) => {
-            let env = bench_env(&args.common)?;
-            let mut runs = Vec::new();
-            if args.floor {
-                runs.push(experiments::open_loop_floor(
-                    &env,
-                    args.rate,
-                    args.duration,
-                    args.tokens,
-                )?);
-            }
-            runs.push(experiments::open_loop(
-                &env,
-                args.rate,
-                args.duration,
-                args.tokens,
-            )?);
-            print_report(&env, &runs);
-            Ok(())
-        }
+        Command::OpenLoop(args) => open_loop_cmd(&args),
         Command::Shards(args) => {
             let env = bench_env(&args.common)?;
             let runs = shards::run(&env, &args.load)?;
@@ -487,6 +468,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// `bench open-loop`: goodput in open loop, after the floor with `--floor`.
+fn open_loop_cmd(args: &OpenLoopArgs) -> anyhow::Result<()> {
+    let env = bench_env(&args.common)?;
+    let mut runs = Vec::new();
+    if args.floor {
+        runs.push(experiments::open_loop_floor(
+            &env,
+            args.rate,
+            args.duration,
+            args.tokens,
+        )?);
+    }
+    runs.push(experiments::open_loop(
+        &env,
+        args.rate,
+        args.duration,
+        args.tokens,
+    )?);
+    print_report(&env, &runs);
+    Ok(())
 }
 
 /// `bench startup`: runs, then its tables and the commands.
