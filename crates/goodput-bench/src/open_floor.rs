@@ -48,21 +48,14 @@ async fn run_async(config: &ClientConfig, rate: f64) -> anyhow::Result<ClientSum
     let body: Arc<str> = clients::request_body(config.max_tokens, config.input_words).into();
     let timer = PreciseTimer::new();
     let pool: Pool = Arc::new(Mutex::new(Vec::new()));
-    let mut schedule = Schedule::new(
-        Load::Open {
-            rate,
-            arrival: Arrival::Poisson,
-            max_concurrency: None,
-        },
-        SEED,
-    );
-    // goodput's own warm-up for this load: those requests are sent and
-    // marked, and the bench leaves them out as it leaves out goodput's.
     let load = Load::Open {
         rate,
         arrival: Arrival::Poisson,
         max_concurrency: None,
     };
+    let mut schedule = Schedule::new(load, SEED);
+    // goodput's own warm-up for this load: those requests are sent and
+    // marked, and the bench leaves them out as it leaves out goodput's.
     let warmup = match WarmupPolicy::Auto.resolve(&load) {
         Warmup::Requests(n) => n,
         _ => 0,

@@ -3,16 +3,15 @@
 //! A [`RequestSource`] may be slow per request: an exact-length prompt is
 //! encoded and adjusted, a dataset row is tokenized, a trace's shared blocks
 //! are assembled. [`Prefetch`] runs the source on a thread of its own that
-//! keeps a buffer of built requests ahead of the executor (the first
+//! keeps a buffer of built requests ahead of the executor: the first
 //! [`COUNT_AHEAD`] whatever their size, then up to [`BYTES_AHEAD`] bytes, and
-//! never more than the plan sends), and the run
-//! starts only once the buffer is full (or the source is exhausted): a run
-//! whose requests fit in the buffer is built entirely before its first send,
-//! so no build competes with the sends for a core; a longer one is built
-//! beside it, at a lower priority than the request path, in refills of half
-//! the buffer (the thread sleeps in between, and neither side wakes the
-//! other for every request). `BENCHMARKS.md` has the build rates against
-//! the send rates they feed.
+//! never more than the plan sends. The run starts only once the buffer is
+//! full (or the source is exhausted): a run whose requests fit in it is
+//! built entirely before its first send, so no build competes with the
+//! sends for a core; a longer one is built beside it, at a lower priority
+//! than the request path, in refills of half the buffer (the thread sleeps
+//! in between, and neither side wakes the other for every request).
+//! `BENCHMARKS.md` has the build rates against the send rates they feed.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -138,9 +137,9 @@ impl Numbered {
 }
 
 impl Prefetch {
-    /// Start building from `source`, at most `capacity` requests (and
-    /// [`BYTES_AHEAD`] bytes) ahead. The thread ends when the source is
-    /// exhausted or the `Prefetch` is dropped.
+    /// Start building from `source`, at most `capacity` requests ahead (and,
+    /// beyond the first [`COUNT_AHEAD`], at most [`BYTES_AHEAD`] bytes). The
+    /// thread ends when the source is exhausted or the `Prefetch` is dropped.
     pub fn start(source: Box<dyn RequestSource>, capacity: usize) -> std::io::Result<Self> {
         Self::start_shard(source, capacity, None)
     }
