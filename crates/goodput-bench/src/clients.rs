@@ -175,32 +175,53 @@ where
         ..ClientSummary::default()
     };
     let mut timings = Vec::with_capacity(config.requests);
-    let deadline = tokio::time::Instant::from_std(start + config.time_limit);
-    loop {
-        match tokio::time::timeout_at(deadline, tasks.join_next()).await {
-            Ok(Some(Ok((part, times)))) => {
-                total.add(part);
-                timings.extend(times);
-            }
-            Ok(Some(Err(e))) => anyhow::bail!("a connection task panicked: {e}"),
-            Ok(None) => break,
-            Err(_) => {
-                tasks.abort_all();
-                let missing = config.requests as u64 - total.requests;
-                total.requests += missing;
-                total.failed += missing;
-                total
-                    .first_error
-                    .get_or_insert_with(|| "time limit reached".to_string());
-                break;
-            }
-        }
-    }
+    join_until(&mut tasks, start + config.time_limit, |(part, times)| {
+        total.add(part);
+        timings.extend(times);
+    })
+    .await
+    .context("a connection task panicked")?;
+    total.count_missing(config.requests);
     total.wall_s = start.elapsed().as_secs_f64();
     if let Some(path) = &config.timings {
         write_timings(path, origin, &timings)?;
     }
     Ok(total)
+}
+
+/// Joins `tasks` until they have all ended or `deadline` has passed, when
+/// the rest are aborted; each result goes to `each`. An error is a task's
+/// panic.
+pub(crate) async fn join_until<T: 'static>(
+    tasks: &mut tokio::task::JoinSet<T>,
+    deadline: Instant,
+    mut each: impl FnMut(T),
+) -> Result<(), tokio::task::JoinError> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    loop {
+        match tokio::time::timeout_at(deadline, tasks.join_next()).await {
+            Ok(Some(result)) => each(result?),
+            Ok(None) => return Ok(()),
+            Err(_) => {
+                tasks.abort_all();
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl ClientSummary {
+    /// Requests of the `requests` asked for that never ended (the time
+    /// limit cut them off) count as sent and failed.
+    pub(crate) fn count_missing(&mut self, requests: usize) {
+        let missing = (requests as u64).saturating_sub(self.requests);
+        if missing > 0 {
+            self.requests += missing;
+            self.failed += missing;
+            self.first_error
+                .get_or_insert_with(|| "time limit reached".to_string());
+        }
+    }
 }
 
 /// One JSON line per request, in the shape of goodput's records.

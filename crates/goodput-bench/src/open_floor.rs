@@ -89,17 +89,9 @@ async fn run_async(config: &ClientConfig, rate: f64) -> anyhow::Result<ClientSum
         ..ClientSummary::default()
     };
     let mut timings = Vec::with_capacity(config.requests);
-    let deadline = tokio::time::Instant::from_std(start + config.time_limit);
-    loop {
-        match tokio::time::timeout_at(deadline, tasks.join_next()).await {
-            Ok(Some(r)) => outcomes.push(r.context("a request task panicked")?),
-            Ok(None) => break,
-            Err(_) => {
-                tasks.abort_all();
-                break;
-            }
-        }
-    }
+    clients::join_until(&mut tasks, start + config.time_limit, |o| outcomes.push(o))
+        .await
+        .context("a request task panicked")?;
     for (timing, scan, error) in outcomes {
         total.requests += 1;
         match (scan, error) {
@@ -117,14 +109,7 @@ async fn run_async(config: &ClientConfig, rate: f64) -> anyhow::Result<ClientSum
         }
         timings.push(timing);
     }
-    let missing = (config.requests as u64).saturating_sub(total.requests);
-    if missing > 0 {
-        total.requests += missing;
-        total.failed += missing;
-        total
-            .first_error
-            .get_or_insert_with(|| "time limit reached".to_string());
-    }
+    total.count_missing(config.requests);
     total.wall_s = start.elapsed().as_secs_f64();
     if let Some(path) = &config.timings {
         clients::write_timings(path, origin, &timings)?;
