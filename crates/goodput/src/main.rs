@@ -51,7 +51,6 @@ use exit::{Code, Exit};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    setup::no_huge_pages();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         // clap's own exits: --help and --version print and end with 0, a
