@@ -15,7 +15,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -35,10 +35,14 @@ impl Timer for TokioTimer {
     }
 }
 
+/// A wait handed to the fallback thread: the instant, and whom to wake.
+type WaitQueue = mpsc::Sender<(Instant, oneshot::Sender<()>)>;
+
 /// A timerfd in the runtime's epoll; else tokio for the coarse wait and a
 /// high-resolution thread for the last stretch.
 pub struct PreciseTimer {
-    tx: Mutex<mpsc::Sender<(Instant, oneshot::Sender<()>)>>,
+    /// The fallback thread, started by the first wait that needs it.
+    tx: OnceLock<Mutex<WaitQueue>>,
     fd: Option<timerfd::TimerFd>,
     /// A wait holds the timerfd; an overlapping one takes the thread.
     fd_busy: AtomicBool,
@@ -48,28 +52,37 @@ const COARSE_MARGIN: Duration = Duration::from_millis(2);
 
 impl PreciseTimer {
     pub fn new() -> Self {
-        let (tx, rx) = mpsc::channel::<(Instant, oneshot::Sender<()>)>();
-        let spawned = std::thread::Builder::new()
-            .name("goodput-timer".into())
-            .spawn(move || {
-                set_fine_timer_slack();
-                while let Ok((t, done)) = rx.recv() {
-                    let now = Instant::now();
-                    if t > now {
-                        std::thread::sleep(t - now);
-                    }
-                    let _ = done.send(());
-                }
-            });
-        if spawned.is_err() {
-            // Without the thread the oneshot senders are dropped at once and
-            // `sleep_until` falls back to tokio's own precision.
-        }
         PreciseTimer {
-            tx: Mutex::new(tx),
+            tx: OnceLock::new(),
             fd: timerfd::TimerFd::new(),
             fd_busy: AtomicBool::new(false),
         }
+    }
+
+    /// The fallback thread's queue, the thread started on first use: a
+    /// closed-loop run, or an open loop whose waits never overlap, has no
+    /// thread more than it needs.
+    fn fallback(&self) -> &Mutex<WaitQueue> {
+        self.tx.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<(Instant, oneshot::Sender<()>)>();
+            let spawned = std::thread::Builder::new()
+                .name("goodput-timer".into())
+                .spawn(move || {
+                    set_fine_timer_slack();
+                    while let Ok((t, done)) = rx.recv() {
+                        let now = Instant::now();
+                        if t > now {
+                            std::thread::sleep(t - now);
+                        }
+                        let _ = done.send(());
+                    }
+                });
+            if spawned.is_err() {
+                // Without the thread the oneshot senders are dropped at once
+                // and `sleep_until` falls back to tokio's own precision.
+            }
+            Mutex::new(tx)
+        })
     }
 }
 
@@ -98,7 +111,7 @@ impl Timer for PreciseTimer {
         }
         let (done_tx, done_rx) = oneshot::channel();
         let sent = self
-            .tx
+            .fallback()
             .lock()
             .map(|tx| tx.send((t, done_tx)).is_ok())
             .unwrap_or(false);
