@@ -31,7 +31,8 @@ pub(super) async fn discover_model(client: &Client) -> Result<String, RunError> 
 }
 
 /// One request with `min_tokens` and `ignore_eos`: a 400/422 answer means the
-/// server rejects them, so they are dropped for every run (and said so).
+/// server rejects them, so they are dropped for every run (and said so). A
+/// success is taken at its status line, without waiting for its tokens.
 pub(super) async fn probe_pinning(
     client: &Client,
     params: &mut RequestParams,
@@ -39,7 +40,7 @@ pub(super) async fn probe_pinning(
 ) {
     let body = request_body(params, Prompt::Text("Say hello."), 1);
     match client
-        .simple("POST", params.endpoint.path(), Some(body), "probe")
+        .status("POST", params.endpoint.path(), Some(body), "probe")
         .await
     {
         Ok((s, _)) if (200..300).contains(&s) => {}
