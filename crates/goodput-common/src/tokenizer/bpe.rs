@@ -3,20 +3,16 @@
 //! Measured first: `tiktoken-rs` keeps every token three times as a separate
 //! heap vector (encoder map, decoder map, sorted list), ~50 MiB and ~0.2 s
 //! to build for `o200k_base` — half of goodput's memory at 1,024 streams
-//! and most of its start-up. Here all token bytes live in one arena and the
-//! rank table is one open-addressing array of 12-byte slots (~8 MiB, built
-//! in tens of ms). The algorithm is tiktoken's: split the text with the
-//! encoding's pattern, take a piece that is a token as one token, otherwise
-//! merge its byte pairs lowest rank first. A test checks counts and ids
-//! against `tiktoken-rs` on varied text.
-//!
-//! Decoding needs the other direction, rank to bytes, which the rank table
-//! cannot answer quickly; that index (8 bytes a token, ~1.6 MiB for
-//! `o200k_base`) is built on the first decode, so a run that never decodes
-//! never pays for it.
+//! and most of its start-up. Here all token bytes live in one arena, in
+//! rank order, with each rank's offset beside it (for decoding), and the
+//! rank table is one open-addressing array of 8-byte slots (3.5 MB with the
+//! arena for `o200k_base`, built at compile time; see [`rank_table`]). The
+//! algorithm is tiktoken's: split the text with the encoding's pattern, take
+//! a piece that is a token as one token, otherwise merge its byte pairs
+//! lowest rank first. A test checks counts and ids against `tiktoken-rs` on
+//! varied text.
 
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 use super::rank_table;
 
@@ -96,13 +92,20 @@ fn fast_pieces(fast: &regex::Regex, text: &str, mut f: impl FnMut(&[u8])) {
     }
 }
 
+/// A rank table's arena, offsets and slots ([`rank_table`]).
+type Table = (Cow<'static, [u8]>, Cow<'static, [u8]>, Cow<'static, [u8]>);
+
 pub struct Bpe {
-    /// Every token's bytes, and the open-addressing table of 12-byte slots
-    /// over them ([`rank_table`]): built into the binary for the built-in
-    /// encodings, built at run time from a rank file otherwise.
+    /// Every token's bytes in rank order, each rank's offset in them, and
+    /// the open-addressing table of 8-byte slots over them ([`rank_table`]):
+    /// built into the binary for the built-in encodings, built at run time
+    /// from a rank file otherwise.
     arena: Cow<'static, [u8]>,
+    offsets: Cow<'static, [u8]>,
     slots: Cow<'static, [u8]>,
     mask: usize,
+    /// How a slot's key holds the rank and the tag.
+    layout: rank_table::KeyLayout,
     /// fancy-regex, for patterns the `regex` crate cannot take (and for a
     /// backtracking limit); `None` when `fast` splits.
     pattern: Option<fancy_regex::Regex>,
@@ -111,9 +114,6 @@ pub struct Bpe {
     fast: Option<regex::Regex>,
     /// Tells this encoder's regex apart in a thread's [`with_own_regex`].
     id: u64,
-    /// `(offset, len)` in `arena` of each rank; `len == 0` for a rank that
-    /// is no token. Built on the first [`Bpe::decode`].
-    by_rank: OnceLock<Vec<(u32, u32)>>,
 }
 
 impl Bpe {
@@ -133,29 +133,46 @@ impl Bpe {
         pattern: &str,
         limit: Option<usize>,
     ) -> Result<Bpe, String> {
-        let (arena, slots) = rank_table::build_table(ranks_file)?;
-        Self::from_table(Cow::Owned(arena), Cow::Owned(slots), pattern, limit)
+        let (arena, offsets, slots) = rank_table::build_table(ranks_file)?;
+        let table = (Cow::Owned(arena), Cow::Owned(offsets), Cow::Owned(slots));
+        Self::from_table(table, pattern, limit)
     }
 
     /// From a table built at compile time (the built-in encodings).
     pub fn from_static(
-        arena: &'static [u8],
-        slots: &'static [u8],
+        (arena, offsets, slots): (&'static [u8], &'static [u8], &'static [u8]),
         pattern: &str,
     ) -> Result<Bpe, String> {
-        Self::from_table(Cow::Borrowed(arena), Cow::Borrowed(slots), pattern, None)
+        let table = (
+            Cow::Borrowed(arena),
+            Cow::Borrowed(offsets),
+            Cow::Borrowed(slots),
+        );
+        Self::from_table(table, pattern, None)
     }
 
     fn from_table(
-        arena: Cow<'static, [u8]>,
-        slots: Cow<'static, [u8]>,
+        (arena, offsets, slots): Table,
         pattern: &str,
         limit: Option<usize>,
     ) -> Result<Bpe, String> {
-        let n = slots.len() / rank_table::SLOT_BYTES;
-        if n == 0 || !n.is_power_of_two() || !slots.len().is_multiple_of(rank_table::SLOT_BYTES) {
-            return Err(format!("a rank table of {} bytes is no table", slots.len()));
+        let n = slots.len() / 8;
+        let words = offsets.len() / 4;
+        let last = (words > 0).then(|| rank_table::word(&offsets, words - 1));
+        if n == 0
+            || !n.is_power_of_two()
+            || !slots.len().is_multiple_of(8)
+            || !offsets.len().is_multiple_of(4)
+            || last.is_none_or(|end| end as usize != arena.len())
+        {
+            return Err(format!(
+                "a rank table of {} + {} + {} bytes is no table",
+                arena.len(),
+                offsets.len(),
+                slots.len()
+            ));
         }
+        let layout = rank_table::KeyLayout::new(words);
         let fast = match limit {
             None => pattern
                 .strip_suffix(LOOKAHEAD)
@@ -175,28 +192,32 @@ impl Bpe {
         };
         Ok(Bpe {
             arena,
+            offsets,
             slots,
             mask: n - 1,
+            layout,
             pattern,
             fast,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            by_rank: OnceLock::new(),
         })
     }
 
     /// The rank of `bytes` if it is a token.
     #[inline]
     pub fn rank(&self, bytes: &[u8]) -> Option<u32> {
-        let mut i = rank_table::hash(bytes) as usize & self.mask;
+        let h = rank_table::hash(bytes);
+        let tag = self.layout.tag(h);
+        let mut i = h as usize & self.mask;
         loop {
-            let (offset, len, rank) = rank_table::slot(&self.slots, i);
-            if len == 0 {
+            let key = rank_table::word(&self.slots, 2 * i);
+            if key == 0 {
                 return None;
             }
-            if len as usize == bytes.len() {
-                let start = offset as usize;
-                if &self.arena[start..start + bytes.len()] == bytes {
-                    return Some(rank);
+            if self.layout.tag_of(key) == tag {
+                let at = rank_table::word(&self.slots, 2 * i + 1);
+                let (start, len) = ((at >> 8) as usize, (at & 0xff) as usize);
+                if len == bytes.len() && &self.arena[start..start + len] == bytes {
+                    return Some(self.layout.rank(key));
                 }
             }
             i = (i + 1) & self.mask;
@@ -294,23 +315,15 @@ impl Bpe {
     }
 
     /// The bytes of token `rank`, if it is one.
+    #[inline]
     fn token_bytes(&self, rank: u32) -> Option<&[u8]> {
-        let by_rank = self.by_rank.get_or_init(|| {
-            let slots = (0..=self.mask).map(|i| rank_table::slot(&self.slots, i));
-            let filled: Vec<_> = slots.filter(|s| s.1 != 0).collect();
-            let max = filled.iter().map(|s| s.2).max();
-            let mut table = vec![(0, 0); max.map_or(0, |m| m as usize + 1)];
-            for (offset, len, rank) in filled {
-                table[rank as usize] = (offset, len);
-            }
-            table
-        });
-        match by_rank.get(rank as usize) {
-            Some(&(offset, len)) if len != 0 => {
-                Some(&self.arena[offset as usize..(offset + len) as usize])
-            }
-            _ => None,
+        let r = rank as usize;
+        if r + 1 >= self.offsets.len() / 4 {
+            return None;
         }
+        let start = rank_table::word(&self.offsets, r) as usize;
+        let end = rank_table::word(&self.offsets, r + 1) as usize;
+        (end > start).then(|| &self.arena[start..end])
     }
 
     /// The bytes of the tokens `ids`, concatenated; `None` if an id is not

@@ -66,6 +66,7 @@ const CL100K_RANKS: &str = include_str!("../../assets/cl100k_base.tiktoken");
 struct Builtin {
     name: &'static str,
     arena: &'static [u8],
+    offsets: &'static [u8],
     slots: &'static [u8],
     #[cfg(test)]
     ranks: &'static str,
@@ -79,6 +80,7 @@ struct Builtin {
 static O200K: Builtin = Builtin {
     name: "o200k_base",
     arena: include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.arena")),
+    offsets: include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.offsets")),
     slots: include_bytes!(concat!(env!("OUT_DIR"), "/o200k_base.slots")),
     #[cfg(test)]
     ranks: O200K_RANKS,
@@ -89,6 +91,7 @@ static O200K: Builtin = Builtin {
 static CL100K: Builtin = Builtin {
     name: "cl100k_base",
     arena: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.arena")),
+    offsets: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.offsets")),
     slots: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k_base.slots")),
     #[cfg(test)]
     ranks: CL100K_RANKS,
@@ -203,13 +206,14 @@ impl Tokenizer {
 
     fn tiktoken(builtin: &'static Builtin) -> Result<Self, TokenizerError> {
         let name = builtin.name;
-        let bpe =
-            Bpe::from_static(builtin.arena, builtin.slots, builtin.pattern).map_err(|message| {
-                TokenizerError::Load {
-                    name: name.to_string(),
-                    message,
-                }
-            })?;
+        let bpe = Bpe::from_static(
+            (builtin.arena, builtin.offsets, builtin.slots),
+            builtin.pattern,
+        )
+        .map_err(|message| TokenizerError::Load {
+            name: name.to_string(),
+            message,
+        })?;
         Ok(Tokenizer {
             backing: Backing::Tiktoken(Arc::new(bpe)),
             identity: Arc::new(TokenizerIdentity {
@@ -408,9 +412,53 @@ mod tests {
     #[test]
     fn the_compiled_tables_are_the_rank_files() {
         for b in [&O200K, &CL100K] {
-            let (arena, slots) = rank_table::build_table(b.ranks).unwrap();
-            assert!(arena == b.arena && slots == b.slots, "{}", b.name);
+            let (arena, offsets, slots) = rank_table::build_table(b.ranks).unwrap();
+            let same = arena == b.arena && offsets == b.offsets && slots == b.slots;
+            assert!(same, "{}", b.name);
         }
+    }
+
+    /// Every token of both encodings is found at its rank, its bytes come
+    /// back from its rank, and byte strings that are no token (each token
+    /// with a byte more) are not found.
+    #[test]
+    fn every_token_is_found_at_its_rank() {
+        for b in [&O200K, &CL100K] {
+            let bpe = bpe::Bpe::from_static((b.arena, b.offsets, b.slots), b.pattern).unwrap();
+            let mut decoded = Vec::new();
+            for line in b.ranks.lines() {
+                let (text, rank) = line.split_once(' ').unwrap();
+                let rank: u32 = rank.parse().unwrap();
+                decoded.clear();
+                rank_table::decode_base64(text.as_bytes(), &mut decoded).unwrap();
+                assert_eq!(bpe.rank(&decoded), Some(rank), "{} {line}", b.name);
+                assert_eq!(bpe.decode(&[rank]).as_deref(), Some(&decoded[..]));
+                decoded.push(0xff);
+                assert_eq!(bpe.rank(&decoded), None, "{} {line} + 0xff", b.name);
+            }
+        }
+    }
+
+    /// Rank files the table cannot hold are refused, with the reason.
+    #[test]
+    fn rank_files_the_table_cannot_hold_are_refused() {
+        let cases = [
+            ("YQ== 0\nYg== 0\n", "two tokens"),
+            ("YQ== 0\nYg== 99999\n", "too sparse"),
+            ("YQ== 0\n 1\n", "empty token"),
+            (
+                &format!("{} 0\n", "YWFh".repeat(100)),
+                "more than a slot holds",
+            ),
+        ];
+        for (file, why) in cases {
+            let err = rank_table::build_table(file).unwrap_err();
+            assert!(err.contains(why), "{file:?}: {err}");
+        }
+        assert!(
+            rank_table::build_table("YQ== 0\nYg== 2\n").is_ok(),
+            "a gap is fine"
+        );
     }
 
     #[test]
