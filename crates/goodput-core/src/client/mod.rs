@@ -413,7 +413,8 @@ impl Client {
     /// A streamed answer's head comes before its first token, so the probe
     /// takes no time to first token: a run's first benchmark request went
     /// out 110 ms after start-up against a server with a TTFT of 100 ms, and
-    /// goes out after 7 now.
+    /// goes out after 9 now (unless the server's metrics are scraped: see
+    /// `probe_pinning`).
     pub async fn status(
         &self,
         method: &str,
