@@ -218,7 +218,7 @@ impl PreparedTarget {
         }
         let mut notes = Vec::new();
         if opts.pin_output {
-            probe_pinning(&client, &mut params, &mut notes, scraper.is_some()).await;
+            probe_pinning(&client, &mut params, &mut notes).await;
         }
         Ok(PreparedTarget {
             client: Arc::new(client),

@@ -454,45 +454,6 @@ async fn a_server_rejecting_min_tokens_gets_them_dropped_after_one_probe() {
     assert_eq!(rejected, 1, "only the probe carries the fields");
 }
 
-/// The probe needs only the status: a 2xx is taken at its head, so a server
-/// slow to its first token (here: one that never sends it to the probe)
-/// does not hold the run back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_probe_is_taken_at_its_status_line_without_waiting_for_tokens() {
-    let server = start(Script {
-        probe: Behavior::StallAfter(0),
-        ..Script::quick()
-    })
-    .await;
-    let out = tmp("results.json");
-    let (code, stdout, stderr) = goodput_async(argv(&[
-        "run",
-        "--url",
-        &server.url(),
-        "--concurrency",
-        "2",
-        "--num-prompts",
-        "4",
-        "--input-tokens",
-        "8",
-        "--output-tokens",
-        "4",
-        "--timeout",
-        "20s",
-        "--out",
-        out.to_str().unwrap(),
-    ]))
-    .await;
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
-    let v = read_json(&out);
-    assert_eq!(v["completed"], 4);
-    assert_eq!(v["config"]["min_tokens_sent"], true);
-    assert!(!stdout.contains("probe request failed"), "{stdout}");
-    let seen = server.seen.lock().unwrap().clone();
-    let probes = seen.iter().filter(|t| t.ends_with("-probe")).count();
-    assert_eq!(probes, 1, "{seen:?}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_with_insecure_works_and_an_unknown_certificate_is_a_connect_error() {
     let server = start_tls(Script::quick()).await;

@@ -261,14 +261,6 @@ fn secrets(opts: &ClientOptions, proxy: Option<&proxy::Proxy>) -> Vec<String> {
     secrets
 }
 
-/// How much of a plain request's answer to read.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Body {
-    Whole,
-    /// The body of an answer outside 2xx only.
-    UnlessOk,
-}
-
 impl Client {
     /// Resolve the host once and prepare headers and TLS.
     pub async fn new(opts: ClientOptions, clock: RunClock) -> Result<Self, ClientError> {
@@ -403,28 +395,7 @@ impl Client {
         request_tag: &str,
     ) -> Result<(u16, Bytes), ClientError> {
         let path = self.inner.base.path(route);
-        self.simple_at(method, path, body, request_tag, Body::Whole)
-            .await
-    }
-
-    /// [`Client::simple`] for a caller that needs only the status of a
-    /// success: a 2xx answer's body is not waited for (the connection is
-    /// closed on it, and the body comes back empty), an error's is read.
-    /// A streamed answer's head comes before its first token, so the probe
-    /// takes no time to first token: a run's first benchmark request went
-    /// out 110 ms after start-up against a server with a TTFT of 100 ms, and
-    /// goes out after 9 now (unless the server's metrics are scraped: see
-    /// `probe_pinning`).
-    pub async fn status(
-        &self,
-        method: &str,
-        route: &str,
-        body: Option<Bytes>,
-        request_tag: &str,
-    ) -> Result<(u16, Bytes), ClientError> {
-        let path = self.inner.base.path(route);
-        self.simple_at(method, path, body, request_tag, Body::UnlessOk)
-            .await
+        self.simple_at(method, path, body, request_tag).await
     }
 
     /// A plain GET of a path outside the API prefix (a server's `/metrics`).
@@ -433,7 +404,7 @@ impl Client {
         path: &str,
         request_tag: &str,
     ) -> Result<(u16, Bytes), ClientError> {
-        self.simple_at("GET", path.to_string(), None, request_tag, Body::Whole)
+        self.simple_at("GET", path.to_string(), None, request_tag)
             .await
     }
 
@@ -443,7 +414,6 @@ impl Client {
         path: String,
         body: Option<Bytes>,
         request_tag: &str,
-        wanted: Body,
     ) -> Result<(u16, Bytes), ClientError> {
         let clock = self.inner.clock;
         let fut = async {
@@ -465,9 +435,6 @@ impl Client {
             let (head, _) = read_head(&mut conn, &mut timer)
                 .await
                 .map_err(|e| ClientError::Request(e.message))?;
-            if wanted == Body::UnlessOk && (200..300).contains(&head.status) {
-                return Ok((head.status, Bytes::new()));
-            }
             let body = read_body(&mut conn, &head, &mut timer, 16 << 20)
                 .await
                 .map_err(|e| ClientError::Request(e.message))?;

@@ -31,25 +31,17 @@ pub(super) async fn discover_model(client: &Client) -> Result<String, RunError> 
 }
 
 /// One request with `min_tokens` and `ignore_eos`: a 400/422 answer means the
-/// server rejects them, so they are dropped for every run (and said so). A
-/// success is taken at its status line, without waiting for its tokens,
-/// unless `whole_answer`: when the server's own counters are scraped over
-/// the run's window, the probe must have ended at the server before the
-/// window opens, or the window counts it as the run's.
+/// server rejects them, so they are dropped for every run (and said so).
 pub(super) async fn probe_pinning(
     client: &Client,
     params: &mut RequestParams,
     notes: &mut Vec<String>,
-    whole_answer: bool,
 ) {
-    let body = Some(request_body(params, Prompt::Text("Say hello."), 1));
-    let path = params.endpoint.path();
-    let answer = if whole_answer {
-        client.simple("POST", path, body, "probe").await
-    } else {
-        client.status("POST", path, body, "probe").await
-    };
-    match answer {
+    let body = request_body(params, Prompt::Text("Say hello."), 1);
+    match client
+        .simple("POST", params.endpoint.path(), Some(body), "probe")
+        .await
+    {
         Ok((s, _)) if (200..300).contains(&s) => {}
         Ok((s @ (400 | 422), body)) => {
             params.min_tokens = false;
