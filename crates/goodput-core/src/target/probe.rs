@@ -32,6 +32,10 @@ pub(super) async fn discover_model(client: &Client) -> Result<String, RunError> 
 
 /// One request with `min_tokens` and `ignore_eos`: a 400/422 answer means the
 /// server rejects them, so they are dropped for every run (and said so).
+/// The answer is read to its end, though only its status matters: taken at
+/// its status line, the probe was still at the server when a run with no
+/// warm-up began (in the first measured requests' batch, or ahead of them
+/// at a one-slot server) and in the server metrics' window.
 pub(super) async fn probe_pinning(
     client: &Client,
     params: &mut RequestParams,
