@@ -64,7 +64,7 @@ impl PreciseTimer {
     /// thread more than it needs.
     fn fallback(&self) -> &Mutex<WaitQueue> {
         self.tx.get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<(Instant, oneshot::Sender<()>)>();
+            let (tx, rx): (WaitQueue, _) = mpsc::channel();
             let spawned = std::thread::Builder::new()
                 .name("goodput-timer".into())
                 .spawn(move || {
