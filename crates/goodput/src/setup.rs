@@ -97,15 +97,22 @@ pub fn runtime(threads: u16) -> Result<tokio::runtime::Runtime, Exit> {
 }
 
 /// Watch SIGINT and SIGTERM: the first stops sending (and any preparation),
-/// the second cancels requests in flight.
+/// the second cancels requests in flight. The handlers are installed before
+/// this returns, not when the watching task first runs: a signal that comes
+/// while the caller goes on (model discovery's connect may complete without
+/// yielding) must reach the watcher, never the default action that kills
+/// the process without its document.
 pub fn watch_signals(control: RunControl) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut signals = [
+        signal(SignalKind::interrupt()).ok(),
+        signal(SignalKind::terminate()).ok(),
+    ];
     tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        if next_signal(&mut term).await {
+        if next_signal(&mut signals).await {
             eprintln!("\ngoodput: stopping: no new requests; waiting for those in flight (signal again to cancel them)");
             control.stop_sending();
-            if next_signal(&mut term).await {
+            if next_signal(&mut signals).await {
                 eprintln!("goodput: cancelling requests in flight");
                 control.cancel_in_flight();
             }
@@ -113,15 +120,21 @@ pub fn watch_signals(control: RunControl) {
     });
 }
 
-/// The next SIGINT or SIGTERM (false if signals cannot be watched).
-async fn next_signal(term: &mut Option<tokio::signal::unix::Signal>) -> bool {
+/// The next SIGINT or SIGTERM (false if neither can be watched).
+async fn next_signal(signals: &mut [Option<tokio::signal::unix::Signal>; 2]) -> bool {
+    async fn recv(s: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+        match s.as_mut() {
+            Some(s) => s.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+    if signals.iter().all(Option::is_none) {
+        return false;
+    }
+    let [int, term] = signals;
     tokio::select! {
-        r = tokio::signal::ctrl_c() => r.is_ok(),
-        Some(()) = async {
-            match term.as_mut() {
-                Some(t) => t.recv().await,
-                None => std::future::pending().await,
-            }
-        } => true,
+        Some(()) = recv(int) => true,
+        Some(()) = recv(term) => true,
+        else => false,
     }
 }

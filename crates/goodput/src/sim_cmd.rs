@@ -7,6 +7,18 @@ use crate::exit::{usage, Code, Exit};
 pub fn main(args: goodput_sim::SimArgs) -> Result<Code, Exit> {
     let config = args.to_config().map_err(usage)?;
     let addr = args.listen_addr().map_err(usage)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("tokio runtime")
+        .map_err(usage)?;
+    // Installed before the address is printed: whoever reads it may signal at once.
+    let mut interrupt = rt
+        .block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        })
+        .context("watching Ctrl-C")
+        .map_err(usage)?;
     let server = goodput_sim::SimServer::spawn(config, addr)
         .context("starting the simulator")
         .map_err(usage)?;
@@ -19,14 +31,7 @@ pub fn main(args: goodput_sim::SimArgs) -> Result<Code, Exit> {
         "goodput sim: engine thread scheduling: {}",
         server.engine_priority()
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("tokio runtime")
-        .map_err(usage)?;
-    rt.block_on(async {
-        let _ = tokio::signal::ctrl_c().await;
-    });
+    rt.block_on(interrupt.recv());
     server.shutdown();
     Ok(Code::Ok)
 }
