@@ -31,10 +31,9 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
     }
     setup::raise_fd_limit();
     // Closed loop and capped open loop know their streams in advance.
-    setup::check_fd_limit(
-        spec::run_load(&args.common.load).concurrency_cap(),
-        args.common.target.url.is_none(),
-    )?;
+    let streams = spec::run_load(&args.common.load).concurrency_cap();
+    setup::check_fd_limit(streams, args.common.target.url.is_none())?;
+    setup::reserve_fd_table(streams, args.common.target.url.is_none());
     setup::runtime(args.common.target.client_threads)?.block_on(run_async(args))
 }
 

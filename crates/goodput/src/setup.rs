@@ -76,6 +76,51 @@ pub fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit
     Ok(())
 }
 
+/// Descriptors made room for when the run does not bound its connections
+/// (open loop without `--max-concurrency`): a 512 KB table, enough for
+/// 20,000 req/s of 3 s requests.
+const UNBOUNDED_FDS: u64 = 65_536;
+
+/// Grow the descriptor table now to hold every connection the run may open,
+/// before any thread exists. The kernel doubles the table as descriptors
+/// are allocated, and in a process of several threads each doubling waits
+/// for an RCU grace period inside `socket()`: measured at 10,000 req/s in
+/// open loop, the runtime thread blocked 11.6 and 20.5 ms in
+/// `expand_files` → `synchronize_rcu` while the first thousand connections
+/// opened, and every send scheduled meanwhile went out late (p99 schedule
+/// lag 3–9 ms, where the one-thread bytes-only client, which never waits
+/// there, had 0.2–0.6). A table only grows, so one descriptor placed at the
+/// top and closed again leaves the room. Best effort: nothing changes when
+/// no standard descriptor is open to duplicate.
+pub fn reserve_fd_table(streams: Option<usize>, with_sim: bool) {
+    let want = match streams {
+        Some(n) => n as u64 * if with_sim { 2 } else { 1 } + FD_OVERHEAD,
+        None => UNBOUNDED_FDS,
+    };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a properly initialised struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let top = want.min(lim.rlim_cur).saturating_sub(1);
+    let Ok(top) = libc::c_int::try_from(top) else {
+        return;
+    };
+    for fd in 0..=2 {
+        // SAFETY: F_DUPFD_CLOEXEC on a descriptor number only reads it; the
+        // duplicate is ours alone and closed at once.
+        let dup = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, top) };
+        if dup >= 0 {
+            // SAFETY: closing the descriptor just made.
+            unsafe { libc::close(dup) };
+            return;
+        }
+    }
+}
+
 /// The async runtime every request runs on: one thread (a current-thread
 /// runtime) unless `threads` asks for more. Measured against a bytes-only
 /// client (BENCHMARKS.md): one thread spent less CPU an event than two
@@ -136,5 +181,42 @@ async fn next_signal(signals: &mut [Option<tokio::signal::unix::Signal>; 2]) -> 
         Some(()) = recv(int) => true,
         Some(()) = recv(term) => true,
         else => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The table's size as the kernel reports it.
+    fn fd_table_size() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("FDSize:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    #[test]
+    fn the_descriptor_table_is_grown_to_the_runs_connections_and_no_descriptor_is_left_open() {
+        super::raise_fd_limit();
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit on a properly initialised struct.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        let streams = 3_000u64.min(lim.rlim_cur.saturating_sub(super::FD_OVERHEAD) / 2);
+        super::reserve_fd_table(Some(streams as usize), true);
+        assert!(
+            fd_table_size() >= streams * 2 + super::FD_OVERHEAD,
+            "FDSize {} for {streams} streams beside the simulator",
+            fd_table_size()
+        );
+        // The descriptor that made the room is closed again.
+        let top = (streams * 2 + super::FD_OVERHEAD - 1) as libc::c_int;
+        // SAFETY: F_GETFD only asks whether the descriptor is open.
+        assert_eq!(unsafe { libc::fcntl(top, libc::F_GETFD) }, -1);
     }
 }

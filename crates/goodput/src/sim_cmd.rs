@@ -7,6 +7,10 @@ use crate::exit::{usage, Code, Exit};
 pub fn main(args: goodput_sim::SimArgs) -> Result<Code, Exit> {
     let config = args.to_config().map_err(usage)?;
     let addr = args.listen_addr().map_err(usage)?;
+    // Accepting thousands of connections must not wait in the kernel's
+    // descriptor table growth (see `reserve_fd_table`).
+    crate::setup::raise_fd_limit();
+    crate::setup::reserve_fd_table(None, false);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

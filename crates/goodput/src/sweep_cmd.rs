@@ -32,6 +32,7 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
     let s = &args.common.load;
     let streams = s.concurrencies.iter().copied().max().or(s.max_concurrency);
     setup::check_fd_limit(streams, args.common.target.url.is_none())?;
+    setup::reserve_fd_table(streams, args.common.target.url.is_none());
     setup::runtime(args.common.target.client_threads)?.block_on(sweep_async(args))
 }
 

@@ -34,6 +34,7 @@ pub fn main(args: CalibrateArgs) -> Result<Code, Exit> {
         return from_files::calibrate(&args);
     }
     setup::raise_fd_limit();
+    setup::reserve_fd_table(None, args.target.url.is_none());
     setup::runtime(args.target.client_threads)?.block_on(calibrate(args))
 }
 
