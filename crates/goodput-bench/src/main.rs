@@ -302,6 +302,11 @@ struct ClientCostArgs {
     /// (`bench spin`, its CPU reported apart, not charged to the client).
     #[arg(long)]
     busy_core: bool,
+    /// An argument added to every `goodput run` of the comparison (repeat
+    /// for more), e.g. `--goodput-arg=--ramp-up=150ms` to spread goodput's
+    /// first wave as vllm-bench's connection storm spreads its own.
+    #[arg(long = "goodput-arg", allow_hyphen_values = true)]
+    goodput_args: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -417,6 +422,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::ClientCost(args) => {
             let mut env = bench_env(&args.streams.common)?;
             env.busy_core = args.busy_core;
+            env.goodput_args = args.goodput_args.clone();
             let kinds: Vec<ClientKind> = args.clients.iter().map(|c| c.kind()).collect();
             if kinds.contains(&ClientKind::VllmBench) {
                 vllm_bench::require(env.vllm_bench.as_deref())?;
