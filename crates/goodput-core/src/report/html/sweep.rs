@@ -352,9 +352,12 @@ fn throughput_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
         });
     }
     let single = sweeps.len() == 1;
+    let mut unfinished = 0;
     for (source, s) in sweeps {
-        let pts = s
-            .curve
+        let (drawn, ended_early): (Vec<&CurvePoint>, Vec<&CurvePoint>) =
+            s.curve.iter().partition(|c| !ended_before_any_answer(s, c));
+        unfinished += ended_early.len();
+        let pts = drawn
             .iter()
             .map(|c| (c.offered, c.request_throughput))
             .collect();
@@ -364,10 +367,24 @@ fn throughput_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
             pts,
         ));
         chart.marks.extend(marks(s, source.colour, &|c| {
-            Some((c.offered, c.request_throughput))
+            (!ended_before_any_answer(s, c)).then_some((c.offered, c.request_throughput))
         }));
     }
+    if unfinished > 0 {
+        chart.note.push_str(&format!(
+            " Not drawn: {unfinished} point(s) that ended before any request completed or failed (past capacity, ended early): they measured no throughput, which is not a throughput of 0."
+        ));
+    }
     chart
+}
+
+/// A point that ended before any of its requests completed or failed: its
+/// throughput is unmeasured, not 0 (drawing it at 0 would show a collapse
+/// the server never had).
+fn ended_before_any_answer(s: &SweepResult, c: &CurvePoint) -> bool {
+    s.points
+        .get(c.point)
+        .is_some_and(|p| p.result.metrics.completed == 0 && p.result.metrics.failed == 0)
 }
 
 fn cost_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {

@@ -254,6 +254,32 @@ fn a_sweep_has_its_charts_with_knees_and_goodput_marked() {
 }
 
 #[test]
+fn a_point_that_ended_before_any_answer_is_not_drawn_at_zero_throughput() {
+    let mut s = sweep(1.0);
+    let html = render(&one("sweep.json", Saved::Sweep(Box::new(s.clone()))));
+    let throughput = |html: &str| {
+        figures(html)
+            .into_iter()
+            .find(|f| f.0 == "sweep-throughput")
+            .unwrap()
+    };
+    assert_eq!(throughput(&html).1, 4);
+    assert!(!throughput(&html).3.contains("Not drawn"));
+    // The last point ended (past capacity) before any request completed
+    // or failed: its throughput is unmeasured.
+    let last = &mut s.points[3].result.metrics;
+    (last.completed, last.failed) = (0, 0);
+    s.curve[3].request_throughput = 0.0;
+    let html = render(&one("sweep.json", Saved::Sweep(Box::new(s))));
+    let (_, points, circles, fig) = throughput(&html);
+    assert_eq!((points, circles), (3, 3));
+    assert!(
+        fig.contains("Not drawn: 1 point(s) that ended before any request completed or failed"),
+        "{fig}"
+    );
+}
+
+#[test]
 fn two_sweeps_overlay_as_two_series() {
     let items = vec![
         ("h100.json".to_string(), Saved::Sweep(Box::new(sweep(1.0)))),
