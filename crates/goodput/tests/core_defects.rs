@@ -342,6 +342,49 @@ async fn a_signal_during_model_discovery_ends_the_run_within_two_seconds() {
     }
 }
 
+/// The process runs off transparent huge pages (set from its initializers,
+/// before the allocator's first page; `BENCHMARKS.md` has what they cost):
+/// the kernel says so for a run waiting on model discovery, and the
+/// descriptor table is already grown for its connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_off_huge_pages_and_its_descriptor_table_is_grown_before_it_connects() {
+    let (addr, accepted) = silent_server().await;
+    let url = format!("http://{addr}");
+    // As many streams as the hard descriptor limit allows, up to 3,000
+    // (goodput raises its soft limit to the hard one).
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a properly initialised struct.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+    let streams = 3_000u64.min(lim.rlim_max.saturating_sub(100));
+    let mut child = spawn_goodput(&["run", "--url", &url, "--concurrency", &streams.to_string()]);
+    let seen = accepted.clone();
+    wait_until("discovery started", Duration::from_secs(30), move || {
+        seen.load(std::sync::atomic::Ordering::SeqCst) > 0
+    })
+    .await;
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    child.kill().unwrap();
+    let _ = child.wait();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    // Kernels before 5.0 do not report it.
+    if let Some(thp) = field("THP_enabled:") {
+        assert_eq!(thp, "0", "{status}");
+    }
+    let fds: u64 = field("FDSize:").unwrap().parse().unwrap();
+    assert!(
+        fds >= streams,
+        "FDSize {fds} before {streams} streams connect"
+    );
+}
+
 /// Defect 4: every bad input exits 2 with what would be valid, before any
 /// work: no connection is made and no simulator is started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
