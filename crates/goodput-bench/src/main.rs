@@ -89,9 +89,10 @@ enum Command {
     /// per MB, TTFT and ITL error). The server's interval defaults to 2 ms here.
     #[command(mut_arg("interval_ms", |a| a.default_value("2")))]
     LongContext(LongContextCmd),
-    /// Everything with defaults: client-cost of the three clients at 256 and
-    /// 1,024 streams (3 requests per stream, 200 tokens, each set of runs
-    /// repeated), then
+    /// Everything with defaults: client-cost of the three clients (and
+    /// vllm-bench when --vllm-bench, $VLLM_BENCH or the default path finds
+    /// it) at 256 and 1,024 streams (3 requests per stream, 200 tokens, each
+    /// set of runs repeated), then
     /// open-loop at 2,000 req/s for 10 s with 4-token outputs.
     All(AllArgs),
     /// (Internal) run a command and print its cost from wait4 as JSON; the
@@ -460,15 +461,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 repeat,
                 common,
             };
-            let mut runs = closed_loop_runs(
-                &env,
-                &streams,
-                &[
-                    ClientKind::BytesOnly,
-                    ClientKind::Hyper,
-                    ClientKind::Goodput,
-                ],
-            )?;
+            let mut kinds = vec![
+                ClientKind::BytesOnly,
+                ClientKind::Hyper,
+                ClientKind::Goodput,
+            ];
+            // vLLM's Rust client beside them when it is here (it is built
+            // from its public source, never fetched by the bench).
+            if env.vllm_bench.is_some() {
+                kinds.push(ClientKind::VllmBench);
+            }
+            let mut runs = closed_loop_runs(&env, &streams, &kinds)?;
             runs.push(experiments::open_loop(&env, 2000.0, 10.0, 4)?);
             print_report(&env, &runs);
             Ok(())
