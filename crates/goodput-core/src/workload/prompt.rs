@@ -36,6 +36,40 @@ pub struct TextBuilder {
     period_cost: u32,
 }
 
+/// The token cost of " word" for each word of the list under `tokenizer`
+/// (1 when it does not count). Learnt once per tokenizer and process: a run
+/// builds a [`TextBuilder`] for the flags' check and another for its request
+/// source, and through a Hugging Face `tokenizer.json` the list's one call a
+/// word cost some 1 ms each time, on the way to the first request. Keyed by
+/// the tokenizer's bytes (their SHA-256), so the same counts come back for
+/// the same tokenizer whatever the path it was read from.
+fn word_costs(tokenizer: &Tokenizer) -> Vec<u32> {
+    type Learnt = Vec<((goodput_common::tokenizer::TokenizerKind, String), Vec<u32>)>;
+    static LEARNT: std::sync::Mutex<Learnt> = std::sync::Mutex::new(Vec::new());
+    let count = || -> Vec<u32> {
+        words()
+            .iter()
+            .map(|w| {
+                tokenizer
+                    .count(&format!(" {w}"))
+                    .map_or(1, |c| c.max(1) as u32)
+            })
+            .collect()
+    };
+    let identity = tokenizer.identity();
+    let Some(sha) = identity.sha256 else {
+        return count();
+    };
+    let key = (identity.kind, sha);
+    let mut learnt = LEARNT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, cost)) = learnt.iter().find(|(k, _)| *k == key) {
+        return cost.clone();
+    }
+    let cost = count();
+    learnt.push((key, cost.clone()));
+    cost
+}
+
 /// Why exact text could not be built.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("cannot build a prompt of exactly {target} tokens with tokenizer {tokenizer}: the closest was {closest} after {MAX_PASSES} adjustments")]
@@ -47,15 +81,7 @@ pub struct ExactLengthError {
 
 impl TextBuilder {
     pub fn new(tokenizer: Tokenizer) -> Self {
-        let list = words();
-        let cost: Vec<u32> = list
-            .iter()
-            .map(|w| {
-                tokenizer
-                    .count(&format!(" {w}"))
-                    .map_or(1, |c| c.max(1) as u32)
-            })
-            .collect();
+        let cost = word_costs(&tokenizer);
         let max = cost.iter().copied().max().unwrap_or(1) as usize;
         let mut by_cost = vec![Vec::new(); max + 1];
         for (i, &c) in cost.iter().enumerate() {
@@ -302,6 +328,23 @@ mod tests {
         let t = Tokenizer::from_spec(path.to_str().unwrap()).unwrap();
         assert!(t.is_model_tokenizer());
         t
+    }
+
+    #[test]
+    fn word_costs_are_learnt_once_per_tokenizer_and_are_its_own() {
+        let split = small_tokenizer_json();
+        let direct: Vec<u32> = words()
+            .iter()
+            .map(|w| split.count(&format!(" {w}")).unwrap().max(1) as u32)
+            .collect();
+        // The second builder takes the learnt costs: the same ones.
+        for _ in 0..2 {
+            assert_eq!(TextBuilder::new(split.clone()).cost, direct);
+        }
+        // Another tokenizer's costs are its own (every word one token).
+        let o200k = TextBuilder::new(Tokenizer::from_spec("o200k_base").unwrap());
+        assert!(o200k.cost.iter().all(|&c| c == 1));
+        assert_ne!(o200k.cost, direct);
     }
 
     #[test]
