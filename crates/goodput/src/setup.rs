@@ -6,18 +6,22 @@ use goodput_core::executor::RunControl;
 
 use crate::exit::{usage, Exit};
 
+/// The process's open-file limit (`None` if it cannot be read).
+fn open_file_limit() -> Option<libc::rlimit> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit on a properly initialised struct.
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some(lim)
+}
+
 /// Raise the open-file limit to the hard limit: thousands of streams need thousands of sockets.
 pub fn raise_fd_limit() {
-    // SAFETY: getrlimit/setrlimit on a properly initialised struct.
-    unsafe {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
+    if let Some(mut lim) = open_file_limit().filter(|l| l.rlim_cur < l.rlim_max) {
+        lim.rlim_cur = lim.rlim_max;
+        // SAFETY: setrlimit on a properly initialised struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
     }
 }
 
@@ -51,21 +55,21 @@ static NO_HUGE_PAGES_AT_LOAD: extern "C" fn() = no_huge_pages;
 /// output files, the runtime's epoll and wakers, the simulator's listener).
 const FD_OVERHEAD: u64 = 48;
 
+/// Descriptors a run of `streams` connections needs: its sockets (both ends
+/// with the built-in simulator in the same process) and the rest.
+fn fds_needed(streams: usize, with_sim: bool) -> u64 {
+    streams as u64 * if with_sim { 2 } else { 1 } + FD_OVERHEAD
+}
+
 /// Stop before sending when `streams` connections (twice that with the
 /// built-in simulator in the same process, which holds the other end)
 /// cannot fit under the open-file limit, after [`raise_fd_limit`]: the
 /// failures would be the client's own, not the server's.
 pub fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit> {
-    let Some(n) = streams else { return Ok(()) };
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit on a properly initialised struct.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+    let (Some(n), Some(lim)) = (streams, open_file_limit()) else {
         return Ok(());
-    }
-    let need = n as u64 * if with_sim { 2 } else { 1 } + FD_OVERHEAD;
+    };
+    let need = fds_needed(n, with_sim);
     if lim.rlim_cur < need {
         return Err(usage(anyhow!(
             "{n} concurrent streams need about {need} open files, but the limit is {} (hard limit {}): raise it (`ulimit -n {need}` in the shell, `LimitNOFILE=` for systemd, `--ulimit nofile={need}` for Docker) or lower the concurrency",
@@ -93,18 +97,8 @@ const UNBOUNDED_FDS: u64 = 65_536;
 /// top and closed again leaves the room. Best effort: nothing changes when
 /// no standard descriptor is open to duplicate.
 pub fn reserve_fd_table(streams: Option<usize>, with_sim: bool) {
-    let want = match streams {
-        Some(n) => n as u64 * if with_sim { 2 } else { 1 } + FD_OVERHEAD,
-        None => UNBOUNDED_FDS,
-    };
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit on a properly initialised struct.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return;
-    }
+    let want = streams.map_or(UNBOUNDED_FDS, |n| fds_needed(n, with_sim));
+    let Some(lim) = open_file_limit() else { return };
     let top = want.min(lim.rlim_cur).saturating_sub(1);
     let Ok(top) = libc::c_int::try_from(top) else {
         return;
@@ -201,21 +195,17 @@ mod tests {
     #[test]
     fn the_descriptor_table_is_grown_to_the_runs_connections_and_no_descriptor_is_left_open() {
         super::raise_fd_limit();
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit on a properly initialised struct.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        let lim = super::open_file_limit().unwrap();
         let streams = 3_000u64.min(lim.rlim_cur.saturating_sub(super::FD_OVERHEAD) / 2);
         super::reserve_fd_table(Some(streams as usize), true);
+        let need = super::fds_needed(streams as usize, true);
         assert!(
-            fd_table_size() >= streams * 2 + super::FD_OVERHEAD,
+            fd_table_size() >= need,
             "FDSize {} for {streams} streams beside the simulator",
             fd_table_size()
         );
         // The descriptor that made the room is closed again.
-        let top = (streams * 2 + super::FD_OVERHEAD - 1) as libc::c_int;
+        let top = (need - 1) as libc::c_int;
         // SAFETY: F_GETFD only asks whether the descriptor is open.
         assert_eq!(unsafe { libc::fcntl(top, libc::F_GETFD) }, -1);
     }
