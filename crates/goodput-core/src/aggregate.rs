@@ -78,13 +78,6 @@ pub struct EarlyHook {
 /// How long the aggregator lets records gather after a batch.
 const BATCH_WINDOW: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Records handled between two offers of the core (`sched_yield`). When
-/// a closed-loop wave of 1,024 answers ends together, their records are
-/// milliseconds of work, and the runtime thread was seen waiting, runnable,
-/// 3 ms behind this thread on its core (its nice value does not preempt it
-/// at once). As the request builder does ([`crate::workload::prefetch`]).
-const YIELD_EVERY: u32 = 32;
-
 fn aggregate(
     mut rx: mpsc::UnboundedReceiver<Msg>,
     mut sink: RecordsSink,
@@ -100,7 +93,7 @@ fn aggregate(
     } = watchers;
     let mut measured_done = 0u64;
     let mut recent = RecentTtft::default();
-    let mut handled = 0u32;
+    let mut offer = CoreOffer::default();
     lower_thread_priority();
     while let Some(first) = rx.blocking_recv() {
         let mut next = Some(first);
@@ -108,10 +101,7 @@ fn aggregate(
             match msg {
                 Msg::MeasureStart(t) => collector.measure_start(t),
                 Msg::Record(rec) => {
-                    handled = handled.wrapping_add(1);
-                    if handled.is_multiple_of(YIELD_EVERY) {
-                        std::thread::yield_now();
-                    }
+                    offer.tick();
                     if !rec.warmup && !rec.incomplete() {
                         measured_done += 1;
                     }
@@ -164,5 +154,31 @@ pub(crate) fn lower_thread_priority() {
     unsafe {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
+/// A background thread (the aggregator, the request builder) offering its
+/// core (`sched_yield`) every 32 items of a burst. Their lower priority does
+/// not get them preempted at once: the runtime thread was seen waiting,
+/// runnable, 2–4 ms on a core where the builder ran a refill of half its
+/// buffer (at 10,000 req/s in open loop, most of the schedule lag left:
+/// p99 0.77–1.73 ms before, 0.25–0.73 after, against the bytes-only
+/// client's 0.26–0.48; BENCHMARKS.md), and 3 ms behind the aggregator when
+/// a closed-loop wave of 1,024 answers ended together. A yield with nobody
+/// waiting costs under a µs.
+#[derive(Default)]
+pub(crate) struct CoreOffer {
+    items: u32,
+}
+
+impl CoreOffer {
+    const EVERY: u32 = 32;
+
+    /// One more item done: offer the core when it is the 32nd since the last offer.
+    pub(crate) fn tick(&mut self) {
+        self.items = self.items.wrapping_add(1);
+        if self.items.is_multiple_of(Self::EVERY) {
+            std::thread::yield_now();
+        }
     }
 }

@@ -32,16 +32,6 @@ pub const BYTES_AHEAD: usize = 2 << 20;
 /// (64 streams of 128,000 tokens) is built before the run starts.
 pub const COUNT_AHEAD: usize = 1024;
 
-/// Requests built between two offers of the core (`sched_yield`) once the
-/// run has started. A refill of half the buffer is 2–4 ms of work, and the
-/// kernel let it run on while the runtime thread waited, runnable, on the
-/// same core (its lower priority does not preempt it at once): at 10,000
-/// req/s in open loop those waits were most of the schedule lag left. Every
-/// 32 requests (some 35 µs) the builder now offers the core: p99 lag 0.77–1.73
-/// ms before, 0.25–0.73 after, against the bytes-only client's 0.26–0.48
-/// (BENCHMARKS.md). A yield with nobody waiting costs under a µs.
-const YIELD_EVERY: u32 = 32;
-
 /// What one built request holds: its body and its own struct (the rest,
 /// shared `Arc`s, is counted once elsewhere).
 fn footprint(p: &Planned) -> usize {
@@ -198,11 +188,10 @@ impl Prefetch {
             .spawn(move || {
                 let level = shared;
                 let mut primed = false;
-                let mut built = 0u32;
+                let mut offer = crate::aggregate::CoreOffer::default();
                 while let Some((k, p)) = source.next() {
-                    built = built.wrapping_add(1);
-                    if primed && built.is_multiple_of(YIELD_EVERY) {
-                        std::thread::yield_now();
+                    if primed {
+                        offer.tick();
                     }
                     let bytes = footprint(&p);
                     // Counted before it is sent, so that the executor's
