@@ -225,3 +225,31 @@ fn a_session_turn_resends_the_history_with_the_actual_response() {
         "a failed turn ends its session"
     );
 }
+
+/// Under the built-in encodings a prompt's count is the sum of its words'
+/// costs, not an encoding of it: every prompt of many lengths, with and
+/// without a shared prefix, encodes to exactly the count it carries.
+#[test]
+fn built_in_encodings_give_every_prompt_the_count_it_encodes_to() {
+    for spec_name in ["tiktoken:o200k_base", "tiktoken:cl100k_base"] {
+        let tok = Tokenizer::from_spec(spec_name).unwrap();
+        for prefixed in [false, true] {
+            let mut s = if prefixed {
+                grouped(3, GroupChoice::RoundRobin)
+            } else {
+                spec()
+            };
+            s.input_tokens = LengthSpec::Uniform { min: 1, max: 400 };
+            let mut src = SyntheticSource::new(s, params(Endpoint::Completions), tok.clone(), 11);
+            for _ in 0..300 {
+                let r = src.next().unwrap().request;
+                let claimed = r.prompt_tokens.unwrap() as usize;
+                assert_eq!(
+                    tok.count(&prompt_of(&r)),
+                    Some(claimed),
+                    "{spec_name} prefixed {prefixed}"
+                );
+            }
+        }
+    }
+}
