@@ -5,17 +5,21 @@
 //! sentences. Every word is one token, with or without a leading space, in
 //! both built-in encodings; under a model's own `tokenizer.json` a word may
 //! take several. [`TextBuilder`] learns how many tokens each word costs
-//! under the run's tokenizer (once, when the run is prepared), picks words
-//! whose costs add up to the target, then encodes the whole text to check
-//! it — a boundary may merge — and repairs it by removing and adding words
-//! until the count is exact. The number of repair passes is bounded; a
-//! tokenizer under which no combination of words reaches the count is an
-//! error that says so, never a silently wrong length.
+//! under the run's tokenizer (once, when the run is prepared) and picks
+//! words whose costs add up to the target. Under the built-in encodings
+//! that is the count (every word one token, a period one more: exact by
+//! construction, which the tests encode to check). Under a model's
+//! tokenizer it then encodes the whole text to check it — a boundary may
+//! merge — and repairs it by removing and adding words until the count is
+//! exact. The number of repair passes is bounded; a tokenizer under which
+//! no combination of words reaches the count is an error that says so,
+//! never a silently wrong length.
 //!
 //! Text is appended to a fixed head (a shared prefix, a salt) after a
 //! space, so the head's own tokens never merge with what follows under a
-//! whitespace-splitting pre-tokenizer; the check encodes head and body
-//! together, so the count is exact whatever the tokenizer does.
+//! whitespace-splitting pre-tokenizer; under a model's tokenizer the check
+//! encodes head and body together, so the count is exact whatever that
+//! tokenizer does.
 
 use rand::{Rng, SeedableRng};
 
