@@ -3,9 +3,9 @@
 //! `words.txt` holds common English words in frequency order, each of which is
 //! exactly one token, with and without a leading space, in both built-in
 //! encodings (`o200k_base`, `cl100k_base`). Text made of these words joined
-//! by single spaces therefore has a token count known by construction; the
-//! prompt builder still checks it with the tokenizer, and a test checks the
-//! whole list. The simulator uses the same list for its output text so that
+//! by single spaces (a period after a word one token more) therefore has a
+//! token count known by construction, which the prompt builder uses under
+//! those encodings; a test checks the whole list. The simulator uses the same list for its output text so that
 //! client-side and server-side counts agree exactly.
 
 use std::sync::OnceLock;
@@ -34,6 +34,9 @@ mod tests {
             for word in w {
                 assert_eq!(t.count(&format!(" {word}")), Some(1), "{spec}: {word}");
                 assert_eq!(t.count(word), Some(1), "{spec}: {word}");
+                // A sentence's period is a token of its own.
+                assert_eq!(t.count(&format!(" {word}.")), Some(2), "{spec}: {word}.");
+                assert!(t.counts_list_words_as_single_tokens());
             }
         }
     }

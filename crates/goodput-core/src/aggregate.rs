@@ -147,7 +147,7 @@ fn aggregate(
 /// comes in bursts as responses end, exactly when new requests are written
 /// and first events arrive, and it can wait. Lowering one's own priority
 /// needs no privilege.
-pub(crate) fn lower_thread_priority() {
+pub fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: gettid has no arguments; setpriority on our own thread id only
     // changes this thread's nice value.

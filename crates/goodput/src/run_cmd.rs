@@ -34,6 +34,7 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
     let streams = spec::run_load(&args.common.load).concurrency_cap();
     setup::check_fd_limit(streams, args.common.target.url.is_none())?;
     setup::reserve_fd_table(streams, args.common.target.url.is_none());
+    setup::prepare_tokenizer(&args.common.workload.tokenizer);
     setup::runtime(args.common.target.client_threads)?.block_on(run_async(args))
 }
 

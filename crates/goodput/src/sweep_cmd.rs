@@ -33,6 +33,7 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
     let streams = s.concurrencies.iter().copied().max().or(s.max_concurrency);
     setup::check_fd_limit(streams, args.common.target.url.is_none())?;
     setup::reserve_fd_table(streams, args.common.target.url.is_none());
+    setup::prepare_tokenizer(&args.common.workload.tokenizer);
     setup::runtime(args.common.target.client_threads)?.block_on(sweep_async(args))
 }
 

@@ -13,6 +13,7 @@
 //! varied text.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use super::rank_table;
 
@@ -106,14 +107,44 @@ pub struct Bpe {
     mask: usize,
     /// How a slot's key holds the rank and the tag.
     layout: rank_table::KeyLayout,
-    /// fancy-regex, for patterns the `regex` crate cannot take (and for a
-    /// backtracking limit); `None` when `fast` splits.
-    pattern: Option<fancy_regex::Regex>,
-    /// The pattern without its lookahead, for the `regex` crate's automata
-    /// (see [`LOOKAHEAD`]); `None` when the pattern has no such form.
-    fast: Option<regex::Regex>,
+    /// The split pattern's source, and fancy-regex's backtracking limit.
+    source: (String, Option<usize>),
+    /// The compiled split, made on first use ([`Bpe::split`]); `None` for
+    /// a pattern that did not compile.
+    split: OnceLock<Option<Split>>,
     /// Tells this encoder's regex apart in a thread's [`with_own_regex`].
     id: u64,
+}
+
+/// How text is cut into pieces.
+enum Split {
+    /// The pattern without its lookahead, for the `regex` crate's automata
+    /// (see [`LOOKAHEAD`]).
+    Fast(regex::Regex),
+    /// fancy-regex, for patterns the `regex` crate cannot take (and for a
+    /// backtracking limit).
+    Fancy(fancy_regex::Regex),
+}
+
+impl Split {
+    /// The split `pattern` compiles to: the `regex` crate's automata when
+    /// it has a form they take (and no backtracking limit is asked for),
+    /// else fancy-regex.
+    fn compile(pattern: &str, limit: Option<usize>) -> Result<Split, String> {
+        if limit.is_none() {
+            let fast = pattern
+                .strip_suffix(LOOKAHEAD)
+                .and_then(|head| regex::Regex::new(&format!("^(?:{head}|\\s+)")).ok());
+            if let Some(fast) = fast {
+                return Ok(Split::Fast(fast));
+            }
+        }
+        let mut builder = fancy_regex::RegexBuilder::new(pattern);
+        if let Some(l) = limit {
+            builder.backtrack_limit(l);
+        }
+        builder.build().map(Split::Fancy).map_err(|e| e.to_string())
+    }
 }
 
 impl Bpe {
@@ -173,33 +204,43 @@ impl Bpe {
             ));
         }
         let layout = rank_table::KeyLayout::new(words);
-        let fast = match limit {
-            None => pattern
-                .strip_suffix(LOOKAHEAD)
-                .and_then(|head| regex::Regex::new(&format!("^(?:{head}|\\s+)")).ok()),
-            Some(_) => None,
-        };
-        // Compiling fancy-regex cost ~5 ms of start-up: only when needed.
-        let pattern = match fast {
-            Some(_) => None,
-            None => {
-                let mut builder = fancy_regex::RegexBuilder::new(pattern);
-                if let Some(l) = limit {
-                    builder.backtrack_limit(l);
-                }
-                Some(builder.build().map_err(|e| e.to_string())?)
-            }
-        };
+        // The split is compiled on first use: its Unicode classes were a
+        // quarter of a 1-request run's CPU (3 ms, o200k's through the
+        // `regex` crate; fancy-regex's for cl100k about 5), on the way to the
+        // first request, which needs no count under a built-in encoding.
+        // A pattern given with a backtracking limit (the tests') is compiled
+        // at once, so that its errors are this call's.
+        let split = OnceLock::new();
+        if limit.is_some() {
+            let _ = split.set(Some(Split::compile(pattern, limit)?));
+        }
         Ok(Bpe {
             arena,
             offsets,
             slots,
             mask: n - 1,
             layout,
-            pattern,
-            fast,
+            source: (pattern.to_string(), limit),
+            split,
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         })
+    }
+
+    /// The split, compiled by the first call (another thread's call waits
+    /// for it). The built-in patterns compile (a test compiles both); were
+    /// one not to, its text would be one piece, still counted whole by the
+    /// byte-pair merge.
+    fn split(&self) -> Option<&Split> {
+        let (pattern, limit) = &self.source;
+        self.split
+            .get_or_init(|| Split::compile(pattern, *limit).ok())
+            .as_ref()
+    }
+
+    /// Compile the split now (a run does it on a thread of its own while it
+    /// connects, so that its first count does not wait for it).
+    pub fn prepare(&self) {
+        let _ = self.split();
     }
 
     /// The rank of `bytes` if it is a token.
@@ -230,12 +271,15 @@ impl Bpe {
     /// of the text from the end of the last match becomes one piece, which
     /// the byte-pair merge still encodes, so no text goes uncounted.
     fn pieces(&self, text: &str, mut f: impl FnMut(&[u8])) {
-        if let Some(fast) = &self.fast {
-            return with_own_regex(self.id, fast, |re| fast_pieces(re, text, f));
-        }
-        let Some(pattern) = &self.pattern else {
-            f(text.as_bytes());
-            return;
+        let pattern = match self.split() {
+            Some(Split::Fast(fast)) => {
+                return with_own_regex(self.id, fast, |re| fast_pieces(re, text, f));
+            }
+            Some(Split::Fancy(pattern)) => pattern,
+            None => {
+                f(text.as_bytes());
+                return;
+            }
         };
         let mut end = 0;
         for m in pattern.find_iter(text) {
@@ -366,9 +410,10 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let pattern = crate::tokenizer::O200K_PATTERN_FOR_TESTS;
         let fast = Bpe::new("", pattern).unwrap();
-        assert!(fast.fast.is_some() && fast.pattern.is_none());
+        assert!(fast.split.get().is_none(), "compiled on first use");
+        assert!(matches!(fast.split(), Some(Split::Fast(_))));
         let slow = Bpe::with_backtrack_limit("", pattern, Some(1_000_000)).unwrap();
-        assert!(slow.fast.is_none());
+        assert!(matches!(slow.split(), Some(Split::Fancy(_))));
         let alphabet: Vec<char> = " \t\n\r\u{a0}\u{3000}\u{2028}aZé中Ж'sS0129.,!/-_\"$"
             .chars()
             .collect();
@@ -437,12 +482,10 @@ mod tests {
         let full = Bpe::new(ranks, pattern).unwrap();
         let limited = Bpe::with_backtrack_limit(ranks, pattern, Some(2)).unwrap();
         // The limit really bites: the regex reports an error part-way.
-        assert!(limited
-            .pattern
-            .as_ref()
-            .unwrap()
-            .find_iter(&text)
-            .any(|m| m.is_err()));
+        let Some(Split::Fancy(pattern)) = limited.split() else {
+            panic!("a backtracking limit is fancy-regex's");
+        };
+        assert!(pattern.find_iter(&text).any(|m| m.is_err()));
         for bpe in [&full, &limited] {
             let ids = bpe.encode(&text);
             assert_eq!(bpe.decode(&ids).unwrap(), text.as_bytes());

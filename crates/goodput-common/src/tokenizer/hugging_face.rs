@@ -160,6 +160,8 @@ mod tests {
         let path = dir.write("tokenizer.json", &wordpiece_json());
         let t = Tokenizer::from_spec(path.to_str().unwrap()).unwrap();
         assert!(t.is_enabled() && t.is_model_tokenizer());
+        // A model's own vocabulary may split the list's words: counted, not assumed.
+        assert!(!t.counts_list_words_as_single_tokens());
 
         // Whole words are one token, others several pieces; no [CLS]/[SEP]
         // although the post-processor adds them to a model input.

@@ -279,6 +279,24 @@ impl Tokenizer {
         matches!(self.backing, Backing::HuggingFace(_))
     }
 
+    /// Whether every word of the shipped list ([`crate::words`]) is one
+    /// token, with or without a leading space, and a period after one is
+    /// one more: true of the built-in encodings (the word list's test
+    /// encodes every word under both), so text of those words is counted
+    /// without encoding it.
+    pub fn counts_list_words_as_single_tokens(&self) -> bool {
+        matches!(self.backing, Backing::Tiktoken(_))
+    }
+
+    /// Make ready what the first count needs: a built-in encoding compiles
+    /// its split pattern on first use (3–5 ms), and a run calls this on a
+    /// thread of its own while it connects. Nothing to do for the others.
+    pub fn prepare(&self) {
+        if let Backing::Tiktoken(bpe) = &self.backing {
+            bpe.prepare();
+        }
+    }
+
     /// Whether this tokenizer counts tokens (`none` does not).
     pub fn is_enabled(&self) -> bool {
         !matches!(self.backing, Backing::None)
@@ -385,6 +403,7 @@ mod tests {
         assert_eq!(none.count("x"), None);
         assert_eq!(none.decode(&[1]), None);
         assert!(!none.is_enabled() && !none.is_model_tokenizer());
+        assert!(!none.counts_list_words_as_single_tokens());
         // A bare word that names no file is an unknown name, not a missing
         // file; so is an unknown tiktoken encoding, even one named `none`.
         for spec in ["gpt2", "tiktoken:gpt2", "tiktoken:none"] {

@@ -4,14 +4,13 @@
 //! ([`goodput_common::words`]), drawn with a frequency skew and broken into
 //! sentences. Every word is one token, with or without a leading space, in
 //! both built-in encodings; under a model's own `tokenizer.json` a word may
-//! take several. [`TextBuilder`] learns how many tokens each word costs
-//! under the run's tokenizer (once, when the run is prepared) and picks
-//! words whose costs add up to the target. Under the built-in encodings
-//! that is the count (every word one token, a period one more: exact by
-//! construction, which the tests encode to check). Under a model's
-//! tokenizer it then encodes the whole text to check it — a boundary may
-//! merge — and repairs it by removing and adding words until the count is
-//! exact. The number of repair passes is bounded; a tokenizer under which
+//! take several. [`TextBuilder`] picks words whose costs add up to the
+//! target. Under the built-in encodings that is the count (every word one
+//! token, a period one more: exact by construction, which the tests encode
+//! to check), and nothing is encoded. Under a model's tokenizer it learns
+//! each word's cost once, when the run is prepared, then encodes the whole
+//! text to check it — a boundary may merge — and repairs it by removing and
+//! adding words until the count is exact. The number of repair passes is bounded; a tokenizer under which
 //! no combination of words reaches the count is an error that says so,
 //! never a silently wrong length.
 //!
@@ -39,7 +38,7 @@ pub struct TextBuilder {
     /// Tokens a sentence's closing period adds.
     period_cost: u32,
     /// Whether text of the list's words is exact by construction: a
-    /// built-in encoding under which every word costs one token and a
+    /// built-in encoding, under which every word costs one token and a
     /// period one more (see [`closest`](Self::closest)).
     words_are_tokens: bool,
 }
@@ -89,20 +88,24 @@ pub struct ExactLengthError {
 
 impl TextBuilder {
     pub fn new(tokenizer: Tokenizer) -> Self {
-        let cost = word_costs(&tokenizer);
+        // Under the built-in encodings every word costs one token and a
+        // period one more (the word list's test encodes them all): nothing
+        // to learn, and nothing encoded on the way to the first request.
+        let words_are_tokens = tokenizer.counts_list_words_as_single_tokens();
+        let (cost, period_cost) = if words_are_tokens {
+            (vec![1; words().len()], 1)
+        } else {
+            let period_cost = match (tokenizer.count(" the."), tokenizer.count(" the")) {
+                (Some(a), Some(b)) => a.saturating_sub(b) as u32,
+                _ => 0,
+            };
+            (word_costs(&tokenizer), period_cost)
+        };
         let max = cost.iter().copied().max().unwrap_or(1) as usize;
         let mut by_cost = vec![Vec::new(); max + 1];
         for (i, &c) in cost.iter().enumerate() {
             by_cost[c as usize].push(i);
         }
-        let period_cost = match (tokenizer.count(" the."), tokenizer.count(" the")) {
-            (Some(a), Some(b)) => a.saturating_sub(b) as u32,
-            _ => 0,
-        };
-        let words_are_tokens = tokenizer.is_enabled()
-            && !tokenizer.is_model_tokenizer()
-            && period_cost == 1
-            && cost.iter().all(|&c| c == 1);
         TextBuilder {
             tokenizer,
             cost,
