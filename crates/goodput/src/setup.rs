@@ -121,7 +121,7 @@ pub fn reserve_fd_table(streams: Option<usize>, with_sim: bool) {
 /// are counted by construction); the first count that needs the pattern (a
 /// dataset's rows, the first answer's tokens) then finds it compiled, or
 /// waits for this thread rather than compiling it again. It was 3 ms of a
-/// 1-request run's way to its first request (5 for cl100k). Called after
+/// 1-request run's way to its first request. Called after
 /// [`reserve_fd_table`]: no thread may exist before it.
 pub fn prepare_tokenizer(tokenizer: &goodput_core::tokenizer::Tokenizer) {
     if !tokenizer.is_enabled() || tokenizer.is_model_tokenizer() {

@@ -289,8 +289,9 @@ impl Tokenizer {
     }
 
     /// Make ready what the first count needs: a built-in encoding compiles
-    /// its split pattern on first use (3–5 ms), and a run calls this on a
-    /// thread of its own while it connects. Nothing to do for the others.
+    /// its split pattern on first use (1.5 ms for o200k), and a run calls
+    /// this on a thread of its own while it connects. Nothing to do for the
+    /// others.
     pub fn prepare(&self) {
         if let Backing::Tiktoken(bpe) = &self.backing {
             bpe.prepare();
