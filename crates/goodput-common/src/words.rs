@@ -5,8 +5,9 @@
 //! encodings (`o200k_base`, `cl100k_base`). Text made of these words joined
 //! by single spaces (a period after a word one token more) therefore has a
 //! token count known by construction, which the prompt builder uses under
-//! those encodings; a test checks the whole list. The simulator uses the same list for its output text so that
-//! client-side and server-side counts agree exactly.
+//! those encodings; a test checks the whole list. The simulator uses the
+//! same list for its output text so that client-side and server-side counts
+//! agree exactly.
 
 use std::sync::OnceLock;
 
@@ -31,12 +32,12 @@ mod tests {
         assert_eq!(distinct.len(), w.len());
         for spec in ["o200k_base", "cl100k_base"] {
             let t = Tokenizer::from_spec(spec).unwrap();
+            assert!(t.counts_list_words_as_single_tokens());
             for word in w {
                 assert_eq!(t.count(&format!(" {word}")), Some(1), "{spec}: {word}");
                 assert_eq!(t.count(word), Some(1), "{spec}: {word}");
                 // A sentence's period is a token of its own.
                 assert_eq!(t.count(&format!(" {word}.")), Some(2), "{spec}: {word}.");
-                assert!(t.counts_list_words_as_single_tokens());
             }
         }
     }

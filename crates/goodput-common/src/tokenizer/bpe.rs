@@ -23,8 +23,8 @@ use super::rank_table;
 /// How o200k_base's pattern ends: a run of whitespace not followed by a
 /// non-space, else any run. Only the lookahead needs fancy-regex's
 /// backtracking VM, which cost about 1,600 instructions a token (callgrind,
-/// counting prompts and answers): without it a lazy DFA
-/// (regex-automata's) splits the text, and [`fast_pieces`] gives back the lookahead's one
+/// counting prompts and answers): without it a lazy DFA (regex-automata's)
+/// splits the text, and [`fast_pieces`] gives back the lookahead's one
 /// character. A test holds the two to the same pieces.
 const LOOKAHEAD: &str = r"|\s+(?!\S)|\s+";
 
@@ -129,15 +129,14 @@ enum Split {
     /// of peak memory for o200k's Unicode classes, against 1.4–1.5 ms and
     /// 1.9 MB; and a count of 1,000 tokens takes 32 µs against 46).
     Fast(Box<DFA>),
-    /// fancy-regex, for patterns the `regex` crate cannot take (and for a
-    /// backtracking limit).
+    /// fancy-regex, for patterns without that form (cl100k's possessive
+    /// quantifiers) and for a backtracking limit.
     Fancy(fancy_regex::Regex),
 }
 
 impl Split {
-    /// The split `pattern` compiles to: the `regex` crate's automata when
-    /// it has a form they take (and no backtracking limit is asked for),
-    /// else fancy-regex.
+    /// The split `pattern` compiles to: the lazy DFA when it has a form one
+    /// takes (and no backtracking limit is asked for), else fancy-regex.
     fn compile(pattern: &str, limit: Option<usize>) -> Result<Split, String> {
         if limit.is_none() {
             let fast = pattern

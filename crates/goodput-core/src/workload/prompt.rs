@@ -10,9 +10,9 @@
 //! to check), and nothing is encoded. Under a model's tokenizer it learns
 //! each word's cost once, when the run is prepared, then encodes the whole
 //! text to check it — a boundary may merge — and repairs it by removing and
-//! adding words until the count is exact. The number of repair passes is bounded; a tokenizer under which
-//! no combination of words reaches the count is an error that says so,
-//! never a silently wrong length.
+//! adding words until the count is exact. The number of repair passes is
+//! bounded; a tokenizer under which no combination of words reaches the
+//! count is an error that says so, never a silently wrong length.
 //!
 //! Text is appended to a fixed head (a shared prefix, a salt) after a
 //! space, so the head's own tokens never merge with what follows under a
