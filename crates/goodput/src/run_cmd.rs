@@ -29,12 +29,10 @@ pub fn main(args: RunArgs) -> Result<Code, Exit> {
             "--trace cannot be used with --concurrency or --request-rate: the trace sets the arrival times (scale them with --trace-speed; cap in-flight requests with --max-concurrency)"
         )));
     }
-    setup::raise_fd_limit();
     // Closed loop and capped open loop know their streams in advance.
     let streams = spec::run_load(&args.common.load).concurrency_cap();
-    setup::check_fd_limit(streams, args.common.target.url.is_none())?;
-    setup::reserve_fd_table(streams, args.common.target.url.is_none());
-    setup::prepare_tokenizer(&args.common.workload.tokenizer);
+    let with_sim = args.common.target.url.is_none();
+    setup::before_threads(streams, with_sim, &args.common.workload.tokenizer)?;
     setup::runtime(args.common.target.client_threads)?.block_on(run_async(args))
 }
 

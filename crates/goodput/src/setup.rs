@@ -65,7 +65,7 @@ fn fds_needed(streams: usize, with_sim: bool) -> u64 {
 /// built-in simulator in the same process, which holds the other end)
 /// cannot fit under the open-file limit, after [`raise_fd_limit`]: the
 /// failures would be the client's own, not the server's.
-pub fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit> {
+fn check_fd_limit(streams: Option<usize>, with_sim: bool) -> Result<(), Exit> {
     let (Some(n), Some(lim)) = (streams, open_file_limit()) else {
         return Ok(());
     };
@@ -115,6 +115,22 @@ pub fn reserve_fd_table(streams: Option<usize>, with_sim: bool) {
     }
 }
 
+/// What a run or sweep of `streams` connections (`None`: unbounded) does
+/// to the process before any thread exists: raise the open-file limit,
+/// stop when the streams cannot fit under it, grow the descriptor table,
+/// then start compiling the tokenizer's split pattern.
+pub fn before_threads(
+    streams: Option<usize>,
+    with_sim: bool,
+    tokenizer: &goodput_core::tokenizer::Tokenizer,
+) -> Result<(), Exit> {
+    raise_fd_limit();
+    check_fd_limit(streams, with_sim)?;
+    reserve_fd_table(streams, with_sim);
+    prepare_tokenizer(tokenizer);
+    Ok(())
+}
+
 /// Compile a built-in encoding's split pattern on a thread of its own, at
 /// a lower priority, while the run connects and probes. Nothing before the
 /// first request counts under a built-in encoding (prompts of the word list
@@ -123,7 +139,7 @@ pub fn reserve_fd_table(streams: Option<usize>, with_sim: bool) {
 /// waits for this thread rather than compiling it again. It was 3 ms of a
 /// 1-request run's way to its first request. Called after
 /// [`reserve_fd_table`]: no thread may exist before it.
-pub fn prepare_tokenizer(tokenizer: &goodput_core::tokenizer::Tokenizer) {
+fn prepare_tokenizer(tokenizer: &goodput_core::tokenizer::Tokenizer) {
     if !tokenizer.is_enabled() || tokenizer.is_model_tokenizer() {
         return;
     }

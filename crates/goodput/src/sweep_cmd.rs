@@ -28,12 +28,10 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
             "a trace sets its own arrival times, so a sweep cannot vary the load: use `goodput run --trace FILE --trace-speed X` at several speeds"
         )));
     }
-    setup::raise_fd_limit();
     let s = &args.common.load;
     let streams = s.concurrencies.iter().copied().max().or(s.max_concurrency);
-    setup::check_fd_limit(streams, args.common.target.url.is_none())?;
-    setup::reserve_fd_table(streams, args.common.target.url.is_none());
-    setup::prepare_tokenizer(&args.common.workload.tokenizer);
+    let with_sim = args.common.target.url.is_none();
+    setup::before_threads(streams, with_sim, &args.common.workload.tokenizer)?;
     setup::runtime(args.common.target.client_threads)?.block_on(sweep_async(args))
 }
 

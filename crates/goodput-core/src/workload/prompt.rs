@@ -37,10 +37,6 @@ pub struct TextBuilder {
     by_cost: Vec<Vec<usize>>,
     /// Tokens a sentence's closing period adds.
     period_cost: u32,
-    /// Whether text of the list's words is exact by construction: a
-    /// built-in encoding, under which every word costs one token and a
-    /// period one more (see [`closest`](Self::closest)).
-    words_are_tokens: bool,
 }
 
 /// The token cost of " word" for each word of the list under `tokenizer`
@@ -91,8 +87,7 @@ impl TextBuilder {
         // Under the built-in encodings every word costs one token and a
         // period one more (the word list's test encodes them all): nothing
         // to learn, and nothing encoded on the way to the first request.
-        let words_are_tokens = tokenizer.counts_list_words_as_single_tokens();
-        let (cost, period_cost) = if words_are_tokens {
+        let (cost, period_cost) = if tokenizer.counts_list_words_as_single_tokens() {
             (vec![1; words().len()], 1)
         } else {
             let period_cost = match (tokenizer.count(" the."), tokenizer.count(" the")) {
@@ -111,8 +106,14 @@ impl TextBuilder {
             cost,
             by_cost,
             period_cost,
-            words_are_tokens,
         }
+    }
+
+    /// Whether text of the list's words is exact by construction: a
+    /// built-in encoding, under which every word costs one token and a
+    /// period one more (see [`closest`](Self::closest)).
+    fn words_are_tokens(&self) -> bool {
+        self.tokenizer.counts_list_words_as_single_tokens()
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {
@@ -211,7 +212,7 @@ impl TextBuilder {
         let mut parts = Vec::with_capacity(want as usize + want as usize / 8 + 2);
         let mut ok = self.push_words(rng, want, &mut parts);
         let mut text = self.render(head, &parts);
-        if self.words_are_tokens && ok {
+        if self.words_are_tokens() && ok {
             let body: u32 = parts.iter().map(|&p| self.part_cost(p)).sum();
             return (text.split_off(head.len()), Some(head_tokens + body));
         }
@@ -307,7 +308,7 @@ mod tests {
         for spec in ["tiktoken:o200k_base", "tiktoken:cl100k_base"] {
             let b = TextBuilder::new(Tokenizer::from_spec(spec).unwrap());
             // Counted by construction, which the encodings below check.
-            assert!(b.words_are_tokens, "{spec}");
+            assert!(b.words_are_tokens(), "{spec}");
             let mut rng = rand::rngs::StdRng::seed_from_u64(5);
             for n in [1u32, 2, 3, 7, 31, 128, 500, 1024, 3000, 8192] {
                 let (text, count) = b.body(&mut rng, "", 0, n).unwrap();
