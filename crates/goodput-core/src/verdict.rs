@@ -98,10 +98,18 @@ pub struct TermJudgement {
 
 /// Judge the term "the `q`-quantile is `<= threshold`" on `sorted`, the
 /// run's per-request values sorted ascending (finite values; `q` a fraction
-/// in (0, 1)). See the module documentation for the rule.
-pub fn judge(sorted: &(impl Ordered + ?Sized), q: f64, threshold: f64) -> TermJudgement {
+/// in (0, 1)), with `in_time` the same values (or the first of them) in the
+/// order they happened, whose dependence widens the interval
+/// ([`crate::stats::quantile_ranks`]). See the module documentation for the
+/// rule.
+pub fn judge(
+    sorted: &(impl Ordered + ?Sized),
+    in_time: Option<&[f64]>,
+    q: f64,
+    threshold: f64,
+) -> TermJudgement {
     let n = sorted.count();
-    let (l, u) = binomial_ci_ranks(n, q, 0.95);
+    let (l, u) = crate::stats::quantile_ranks(sorted, in_time, q);
     let (lo, hi) = bounds(sorted, l, u);
     let value = percentile_of(sorted, q * 100.0).unwrap_or(f64::NAN);
     let verdict = verdict_of(lo, hi, threshold);
@@ -405,7 +413,7 @@ mod tests {
             let mut hits = 0;
             for _ in 0..trials {
                 let v = sorted_sample(&mut rng, &d, n);
-                let e = judge(&v, q, truth).estimate;
+                let e = judge(&v, None, q, truth).estimate;
                 let (lo, hi) = (e.lo.unwrap(), e.hi.unwrap());
                 if lo <= truth && truth <= hi {
                     hits += 1;
@@ -429,12 +437,12 @@ mod tests {
         let v = sorted_sample(&mut rng, &d, 2000);
         let p99 = (0.5 * Z99).exp(); // 3.20
 
-        let pass = judge(&v, 0.99, 2.0 * p99);
+        let pass = judge(&v, None, 0.99, 2.0 * p99);
         assert_eq!(pass.verdict, Verdict::Pass);
         assert!(pass.point_passes);
         assert_eq!(pass.more_requests_to_settle, Some(0));
 
-        let fail = judge(&v, 0.99, 0.5 * p99);
+        let fail = judge(&v, None, 0.99, 0.5 * p99);
         assert_eq!(fail.verdict, Verdict::Fail);
         assert!(!fail.point_passes);
         assert_eq!(fail.more_requests_to_settle, Some(0));
@@ -442,12 +450,12 @@ mod tests {
         // Threshold at the sample's own p99: the interval straddles it, and
         // exactly 1,980 of 2,000 values (p̂ = q) are within it, so under the
         // fixed-share assumption no sample size settles it.
-        let own = judge(&v, 0.99, pass.estimate.value);
+        let own = judge(&v, None, 0.99, pass.estimate.value);
         assert_eq!(own.verdict, Verdict::Inconclusive);
         assert_eq!(own.more_requests_to_settle, None);
         // Threshold at the 1,982nd value (p̂ = 0.991): still straddling,
         // settles on Pass with enough requests.
-        let mid = judge(&v, 0.99, v[1981]);
+        let mid = judge(&v, None, 0.99, v[1981]);
         assert_eq!(mid.verdict, Verdict::Inconclusive);
         assert!(mid.point_passes);
         let more = mid.more_requests_to_settle.unwrap();
@@ -456,7 +464,7 @@ mod tests {
 
         // An open upper bound never passes: 100 values all far below T.
         let small = sorted_sample(&mut rng, &d, 100);
-        let j = judge(&small, 0.99, 1e9);
+        let j = judge(&small, None, 0.99, 1e9);
         assert!(j.estimate.hi.is_none());
         assert_eq!(j.verdict, Verdict::Inconclusive);
         assert!(j.point_passes);
@@ -464,7 +472,7 @@ mod tests {
         let more = j.more_requests_to_settle.unwrap();
         assert!((200..400).contains(&more), "{more}");
 
-        let empty = judge(&[][..], 0.99, 1.0);
+        let empty = judge(&[][..], None, 0.99, 1.0);
         assert_eq!(empty.verdict, Verdict::Inconclusive);
         assert!(!empty.point_passes);
         assert_eq!(empty.more_requests_to_settle, None);
@@ -478,7 +486,7 @@ mod tests {
     fn more_requests_to_settle_is_where_the_interval_clears() {
         // Values 1..=1000, T = 992.5: 992 of 1000 (p̂ = 0.992) within T for p99.
         let v: Vec<f64> = (1..=1000).map(f64::from).collect();
-        let j = judge(&v, 0.99, 992.5);
+        let j = judge(&v, None, 0.99, 992.5);
         assert_eq!(j.verdict, Verdict::Inconclusive);
         let more = j.more_requests_to_settle.unwrap() as usize;
         // A normal approximation puts it near (1.96/0.002)²·0.0099 ≈ 9,500 in
@@ -491,21 +499,24 @@ mod tests {
             let s: Vec<f64> = (0..total)
                 .map(|i| if i < within { 1.0 } else { 1000.0 })
                 .collect();
-            judge(&s, 0.99, 992.5).verdict
+            judge(&s, None, 0.99, 992.5).verdict
         };
         assert_eq!(at(1000 + more), Verdict::Pass);
         assert_eq!(at(1000 + more * 8 / 10), Verdict::Inconclusive);
 
         // Below q: settles on Fail.
-        let j = judge(&v, 0.99, 987.5);
+        let j = judge(&v, None, 0.99, 987.5);
         assert_eq!(j.verdict, Verdict::Inconclusive);
         assert!(j.more_requests_to_settle.unwrap() > 0);
         // Share exactly q: never settles under the fixed-share assumption.
-        assert_eq!(judge(&v, 0.99, 990.5).more_requests_to_settle, None);
+        assert_eq!(judge(&v, None, 0.99, 990.5).more_requests_to_settle, None);
         // Share a hair above q: more than the cap.
         let v: Vec<f64> = (1..=100_000).map(f64::from).collect();
-        assert_eq!(judge(&v, 0.99, 99_000.5).more_requests_to_settle, None);
-        let j = judge(&v, 0.99, 99_001.5);
+        assert_eq!(
+            judge(&v, None, 0.99, 99_000.5).more_requests_to_settle,
+            None
+        );
+        let j = judge(&v, None, 0.99, 99_001.5);
         assert_eq!(j.verdict, Verdict::Inconclusive);
         assert_eq!(j.more_requests_to_settle, None);
     }

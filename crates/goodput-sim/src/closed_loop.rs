@@ -56,6 +56,20 @@ pub fn simulate_closed_loop(
     output_tokens: usize,
     requests: usize,
 ) -> Result<ClosedLoopReport, SimError> {
+    simulate_closed_loop_with(config, concurrency, requests, |_| {
+        (prompt_tokens, output_tokens)
+    })
+}
+
+/// [`simulate_closed_loop`] with each request's lengths chosen by
+/// `lengths(i)` → `(prompt_tokens, output_tokens)` for the i-th request sent
+/// (a random-length workload: the coverage study's closed-loop loads).
+pub fn simulate_closed_loop_with(
+    config: &SimConfig,
+    concurrency: usize,
+    requests: usize,
+    mut lengths: impl FnMut(usize) -> (usize, usize),
+) -> Result<ClosedLoopReport, SimError> {
     let mut engine = config.build_engine()?;
     let latency_s = config.request_latency_ms * 1e-3;
     let mut arrivals_s = Vec::with_capacity(requests);
@@ -91,6 +105,7 @@ pub fn simulate_closed_loop(
                 break;
             }
             in_flight.pop_front();
+            let (prompt_tokens, output_tokens) = lengths(i);
             let prompt = VirtualRequest::unique(0.0, prompt_tokens, output_tokens, i as u32);
             let req = EngineRequest {
                 id: i as u64,

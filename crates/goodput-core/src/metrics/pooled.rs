@@ -2,8 +2,9 @@
 //! stays flat in long runs.
 //!
 //! Up to [`EXACT_LIMIT`] values are kept exactly (4 bytes each), and the
-//! distribution is [`stats::describe_pooled`]'s: exact percentiles, and a
-//! bootstrap over whole requests for the intervals. Past that — 10 minutes
+//! distribution is [`stats::describe_pooled`]'s: exact percentiles, and
+//! batch means over whole requests, in the order they finished, for the
+//! intervals. Past that — 10 minutes
 //! at 80,000 tokens/s would hold 190 MB — the pool becomes bounded:
 //!
 //! - a log histogram whose bins are 0.1 % wide ([`REL_ERROR`]): every
@@ -11,9 +12,10 @@
 //!   allows it), with the count, sum, sum of squares, min and max kept
 //!   exactly, so the mean and standard deviation are exact;
 //! - a uniform reservoir of whole requests (Algorithm R over requests, at
-//!   most [`RESERVOIR_VALUES`] values), on which the bootstrap runs; its
-//!   spread is rescaled to the full number of requests (the m-out-of-n
-//!   bootstrap) and centred on the histogram's estimate.
+//!   most [`RESERVOIR_VALUES`] values), on which the batch means run (its
+//!   order is not time order, so neighbours' likeness is not seen there);
+//!   the spread is rescaled to the full number of requests and centred on
+//!   the histogram's estimate.
 //!
 //! The result says so: [`Pooled::bounded`] is true, and the run adds a note.
 
@@ -125,10 +127,10 @@ impl Pooled {
             && self.groups == other.groups
     }
 
-    /// The distribution, with intervals from a bootstrap over requests.
-    pub fn describe(&self, percentiles: &[f64], seed: u64) -> Option<Distribution> {
+    /// The distribution, with intervals from batch means over requests.
+    pub fn describe(&self, percentiles: &[f64]) -> Option<Distribution> {
         let Some(b) = &self.bounded else {
-            return stats::describe_pooled(&self.values, &self.groups, percentiles, seed);
+            return stats::describe_pooled(&self.values, &self.groups, percentiles);
         };
         // The reservoir's own distribution and bootstrap...
         let mut values = Vec::with_capacity(b.reservoir_values);
@@ -137,7 +139,7 @@ impl Pooled {
             values.extend_from_slice(r);
             groups.push(values.len() as u32);
         }
-        let mut d = stats::describe_pooled(&values, &groups, percentiles, seed)?;
+        let mut d = stats::describe_pooled(&values, &groups, percentiles)?;
         // ...re-centred on the whole pool's figures, and its spread scaled
         // from the reservoir's requests to all of them.
         let scale = (b.reservoir.len() as f64 / b.requests.max(1) as f64).sqrt();
@@ -189,7 +191,7 @@ mod tests {
         assert!(b.reservoir_values <= RESERVOIR_VALUES);
         assert!(b.hist.bins() < 30_000, "{} bins", b.hist.bins());
         let ps = [50.0, 90.0, 99.0, 99.9];
-        let d = pooled.describe(&ps, 1).unwrap();
+        let d = pooled.describe(&ps).unwrap();
         let exact = stats::describe(all.clone(), &ps).unwrap();
         for ((p, e), (_, x)) in d.percentiles.iter().zip(&exact.percentiles) {
             let rel = (e.value - x.value).abs() / x.value;
@@ -213,7 +215,7 @@ mod tests {
         pooled.add(&[1.0, 2.0, 3.0]);
         pooled.add(&[4.0]);
         assert!(!pooled.bounded());
-        let d = pooled.describe(&[50.0], 1).unwrap();
+        let d = pooled.describe(&[50.0]).unwrap();
         assert_eq!(d.count, 4);
     }
 }

@@ -14,10 +14,14 @@ use crate::verdict::{self, TermJudgement};
 /// exact.
 pub const EXACT_LIMIT: usize = 1 << 16;
 
+/// Exact values in the order they were pushed (the order requests
+/// finished), or past the limit a histogram and the first [`EXACT_LIMIT`]
+/// values in that order, from which the intervals read how alike
+/// neighbouring requests are.
 #[derive(Debug, Clone)]
 pub enum Samples {
     Exact(Vec<f64>),
-    Bounded(LogHistogram),
+    Bounded(LogHistogram, Vec<f64>),
 }
 
 impl Default for Samples {
@@ -63,17 +67,19 @@ impl Samples {
                     for &y in v.iter() {
                         h.add(y);
                     }
-                    *self = Samples::Bounded(h);
+                    let mut head = std::mem::take(v);
+                    head.truncate(EXACT_LIMIT);
+                    *self = Samples::Bounded(h, head);
                 }
             }
-            Samples::Bounded(h) => h.add(x),
+            Samples::Bounded(h, _) => h.add(x),
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Samples::Exact(v) => v.len(),
-            Samples::Bounded(h) => h.count(),
+            Samples::Bounded(h, _) => h.count(),
         }
     }
 
@@ -82,7 +88,7 @@ impl Samples {
     }
 
     pub fn is_bounded(&self) -> bool {
-        matches!(self, Samples::Bounded(_))
+        matches!(self, Samples::Bounded(..))
     }
 
     /// The values in ascending order (sorted on each call when exact).
@@ -93,24 +99,39 @@ impl Samples {
                 v.sort_by(f64::total_cmp);
                 View::Sorted(v)
             }
-            Samples::Bounded(h) => View::Hist(h),
+            Samples::Bounded(h, _) => View::Hist(h),
         }
     }
 
     pub fn describe(&self, percentiles: &[f64]) -> Option<Distribution> {
         match self {
             Samples::Exact(v) => stats::describe(v.clone(), percentiles),
-            Samples::Bounded(h) if h.count() > 0 => {
+            Samples::Bounded(h, head) if h.count() > 0 => {
                 let (mean, std) = h.mean_std();
-                Some(stats::describe_ordered(h, mean, std, percentiles))
+                Some(stats::describe_ordered(
+                    h,
+                    Some(head),
+                    mean,
+                    std,
+                    percentiles,
+                ))
             }
-            Samples::Bounded(_) => None,
+            Samples::Bounded(..) => None,
         }
     }
 
     /// The SLO verdict of the `q`-quantile against `threshold`.
     pub fn judge(&self, q: f64, threshold: f64) -> TermJudgement {
-        verdict::judge(&self.view(), q, threshold)
+        verdict::judge(&self.view(), Some(self.in_time()), q, threshold)
+    }
+
+    /// The values (all, or the first [`EXACT_LIMIT`]) in the order they
+    /// were pushed.
+    pub fn in_time(&self) -> &[f64] {
+        match self {
+            Samples::Exact(v) => v,
+            Samples::Bounded(_, head) => head,
+        }
     }
 }
 
@@ -132,7 +153,18 @@ mod tests {
         assert!(s.is_bounded());
         let ps = [50.0, 90.0, 99.0, 99.9];
         let d = s.describe(&ps).unwrap();
-        let e = stats::describe(all.clone(), &ps).unwrap();
+        // The exact description that reads dependence from the same first
+        // EXACT_LIMIT values the bounded one keeps.
+        let full = stats::describe(all.clone(), &ps).unwrap();
+        let mut sorted = all.clone();
+        sorted.sort_by(f64::total_cmp);
+        let e = stats::describe_ordered(
+            sorted.as_slice(),
+            Some(&all[..EXACT_LIMIT]),
+            full.mean.value,
+            full.std,
+            &ps,
+        );
         for ((p, a), (_, b)) in d.percentiles.iter().zip(&e.percentiles) {
             for (x, y) in [
                 (a.value, b.value),
@@ -144,9 +176,7 @@ mod tests {
         }
         assert!((d.mean.value - e.mean.value).abs() < 1e-9 * e.mean.value);
         assert_eq!((d.min, d.max, d.count), (e.min, e.max, e.count));
-        let mut sorted = all.clone();
-        sorted.sort_by(f64::total_cmp);
-        let exact = verdict::judge(sorted.as_slice(), 0.99, 400.0);
+        let exact = verdict::judge(sorted.as_slice(), Some(&all[..EXACT_LIMIT]), 0.99, 400.0);
         let approx = s.judge(0.99, 400.0);
         assert_eq!(exact.verdict, approx.verdict);
         assert!(

@@ -20,7 +20,8 @@ use goodput_core::schedule::{Arrival, Load, Schedule};
 use goodput_core::search::{Answer, Search, Step};
 use goodput_core::slo::Slo;
 use goodput_core::tokenizer::Tokenizer;
-use goodput_sim::virtual_time::{simulate, VirtualRequest};
+use goodput_sim::closed_loop::simulate_closed_loop_with;
+use goodput_sim::virtual_time::{simulate, VirtualOutcome, VirtualRequest};
 use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
 
 /// A deployment and a workload of fixed lengths.
@@ -29,6 +30,11 @@ pub struct Virtual {
     pub input_tokens: usize,
     pub output_tokens: usize,
     pub slo: Slo,
+    /// Keep the load on after the measured requests have been sent, with
+    /// requests that are not measured, until every measured one is done:
+    /// the measured requests' last ones then see the same load as the rest
+    /// (a study of the drain's effect on the figures).
+    pub cooldown: bool,
 }
 
 impl Virtual {
@@ -39,6 +45,7 @@ impl Virtual {
             config: SimConfig::default(),
             input_tokens: 1024,
             output_tokens: 128,
+            cooldown: false,
             slo: Slo {
                 terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])
                     .expect("the README's SLO"),
@@ -96,6 +103,45 @@ impl Virtual {
     }
 }
 
+/// Each request's prompt and output lengths.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lengths {
+    /// The workload's own lengths for every request.
+    Fixed,
+    /// Each length uniform in `[(1 − r)·x, (1 + r)·x]` around the
+    /// workload's `x`, as `--random-range-ratio r` draws them.
+    Uniform(f64),
+}
+
+impl Lengths {
+    /// The i-th request's `(input, output)` lengths, drawn from `seed`.
+    fn sampler(self, v: &Virtual, seed: u64) -> impl FnMut(usize) -> (usize, usize) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x1e46_7a5b);
+        let (input, output) = (v.input_tokens, v.output_tokens);
+        move |_| match self {
+            Lengths::Fixed => (input, output),
+            Lengths::Uniform(r) => {
+                let mut draw = |x: usize| {
+                    let lo = ((1.0 - r) * x as f64).round().max(1.0) as usize;
+                    let hi = ((1.0 + r) * x as f64).round().max(lo as f64) as usize;
+                    rng.random_range(lo..=hi)
+                };
+                let i = draw(input);
+                (i, draw(output).max(2))
+            }
+        }
+    }
+}
+
+/// A virtual run's metrics, its records (in the order they finished) and
+/// its load time (s).
+pub struct Run {
+    pub metrics: RunMetrics,
+    pub records: Vec<RequestRecord>,
+    pub wall_s: f64,
+}
+
 /// How the search is run: the sweep's defaults unless a caller changes them.
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
@@ -149,6 +195,22 @@ impl Virtual {
         seed: u64,
         control: Option<ControlSpec>,
     ) -> (RunMetrics, f64) {
+        let run = self.open(rate, measured, warmup, seed, Lengths::Fixed, control);
+        (run.metrics, run.wall_s)
+    }
+
+    /// An open-loop run: `warmup` then `measured` Poisson arrivals at
+    /// `rate` drawn as a real run draws them with `seed`, each request's
+    /// lengths from `lengths` (drawn from `seed` too).
+    pub fn open(
+        &self,
+        rate: f64,
+        measured: u64,
+        warmup: u64,
+        seed: u64,
+        lengths: Lengths,
+        control: Option<ControlSpec>,
+    ) -> Run {
         let load = Load::Open {
             rate,
             arrival: Arrival::Poisson,
@@ -156,34 +218,100 @@ impl Virtual {
         };
         let mut schedule = Schedule::new(load, seed);
         let n = (warmup + measured) as usize;
-        let arrivals: Vec<f64> = (0..n)
+        // A cool-down of 60 s of arrivals outlasts any measured request.
+        let extra = if self.cooldown {
+            (rate * 60.0).ceil() as usize
+        } else {
+            0
+        };
+        let arrivals: Vec<f64> = (0..n + extra)
             .map(|_| schedule.next_offset().expect("open loop").as_secs_f64())
             .collect();
+        let mut draw = lengths.sampler(self, seed);
+        let lens: Vec<(usize, usize)> = (0..n + extra).map(|i| draw(i)).collect();
         let requests: Vec<VirtualRequest> = arrivals
             .iter()
+            .zip(&lens)
             .enumerate()
-            .map(|(i, &a)| {
-                VirtualRequest::unique(a, self.input_tokens, self.output_tokens, i as u32)
-            })
+            .map(|(i, (&a, &(inp, out)))| VirtualRequest::unique(a, inp, out, i as u32))
             .collect();
         let report = simulate(&self.config, &requests).expect("the engine runs the schedule");
+        self.measure(
+            load,
+            &arrivals,
+            &report.requests,
+            &lens,
+            warmup,
+            n,
+            seed,
+            control,
+        )
+    }
+
+    /// A closed-loop run: `concurrency` users, `warmup` then `measured`
+    /// requests in the order they are sent, each request's lengths from
+    /// `lengths` (drawn from `seed`).
+    pub fn closed(
+        &self,
+        concurrency: usize,
+        measured: u64,
+        warmup: u64,
+        seed: u64,
+        lengths: Lengths,
+    ) -> Run {
+        let load = Load::Closed { concurrency };
+        let n = (warmup + measured) as usize;
+        // A cool-down of 4 more requests a user outlasts the measured ones.
+        let extra = if self.cooldown { 4 * concurrency } else { 0 };
+        let mut draw = lengths.sampler(self, seed);
+        let lens: Vec<(usize, usize)> = (0..n + extra).map(|i| draw(i)).collect();
+        let report = simulate_closed_loop_with(&self.config, concurrency, n + extra, |i| lens[i])
+            .expect("the engine runs the closed loop");
+        self.measure(
+            load,
+            &report.arrivals_s,
+            &report.requests,
+            &lens,
+            warmup,
+            n,
+            seed,
+            None,
+        )
+    }
+
+    /// The records of a virtual run, fed to the collector in the order
+    /// they finish (as the aggregator sees them), and its metrics.
+    #[allow(clippy::too_many_arguments)]
+    fn measure(
+        &self,
+        load: Load,
+        arrivals: &[f64],
+        outcomes: &[VirtualOutcome],
+        lens: &[(usize, usize)],
+        warmup: u64,
+        end: usize,
+        seed: u64,
+        control: Option<ControlSpec>,
+    ) -> Run {
         let tokenizer = Tokenizer::from_spec("none").expect("the null tokenizer");
-        let mut collector = Collector::new(self.slo.request_thresholds(), true)
+        let mut collector = Collector::new(self.slo.request_thresholds(), load.is_open())
             .with_schedule_control(control, load, &self.slo.terms);
         let at = |s: f64| ORIGIN_NS + (s * NS) as u64;
         collector.measure_start(at(arrivals[warmup as usize]));
         let mut records: Vec<RequestRecord> = arrivals
             .iter()
-            .zip(&report.requests)
+            .zip(outcomes)
+            .zip(lens)
             .enumerate()
-            .map(|(i, (&a, out))| {
+            .map(|(i, ((&a, out), &(input, output)))| {
                 let mut rec = RequestRecord {
                     request_id: i as u64,
-                    warmup: (i as u64) < warmup,
+                    // The cool-down is left out as the warm-up is.
+                    warmup: (i as u64) < warmup || i >= end,
                     t_sched: at(a),
                     t_send: Some(at(a)),
                     t_done: at(out.token_times_s.last().copied().unwrap_or(a)),
-                    max_tokens: Some(self.output_tokens as u32),
+                    max_tokens: Some(output as u32),
                     streamed: true,
                     ..Default::default()
                 };
@@ -209,7 +337,7 @@ impl Virtual {
                     .collect();
                 rec.output_text = " the".repeat(out.token_times_s.len());
                 rec.usage = Some(ServerUsage {
-                    prompt_tokens: Some(self.input_tokens as u32),
+                    prompt_tokens: Some(input as u32),
                     completion_tokens: Some(out.token_times_s.len() as u32),
                     ..Default::default()
                 });
@@ -230,7 +358,11 @@ impl Virtual {
         }
         let metrics = collector.summarize(&percentiles, None, seed, Some(&self.slo));
         let last = records.iter().map(|r| r.t_done).max().unwrap_or(ORIGIN_NS);
-        (metrics, (last - ORIGIN_NS) as f64 / NS)
+        Run {
+            metrics,
+            records,
+            wall_s: (last - ORIGIN_NS) as f64 / NS,
+        }
     }
 
     /// A whole search from the floor to its answer, the points sampled as a

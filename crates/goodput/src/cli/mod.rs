@@ -174,9 +174,9 @@ pub struct CompareArgs {
     /// The results to compare with it (a run with a run, a sweep with a sweep).
     #[arg(value_name = "NEW")]
     pub new: PathBuf,
-    /// BASE's per-request records (`--records` JSONL). With --new-records, TTFT, TPOT and E2EL
-    /// changes are judged by a Mann-Whitney rank test on every measured request instead of by
-    /// the saved 95 % intervals.
+    /// BASE's per-request records (`--records` JSONL). With --new-records, the mean TTFT, TPOT
+    /// and E2EL are judged on every measured request (batch means, in the order requests
+    /// finished) instead of on the saved 95 % intervals.
     #[arg(long, value_name = "FILE")]
     pub base_records: Option<PathBuf>,
     /// NEW's per-request records (`--records` JSONL).
@@ -184,8 +184,9 @@ pub struct CompareArgs {
     pub new_records: Option<PathBuf>,
     /// Exit 1 when a figure moves past a bound (repeatable): 'p99_ttft_ms>+10%' (NEW more than
     /// 10 % above BASE), 'output_throughput<-5%' (more than 5 % below), 'p99_ttft_ms>+20'
-    /// (more than 20 ms above: an absolute change, in the figure's unit). The point change
-    /// decides; whether it is significant is reported beside it.
+    /// (more than 20 ms above: an absolute change, in the figure's unit). A change past the
+    /// bound fails unless it is judged not significant (within the runs' noise, after the
+    /// correction over every figure); where significance is not known the point change decides.
     #[arg(long = "fail-on", value_name = "EXPR", value_parser = fail_on)]
     pub fail_on: Vec<FailOn>,
     /// Output on stdout: text (a table), markdown (for a pull-request comment) or json.

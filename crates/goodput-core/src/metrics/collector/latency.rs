@@ -60,21 +60,20 @@ impl LatencySamples {
         self.values.values().any(Samples::is_bounded)
     }
 
-    /// Every metric's distribution; the pooled bootstraps draw from `seed + 2`
-    /// (ITL) and `seed + 3` (ICL).
-    pub(super) fn finish(&self, percentiles: &[f64], seed: u64) -> Distributions {
+    /// Every metric's distribution.
+    pub(super) fn finish(&self, percentiles: &[f64]) -> Distributions {
         let mut distributions = Distributions::new();
         for (m, v) in &self.values {
             if let Some(d) = v.describe(percentiles) {
                 distributions.insert(*m, d);
             }
         }
-        let itl = self.itl.describe(percentiles, seed + 2);
+        let itl = self.itl.describe(percentiles);
         // With one token per event ICL equals ITL: do not compute it twice.
         let icl = if self.icl.same_as(&self.itl) {
             itl.clone()
         } else {
-            self.icl.describe(percentiles, seed + 3)
+            self.icl.describe(percentiles)
         };
         for (m, d) in [(Metric::Itl, itl), (Metric::Icl, icl)] {
             if let Some(d) = d {

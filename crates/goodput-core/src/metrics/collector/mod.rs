@@ -210,7 +210,7 @@ impl Collector {
         slo: Option<&Slo>,
     ) -> RunMetrics {
         let window = self.window.finish(self.open_loop);
-        let distributions = self.latency.finish(percentiles, seed);
+        let distributions = self.latency.finish(percentiles);
         let in_flight = self.buckets.in_flight();
         let saturation = self.saturation(&distributions, &window, &in_flight);
         let groups = self.groups.summarize(
@@ -242,7 +242,7 @@ impl Collector {
             duration_s: window.duration_s,
             total_input_tokens: self.tokens.total_input(),
             total_output_tokens: self.tokens.total_output(),
-            throughput: self.throughput(&window, seed),
+            throughput: self.throughput(&window),
             steady_state: self.buckets.steady_state(
                 ramp_end_ns,
                 self.window.first_send_ns(),
@@ -268,8 +268,8 @@ impl Collector {
     }
 
     /// Throughputs over the run's duration, the two rates with intervals
-    /// from whole 1 s blocks (bootstraps drawn from `seed`, `seed + 1`).
-    fn throughput(&self, window: &WindowFigures, seed: u64) -> Throughput {
+    /// from batch means over whole 1 s blocks.
+    fn throughput(&self, window: &WindowFigures) -> Throughput {
         let duration_s = window.duration_s;
         let (completion_blocks, token_blocks) = self.buckets.second_blocks(duration_s);
         let per_s = |x: u64| {
@@ -286,9 +286,8 @@ impl Collector {
                 duration_s,
                 &completion_blocks,
                 1.0,
-                seed,
             ),
-            output: stats::rate_with_ci(output as f64, duration_s, &token_blocks, 1.0, seed + 1),
+            output: stats::rate_with_ci(output as f64, duration_s, &token_blocks, 1.0),
             input: per_s(input),
             total_token: per_s(input + output),
             streamed_output: window.streamed_output,

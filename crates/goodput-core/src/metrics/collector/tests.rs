@@ -288,7 +288,8 @@ fn a_rate_interval_covers_the_seconds_after_the_last_completion() {
     let r = m.throughput.request;
     assert!((r.value - 30.0 / 66.0).abs() < 1e-6, "{r:?}");
     let (lo, hi) = (r.lo.unwrap(), r.hi.unwrap());
-    // Bootstrap of 6 blocks of 5 and 60 of 0: about ± 0.35 req/s.
+    // Batch means over 6 blocks of 5 and 60 of 0: every completion in
+    // the first batch, so the spread is the whole rate's and more.
     assert!(lo < 0.25 && hi > 0.65, "{r:?}");
-    assert!(lo >= 0.0 && hi < 1.0, "{r:?}");
+    assert!(lo >= 0.0 && hi < 2.0, "{r:?}");
 }

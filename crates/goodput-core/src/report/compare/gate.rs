@@ -172,7 +172,8 @@ pub struct GateOutcome {
     pub change: Option<f64>,
     /// `p99_ttft_ms: +21.4% > +10%`, or `... not > +10%` when it passed.
     pub message: String,
-    /// Whether the change is significant (reported, not required).
+    /// Whether the change is significant: a change past the bound that is
+    /// judged not significant does not fail the gate.
     pub significance: Significance,
 }
 
@@ -239,11 +240,17 @@ fn check_one(g: &FailOn, figures: &[Figure]) -> Result<GateOutcome, GateError> {
     // A change equal to the bound up to rounding (121.4 − 100 is
     // 21.400000000000006) does not cross it.
     let slack = 1e-9 * g.bound.abs().max(1.0);
-    let failed = if g.above {
+    let past = if g.above {
         change > g.bound + slack
     } else {
         change < g.bound - slack
     };
+    // A change past the bound that the runs' noise explains (judged not
+    // significant, after the family correction) does not fail: a gate that
+    // fails on noise gets switched off. Where significance is not known
+    // the point change decides, as before.
+    let noise = f.significance.significant == Some(false);
+    let failed = past && !noise;
     let shown = if g.relative {
         match f.relative_change {
             Some(r) => format_relative(r),
@@ -255,6 +262,12 @@ fn check_one(g: &FailOn, figures: &[Figure]) -> Result<GateOutcome, GateError> {
     let bound = g.describe_bound(unit);
     let message = if failed {
         format!("{}: {shown} {bound}", g.figure)
+    } else if past {
+        format!(
+            "{}: {shown} {bound}, but within the runs' noise ({}): not failed",
+            g.figure,
+            f.significance.reason()
+        )
     } else {
         format!("{}: {shown}, not {bound}", g.figure)
     };

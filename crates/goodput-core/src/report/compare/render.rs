@@ -156,11 +156,11 @@ fn all_figures(c: &Comparison) -> impl Iterator<Item = &Figure> {
 fn legend(c: &Comparison) -> String {
     let used = |m: Method| all_figures(c).any(|f| f.significance.method == m);
     let mut parts = Vec::new();
-    if used(Method::MannWhitney) {
-        parts.push("rank test: Mann–Whitney U on every measured request of both records files (normal approximation, tie-corrected), one test per metric for its mean and percentiles alike");
-    }
     if used(Method::Intervals) {
-        parts.push("intervals: the saved 95 % intervals do not overlap (conservative; an open bound never separates)");
+        parts.push("intervals: z-test on the difference, each side's error from its saved 95 % interval (batch means: a run's requests are not independent; an open side facing the other value never separates)");
+    }
+    if used(Method::BatchMeans) {
+        parts.push("batch means: z-test on the means, each error from batch means over the records' requests in the order they finished");
     }
     if used(Method::TwoProportions) {
         parts.push("proportions: two-proportion z-test of failed / finished requests");
@@ -169,7 +169,7 @@ fn legend(c: &Comparison) -> String {
         parts.push("n/a: no interval and no per-request values");
     }
     format!(
-        "Significance, two-sided at α = {ALPHA}: {}",
+        "Significance, two-sided at α = {ALPHA} for the whole comparison (Holm's correction over every figure with a p-value): {}",
         parts.join("; ")
     )
 }

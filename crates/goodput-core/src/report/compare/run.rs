@@ -40,13 +40,9 @@ const LATENCY: [Metric; 5] = [
     Metric::TimeToFirstToolCall,
 ];
 
-fn bounds(e: &Estimate) -> (Option<f64>, Option<f64>) {
-    (e.lo, e.hi)
-}
-
 fn by_intervals(base: Option<&Estimate>, new: Option<&Estimate>) -> Significance {
     match (base, new) {
-        (Some(b), Some(n)) => significance::intervals_apart(bounds(b), bounds(n)),
+        (Some(b), Some(n)) => significance::by_intervals(b, n),
         _ => Significance::NOT_AVAILABLE,
     }
 }
@@ -138,33 +134,46 @@ pub fn run_figures(
         if db.is_none() && dn.is_none() {
             continue;
         }
-        let rank = samples
+        // With both records, the mean is judged on the per-request values
+        // by batch means; every percentile (and the mean otherwise) on the
+        // saved intervals.
+        let means = samples
             .filter(|_| samples::METRICS.contains(&metric))
-            .and_then(|(sb, sn)| significance::by_rank_test(sb.get(metric), sn.get(metric)));
-        let figure = |name: String, pick: &dyn Fn(&Distribution) -> Option<&Estimate>| {
+            .and_then(|(sb, sn)| significance::by_batch_means(sb.get(metric), sn.get(metric)));
+        let figure = |name: String,
+                      pick: &dyn Fn(&Distribution) -> Option<&Estimate>,
+                      by_values: Option<Significance>| {
             let (eb, en) = (db.and_then(pick), dn.and_then(pick));
             Figure::new(
                 name,
                 Unit::Milliseconds,
                 eb.map(|e| e.value),
                 en.map(|e| e.value),
-                rank.unwrap_or_else(|| by_intervals(eb, en)),
+                by_values.unwrap_or_else(|| by_intervals(eb, en)),
             )
         };
         let key = metric.key();
-        out.push(figure(format!("mean_{key}_ms"), &|d| Some(&d.mean)));
+        out.push(figure(format!("mean_{key}_ms"), &|d| Some(&d.mean), means));
         for &p in &percentiles {
             let name = if p == 50.0 {
                 format!("median_{key}_ms")
             } else {
                 format!("p{}_{key}_ms", pct_label(p))
             };
-            out.push(figure(name, &|d| {
-                d.percentiles.iter().find(|x| x.0 == p).map(|x| &x.1)
-            }));
+            out.push(figure(
+                name,
+                &|d| d.percentiles.iter().find(|x| x.0 == p).map(|x| &x.1),
+                None,
+            ));
         }
     }
     out.extend(group_figures(b, n, &percentiles));
+    significance::holm(
+        &mut out
+            .iter_mut()
+            .map(|f| &mut f.significance)
+            .collect::<Vec<_>>(),
+    );
     out
 }
 

@@ -1,22 +1,25 @@
-//! Whether a change between two runs is larger than their noise, by one of
-//! three tests, each two-sided at α = [`ALPHA`]:
+//! Whether a change between two runs is larger than their noise, two-sided
+//! at α = [`ALPHA`] for the whole comparison:
 //!
-//! - [`mann_whitney`]: the Mann–Whitney U (Wilcoxon rank-sum) test on the
-//!   per-request values of both runs, normal approximation with midranks for
-//!   ties, the tie correction of the variance and a continuity correction
-//!   (the same p-value as SciPy's `mannwhitneyu(method="asymptotic")`). It
-//!   asks whether a request of one run tends to be slower than one of the
-//!   other — a shift of the whole distribution — so its verdict is shared by
-//!   a metric's mean and every percentile.
-//! - [`intervals_apart`]: the two saved 95 % intervals do not overlap. An
-//!   open bound (too few samples) is taken as unbounded on that side. Apart
-//!   intervals are strong evidence (for two intervals of equal width the
-//!   false-alarm rate is well under 1 %), overlapping ones do not prove there
-//!   is no change: the test is conservative.
+//! - [`by_intervals`]: a z-test on the difference of two estimates, each
+//!   one's standard error read from its saved 95 % interval. The intervals
+//!   are batch-means intervals (`crate::stats::batch`), so the test does
+//!   not treat a run's requests as independent draws: in a queue they are
+//!   not, and a rank test that assumed they were called ten of ten pairs of
+//!   runs of the same plan different (the coverage study,
+//!   `examples/coverage`).
+//! - [`by_batch_means`]: with both runs' per-request values (records), the
+//!   means' difference with each mean's standard error from batch means.
 //! - [`two_proportions`]: the pooled two-proportion z-test, for the error
 //!   rate (failed of finished requests).
+//!
+//! A comparison judges some twenty figures at once; [`holm`] corrects the
+//! family, so that two runs of the same plan have at most an α chance of
+//! any figure being called significant.
 
 use serde::Serialize;
+
+use crate::stats::{batch, Estimate};
 
 /// Significance level of every test.
 pub const ALPHA: f64 = 0.05;
@@ -25,10 +28,11 @@ pub const ALPHA: f64 = 0.05;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Method {
-    /// Mann–Whitney rank test on the per-request values of both records files.
-    MannWhitney,
-    /// Whether the saved 95 % intervals overlap.
+    /// A z-test on two estimates' saved 95 % (batch-means) intervals.
     Intervals,
+    /// A z-test on two means, each standard error from batch means over
+    /// the records' per-request values.
+    BatchMeans,
     /// Two-proportion z-test on the failed and finished counts.
     TwoProportions,
     /// No interval, no records: not known.
@@ -40,8 +44,13 @@ pub enum Method {
 pub struct Significance {
     pub method: Method,
     pub significant: Option<bool>,
-    /// The p-value of a rank or proportion test.
+    /// The p-value of the figure's own test.
     pub p_value: Option<f64>,
+    /// The p-value after Holm's correction over the comparison's figures
+    /// ([`holm`]); `significant` is decided on it.
+    pub p_adjusted: Option<f64>,
+    /// How many figures the correction was over.
+    pub family: usize,
 }
 
 impl Significance {
@@ -49,6 +58,8 @@ impl Significance {
         method: Method::None,
         significant: None,
         p_value: None,
+        p_adjusted: None,
+        family: 0,
     };
 
     fn from_p(method: Method, p: f64) -> Significance {
@@ -56,21 +67,31 @@ impl Significance {
             method,
             significant: Some(p < ALPHA),
             p_value: Some(p),
+            p_adjusted: None,
+            family: 1,
         }
     }
 
-    /// How it was decided: `rank test, p = 0.003`, `intervals overlap`.
+    /// How it was decided: `intervals, p = 0.003, Holm 0.061 of 23`.
     pub fn reason(&self) -> String {
-        match (self.method, self.p_value, self.significant) {
-            (Method::MannWhitney, Some(p), _) => format!("rank test, {}", format_p(p)),
-            (Method::TwoProportions, Some(p), _) => format!("proportions, {}", format_p(p)),
-            (Method::Intervals, _, Some(true)) => "intervals apart".into(),
-            (Method::Intervals, _, Some(false)) => "intervals overlap".into(),
-            _ => "no interval and no per-request values".into(),
+        let test = match self.method {
+            Method::Intervals => "intervals",
+            Method::BatchMeans => "batch means",
+            Method::TwoProportions => "proportions",
+            Method::None => return "no interval and no per-request values".into(),
+        };
+        match (self.p_value, self.p_adjusted) {
+            (Some(p), Some(a)) if self.family > 1 => {
+                let a = format_p(a);
+                let a = a.trim_start_matches("p ").trim_start_matches("= ");
+                format!("{test}, {} ({a} over {} figures)", format_p(p), self.family)
+            }
+            (Some(p), _) => format!("{test}, {}", format_p(p)),
+            _ => test.into(),
         }
     }
 
-    /// `yes (rank test, p = 0.003)`, `no (intervals overlap)`, `n/a`.
+    /// `yes (intervals, p < 0.001, Holm < 0.001 of 23)`, `n/a`.
     pub fn describe(&self) -> String {
         match self.significant {
             None => "n/a".into(),
@@ -88,85 +109,94 @@ pub fn format_p(p: f64) -> String {
     }
 }
 
-/// The result of a rank test.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RankTest {
-    /// U of the first sample: the number of (a, b) pairs with a > b, ties counting ½.
-    pub u: f64,
-    /// The continuity-corrected z (≥ 0).
-    pub z: f64,
-    /// Two-sided p-value.
-    pub p_value: f64,
-}
-
-/// Two-sided Mann–Whitney U test of `a` against `b` (normal approximation,
-/// tie and continuity corrections). Non-finite values are left out; `None`
-/// when either sample is then empty. Every value tied (no spread) gives p = 1.
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<RankTest> {
-    let mut all: Vec<(f64, bool)> = a
-        .iter()
-        .filter(|x| x.is_finite())
-        .map(|&x| (x, true))
-        .chain(b.iter().filter(|x| x.is_finite()).map(|&x| (x, false)))
-        .collect();
-    let n1 = all.iter().filter(|x| x.1).count() as f64;
-    let n2 = all.len() as f64 - n1;
-    if n1 == 0.0 || n2 == 0.0 {
-        return None;
-    }
-    all.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let n = all.len();
-    // Midranks: a run of t tied values at 0-based positions i..j shares the
-    // rank (i + 1 + j) / 2; Σ (t³ − t) corrects the variance for them.
-    let (mut rank_sum_a, mut ties) = (0.0, 0.0);
-    let mut i = 0;
-    while i < n {
-        let j = i + all[i..].iter().take_while(|x| x.0 == all[i].0).count();
-        let rank = (i + 1 + j) as f64 / 2.0;
-        rank_sum_a += rank * all[i..j].iter().filter(|x| x.1).count() as f64;
-        let t = (j - i) as f64;
-        ties += t * t * t - t;
-        i = j;
-    }
-    let nf = n as f64;
-    let u = rank_sum_a - n1 * (n1 + 1.0) / 2.0;
-    let mean = n1 * n2 / 2.0;
-    let var = n1 * n2 / 12.0 * ((nf + 1.0) - ties / (nf * (nf - 1.0)));
-    if var <= 0.0 || !var.is_finite() {
-        return Some(RankTest {
-            u,
-            z: 0.0,
-            p_value: 1.0,
-        });
-    }
-    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
-    Some(RankTest {
-        u,
-        z,
-        p_value: two_sided_p(z),
-    })
-}
-
-/// The rank test's verdict, or `None` when a sample is empty.
-pub fn by_rank_test(base: &[f64], new: &[f64]) -> Option<Significance> {
-    mann_whitney(base, new).map(|t| Significance::from_p(Method::MannWhitney, t.p_value))
-}
-
-/// Two 95 % intervals `(lo, hi)`, `None` bounds open: significant when they
-/// do not overlap; not available when either has no bound at all.
-pub fn intervals_apart(
-    base: (Option<f64>, Option<f64>),
-    new: (Option<f64>, Option<f64>),
-) -> Significance {
-    let bounded = |(lo, hi): (Option<f64>, Option<f64>)| lo.is_some() || hi.is_some();
+/// Two estimates with 95 % intervals: a two-sided z-test on their
+/// difference, each side's standard error read from the half of its
+/// interval that faces the other estimate (half-width / 1.96; the
+/// intervals are batch-means intervals, which already carry the
+/// dependence between a run's requests, and whose Student's t exceeds
+/// 1.96, so the error read is if anything too large). Not available when
+/// an open side faces the other estimate: the data cannot say whether the
+/// figure moved (and a gate then goes by the point change).
+pub fn by_intervals(base: &Estimate, new: &Estimate) -> Significance {
+    let bounded = |e: &Estimate| e.lo.is_some() || e.hi.is_some();
     if !bounded(base) || !bounded(new) {
         return Significance::NOT_AVAILABLE;
     }
-    let below = |a: (Option<f64>, Option<f64>), b: (Option<f64>, Option<f64>)| matches!((a.1, b.0), (Some(hi), Some(lo)) if hi < lo);
-    Significance {
-        method: Method::Intervals,
-        significant: Some(below(base, new) || below(new, base)),
-        p_value: None,
+    let up = new.value >= base.value;
+    // The half of each interval between the two estimates.
+    let facing = |e: &Estimate, upward: bool| {
+        if upward {
+            e.hi.map(|h| h - e.value)
+        } else {
+            e.lo.map(|l| e.value - l)
+        }
+    };
+    let p = match (facing(base, up), facing(new, !up)) {
+        (Some(hb), Some(hn)) => {
+            let se = ((hb / 1.96).powi(2) + (hn / 1.96).powi(2)).sqrt();
+            let diff = (new.value - base.value).abs();
+            if se > 0.0 {
+                two_sided_p(diff / se)
+            } else if diff > 0.0 {
+                0.0
+            } else {
+                1.0
+            }
+        }
+        // An open side between them: the data cannot say (not "no change").
+        _ => return Significance::NOT_AVAILABLE,
+    };
+    Significance::from_p(Method::Intervals, p)
+}
+
+/// The mean of per-request values of two runs, each in the order its
+/// requests finished: a two-sided z-test on the difference of the means
+/// with each mean's standard error from batch means ([`batch::spread`]),
+/// or `None` when either run has too few values for batches.
+pub fn by_batch_means(base: &[f64], new: &[f64]) -> Option<Significance> {
+    let se = |v: &[f64]| {
+        let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+        let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let items: Vec<(f64, f64)> = v.iter().map(|&x| (x - mean, 1.0)).collect();
+        batch::spread(&items).map(|s| (mean, s.variance.sqrt() / s.weight))
+    };
+    let ((mb, sb), (mn, sn)) = (se(base)?, se(new)?);
+    let s = (sb * sb + sn * sn).sqrt();
+    let p = if s > 0.0 {
+        two_sided_p((mn - mb).abs() / s)
+    } else if mn != mb {
+        0.0
+    } else {
+        1.0
+    };
+    Some(Significance::from_p(Method::BatchMeans, p))
+}
+
+/// Holm's step-down correction over every figure that has a p-value: the
+/// k-th smallest of m is compared with α / (m − k + 1), and a figure is
+/// significant only if it and every smaller p-value pass. The chance that
+/// *any* figure of a comparison is called significant when nothing changed
+/// is then at most α, whatever the dependence between the figures — the
+/// error rate a CI gate acts on. Each figure keeps its own p-value and
+/// gains its adjusted one.
+pub fn holm(sigs: &mut [&mut Significance]) {
+    let mut order: Vec<usize> = (0..sigs.len())
+        .filter(|&i| sigs[i].p_value.is_some())
+        .collect();
+    order.sort_by(|&a, &b| {
+        sigs[a]
+            .p_value
+            .unwrap_or(1.0)
+            .total_cmp(&sigs[b].p_value.unwrap_or(1.0))
+    });
+    let m = order.len();
+    let mut running: f64 = 0.0;
+    for (k, &i) in order.iter().enumerate() {
+        let p = sigs[i].p_value.unwrap_or(1.0);
+        running = running.max(((m - k) as f64 * p).min(1.0));
+        sigs[i].p_adjusted = Some(running);
+        sigs[i].significant = Some(running < ALPHA);
+        sigs[i].family = m;
     }
 }
 
@@ -235,86 +265,65 @@ mod tests {
         assert!((two_sided_p(1.959_964) - 0.05).abs() < 1e-6);
     }
 
-    /// By hand: a = [1, 2, 3], b = [4, 5, 6]. Ranks of a are 1, 2, 3, so
-    /// R = 6 and U = R − 3·4/2 = 0; E[U] = 9/2 = 4.5; Var U = 9/12 · 7 = 5.25;
-    /// z = (4.5 − 0.5) / √5.25 = 1.745743; p = erfc(z/√2) = 0.080856
-    /// (SciPy's `mannwhitneyu(..., method="asymptotic")` gives the same).
     #[test]
-    fn mann_whitney_without_ties() {
-        let t = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]).unwrap();
-        assert_eq!(t.u, 0.0);
-        assert!(close(t.z, 1.745_743), "{t:?}");
-        assert!(close(t.p_value, 0.080_856), "{t:?}");
-        // Symmetric: swapping the samples gives U' = n1·n2 − U and the same p.
-        let s = mann_whitney(&[4.0, 5.0, 6.0], &[1.0, 2.0, 3.0]).unwrap();
-        assert_eq!(s.u, 9.0);
-        assert!(close(s.p_value, t.p_value));
-    }
-
-    /// By hand, with ties: a = [1, 2, 2, 3], b = [2, 3, 4, 5]. Sorted:
-    /// 1a 2a 2a 2b 3a 3b 4b 5b; the three 2s share rank 3, the two 3s rank
-    /// 5.5. R = 1 + 3 + 3 + 5.5 = 12.5, U = 12.5 − 10 = 2.5, E[U] = 8.
-    /// Ties: (3³ − 3) + (2³ − 2) = 30, so Var U = 16/12 · (9 − 30/56) =
-    /// 11.285714; z = (5.5 − 0.5) / 3.359422 = 1.488351; p = 0.136658.
-    #[test]
-    fn mann_whitney_with_ties() {
-        let t = mann_whitney(&[1.0, 2.0, 2.0, 3.0], &[2.0, 3.0, 4.0, 5.0]).unwrap();
-        assert_eq!(t.u, 2.5);
-        assert!(close(t.z, 1.488_351), "{t:?}");
-        assert!(close(t.p_value, 0.136_658), "{t:?}");
+    fn intervals_give_a_z_test_from_their_facing_halves() {
+        let e = |value: f64, lo: Option<f64>, hi: Option<f64>| Estimate { value, lo, hi };
+        // Halves of 1.96 each: se 1 each side, √2 together; a change of
+        // 1.96·√2 is at p = 0.05.
+        let d = 1.959_964 * 2f64.sqrt();
+        let s = by_intervals(
+            &e(10.0, Some(8.04), Some(11.96)),
+            &e(10.0 + d, Some(10.0 + d - 1.96), Some(20.0)),
+        );
+        assert!((s.p_value.unwrap() - 0.05).abs() < 1e-3, "{s:?}");
+        // The same values: p = 1.
+        let same = by_intervals(&e(5.0, Some(4.0), Some(6.0)), &e(5.0, Some(4.0), Some(6.0)));
+        assert_eq!(same.significant, Some(false));
+        assert!((same.p_value.unwrap() - 1.0).abs() < 1e-9);
+        // An open side between them: not known.
+        let open = by_intervals(&e(5.0, Some(4.0), None), &e(50.0, Some(40.0), Some(60.0)));
+        assert_eq!(open, Significance::NOT_AVAILABLE);
+        assert_eq!(
+            by_intervals(&e(5.0, None, None), &e(6.0, Some(5.5), None)),
+            Significance::NOT_AVAILABLE
+        );
     }
 
     #[test]
-    fn mann_whitney_decides_at_five_percent() {
-        // 1..=20 against the same shifted by 5.5: U = 105, p = 0.010581.
-        let a: Vec<f64> = (1..=20).map(f64::from).collect();
-        let b: Vec<f64> = a.iter().map(|x| x + 5.5).collect();
-        let t = mann_whitney(&a, &b).unwrap();
-        assert_eq!(t.u, 105.0);
-        assert!(close(t.p_value, 0.010_581), "{t:?}");
-        assert_eq!(by_rank_test(&a, &b).unwrap().significant, Some(true));
-        // Interleaved samples: no shift, p near 1.
-        let c: Vec<f64> = a.iter().map(|x| x + 0.5).collect();
-        let s = by_rank_test(&a, &c).unwrap();
-        assert_eq!(s.significant, Some(false));
-        assert!(s.p_value.unwrap() > 0.5, "{s:?}");
+    fn holm_controls_the_family() {
+        let mut sigs: Vec<Significance> = [0.001, 0.02, 0.04, 0.3]
+            .iter()
+            .map(|&p| Significance::from_p(Method::Intervals, p))
+            .collect();
+        sigs.push(Significance::NOT_AVAILABLE);
+        // Uncorrected, three are below 0.05.
+        assert_eq!(
+            sigs.iter().filter(|s| s.significant == Some(true)).count(),
+            3
+        );
+        holm(&mut sigs.iter_mut().collect::<Vec<_>>());
+        // 0.001·4 = 0.004 passes; 0.02·3 = 0.06 does not, nor anything after.
+        let adj: Vec<Option<f64>> = sigs.iter().map(|s| s.p_adjusted).collect();
+        assert_eq!(adj[0], Some(0.004));
+        assert!((adj[1].unwrap() - 0.06).abs() < 1e-12);
+        assert!((adj[2].unwrap() - 0.08).abs() < 1e-12);
+        assert!((adj[3].unwrap() - 0.3).abs() < 1e-12);
+        let yes: Vec<Option<bool>> = sigs.iter().map(|s| s.significant).collect();
+        assert_eq!(
+            yes,
+            [Some(true), Some(false), Some(false), Some(false), None]
+        );
+        assert_eq!(sigs[0].family, 4);
     }
 
     #[test]
-    fn mann_whitney_degenerate_samples() {
-        // Everything tied: no evidence of a change.
-        let t = mann_whitney(&[5.0; 4], &[5.0; 3]).unwrap();
-        assert_eq!((t.u, t.p_value), (6.0, 1.0));
-        assert!(mann_whitney(&[], &[1.0]).is_none());
-        // Non-finite values are left out.
-        assert!(mann_whitney(&[f64::NAN], &[1.0]).is_none());
-        let t = mann_whitney(&[1.0, f64::INFINITY], &[2.0]).unwrap();
-        assert_eq!(t.u, 0.0);
-    }
-
-    #[test]
-    fn intervals_decide_by_overlap_with_open_bounds_unbounded() {
-        let apart = intervals_apart((Some(1.0), Some(2.0)), (Some(2.5), Some(3.0)));
-        assert_eq!(apart.significant, Some(true));
-        assert_eq!(apart.method, Method::Intervals);
-        // Either order.
-        let apart = intervals_apart((Some(2.5), Some(3.0)), (Some(1.0), Some(2.0)));
-        assert_eq!(apart.significant, Some(true));
-        let overlap = intervals_apart((Some(1.0), Some(2.6)), (Some(2.5), Some(3.0)));
-        assert_eq!(overlap.significant, Some(false));
-        // Touching is overlapping.
-        let touch = intervals_apart((Some(1.0), Some(2.5)), (Some(2.5), Some(3.0)));
-        assert_eq!(touch.significant, Some(false));
-        // An open upper bound of BASE reaches any higher NEW...
-        let open = intervals_apart((Some(1.0), None), (Some(9.0), Some(10.0)));
-        assert_eq!(open.significant, Some(false));
-        // ...but NEW wholly below BASE's lower bound is still apart.
-        let below = intervals_apart((Some(5.0), None), (Some(1.0), Some(2.0)));
-        assert_eq!(below.significant, Some(true));
-        // No bound at all on one side: not known.
-        let none = intervals_apart((None, None), (Some(1.0), Some(2.0)));
-        assert_eq!(none, Significance::NOT_AVAILABLE);
-        assert_eq!(none.describe(), "n/a");
+    fn batch_means_test_sees_a_shift_and_not_noise() {
+        let a: Vec<f64> = (0..400).map(|i| 100.0 + (i % 17) as f64).collect();
+        let b: Vec<f64> = a.iter().map(|x| x + 3.0).collect();
+        assert_eq!(by_batch_means(&a, &b).unwrap().significant, Some(true));
+        let c: Vec<f64> = (0..400).map(|i| 100.0 + ((i + 5) % 17) as f64).collect();
+        assert_eq!(by_batch_means(&a, &c).unwrap().significant, Some(false));
+        assert!(by_batch_means(&a[..3], &c).is_none());
     }
 
     #[test]

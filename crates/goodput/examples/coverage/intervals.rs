@@ -1,0 +1,200 @@
+//! Coverage of every interval a run prints: the mean and the p50, p90 and
+//! p99 of TTFT, TPOT, E2EL and the pooled ITL, and the request and output
+//! throughputs, each against its truth.
+
+use std::collections::BTreeMap;
+
+use goodput_core::metrics::{Metric, RequestMetrics, RunMetrics};
+use goodput_core::record::RequestRecord;
+use goodput_core::stats::Estimate;
+use goodput_core::tokenizer::Tokenizer;
+
+use crate::loads::Cell;
+use crate::virtual_search::Virtual;
+
+/// The truth of a cell: this many runs of `TRUTH_REQUESTS` measured
+/// requests, pooled.
+const TRUTH_SEEDS: u64 = 8;
+const TRUTH_REQUESTS: u64 = 12_500;
+/// Measured requests of each replication.
+pub const SIZES: [u64; 2] = [400, 2000];
+const PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
+const METRICS: [Metric; 4] = [Metric::Ttft, Metric::Tpot, Metric::E2el, Metric::Itl];
+
+/// A figure's name in the table: `p99 ttft`, `mean itl`, `request_throughput`.
+type Figure = String;
+
+/// Pooled per-request values of measured, completed requests (ITL: every
+/// per-token value).
+#[derive(Default)]
+pub struct Pool {
+    values: BTreeMap<Metric, Vec<f64>>,
+}
+
+impl Pool {
+    pub fn add(&mut self, records: &[RequestRecord]) {
+        let tokenizer = Tokenizer::from_spec("none").expect("the null tokenizer");
+        for rec in records.iter().filter(|r| !r.warmup && r.error.is_none()) {
+            let m = RequestMetrics::derive(rec, &tokenizer);
+            for metric in METRICS {
+                let v = self.values.entry(metric).or_default();
+                if metric == Metric::Itl {
+                    v.extend(m.itl_ms.iter().map(|&x| x as f64));
+                } else if let Some(x) = metric.value(&m) {
+                    v.push(x);
+                }
+            }
+        }
+    }
+
+    /// Every figure's long-run value.
+    pub fn truths(mut self) -> BTreeMap<Figure, f64> {
+        let mut out = BTreeMap::new();
+        for (metric, v) in self.values.iter_mut() {
+            v.sort_by(f64::total_cmp);
+            let key = metric.key();
+            out.insert(
+                format!("mean {key}"),
+                v.iter().sum::<f64>() / v.len() as f64,
+            );
+            for p in PERCENTILES {
+                let x = goodput_core::stats::percentile_of(v.as_slice(), p).expect("values");
+                out.insert(format!("p{p} {key}"), x);
+            }
+        }
+        out
+    }
+}
+
+/// A run's printed estimates, by figure.
+pub fn estimates(m: &RunMetrics) -> BTreeMap<Figure, Estimate> {
+    let mut out = BTreeMap::new();
+    for metric in METRICS {
+        let Some(d) = m.get(metric) else { continue };
+        let key = metric.key();
+        out.insert(format!("mean {key}"), d.mean);
+        for (p, e) in &d.percentiles {
+            if PERCENTILES.contains(p) {
+                out.insert(format!("p{p} {key}"), *e);
+            }
+        }
+    }
+    out.insert("request_throughput".into(), m.throughput.request);
+    out.insert("output_throughput".into(), m.throughput.output);
+    out
+}
+
+/// How often one figure's intervals covered.
+#[derive(Default, Clone, Copy)]
+pub struct Tally {
+    pub covered: u32,
+    pub below: u32,
+    pub above: u32,
+    pub open: u32,
+}
+
+impl Tally {
+    pub fn add(&mut self, e: &Estimate, truth: f64) {
+        if e.lo.is_none() || e.hi.is_none() {
+            self.open += 1;
+        }
+        if e.hi.is_some_and(|h| h < truth) {
+            self.below += 1;
+        } else if e.lo.is_some_and(|l| l > truth) {
+            self.above += 1;
+        } else {
+            self.covered += 1;
+        }
+    }
+    pub fn total(&self) -> u32 {
+        self.covered + self.below + self.above
+    }
+    pub fn share(&self) -> f64 {
+        self.covered as f64 / self.total().max(1) as f64
+    }
+    /// `95.5` or `95.5 (3 open)`; `!` marks a share outside 92–98 %.
+    pub fn cell(&self) -> String {
+        let s = self.share() * 100.0;
+        let flag = if (92.0..=98.0).contains(&s) { " " } else { "!" };
+        if self.open > 0 {
+            format!("{s:5.1}{flag}({} open)", self.open)
+        } else {
+            format!("{s:5.1}{flag}")
+        }
+    }
+}
+
+/// The coverage table: a row per figure, a column per cell, for each run size.
+pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
+    for size in SIZES {
+        println!(
+            "\n## Interval coverage, {size}-request runs, {replications} replications per cell"
+        );
+        let mut columns: Vec<BTreeMap<Figure, Tally>> = Vec::new();
+        for cell in cells {
+            let mut pool = Pool::default();
+            for seed in 0..TRUTH_SEEDS {
+                pool.add(&cell.run(v, TRUTH_REQUESTS, 1_000_000 + seed).records);
+            }
+            let mut truths = pool.truths();
+            let runs: Vec<RunMetrics> = (0..replications)
+                .map(|r| cell.run(v, size, r).metrics)
+                .collect();
+            // A throughput's truth is the plan's expected figure: its mean
+            // over the replications (the figure includes the run's drain).
+            for key in ["request_throughput", "output_throughput"] {
+                let mean =
+                    runs.iter().map(|m| estimates(m)[key].value).sum::<f64>() / runs.len() as f64;
+                truths.insert(key.into(), mean);
+            }
+            let mut tallies: BTreeMap<Figure, Tally> = BTreeMap::new();
+            for m in &runs {
+                for (figure, e) in estimates(m) {
+                    if let Some(&t) = truths.get(&figure) {
+                        tallies.entry(figure).or_default().add(&e, t);
+                    }
+                }
+            }
+            columns.push(tallies);
+        }
+        print_table(cells, &columns);
+    }
+}
+
+fn print_table(cells: &[Cell], columns: &[BTreeMap<Figure, Tally>]) {
+    print!("| figure |");
+    for c in cells {
+        print!(" {} |", c.name);
+    }
+    println!();
+    print!("| --- |");
+    for _ in cells {
+        print!(" --- |");
+    }
+    println!();
+    let figures: Vec<&Figure> = columns
+        .first()
+        .map(|c| c.keys().collect())
+        .unwrap_or_default();
+    let (mut inside, mut all) = (0, 0);
+    for f in figures {
+        print!("| {f} |");
+        for col in columns {
+            match col.get(f) {
+                Some(t) => {
+                    all += 1;
+                    inside += usize::from((0.92..=0.98).contains(&t.share()));
+                    let detail = if t.below + t.above > 0 {
+                        format!(" ↓{} ↑{}", t.below, t.above)
+                    } else {
+                        String::new()
+                    };
+                    print!(" {}{detail} |", t.cell());
+                }
+                None => print!(" - |"),
+            }
+        }
+        println!();
+    }
+    println!("{inside} of {all} cells within 92–98 % (↓: interval below the truth, ↑: above)");
+}

@@ -1,0 +1,38 @@
+//! The coverage study: how often each 95 % interval goodput prints covers
+//! the truth, and how often `compare` calls two runs of the same plan
+//! different, measured in virtual time on the simulator's engine.
+//!
+//! Each cell is a load (closed or open loop at a light load, 70 % and 95 %
+//! of the engine's capacity) and a run size. Its truth is the long-run
+//! value of the same engine under the same load: the pooled percentiles
+//! and means of `TRUTH_SEEDS` runs of `TRUTH_REQUESTS` measured requests.
+//! Its replications are runs of the same plan with seeds the truth never
+//! used, summarised by the same [`goodput_core::metrics::Collector`] a real
+//! run uses, so every interval is the one the console, the JSON and the
+//! CSV print.
+//!
+//! `cargo run --release -p goodput --example coverage -- [REPLICATIONS] [SECTIONS]`
+//! (default 200 replications; SECTIONS a comma-separated subset of
+//! `intervals,compare`, default all).
+
+#[path = "../virtual_search/mod.rs"]
+mod virtual_search;
+
+mod intervals;
+mod loads;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let arg = |i: usize| std::env::args().nth(i);
+    let replications: u64 = arg(1).map_or(Ok(200), |s| s.parse())?;
+    let sections = arg(2).unwrap_or_else(|| "intervals".into());
+    let v = loads::workload();
+    let cells = loads::cells(&v);
+    for section in sections.split(',') {
+        match section {
+            "intervals" => intervals::study(&v, &cells, replications),
+
+            other => return Err(format!("unknown section '{other}'").into()),
+        }
+    }
+    Ok(())
+}
