@@ -365,19 +365,28 @@ impl Search {
             );
             return answer;
         };
-        // Never beyond the points by more than half their span, nor at or
-        // above a hard fail.
+        // The headline is a rate the points ran between: a zero outside
+        // them is an extrapolation no point tested, so the answer is then
+        // the highest passing rate, and the fit's zero is only named.
         let (xmin, xmax) = points
             .iter()
             .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-        let reach = ((xmax - xmin) / 2.0).max(0.05);
-        let x = x0.clamp(xmin - reach, xmax + reach);
-        answer.rate = x.exp().min(ceiling * 0.97);
+        if x0 < xmin - 1e-9 || x0 > xmax + 1e-9 {
+            answer.notes.push(format!(
+                "the fit's zero ({:.2} req/s) lies outside the rates the points ran ({:.2}–{:.2}): the highest passing rate, a rate a point ran",
+                x0.exp(),
+                xmin.exp(),
+                xmax.exp()
+            ));
+            return answer;
+        }
+        // Never at or above a hard fail.
+        answer.rate = x0.exp().min(ceiling * 0.97);
         answer.method = Method::Fit;
         answer.interval = fit.interval().map(|(a, b)| (a.exp(), b.exp().min(ceiling)));
         if answer.rate < x0.exp() * 0.999 {
             answer.notes.push(format!(
-                "the fit's zero lies outside the points; held at {:.2} req/s",
+                "the fit's zero lies at or above a point that failed hard; held at {:.2} req/s",
                 answer.rate
             ));
         }

@@ -42,12 +42,14 @@ pub fn run_load(l: &LoadArgs) -> Load {
     }
 }
 
-/// `--num-prompts`, defaulting to 200 unless `--duration` alone bounds the run.
+/// `--num-prompts`, defaulting to 1,000 (as `vllm bench serve` does: enough
+/// requests that the default percentiles, p99 among them, can be bounded)
+/// unless `--duration` alone bounds the run.
 fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
     match (bounds.num_prompts, bounds.duration) {
         (Some(n), _) => Some(n),
         (None, Some(_)) => None,
-        (None, None) => Some(200),
+        (None, None) => Some(1000),
     }
 }
 

@@ -224,7 +224,9 @@ async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
     args.extend(
         [
             "--slo",
-            "ttft:p99<=1us,tpot:p90<=1s",
+            // A p50 of 60 requests is bounded on both sides; a p90 may not
+            // be, once the dependence between requests is counted.
+            "ttft:p99<=1us,tpot:p50<=1s",
             "--out",
             out.to_str().unwrap(),
         ]
@@ -237,7 +239,7 @@ async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("p90 TPOT <= 1s:") && stdout.contains("pass"),
+        stdout.contains("p50 TPOT <= 1s:") && stdout.contains("pass"),
         "{stdout}"
     );
     assert!(

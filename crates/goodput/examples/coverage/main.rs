@@ -18,18 +18,20 @@
 #[path = "../virtual_search/mod.rs"]
 mod virtual_search;
 
+mod compare;
 mod intervals;
 mod loads;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arg = |i: usize| std::env::args().nth(i);
     let replications: u64 = arg(1).map_or(Ok(200), |s| s.parse())?;
-    let sections = arg(2).unwrap_or_else(|| "intervals".into());
+    let sections = arg(2).unwrap_or_else(|| "intervals,compare".into());
     let v = loads::workload();
     let cells = loads::cells(&v);
     for section in sections.split(',') {
         match section {
             "intervals" => intervals::study(&v, &cells, replications),
+            "compare" => compare::study(&v, &cells, replications),
 
             other => return Err(format!("unknown section '{other}'").into()),
         }

@@ -150,7 +150,7 @@ pub struct LoadArgs {
 /// How long a run (or each sweep point) lasts, and its warm-up.
 #[derive(Args, Debug, Clone)]
 pub struct BoundsArgs {
-    /// Measured requests to send [default for run: 200, or unbounded when only --duration is
+    /// Measured requests to send [default for run: 1000, or unbounded when only --duration is
     /// given; sweep points are bounded by --point-time unless this is given].
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), help_heading = "Load")]
     pub num_prompts: Option<u64>,

@@ -26,7 +26,7 @@ use crate::report::saved::Saved;
 pub use comparability::{describe_load, run_warnings, Warning, WarningKind};
 pub use figure::{format_change, format_relative, format_signed, format_value, Figure, Unit};
 pub use gate::{FailOn, GateError, GateOutcome};
-pub use run::run_figures;
+pub use run::{metrics_figures, run_figures};
 pub use samples::{RecordSamples, RecordsError, Samples};
 pub use significance::{Method, Significance, ALPHA};
 pub use sweep::{PointComparison, SweepComparison};

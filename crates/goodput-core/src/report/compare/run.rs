@@ -72,7 +72,25 @@ pub fn run_figures(
     new: &RunResult,
     samples: Option<(&Samples, &Samples)>,
 ) -> Vec<Figure> {
-    let (b, n) = (&base.metrics, &new.metrics);
+    let mut percentiles: Vec<f64> = base
+        .percentiles
+        .iter()
+        .chain(&new.percentiles)
+        .copied()
+        .collect();
+    percentiles.sort_by(f64::total_cmp);
+    percentiles.dedup();
+    metrics_figures(&base.metrics, &new.metrics, &percentiles, samples)
+}
+
+/// [`run_figures`] from the two runs' metrics and the percentiles either
+/// reported (ascending, without repeats): what the coverage study compares.
+pub fn metrics_figures(
+    b: &RunMetrics,
+    n: &RunMetrics,
+    percentiles: &[f64],
+    samples: Option<(&Samples, &Samples)>,
+) -> Vec<Figure> {
     let (tb, tn) = (&b.throughput, &n.throughput);
     let mut out = vec![
         Figure::new(
@@ -121,22 +139,33 @@ pub fn run_figures(
         ),
     ));
     out.extend(schema_figure(b, n));
-    let mut percentiles: Vec<f64> = base
-        .percentiles
-        .iter()
-        .chain(&new.percentiles)
-        .copied()
-        .collect();
-    percentiles.sort_by(f64::total_cmp);
-    percentiles.dedup();
+    out.extend(latency_figures(b, n, percentiles, samples));
+    out.extend(group_figures(b, n, percentiles));
+    significance::holm(
+        &mut out
+            .iter_mut()
+            .map(|f| &mut f.significance)
+            .collect::<Vec<_>>(),
+    );
+    out
+}
+
+/// The mean and each percentile of TTFT, TPOT, ITL, E2EL (and time to
+/// first tool call) of two runs. With both records, the mean is judged on
+/// the per-request values by batch means; every percentile (and the mean
+/// otherwise) on the saved intervals.
+fn latency_figures(
+    b: &RunMetrics,
+    n: &RunMetrics,
+    percentiles: &[f64],
+    samples: Option<(&Samples, &Samples)>,
+) -> Vec<Figure> {
+    let mut out = Vec::new();
     for metric in LATENCY {
         let (db, dn) = (b.get(metric), n.get(metric));
         if db.is_none() && dn.is_none() {
             continue;
         }
-        // With both records, the mean is judged on the per-request values
-        // by batch means; every percentile (and the mean otherwise) on the
-        // saved intervals.
         let means = samples
             .filter(|_| samples::METRICS.contains(&metric))
             .and_then(|(sb, sn)| significance::by_batch_means(sb.get(metric), sn.get(metric)));
@@ -154,7 +183,7 @@ pub fn run_figures(
         };
         let key = metric.key();
         out.push(figure(format!("mean_{key}_ms"), &|d| Some(&d.mean), means));
-        for &p in &percentiles {
+        for &p in percentiles {
             let name = if p == 50.0 {
                 format!("median_{key}_ms")
             } else {
@@ -167,13 +196,6 @@ pub fn run_figures(
             ));
         }
     }
-    out.extend(group_figures(b, n, &percentiles));
-    significance::holm(
-        &mut out
-            .iter_mut()
-            .map(|f| &mut f.significance)
-            .collect::<Vec<_>>(),
-    );
     out
 }
 
