@@ -365,12 +365,13 @@ impl Search {
             );
             return answer;
         };
-        // The headline is a rate the points ran between: a zero outside
-        // them is an extrapolation no point tested, so the answer is then
-        // the highest passing rate, and the fit's zero is only named.
-        let (xmin, xmax) = points
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+        // The headline is a rate between rates the points ran: a zero
+        // outside them is an extrapolation no point tested, so the answer
+        // is then the highest passing rate, and the fit's zero is only
+        // named.
+        let (xmin, xmax) = self.seen.iter().fold((f64::MAX, f64::MIN), |(a, b), o| {
+            (a.min(o.rate.ln()), b.max(o.rate.ln()))
+        });
         if x0 < xmin - 1e-9 || x0 > xmax + 1e-9 {
             answer.notes.push(format!(
                 "the fit's zero ({:.2} req/s) lies outside the rates the points ran ({:.2}–{:.2}): the highest passing rate, a rate a point ran",

@@ -31,7 +31,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         budget: Duration::from_secs(budget),
         ..Plan::default()
     };
-    println!("seed   goodput   error   interval          covers   points   load s   2,000 at lower end");
+    println!(
+        "seed   goodput   error   interval          covers   points   load s   2,000 at lower end"
+    );
     let mut errors = Vec::new();
     let (mut covered, mut bounded) = (0, 0);
     // 2,000 open-loop requests at the interval's lower end (the headline

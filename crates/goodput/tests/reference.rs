@@ -118,7 +118,15 @@ async fn the_goodput_search_agrees_with_the_same_search_in_virtual_time() {
         stdout.contains(&format!("goodput: {found:.2} req/s")),
         "{stdout}"
     );
-    assert_eq!(v["goodput"]["method"], "fit", "{}", v["goodput"]);
+    // A fit, or where the fit's zero lies beyond every rate the points ran
+    // (a short budget's search), the highest passing rate: never a rate no
+    // point ran.
+    let method = &v["goodput"]["method"];
+    assert!(method == "fit" || method == "bracket", "{}", v["goodput"]);
+    if method == "bracket" {
+        let top = v["goodput"]["bracket"][1].as_f64().unwrap_or(f64::INFINITY);
+        assert!(found < top, "{}", v["goodput"]);
+    }
     let load = v["load_time_s"].as_f64().unwrap();
     assert!(load < 40.0 + 15.0, "{load} s of load");
 }

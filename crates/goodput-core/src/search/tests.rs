@@ -135,8 +135,11 @@ fn with_noise_the_answer_is_close_and_the_interval_covers_the_edge() {
     // 4.7 %, 68 % of searches within 7 %, 90 % within 12 %).
     assert!(median <= 0.06, "median error {median}");
     assert!(within_7 >= runs * 6 / 10, "{within_7} of {runs} within 7 %");
+    // A fit whose zero falls outside every rate the search ran answers
+    // with the highest passing rate and no interval (it used to be
+    // extrapolated): 134 of 200 keep an interval.
     assert!(
-        bounded >= runs * 7 / 10,
+        bounded >= runs * 6 / 10,
         "{bounded} of {runs} with an interval"
     );
     assert!(
