@@ -381,10 +381,15 @@ impl Search {
             ));
             return answer;
         }
-        // Never at or above a hard fail.
+        // Never at or above a hard fail; an interval that no longer holds
+        // the rate once a hard fail cuts it (its upper end below its lower,
+        // or below the rate) says nothing, and is dropped.
         answer.rate = x0.exp().min(ceiling * 0.97);
         answer.method = Method::Fit;
-        answer.interval = fit.interval().map(|(a, b)| (a.exp(), b.exp().min(ceiling)));
+        answer.interval = fit
+            .interval()
+            .map(|(a, b)| (a.exp(), b.exp().min(ceiling)))
+            .filter(|&(lo, hi)| lo <= answer.rate && answer.rate <= hi);
         if answer.rate < x0.exp() * 0.999 {
             answer.notes.push(format!(
                 "the fit's zero lies at or above a point that failed hard; held at {:.2} req/s",
