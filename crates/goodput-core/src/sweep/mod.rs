@@ -394,6 +394,37 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// A grid's answer resting on a point too small for the SLO's
+    /// percentiles is no answer: that rate is run again as a confirming
+    /// point sized for them (ending early once its verdict is settled). A
+    /// confirmation that fails outweighs the small pass at its rate, and
+    /// the next lower passing rate is confirmed in turn (two at most).
+    async fn confirm_grid(&mut self) -> Result<(), RunError> {
+        let Some(slo) = &self.spec.base.slo else {
+            return Ok(());
+        };
+        let need = observe::min_requests(slo);
+        for _ in 0..2 {
+            let Some((rate, true)) = best_passing(&self.result.points, need) else {
+                return Ok(());
+            };
+            // 10 % over the count, and time for a sparse sample of it.
+            let requests = need + need / 10;
+            let window = self
+                .spec
+                .point_time
+                .max(Duration::from_secs_f64(requests as f64 * 1.2 / rate));
+            let plan = PointPlan {
+                requests: Some(requests),
+                ..PointPlan::new(PointRole::Confirm, self.open(rate), window, true)
+            };
+            if let Step::Stop = self.point(plan).await? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
     /// The goodput search: the floor run, then the points [`Search`] asks
     /// for within its budget of load time; the answer is the search's.
     async fn search(&mut self, precision: f64) -> Result<(), RunError> {
@@ -672,11 +703,13 @@ pub async fn sweep(
                     .map(|f| runner.open(f * cap))
                     .collect();
                 runner.grid(loads).await?;
+                runner.confirm_grid().await?;
             }
         }
         SweepMode::Rates(rates) => {
             let loads = rates.iter().map(|&r| runner.open(r)).collect();
             runner.grid(loads).await?;
+            runner.confirm_grid().await?;
         }
         SweepMode::Concurrencies(cs) => {
             let loads = cs
@@ -703,11 +736,8 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
         .filter(|p| p.result.load.is_open())
         .collect();
     let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
-    let best = open
-        .iter()
-        .filter(|p| p.meets == Some(true))
-        .map(|p| rate_of(p))
-        .fold(0.0, f64::max);
+    let need = spec.base.slo.as_ref().map_or(0, observe::min_requests);
+    let best = best_passing(&r.points, need).map_or(0.0, |b| b.0);
     let fail = open
         .iter()
         .filter(|p| p.meets == Some(false) && rate_of(p) > best)
@@ -724,12 +754,14 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
     } else if best == 0.0 {
         notes.push("no point met the SLO".into());
     }
-    // A pass on fewer requests than the percentiles need, unsettled, is no answer.
-    let need = spec.base.slo.as_ref().map_or(0, observe::min_requests);
-    let weak = open
-        .iter()
-        .filter(|p| p.meets == Some(true) && rate_of(p) == best)
-        .find(|p| p.result.early_stop.is_none() && p.result.metrics.completed < need);
+    // A pass on fewer requests than the percentiles need, unsettled, is no
+    // answer (unless a point of the same rate large enough passed too).
+    let weak = best_passing(&r.points, need)
+        .filter(|b| b.1)
+        .and_then(|_| {
+            open.iter()
+                .find(|p| p.meets == Some(true) && rate_of(p) == best && is_weak(p, need))
+        });
     if let Some(p) = weak {
         notes.push(format!(
             "inconclusive: the best passing point held {} requests, fewer than the {need} the SLO's percentiles need to be bounded (a longer --point-time, or --search goodput, sizes points for it)",
@@ -752,6 +784,34 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
         method: Some(crate::search::Method::Bracket),
         inconclusive: weak.is_some(),
     }
+}
+
+/// A point too small to bound the SLO's percentiles, its verdict unsettled.
+fn is_weak(p: &SweepPoint, need: u64) -> bool {
+    p.result.early_stop.is_none() && p.result.metrics.completed < need
+}
+
+/// The highest open-loop rate that met the SLO, and whether every pass at
+/// it is [weak](is_weak). A weak pass at a rate where a confirming point
+/// failed does not count.
+fn best_passing(points: &[SweepPoint], need: u64) -> Option<(f64, bool)> {
+    let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
+    let open = points.iter().filter(|p| p.result.load.is_open());
+    let refuted = |rate: f64| {
+        points.iter().any(|q| {
+            q.role == PointRole::Confirm && q.meets == Some(false) && rate_of(q) == rate
+        })
+    };
+    let passing: Vec<&SweepPoint> = open
+        .filter(|p| p.meets == Some(true))
+        .filter(|p| !(is_weak(p, need) && refuted(rate_of(p))))
+        .collect();
+    let best = passing.iter().map(|p| rate_of(p)).reduce(f64::max)?;
+    let weak = passing
+        .iter()
+        .filter(|p| rate_of(p) == best)
+        .all(|p| is_weak(p, need));
+    Some((best, weak))
 }
 
 /// The line that ends every sweep: the rate, its interval (where the
