@@ -756,12 +756,10 @@ fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
     }
     // A pass on fewer requests than the percentiles need, unsettled, is no
     // answer (unless a point of the same rate large enough passed too).
-    let weak = best_passing(&r.points, need)
-        .filter(|b| b.1)
-        .and_then(|_| {
-            open.iter()
-                .find(|p| p.meets == Some(true) && rate_of(p) == best && is_weak(p, need))
-        });
+    let weak = best_passing(&r.points, need).filter(|b| b.1).and_then(|_| {
+        open.iter()
+            .find(|p| p.meets == Some(true) && rate_of(p) == best && is_weak(p, need))
+    });
     if let Some(p) = weak {
         notes.push(format!(
             "inconclusive: the best passing point held {} requests, fewer than the {need} the SLO's percentiles need to be bounded (a longer --point-time, or --search goodput, sizes points for it)",
@@ -798,9 +796,9 @@ fn best_passing(points: &[SweepPoint], need: u64) -> Option<(f64, bool)> {
     let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
     let open = points.iter().filter(|p| p.result.load.is_open());
     let refuted = |rate: f64| {
-        points.iter().any(|q| {
-            q.role == PointRole::Confirm && q.meets == Some(false) && rate_of(q) == rate
-        })
+        points
+            .iter()
+            .any(|q| q.role == PointRole::Confirm && q.meets == Some(false) && rate_of(q) == rate)
     };
     let passing: Vec<&SweepPoint> = open
         .filter(|p| p.meets == Some(true))

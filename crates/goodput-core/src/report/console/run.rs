@@ -484,9 +484,18 @@ fn slo_section(out: &mut String, slo: &SloOutcome) {
         let verdict = match (t.verdict, t.passes) {
             (Verdict::Pass, _) => "pass".to_string(),
             (Verdict::Fail, _) => "FAIL".to_string(),
+            // The point estimate decides (and the exit code with it); the
+            // interval does not settle it yet, which is said after.
             (Verdict::Inconclusive, p) => format!(
-                "{} (inconclusive{})",
+                "{} on its estimate{} (unsettled{})",
                 if p { "pass" } else { "FAIL" },
+                t.estimate
+                    .filter(|e| t.term.threshold_ms > 0.0 && e.value.is_finite())
+                    .map(|e| format!(
+                        ", {:.0}% of the threshold",
+                        e.value / t.term.threshold_ms * 100.0
+                    ))
+                    .unwrap_or_default(),
                 t.more_requests_to_settle
                     .map(|n| format!(": ~{n} more requests would settle it"))
                     .unwrap_or_default()
