@@ -228,7 +228,7 @@ impl Virtual {
             .map(|_| schedule.next_offset().expect("open loop").as_secs_f64())
             .collect();
         let mut draw = lengths.sampler(self, seed);
-        let lens: Vec<(usize, usize)> = (0..n + extra).map(|i| draw(i)).collect();
+        let lens: Vec<(usize, usize)> = (0..n + extra).map(&mut draw).collect();
         let requests: Vec<VirtualRequest> = arrivals
             .iter()
             .zip(&lens)
@@ -264,7 +264,7 @@ impl Virtual {
         // A cool-down of 4 more requests a user outlasts the measured ones.
         let extra = if self.cooldown { 4 * concurrency } else { 0 };
         let mut draw = lengths.sampler(self, seed);
-        let lens: Vec<(usize, usize)> = (0..n + extra).map(|i| draw(i)).collect();
+        let lens: Vec<(usize, usize)> = (0..n + extra).map(&mut draw).collect();
         let report = simulate_closed_loop_with(&self.config, concurrency, n + extra, |i| lens[i])
             .expect("the engine runs the closed loop");
         self.measure(
