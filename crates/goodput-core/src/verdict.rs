@@ -117,7 +117,8 @@ pub fn judge(
     let more_requests_to_settle = match verdict {
         Verdict::Pass | Verdict::Fail => Some(0),
         Verdict::Inconclusive if threshold.is_nan() => None,
-        Verdict::Inconclusive => more_to_settle(n, within, q),
+        Verdict::Inconclusive => more_to_settle(n, within, q)
+            .map(|more| scaled_for_dependence(n, more, q, (l, u))),
     };
     TermJudgement {
         q,
@@ -128,6 +129,27 @@ pub fn judge(
         point_passes: value <= threshold,
         more_requests_to_settle,
     }
+}
+
+/// `more` extra requests (counted for independent ones) scaled by how much
+/// the dependence between requests widened the ranks `(l, u)` beyond the
+/// binomial ones: a variance `D` times larger needs about `D` times the
+/// requests. A planning figure, as the count it scales.
+fn scaled_for_dependence(n: usize, more: u64, q: f64, (l, u): (usize, usize)) -> u64 {
+    let (l0, u0) = binomial_ci_ranks(n, q, 0.95);
+    let centre = q * n as f64;
+    let ratio = |wide: f64, narrow: f64| {
+        if narrow > 0.0 {
+            (wide / narrow).powi(2)
+        } else {
+            1.0
+        }
+    };
+    let d = ratio(u as f64 - centre, u0 as f64 - centre)
+        .max(ratio(centre - l as f64, centre - l0 as f64))
+        .max(1.0);
+    let total = ((n as u64 + more) as f64 * d).ceil() as u64;
+    total.saturating_sub(n as u64).max(more)
 }
 
 /// The order statistics at 1-based ranks `l` and `u`; `None` outside `1..=n`.
