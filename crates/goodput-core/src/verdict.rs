@@ -117,8 +117,9 @@ pub fn judge(
     let more_requests_to_settle = match verdict {
         Verdict::Pass | Verdict::Fail => Some(0),
         Verdict::Inconclusive if threshold.is_nan() => None,
-        Verdict::Inconclusive => more_to_settle(n, within, q)
-            .map(|more| scaled_for_dependence(n, more, q, (l, u))),
+        Verdict::Inconclusive => {
+            more_to_settle(n, within, q).map(|more| scaled_for_dependence(n, more, q, (l, u)))
+        }
     };
     TermJudgement {
         q,
