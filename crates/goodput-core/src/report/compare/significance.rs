@@ -82,9 +82,12 @@ impl Significance {
         };
         match (self.p_value, self.p_adjusted) {
             (Some(p), Some(a)) if self.family > 1 => {
-                let a = format_p(a);
-                let a = a.trim_start_matches("p ").trim_start_matches("= ");
-                format!("{test}, {} ({a} over {} figures)", format_p(p), self.family)
+                format!(
+                    "{test}, {} ({} over {} figures)",
+                    format_p(p),
+                    p_value(a),
+                    self.family
+                )
             }
             (Some(p), _) => format!("{test}, {}", format_p(p)),
             _ => test.into(),
@@ -103,9 +106,18 @@ impl Significance {
 /// `p = 0.034`, `p < 0.001`.
 pub fn format_p(p: f64) -> String {
     if p < 0.001 {
-        "p < 0.001".into()
+        format!("p {}", p_value(p))
     } else {
-        format!("p = {p:.3}")
+        format!("p = {}", p_value(p))
+    }
+}
+
+/// `0.034`, `< 0.001`: a p-value without its name.
+fn p_value(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".into()
+    } else {
+        format!("{p:.3}")
     }
 }
 
