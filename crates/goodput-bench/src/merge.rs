@@ -407,6 +407,7 @@ fn header(args: &MergeArgs, tokenizer: &str, shard: u32) -> PartHeader {
         slo: None,
         cache_bust: true,
         mix: None,
+        target: Some(goodput_core::config::Target::Server),
     };
     // What `RunPlan::for_shard` makes of an open loop without warm-up.
     let of = ShardOf {

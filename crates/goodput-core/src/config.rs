@@ -71,6 +71,49 @@ pub struct RunConfig {
     /// a:0.5,b:0.5`, `--priority-mix`); absent for one model without classes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mix: Option<crate::workload::mixes::RequestMix>,
+    /// What answered: a server, or goodput's simulated engine (with its
+    /// preset and every setting). Absent only from results written before
+    /// it was saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+}
+
+/// What answered a run's requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Target {
+    /// The server at `url`.
+    Server,
+    /// goodput's simulated engine, not a real server: the built-in one
+    /// (no `--url`), or a `goodput sim` found behind `--url` (its
+    /// `/v1/models` says so; its settings are then not known).
+    Simulated {
+        /// The preset, `llama-3.1-8b,h100-sxm,tp=1` or the `--sim` spec.
+        preset: Option<String>,
+        /// Every setting of the simulator (model, hardware, engine limits,
+        /// faults, step model), as it ran.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        settings: Option<serde_json::Value>,
+    },
+}
+
+impl Target {
+    /// The run was answered by a simulator.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self, Target::Simulated { .. })
+    }
+
+    /// In words, for headers and tables: `server`, `simulated
+    /// (llama-3.1-8b,h100-sxm,tp=1)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Server => "server".into(),
+            Target::Simulated {
+                preset: Some(p), ..
+            } => format!("simulated ({p})"),
+            Target::Simulated { preset: None, .. } => "simulated".into(),
+        }
+    }
 }
 
 impl RunConfig {
@@ -110,7 +153,13 @@ impl RunConfig {
             slo,
             cache_bust: true,
             mix: workload.mix.as_deref().cloned(),
+            target: Some(Target::Server),
         }
+    }
+
+    /// The run was answered by a simulator (as far as the file says).
+    pub fn simulated(&self) -> bool {
+        self.target.as_ref().is_some_and(Target::is_simulated)
     }
 
     /// The workload in words, when it was saved.
@@ -301,11 +350,13 @@ pub(crate) mod tests {
             slo: None,
             cache_bust: true,
             mix: None,
+            target: Some(Target::Server),
         }
     }
 
-    /// The saved keys are the ones results have always had: the run's, and
-    /// the workload's common keys beside its kind's own.
+    /// The saved keys are the ones results have always had (and `target`,
+    /// added 2026-11-28): the run's, and the workload's common keys beside
+    /// its kind's own.
     #[test]
     fn saves_the_layout_results_have_always_had() {
         let mut c = sample_config(Load::Closed { concurrency: 4 }, vec![50.0, 99.0]);
@@ -330,6 +381,7 @@ pub(crate) mod tests {
                 "seed",
                 "slo",
                 "stream",
+                "target",
                 "temperature",
                 "timeout_s",
                 "tokenizer",

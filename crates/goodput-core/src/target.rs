@@ -46,6 +46,9 @@ pub struct TargetOptions {
     /// process's CPU is not the client's alone.
     #[doc(hidden)]
     pub server_in_process: bool,
+    /// What answers: a server, or goodput's simulated engine (saved in the
+    /// results' `config.target`, said in every report).
+    pub target: crate::config::Target,
     /// Where to scrape the server's own metrics during each run.
     pub server_metrics: ServerMetricsChoice,
     /// Tools and response format sent with every request (`--tools`,
@@ -173,7 +176,7 @@ impl PreparedTarget {
         }
     }
 
-    async fn prepare_inner(opts: TargetOptions) -> Result<Self, RunError> {
+    async fn prepare_inner(mut opts: TargetOptions) -> Result<Self, RunError> {
         let clock = RunClock::start();
         let client = Client::new(opts.client.clone(), clock).await?;
         // The server's metrics are checked first: a --server-metrics URL
@@ -202,7 +205,18 @@ impl PreparedTarget {
         };
         let model = match &opts.model {
             Some(m) => m.clone(),
-            None => discover_model(&client).await?,
+            None => {
+                let (model, simulated) = discover_model(&client).await?;
+                // A `goodput sim` behind --url: its results must not pass
+                // for a real server's.
+                if simulated && opts.target == crate::config::Target::Server {
+                    opts.target = crate::config::Target::Simulated {
+                        preset: None,
+                        settings: None,
+                    };
+                }
+                model
+            }
         };
         let mut params = RequestParams {
             endpoint: opts.client.endpoint,
@@ -565,7 +579,7 @@ impl PreparedTarget {
 
     /// Everything needed to rerun, minus secrets.
     fn config(&self, spec: &RunSpec) -> RunConfig {
-        RunConfig::new(
+        let mut config = RunConfig::new(
             &self.options.client,
             &self.params,
             &spec.plan,
@@ -573,7 +587,9 @@ impl PreparedTarget {
             &self.tokenizer,
             spec.reported_percentiles(),
             spec.slo.clone(),
-        )
+        );
+        config.target = Some(self.options.target.clone());
+        config
     }
 
     /// The result of a run a signal stopped before it sent a request (while
@@ -602,6 +618,16 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         output: opts.output.clone(),
     };
     let percentiles = spec.reported_percentiles();
+    let mut config = RunConfig::new(
+        &opts.client,
+        &params,
+        &spec.plan,
+        &spec.workload,
+        &opts.tokenizer,
+        spec.reported_percentiles(),
+        spec.slo.clone(),
+    );
+    config.target = Some(opts.target.clone());
     let metrics = Collector::new(
         spec.slo
             .as_ref()
@@ -612,15 +638,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
     .summarize(&percentiles, None, spec.plan.seed, spec.slo.as_ref());
     RunResult {
         run_id: format!("{:016x}", rand::random::<u64>()),
-        config: RunConfig::new(
-            &opts.client,
-            &params,
-            &spec.plan,
-            &spec.workload,
-            &opts.tokenizer,
-            spec.reported_percentiles(),
-            spec.slo.clone(),
-        ),
+        config,
         model: params.model.clone(),
         tokenizer: opts.tokenizer.spec().to_string(),
         load: spec.plan.load,

@@ -42,8 +42,9 @@ pub fn sample_output_len(dist: &LengthSpec, seed: u64, index: u64) -> usize {
     dist.sample(&mut rng) as usize
 }
 
-/// Everything that defines a simulator.
-#[derive(Debug, Clone, PartialEq)]
+/// Everything that defines a simulator (serialized whole into a simulated
+/// run's results, so the file says what answered).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SimConfig {
     pub model: ModelProfile,
     pub hardware: HardwareProfile,
@@ -92,7 +93,7 @@ pub struct SimConfig {
 /// LoRA adapters, as vLLM's `--lora-modules`, `--max-loras` and
 /// `--max-cpu-loras` set them (the engine's rules: [`crate::engine`]'s
 /// `mixes` module).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct LoraConfig {
     /// Adapter names served (listed on `/v1/models`, addressed by `model`).
     pub modules: Vec<String>,

@@ -116,6 +116,7 @@ impl Session {
             server.url,
             server.model,
             server.sim.is_some(),
+            server.target,
         );
         options.output = output_spec;
         let mut prepared = prepare(options, &control, &mut out, unstarted).await?;
@@ -178,6 +179,8 @@ struct Server {
     model: Option<String>,
     /// The built-in simulator, held (and serving) as long as the session.
     sim: Option<goodput_sim::SimServer>,
+    /// What answers, as the results will say.
+    target: goodput_core::config::Target,
 }
 
 impl Server {
@@ -189,11 +192,16 @@ impl Server {
                 url: url.clone(),
                 model: target.model.clone(),
                 sim: None,
+                target: goodput_core::config::Target::Server,
             });
         }
         let preset = target.sim.as_ref();
         let config = preset.map(|p| p.config.clone()).unwrap_or_default();
         let describe = preset.map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
+        let simulated = goodput_core::config::Target::Simulated {
+            preset: Some(describe.clone()),
+            settings: serde_json::to_value(&config).ok(),
+        };
         let server =
             goodput_sim::SimServer::spawn(config, std::net::SocketAddr::from(([127, 0, 0, 1], 0)))
                 .context("starting the built-in simulator")
@@ -211,6 +219,7 @@ impl Server {
             url,
             model,
             sim: Some(server),
+            target: simulated,
         })
     }
 }

@@ -330,6 +330,7 @@ pub fn target_options(
     url: String,
     model: Option<String>,
     server_in_process: bool,
+    kind: goodput_core::config::Target,
 ) -> TargetOptions {
     let api_key = std::env::var(&target.api_key_env)
         .ok()
@@ -358,6 +359,7 @@ pub fn target_options(
         temperature: target.temperature,
         tokenizer: workload.tokenizer.clone(),
         server_in_process,
+        target: kind,
         output: None,
         server_metrics: match (&target.server_metrics, target.no_server_metrics) {
             (_, true) => ServerMetricsChoice::Off,

@@ -471,6 +471,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             pin_output: true,
             temperature: None,
             server_in_process: false,
+            target: goodput_core::config::Target::Server,
             tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
             server_metrics: goodput_core::target::ServerMetricsChoice::Off,
             output: None,

@@ -129,6 +129,9 @@ fn identity_columns() -> Vec<Column<'static>> {
         col("run_id", |r| Some(r.run.run_id.clone())),
         col("started_at", |r| Some(r.run.started_at.clone())),
         col("model", |r| Some(r.run.model.clone())),
+        col("target", |r| {
+            r.run.config.target.as_ref().map(|t| t.describe())
+        }),
         col("load_mode", |r| {
             Some(
                 match r.run.load {

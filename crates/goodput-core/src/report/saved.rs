@@ -54,6 +54,13 @@ impl Saved {
     }
 
     /// Every run it holds: the run, or each point of the sweep.
+    /// What answered the saved runs (the first run's target; a sweep's or
+    /// a repeat's runs share it). None for results written before it was
+    /// saved.
+    pub fn target(&self) -> Option<&crate::config::Target> {
+        self.runs().first()?.config.target.as_ref()
+    }
+
     pub fn runs(&self) -> Vec<&RunResult> {
         match self {
             Saved::Run(r) => vec![r.as_ref()],

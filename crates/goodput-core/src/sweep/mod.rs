@@ -746,8 +746,14 @@ pub fn headline(r: &SweepResult) -> Option<String> {
     } else {
         ""
     };
+    // A simulated sweep says so in the line people copy.
+    let simulated = r
+        .target()
+        .filter(|t| t.is_simulated())
+        .map(|t| format!(", {}", t.describe()))
+        .unwrap_or_default();
     Some(format!(
-        "goodput: {:.2} req/s ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load)",
+        "goodput: {:.2} req/s ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load{simulated})",
         g.rate, g.slo, g.workload, r.load_time_s
     ))
 }

@@ -128,6 +128,14 @@ pub struct SweepResult {
     pub seconds_per_point: f64,
 }
 
+impl SweepResult {
+    /// What answered the sweep's points (the first point's; every point
+    /// of a sweep has the same target).
+    pub fn target(&self) -> Option<&crate::config::Target> {
+        self.points.first()?.result.config.target.as_ref()
+    }
+}
+
 /// How a point's start was made clean: a point must not inherit the
 /// previous point's backlog (a server that does not abort a request when
 /// its client goes away keeps working on the ones a point abandoned).

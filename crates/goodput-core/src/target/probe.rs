@@ -5,7 +5,9 @@ use super::RunError;
 use crate::client::{snippet, Client};
 use crate::protocol::{request_body, Prompt, RequestParams};
 
-pub(super) async fn discover_model(client: &Client) -> Result<String, RunError> {
+/// The first model `/models` lists, and whether the list says it is
+/// served by goodput's own simulator (`owned_by: goodput-sim`).
+pub(super) async fn discover_model(client: &Client) -> Result<(String, bool), RunError> {
     let url = format!(
         "{}{}",
         client.base().authority(),
@@ -24,9 +26,11 @@ pub(super) async fn discover_model(client: &Client) -> Result<String, RunError> 
     }
     let v: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| fail(format!("not JSON: {e}")))?;
-    v["data"][0]["id"]
+    let first = &v["data"][0];
+    let simulated = first["owned_by"].as_str() == Some("goodput-sim");
+    first["id"]
         .as_str()
-        .map(str::to_string)
+        .map(|id| (id.to_string(), simulated))
         .ok_or_else(|| fail("the list is empty".into()))
 }
 

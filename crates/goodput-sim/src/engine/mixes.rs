@@ -23,7 +23,17 @@
 use std::cmp::Ordering;
 
 /// How the waiting queue is ordered (vLLM's `--scheduling-policy`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum SchedulingPolicy {
     /// First come, first served (vLLM's default).

@@ -15,6 +15,7 @@ use crate::stats::pct_label;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKind {
+    Target,
     Tokenizer,
     Workload,
     OutputPinning,
@@ -66,10 +67,12 @@ fn show(v: &Value) -> String {
 /// Where two runs were not measured alike; `loads`: whether a different
 /// load is worth a warning (not between two sweeps' first points). In
 /// order: tokenizer, workload, output pinning, load, endpoint, model, SLO,
-/// percentiles.
+/// percentiles; before them all, what answered (a simulator against a
+/// server).
 pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warning> {
     let (cb, cn) = (&base.config, &new.config);
     [
+        target_warning(cb, cn),
         tokenizer_warning(base, new),
         workload_warning(cb.workload.as_ref(), cn.workload.as_ref()),
         pinning_warning(cb, cn),
@@ -86,6 +89,29 @@ pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warni
 
 fn warning(kind: WarningKind, message: String) -> Option<Warning> {
     Some(Warning { kind, message })
+}
+
+/// One side answered by goodput's simulated engine and the other not (or
+/// by another preset): the change is then between a model of a server and
+/// something else, not between two states of one server.
+fn target_warning(cb: &RunConfig, cn: &RunConfig) -> Option<Warning> {
+    let say = |c: &RunConfig| {
+        c.target
+            .as_ref()
+            .map_or("an unrecorded target".to_string(), |t| t.describe())
+    };
+    let differ = match (&cb.target, &cn.target) {
+        (Some(b), Some(n)) => b != n && (b.is_simulated() || n.is_simulated()),
+        (b, n) => b.as_ref().or(n.as_ref()).is_some_and(|t| t.is_simulated()),
+    };
+    differ.then(|| Warning {
+        kind: WarningKind::Target,
+        message: format!(
+            "target differs: BASE was answered by {}, NEW by {}: a simulated result is a model's forecast, not a measurement of the server",
+            say(cb),
+            say(cn)
+        ),
+    })
 }
 
 /// Different tokenizers, or the same one from files that differ (by hash).

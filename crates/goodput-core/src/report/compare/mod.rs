@@ -143,7 +143,7 @@ pub fn compare(base: Input, new: Input, gates: &[FailOn]) -> Result<Comparison, 
     let mut notes = Vec::new();
     if base.records.is_some() != new.records.is_some() {
         notes.push(
-            "records were given for one side only: latency significance comes from the saved intervals (give both --base-records and --new-records for the rank test)".into(),
+            "records were given for one side only: latency significance comes from the saved intervals (give both --base-records and --new-records to judge the means on every request)".into(),
         );
     }
     let records = base.records.zip(new.records);

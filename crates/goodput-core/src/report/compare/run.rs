@@ -50,9 +50,9 @@ fn by_intervals(base: Option<&Estimate>, new: Option<&Estimate>) -> Significance
 /// Every figure of two runs' summaries, under vLLM's flat key names:
 /// throughputs, goodput, error rate, then mean, median and each percentile
 /// (of either run) of TTFT, TPOT, ITL and E2EL. With both runs' per-request
-/// values, TTFT, TPOT and E2EL are judged by the rank test; otherwise (and
-/// ITL always: its pooled per-token values are not independent draws) by
-/// their saved intervals.
+/// values, the means of TTFT, TPOT and E2EL are judged by batch means over
+/// every request; otherwise (and ITL and every percentile always) by their
+/// saved intervals.
 /// Inputs/s of pooling requests, when either run had them.
 fn inputs_figure(b: &RunMetrics, n: &RunMetrics) -> Option<Figure> {
     let inputs = |m: &RunMetrics| m.inputs.as_ref().map(|i| i.inputs_throughput);

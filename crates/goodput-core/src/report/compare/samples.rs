@@ -1,5 +1,5 @@
-//! Per-request values read back from a records file (`--records`), for the
-//! rank test: TTFT, TPOT and E2EL of every measured request that completed,
+//! Per-request values read back from a records file (`--records`), for
+//! judging the means by batch means: TTFT, TPOT and E2EL of every measured request that completed,
 //! grouped by the run that sent it (a sweep's records hold every point).
 //!
 //! The same requests as the run's own distributions: warm-up lines and

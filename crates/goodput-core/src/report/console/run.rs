@@ -46,6 +46,7 @@ fn mix(m: &crate::metrics::mix::LengthMix) -> String {
 fn workload(out: &mut String, r: &RunResult) {
     let mix_ = &r.metrics.workload;
     rule(out, " Workload ", '=');
+    simulated_line(out, r);
     if let Some(w) = &r.config.workload {
         workload_asked(out, w);
     }
@@ -175,11 +176,24 @@ pub fn summary(r: &RunResult) -> String {
     out
 }
 
+/// `Target: simulated (PRESET) — not a real server`, for a simulated run
+/// (a server's run needs no such line).
+fn simulated_line(out: &mut String, r: &RunResult) {
+    if let Some(t) = r.config.target.as_ref().filter(|t| t.is_simulated()) {
+        line(
+            out,
+            "Target:",
+            format!("{} — not a real server", t.describe()),
+        );
+    }
+}
+
 /// The result's headline: requests by outcome, the load, the duration
 /// and the token totals.
 fn requests_and_load(out: &mut String, r: &RunResult) {
     let m = &r.metrics;
     rule(out, " Serving Benchmark Result ", '=');
+    simulated_line(out, r);
     line(out, "Successful requests:", m.completed);
     line(out, "Failed requests:", m.failed);
     if m.incomplete > 0 {

@@ -34,6 +34,9 @@ pub fn start_note(st: &crate::sweep::PointStart) -> String {
 pub fn sweep_summary(r: &SweepResult) -> String {
     let mut out = String::new();
     rule(&mut out, " Sweep ", '=');
+    if let Some(t) = r.target().filter(|t| t.is_simulated()) {
+        let _ = writeln!(out, "Target: {} — not a real server", t.describe());
+    }
     let _ = writeln!(
         out,
         "{:>2}  {:<8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6}  {:<5} notes",

@@ -162,14 +162,28 @@ fn header(items: &[(String, Saved)]) -> String {
                 )
             }
         };
+        let simulated = match saved.target().filter(|t| t.is_simulated()) {
+            Some(t) => format!(
+                " <span class=\"simulated\">{} — not a real server</span>",
+                escape(&t.describe())
+            ),
+            None => String::new(),
+        };
         out.push_str(&format!(
-            "<li>{}<b>{}</b> <span class=\"muted\">{}</span></li>\n",
+            "<li>{}<b>{}</b> <span class=\"muted\">{}</span>{simulated}</li>\n",
             swatch(i),
             escape(label),
             escape(&what)
         ));
     }
-    out.push_str("</ul>\n</header>\n");
+    out.push_str("</ul>\n");
+    if items
+        .iter()
+        .any(|(_, s)| s.target().is_some_and(|t| t.is_simulated()))
+    {
+        out.push_str("<p class=\"simulated banner\">Simulated: these figures come from goodput's simulated engine, not from a server.</p>\n");
+    }
+    out.push_str("</header>\n");
     out
 }
 
