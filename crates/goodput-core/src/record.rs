@@ -48,7 +48,8 @@ pub enum ErrorKind {
     /// The server sent an error object inside the stream (or as a whole 2xx
     /// JSON answer where a stream was asked for).
     ServerError,
-    /// The client cancelled the request (second Ctrl-C).
+    /// The user cancelled the request (a second Ctrl-C or SIGTERM): counted
+    /// incomplete, not failed.
     Cancelled,
     /// Still running when the drain timeout ended the run: neither completed
     /// nor failed, and not part of the error rate.
@@ -344,9 +345,11 @@ impl RequestRecord {
         self.error.is_none()
     }
 
-    /// Ended by the drain timeout: neither completed nor failed.
+    /// Ended by goodput before it finished — the drain timeout, or the
+    /// user's second signal (`cancelled`): neither completed nor failed,
+    /// so never an error against `--max-error-rate`.
     pub fn incomplete(&self) -> bool {
-        matches!(&self.error, Some(e) if e.kind == ErrorKind::Incomplete)
+        matches!(&self.error, Some(e) if matches!(e.kind, ErrorKind::Incomplete | ErrorKind::Cancelled))
     }
 }
 

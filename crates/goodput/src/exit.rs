@@ -34,6 +34,10 @@ pub enum Code {
     /// did not report, so its requests are not all in the result (which
     /// says which shard and how many requests).
     ShardMissing = 6,
+    /// 7: the load ran, but an output (`--out`, `--csv`, `--html`) could not
+    /// be written at its end (a full disk, a closed pipe); every other
+    /// output was still written.
+    OutputFailed = 7,
     /// 130 (128 + SIGINT): a signal stopped goodput before it had a result
     /// (before any measured request of a run was sent, or before a sweep
     /// measured a point or found the goodput).
@@ -54,6 +58,11 @@ pub struct Exit(pub Code, pub anyhow::Error);
 /// A usage or input error: exit 2.
 pub fn usage(e: impl Into<anyhow::Error>) -> Exit {
     Exit(Code::Usage, e.into())
+}
+
+/// An output that could not be written once the load had begun (exit 7).
+pub fn output_failed(e: impl Into<anyhow::Error>) -> Exit {
+    Exit(Code::OutputFailed, e.into())
 }
 
 /// A fault of goodput itself (exit 4).
@@ -88,6 +97,7 @@ mod tests {
             (Code::Internal, 4),
             (Code::TimeLimit, 5),
             (Code::ShardMissing, 6),
+            (Code::OutputFailed, 7),
             (Code::Interrupted, 130),
         ];
         for (code, number) in documented {

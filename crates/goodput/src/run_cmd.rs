@@ -83,9 +83,7 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
             // results file still says so.
             Err(RunError::Interrupted) if results.is_empty() => {
                 let r = session.target.unstarted(&spec);
-                session
-                    .out
-                    .write(&report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))]))?;
+                session.save(&[("run".into(), Saved::Run(Box::new(r)))])?;
                 return Err(run_error(RunError::Interrupted));
             }
             // A later repeat stopped before it sent: the earlier ones stand.
@@ -97,6 +95,15 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
     if repeats > 1 {
         return finish_repeats(args, session, results, &spec).await;
     }
+    finish_run(&args, session, results).await
+}
+
+/// Report a single run: the summary, the files, and its exit code.
+async fn finish_run(
+    args: &RunArgs,
+    mut session: Session,
+    results: Vec<goodput_core::result::RunResult>,
+) -> Result<Code, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
     let before_measuring = results[0].exec.interrupted && results[0].exec.sent_measured == 0;
@@ -105,10 +112,7 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
         Saved::Run(Box::new(results[0].clone())),
     )];
     if !args.common.output.quiet {
-        print!(
-            "{}",
-            String::from_utf8_lossy(&report::Console.to_bytes(&items))
-        );
+        session.say(&String::from_utf8_lossy(&report::Console.to_bytes(&items)));
     } else {
         for n in &results[0].notes {
             eprintln!("goodput: note: {n}");
@@ -117,8 +121,7 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
             eprintln!("goodput: warning: {}", w.message);
         }
     }
-    session.out.write(&report::Json.to_bytes(&items))?;
-    session.write_reports(&items)?;
+    session.save(&items)?;
     session.finish().await;
     if before_measuring {
         eprintln!(
@@ -129,6 +132,18 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
     }
     if let Some(e) = crate::sharding::missing(&results[0]) {
         return Err(e);
+    }
+    // Cut short by a signal (sending stopped early, or requests in flight
+    // cancelled): whatever it measured, a script must be able to tell (exit
+    // 130); the results are written all the same. A single signal during
+    // the drain cuts nothing short.
+    let r = &results[0];
+    if session.control.is_stopping() && (r.exec.interrupted || r.metrics.incomplete > 0) {
+        eprintln!(
+            "goodput: interrupted after {} measured requests were sent; results kept",
+            results[0].exec.sent_measured
+        );
+        return Ok(Code::Interrupted);
     }
     gate(&results[0], args.common.slo.max_error_rate)
 }
@@ -174,17 +189,17 @@ async fn finish_repeats(
     let ran = repeat.runs.len();
     let items = [(session.label("repeat"), Saved::Repeat(Box::new(repeat)))];
     if !args.common.output.quiet {
-        print!(
-            "{}",
-            String::from_utf8_lossy(&report::Console.to_bytes(&items))
-        );
+        session.say(&String::from_utf8_lossy(&report::Console.to_bytes(&items)));
     }
+    let interrupted = session.control.is_stopping();
     if ran < args.repeat as usize {
         eprintln!("goodput: stopped after {ran} of {} repeats", args.repeat);
     }
-    session.out.write(&report::Json.to_bytes(&items))?;
-    session.write_reports(&items)?;
+    session.save(&items)?;
     session.finish().await;
+    if interrupted {
+        return Ok(Code::Interrupted);
+    }
     worst
 }
 

@@ -15,7 +15,7 @@ use goodput_core::report::{self, Exporter};
 use goodput_core::target::{PreparedTarget, RunError, TargetOptions};
 
 use crate::cli::{CommonArgs, TargetArgs};
-use crate::exit::{run_error, usage, Exit};
+use crate::exit::{output_failed, run_error, usage, Exit};
 use crate::setup::watch_signals;
 use crate::spec;
 
@@ -34,16 +34,40 @@ pub struct Session {
     _sim: Option<goodput_sim::SimServer>,
 }
 
-/// `--out`, kept open from the start: writing it at the end then needs no
-/// new file descriptor, even when the run used every one it may have.
-pub struct OutFile(Option<(File, std::path::PathBuf)>);
+/// `--out` (and `--csv`, `--html`), kept open from the start: writing it at
+/// the end then needs no new file descriptor, even when the run used every
+/// one it may have.
+///
+/// A regular file is rewritten whole at every write (a sweep saves itself
+/// after each point). `-` is stdout, and a path that is not a regular file
+/// (a pipe, `/dev/stdout`, a device) cannot be rewritten: those get the
+/// last document once, when the command ends ([`OutFile::write_final`]).
+pub struct OutFile(Option<Dest>);
+
+enum Dest {
+    File(File, std::path::PathBuf),
+    Stream {
+        to: Box<dyn Write + Send>,
+        name: String,
+        stdout: bool,
+        pending: Option<Vec<u8>>,
+    },
+}
 
 impl OutFile {
-    /// Open (create) the file now, if one was asked for.
+    /// Open (create) the file now, if one was asked for; `-` is stdout.
     pub fn open(path: Option<&std::path::Path>, what: &str) -> Result<OutFile, Exit> {
         let Some(path) = path else {
             return Ok(OutFile(None));
         };
+        if path.as_os_str() == "-" {
+            return Ok(OutFile(Some(Dest::Stream {
+                to: Box::new(std::io::stdout()),
+                name: "stdout".into(),
+                stdout: true,
+                pending: None,
+            })));
+        }
         let f = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -51,34 +75,77 @@ impl OutFile {
             .open(path)
             .with_context(|| format!("opening {what} file {}", path.display()))
             .map_err(usage)?;
-        Ok(OutFile(Some((f, path.to_path_buf()))))
+        let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
+        if !regular {
+            return Ok(OutFile(Some(Dest::Stream {
+                to: Box::new(f),
+                name: path.display().to_string(),
+                stdout: false,
+                pending: None,
+            })));
+        }
+        Ok(OutFile(Some(Dest::File(f, path.to_path_buf()))))
     }
 
-    /// The file name, as a label for reports.
+    /// `-`: the document goes to stdout, so the human summary goes to stderr.
+    pub fn is_stdout(&self) -> bool {
+        matches!(&self.0, Some(Dest::Stream { stdout: true, .. }))
+    }
+
+    /// The file name, as a label for reports (none for stdout).
     pub fn label(&self) -> Option<String> {
-        self.0.as_ref().map(|(_, p)| {
-            p.file_name().map_or_else(
+        match self.0.as_ref()? {
+            Dest::File(_, p) => Some(p.file_name().map_or_else(
                 || p.display().to_string(),
                 |n| n.to_string_lossy().into_owned(),
-            )
-        })
+            )),
+            Dest::Stream { .. } => None,
+        }
     }
 
-    /// Replace the file's contents (as often as a sweep finishes a point).
+    /// Save the document so far: a regular file is rewritten (as often as
+    /// a sweep finishes a point); a stream keeps it for the final write.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), Exit> {
-        use std::io::{Seek, Write};
-        let Some((file, path)) = self.0.as_mut() else {
-            return Ok(());
-        };
-        (|| -> std::io::Result<()> {
-            file.set_len(0)?;
-            file.rewind()?;
-            file.write_all(bytes)?;
-            file.flush()
-        })()
-        .with_context(|| format!("writing {}", path.display()))
-        .map_err(usage)
+        match self.0.as_mut() {
+            None => Ok(()),
+            Some(Dest::File(file, path)) => rewrite(file, path, bytes),
+            Some(Dest::Stream { pending, .. }) => {
+                *pending = Some(bytes.to_vec());
+                Ok(())
+            }
+        }
     }
+
+    /// The command's last document: a regular file is rewritten, a stream
+    /// written once. A failure is exit 7: the load has run.
+    pub fn write_final(&mut self, bytes: &[u8]) -> Result<(), Exit> {
+        match self.0.as_mut() {
+            None => Ok(()),
+            Some(Dest::File(file, path)) => rewrite(file, path, bytes),
+            Some(Dest::Stream {
+                to, name, pending, ..
+            }) => {
+                *pending = None;
+                to.write_all(bytes)
+                    .and_then(|()| to.flush())
+                    .with_context(|| format!("writing {name}"))
+                    .map_err(output_failed)
+            }
+        }
+    }
+}
+
+/// Replace a regular file's contents.
+fn rewrite(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Exit> {
+    use std::io::Seek;
+    (|| -> std::io::Result<()> {
+        file.set_len(0)?;
+        file.rewind()?;
+        file.write_all(bytes)?;
+        file.flush()
+    })()
+    .with_context(|| format!("writing {}", path.display()))
+    .map_err(output_failed)
 }
 
 impl Session {
@@ -96,6 +163,15 @@ impl Session {
             spec::output_spec(target).map_err(|e| crate::exit::usage(anyhow::Error::msg(e)))?;
         let control = RunControl::new();
         watch_signals(control.clone());
+        let dashes = [&output.out, &output.csv, &output.html]
+            .iter()
+            .filter(|p| p.as_deref().is_some_and(|p| p.as_os_str() == "-"))
+            .count();
+        if dashes > 1 {
+            return Err(usage(anyhow::anyhow!(
+                "only one of --out, --csv and --html can be - (stdout)"
+            )));
+        }
         let records = open_records(output.records.as_deref())?;
         let mut out = OutFile::open(output.out.as_deref(), "results")?;
         let csv = OutFile::open(output.csv.as_deref(), "CSV")?;
@@ -141,11 +217,26 @@ impl Session {
         self.out.label().unwrap_or_else(|| default.into())
     }
 
-    /// Write `--csv` and `--html` for the results, by the same exporters
-    /// `goodput report` uses.
-    pub fn write_reports(&mut self, items: &[(String, Saved)]) -> Result<(), Exit> {
-        self.csv.write(&report::Csv.to_bytes(items))?;
-        self.html.write(&report::Html.to_bytes(items))
+    /// Write the command's last `--out` document, then `--csv` and
+    /// `--html` by the same exporters `goodput report` uses. Each is tried
+    /// whatever became of the others; the first failure is returned (exit 7).
+    pub fn save(&mut self, items: &[(String, Saved)]) -> Result<(), Exit> {
+        let out = self.out.write_final(&report::Json.to_bytes(items));
+        let csv = self.csv.write_final(&report::Csv.to_bytes(items));
+        let html = self.html.write_final(&report::Html.to_bytes(items));
+        out?;
+        csv?;
+        html
+    }
+
+    /// Print the human summary: on stdout, or on stderr when `-` puts the
+    /// results JSON (or the CSV, or the HTML) there.
+    pub fn say(&self, text: &str) {
+        if self.out.is_stdout() || self.csv.is_stdout() || self.html.is_stdout() {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+        }
     }
 
     /// The command's work is done: let a live exposition linger for its last scrape.
@@ -235,7 +326,7 @@ async fn prepare(
     match PreparedTarget::prepare(options.clone(), control).await {
         Ok(p) => Ok(p),
         Err(RunError::Interrupted) => {
-            out.write(&unstarted(&options))?;
+            out.write_final(&unstarted(&options))?;
             Err(run_error(RunError::Interrupted))
         }
         Err(e) => Err(run_error(e)),

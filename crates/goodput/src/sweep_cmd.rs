@@ -63,16 +63,13 @@ async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
         session.label("sweep"),
         Saved::Sweep(Box::new(result.clone())),
     )];
-    session.out.write(&report::Json.to_bytes(&items))?;
-    session.write_reports(&items)?;
+    let saved = session.save(&items);
     if !quiet {
-        print!(
-            "{}",
-            String::from_utf8_lossy(&report::Console.to_bytes(&items))
-        );
+        session.say(&String::from_utf8_lossy(&report::Console.to_bytes(&items)));
     } else if let Some(h) = sweep::headline(&result) {
-        println!("{h}");
+        session.say(&format!("{h}\n"));
     }
+    saved?;
     session.finish().await;
     if let Some(e) = result
         .points
@@ -187,6 +184,15 @@ fn verdict(result: &SweepResult, stopping: bool, search: Option<SearchKind>) -> 
             Code::NothingCompleted,
             anyhow!("no request completed at any point"),
         ));
+    }
+    // Cut short by a signal: whatever it found, a script must be able to
+    // tell (exit 130); what was measured is written all the same.
+    if stopping {
+        eprintln!(
+            "goodput: interrupted after {} points; results kept",
+            result.points.len()
+        );
+        return Ok(Code::Interrupted);
     }
     if result.goodput.is_none() && search == Some(SearchKind::Goodput) {
         let why = result.stopped.as_ref();

@@ -1,5 +1,7 @@
 //! Ctrl-C: goodput stops sending, lets in-flight requests finish, and still
-//! writes the summary, the results file and every finished record.
+//! writes the summary, the results file and every finished record; it exits
+//! 130 (interrupted, results kept) whatever it measured, and requests the
+//! user cancelled are incomplete, never errors.
 
 mod common;
 
@@ -47,8 +49,10 @@ async fn sigint_writes_summary_results_and_every_finished_record() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    // A script can tell a cut-short run from a finished one.
+    assert_eq!(output.status.code(), Some(130), "{stdout}\n{stderr}");
     assert!(stderr.contains("stopping"), "{stderr}");
+    assert!(stderr.contains("results kept"), "{stderr}");
     assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
     let v = read_json(&out);
     assert_eq!(v["run"]["interrupted"], true);
@@ -135,6 +139,17 @@ async fn a_second_sigint_cancels_requests_in_flight_and_keeps_their_records() {
     assert!(cancelled
         .iter()
         .all(|r| r["ttft_ms"].as_f64().is_some() && r["events"].as_u64().unwrap() > 5));
+    // The user's own cancel is not the server's failure: the three are
+    // incomplete, the error rate 0, and the exit 130 (not 1 on the error
+    // rate).
     let v = read_json(&out);
-    assert_eq!(v["errors"]["by_kind"]["cancelled"], 3);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        v["errors"]["by_kind"].get("cancelled").is_none(),
+        "{}",
+        v["errors"]
+    );
+    assert_eq!(v["incomplete"], 3, "{}", v["incomplete"]);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["errors"]["error_rate"], 0.0);
 }

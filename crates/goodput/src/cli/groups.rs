@@ -382,8 +382,9 @@ pub struct CostArgs {
 /// Files and the terminal.
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
-    /// Write the results JSON (vLLM's keys plus config, ci, errors...) to this file.
-    #[arg(long, help_heading = "Output")]
+    /// Write the results JSON (vLLM's keys plus config, ci, errors...) to this file; `-`
+    /// writes it to stdout (the summary then goes to stderr).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub out: Option<PathBuf>,
     /// Append one JSON line per request to this file as each finishes.
     #[arg(long, help_heading = "Output")]

@@ -197,7 +197,11 @@ fn requests_and_load(out: &mut String, r: &RunResult) {
     line(out, "Successful requests:", m.completed);
     line(out, "Failed requests:", m.failed);
     if m.incomplete > 0 {
-        line(out, "Incomplete requests (drain timeout):", m.incomplete);
+        line(
+            out,
+            "Incomplete requests (drain timeout, cancelled):",
+            m.incomplete,
+        );
     }
     match r.load {
         Load::Closed { concurrency } => line(out, "Maximum request concurrency:", concurrency),

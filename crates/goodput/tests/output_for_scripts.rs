@@ -1,0 +1,66 @@
+//! Output a script can trust: `--out -` puts the results JSON alone on
+//! stdout (the human summary on stderr), a path that cannot be rewritten
+//! (`/dev/stdout`, a pipe) gets the document once, and an output that
+//! cannot be written after the load exits 7 — never 0, never 2 — with every
+//! other output still written.
+
+mod common;
+
+use common::{goodput, tmp};
+
+/// A short run of the in-process simulator, ten times faster than the
+/// modelled hardware, with `extra` flags.
+fn quick(extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec![
+        "run",
+        "--sim",
+        "llama-3.1-8b,h100-sxm,time-scale=0.1",
+        "--no-server-metrics",
+        "--percentiles",
+        "50",
+        "--num-prompts",
+        "12",
+        "--input-tokens",
+        "64",
+        "--output-tokens",
+        "8",
+    ];
+    args.extend_from_slice(extra);
+    goodput(&args)
+}
+
+#[test]
+fn out_dash_writes_the_json_alone_on_stdout() {
+    let (code, stdout, stderr) = quick(&["--out", "-"]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {stdout}"));
+    common::validate_run_document(&doc);
+    assert_eq!(doc["completed"], 12);
+    // The summary a person reads went to stderr.
+    assert!(stderr.contains("Serving Benchmark Result"), "{stderr}");
+    // -q: nothing but the document on stdout either.
+    let (code, stdout, _) = quick(&["--out", "-", "-q"]);
+    assert_eq!(code, 0);
+    serde_json::from_str::<serde_json::Value>(&stdout).expect("one document");
+    // Two outputs cannot share stdout: refused before any request.
+    let (code, _, stderr) = quick(&["--out", "-", "--csv", "-"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+#[test]
+fn a_path_that_cannot_be_rewritten_gets_the_document_once() {
+    let (code, stdout, stderr) = quick(&["--out", "/dev/stdout", "-q"]);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str::<serde_json::Value>(&stdout).expect("one document on /dev/stdout");
+}
+
+#[test]
+fn an_output_that_fails_after_the_load_exits_7_and_keeps_the_others() {
+    let csv = tmp("kept.csv");
+    let (code, _, stderr) = quick(&["--out", "/dev/full", "--csv", csv.to_str().unwrap(), "-q"]);
+    assert_eq!(code, 7, "{stderr}");
+    assert!(stderr.contains("/dev/full"), "{stderr}");
+    let kept = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(kept.lines().count(), 2, "the CSV was still written: {kept}");
+}
