@@ -37,7 +37,7 @@ pub struct SloTerm {
     pub threshold_ms: f64,
 }
 
-const GRAMMAR: &str = "expected METRIC:pQ<=THRESHOLD, e.g. ttft:p99<=200ms, tpot:p90<=50ms, e2el:median<=2s (metrics: ttft, tpot, itl, e2el)";
+const GRAMMAR: &str = "expected METRIC:pQ:THRESHOLD or METRIC:pQ<=THRESHOLD, e.g. ttft:p99:200ms, tpot:p90:50ms, e2el:median:2s (metrics: ttft, tpot, itl, e2el)";
 
 fn parse_threshold_ms(s: &str) -> Option<f64> {
     let s = s.trim();
@@ -69,7 +69,14 @@ impl FromStr for SloTerm {
         let bad = |why: &str| format!("invalid SLO term '{s}': {why} ({GRAMMAR})");
         let (metric, rest) = s.split_once(':').ok_or_else(|| bad("no ':'"))?;
         let metric = slo_metric(metric).map_err(|e| bad(&e))?;
-        let (pct, threshold) = rest.split_once("<=").ok_or_else(|| bad("no '<='"))?;
+        // `p99<=200ms`, or the shell-safe `p99:200ms` (no character a shell
+        // reads as a redirection, so it works unquoted); `<` alone is read
+        // as `<=` (for a continuous figure the bounds are the same).
+        let (pct, threshold) = rest
+            .split_once("<=")
+            .or_else(|| rest.split_once('<'))
+            .or_else(|| rest.split_once(':'))
+            .ok_or_else(|| bad("no ':' or '<=' before the threshold"))?;
         let pct = pct.trim();
         let percentile = if pct == "median" {
             50.0
@@ -314,6 +321,32 @@ mod tests {
         assert_eq!(terms.len(), 3);
     }
 
+    /// The shell-safe spelling (`ttft:p99:200ms`, no `<` or `=` for the
+    /// shell to read as a redirection) and `<` alone mean what `<=` means.
+    #[test]
+    fn the_shell_safe_spelling_is_the_same_term() {
+        for (safe, full) in [
+            ("ttft:p99:200ms", "ttft:p99<=200ms"),
+            ("tpot:p90:50ms", "tpot:p90<=50ms"),
+            ("e2el:median:2.5s", "e2el:median<=2.5s"),
+            ("itl:p99.9:500us", "itl:p99.9<=500us"),
+            ("ttft:p99<200ms", "ttft:p99<=200ms"),
+        ] {
+            assert_eq!(
+                safe.parse::<SloTerm>().unwrap(),
+                full.parse::<SloTerm>().unwrap(),
+                "{safe}"
+            );
+        }
+        let terms = parse_terms(&["ttft:p99:200ms,tpot:p99:50ms".into()]).unwrap();
+        assert_eq!(
+            terms,
+            parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()]).unwrap()
+        );
+        assert!("ttft:p99:".parse::<SloTerm>().is_err());
+        assert!("ttft:p99".parse::<SloTerm>().is_err());
+    }
+
     #[test]
     fn bad_terms_say_what_is_valid() {
         for bad in [
@@ -329,7 +362,7 @@ mod tests {
         ] {
             let e = bad.parse::<SloTerm>().unwrap_err();
             assert!(
-                e.contains("ttft:p99<=200ms") || e.contains("valid metrics"),
+                e.contains("ttft:p99:200ms") || e.contains("valid metrics"),
                 "{bad}: {e}"
             );
         }

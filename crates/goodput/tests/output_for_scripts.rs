@@ -2,7 +2,7 @@
 //! stdout (the human summary on stderr), a path that cannot be rewritten
 //! (`/dev/stdout`, a pipe) gets the document once, and an output that
 //! cannot be written after the load exits 7 — never 0, never 2 — with every
-//! other output still written.
+//! other output still written. And an SLO spelling a shell leaves alone.
 
 mod common;
 
@@ -63,4 +63,52 @@ fn an_output_that_fails_after_the_load_exits_7_and_keeps_the_others() {
     assert!(stderr.contains("/dev/full"), "{stderr}");
     let kept = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(kept.lines().count(), 2, "the CSV was still written: {kept}");
+}
+
+/// `--slo ttft:p99:200ms,tpot:p99:50ms`, unquoted in a shell, is the same
+/// SLO as the quoted `<=` spelling: the same terms saved, the same verdicts.
+#[test]
+fn the_shell_safe_slo_is_the_same_slo() {
+    let (code, safe, stderr) =
+        quick(&["--out", "-", "-q", "--slo", "ttft:p99:200ms,tpot:p99:50ms"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, full, stderr) = quick(&[
+        "--out",
+        "-",
+        "-q",
+        "--slo",
+        "ttft:p99<=200ms,tpot:p99<=50ms",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let doc = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+    let (safe, full) = (doc(&safe), doc(&full));
+    assert_eq!(safe["config"]["slo"], full["config"]["slo"]);
+    // Each term as parsed, and whether its point estimate passes.
+    let verdicts = |d: &serde_json::Value| -> Vec<(serde_json::Value, serde_json::Value)> {
+        d["slo"]["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["term"].clone(), t["passes"].clone()))
+            .collect()
+    };
+    assert_eq!(verdicts(&safe), verdicts(&full));
+    assert_eq!(verdicts(&safe).len(), 2);
+    // And through a real shell, unquoted.
+    let bin = env!("CARGO_BIN_EXE_goodput");
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{bin} run --sim time-scale=0.1 --no-server-metrics --percentiles 50 --num-prompts 4 --input-tokens 32 --output-tokens 4 -q --out - --slo ttft:p99:200ms,tpot:p99:50ms"
+        ))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let d = doc(&stdout);
+    assert_eq!(
+        verdicts(&d).len(),
+        2,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -348,8 +348,9 @@ impl TraceArgs {
 /// What a run is held to.
 #[derive(Args, Debug, Clone)]
 pub struct SloArgs {
-    /// An SLO term METRIC:pQ<=THRESHOLD (repeatable, or comma-separated), e.g.
-    /// 'ttft:p99<=200ms' 'tpot:p99<=50ms'; metrics ttft, tpot, itl, e2el. A run that misses it exits 1.
+    /// An SLO term METRIC:pQ:THRESHOLD or 'METRIC:pQ<=THRESHOLD' (repeatable, or
+    /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms (no quotes needed); metrics ttft,
+    /// tpot, itl, e2el. A run that misses it exits 1.
     #[arg(long, value_name = "TERM", value_parser = slo_terms, help_heading = "SLO")]
     pub slo: Vec<Vec<goodput_core::slo::SloTerm>>,
     /// vLLM's per-request thresholds in ms for request goodput, e.g. --goodput ttft:200 tpot:50

@@ -95,8 +95,8 @@ pub struct PredictArgs {
         help_heading = "Model"
     )]
     pub routing: RoutingArg,
-    /// An SLO term METRIC:pQ<=THRESHOLD (repeatable, or comma-separated), e.g.
-    /// 'ttft:p99<=200ms' 'tpot:p99<=50ms'; metrics ttft, tpot, itl, e2el.
+    /// An SLO term METRIC:pQ:THRESHOLD or 'METRIC:pQ<=THRESHOLD' (repeatable, or
+    /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms; metrics ttft, tpot, itl, e2el.
     #[arg(long, value_name = "TERM", value_parser = slo_terms, required = true, help_heading = "SLO")]
     pub slo: Vec<Vec<goodput_core::slo::SloTerm>>,
     /// Largest share of failed requests (0 to 1) a passing rate may have.

@@ -155,7 +155,7 @@ pub(super) fn warmup(s: &str) -> Result<goodput_core::executor::WarmupPolicy, St
         })
 }
 
-/// `--slo`: one or more comma-separated terms METRIC:pQ<=THRESHOLD.
+/// `--slo`: one or more comma-separated terms METRIC:pQ:THRESHOLD (or `<=`).
 pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::slo::SloTerm>, String> {
     goodput_core::slo::parse_terms(&[s.to_string()])
 }
