@@ -2,7 +2,7 @@
 //! the usage error (exit 2). Imports nothing of this crate, so every layer
 //! may use it.
 //!
-//! The codes and their meanings are documented in README.md ("Exit
+//! The codes and their meanings are documented in docs/cli.md ("Exit
 //! codes"); every exit of the binary goes through [`Code`], so a code
 //! cannot be used in one place with another meaning than in the rest.
 
@@ -86,7 +86,7 @@ pub fn run_error(e: RunError) -> Exit {
 mod tests {
     use super::Code;
 
-    /// The numbers README.md documents ("Exit codes"): scripts depend on them.
+    /// The numbers docs/cli.md documents ("Exit codes"): scripts depend on them.
     #[test]
     fn codes_keep_their_documented_numbers() {
         let documented = [

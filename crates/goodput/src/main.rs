@@ -3,8 +3,9 @@
 //! `main` parses the command line, runs the command, prints any error with
 //! its whole chain, and exits with the documented code ([`exit::Code`]: 0
 //! ok, 1 a gate failed, 2 usage or input error, 3 no request completed, 4 an
-//! internal fault of goodput, 5 a sweep's `--max-time` ended its search, 130
-//! interrupted before any measured request was sent).
+//! internal fault of goodput, 5 a sweep's `--max-time` ended its search, 6
+//! a shard missing, 7 an output not written after the load, 130
+//! interrupted).
 //!
 //! The modules in layers, each importing only from the layers below it:
 //!
@@ -75,6 +76,8 @@ fn main() {
         cli::Command::Predict(args) => predict_cmd::main(*args),
         cli::Command::Merge(args) => merge_cmd::main(*args),
         cli::Command::K8s(args) => k8s_cmd::main(*args),
+        cli::Command::Completions(args) => print_completions(args.shell),
+        cli::Command::Man => print_man(),
     };
     match code {
         Ok(c) => std::process::exit(c.number()),
@@ -83,4 +86,42 @@ fn main() {
             std::process::exit(c.number());
         }
     }
+}
+
+/// `goodput completions SHELL`: the completion script, from the same clap
+/// definitions as `--help`.
+fn print_completions(shell: clap_complete::Shell) -> Result<Code, Exit> {
+    use clap::CommandFactory;
+    let mut cmd = cli::Cli::command();
+    clap_complete::generate(shell, &mut cmd, "goodput", &mut std::io::stdout());
+    Ok(Code::Ok)
+}
+
+/// `goodput man`: the manual page in roff, the top-level command with a
+/// section per subcommand and its flags.
+fn print_man() -> Result<Code, Exit> {
+    use clap::CommandFactory;
+    use std::io::Write;
+    let cmd = cli::Cli::command();
+    let mut page = Vec::new();
+    let man = clap_mangen::Man::new(cmd.clone());
+    let rendered = (|| -> std::io::Result<()> {
+        man.render_title(&mut page)?;
+        man.render_name_section(&mut page)?;
+        man.render_synopsis_section(&mut page)?;
+        man.render_description_section(&mut page)?;
+        man.render_subcommands_section(&mut page)?;
+        // Each subcommand's flags, under its own heading.
+        for sub in cmd.get_subcommands() {
+            writeln!(page, ".SH \"GOODPUT {}\"", sub.get_name().to_uppercase())?;
+            let sub_man = clap_mangen::Man::new(sub.clone());
+            sub_man.render_description_section(&mut page)?;
+            sub_man.render_options_section(&mut page)?;
+        }
+        man.render_version_section(&mut page)?;
+        std::io::stdout().write_all(&page)
+    })();
+    rendered
+        .map(|()| Code::Ok)
+        .map_err(|e| exit::output_failed(anyhow::Error::new(e).context("writing the manual page")))
 }

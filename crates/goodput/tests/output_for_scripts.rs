@@ -112,3 +112,60 @@ fn the_shell_safe_slo_is_the_same_slo() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `goodput completions SHELL` prints a script its shell accepts, and
+/// `goodput man` a page `man` renders, naming the subcommands.
+#[test]
+fn completions_and_the_manual_page() {
+    let (code, script, stderr) = goodput(&["completions", "bash"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(script.contains("goodput"), "{script}");
+    let path = tmp("goodput.bash");
+    std::fs::write(&path, &script).unwrap();
+    let check = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    for shell in ["zsh", "fish"] {
+        let (code, script, _) = goodput(&["completions", shell]);
+        assert_eq!(code, 0);
+        assert!(script.contains("--slo"), "{shell}");
+    }
+
+    let (code, page, stderr) = goodput(&["man"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(page.starts_with(".ie") || page.contains(".TH"), "{page}");
+    for sub in ["GOODPUT RUN", "GOODPUT SWEEP", "GOODPUT COMPARE"] {
+        assert!(page.contains(sub), "{sub}");
+    }
+    // Rendered by man itself where the machine has it.
+    if std::process::Command::new("man")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        let file = tmp("goodput.1");
+        std::fs::write(&file, &page).unwrap();
+        let out = std::process::Command::new("man")
+            .arg("-l")
+            .arg(&file)
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .env("MANWIDTH", "100")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("--request-rate"), "{text}");
+    }
+}

@@ -35,7 +35,7 @@ pub use shard::{MergeArgs, ShardArgs};
     version,
     about = "Honest benchmarks of LLM inference servers: TTFT, TPOT, ITL, E2EL and throughput, with confidence intervals.",
     long_about = None,
-    after_help = "Without --url, `goodput run` and `goodput sweep` benchmark the built-in simulated engine over real HTTP on a loopback port.\nThe main job: goodput sweep --slo 'ttft:p99<=200ms,tpot:p99<=50ms' --search goodput"
+    after_help = "Without --url, `goodput run` and `goodput sweep` benchmark the built-in simulated engine over real HTTP on a loopback port.\nThe main job: goodput sweep --slo ttft:p99:200ms,tpot:p99:50ms --search goodput"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -63,6 +63,18 @@ pub enum Command {
     Merge(Box<MergeArgs>),
     /// Print the Kubernetes manifests of a run sharded over N pods (an Indexed Job and a headless Service).
     K8s(Box<K8sArgs>),
+    /// Print a shell completion script: goodput completions bash > ~/.local/share/bash-completion/completions/goodput
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): goodput man > goodput.1; man -l goodput.1
+    Man,
+}
+
+/// `goodput completions SHELL`.
+#[derive(Args, Debug, Clone)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `goodput run`: the shared groups with a run's load, and `--repeat`.
@@ -270,6 +282,73 @@ mod tests {
         };
         assert_eq!(sweep.common.load.search, Some(SearchKind::Goodput));
         assert_eq!(sweep.common.slo.slo.len(), 1);
+    }
+
+    /// docs/cli.md and `--help` name the same flags: every long flag of
+    /// every subcommand is in docs/cli.md, and every `--flag` docs/cli.md
+    /// names is one some subcommand accepts.
+    #[test]
+    fn docs_cli_md_and_help_name_the_same_flags() {
+        use std::collections::BTreeSet;
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md"))
+                .expect("docs/cli.md");
+        let mut accepted = BTreeSet::new();
+        let mut undocumented = Vec::new();
+        let mut stack = vec![(String::from("goodput"), Cli::command())];
+        while let Some((path, cmd)) = stack.pop() {
+            for arg in cmd.get_arguments() {
+                let names = arg
+                    .get_long()
+                    .into_iter()
+                    .chain(arg.get_all_aliases().unwrap_or_default());
+                for long in names {
+                    let flag = format!("--{long}");
+                    if !["--help", "--version"].contains(&flag.as_str())
+                        && !doc.contains(&format!("`{flag}"))
+                    {
+                        undocumented.push(format!("{path} {flag}"));
+                    }
+                    accepted.insert(flag);
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                stack.push((format!("{path} {}", sub.get_name()), sub.clone()));
+            }
+        }
+        undocumented.sort();
+        undocumented.dedup();
+        assert!(
+            undocumented.is_empty(),
+            "flags in --help that docs/cli.md does not name: {undocumented:#?}"
+        );
+        // Every `--flag` the doc names (in backticks, up to a space, `=`,
+        // a backtick or a closing bracket) is accepted somewhere.
+        let mut unknown = BTreeSet::new();
+        for (i, _) in doc.match_indices("`--") {
+            let rest = &doc[i + 1..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+                .unwrap_or(rest.len());
+            let flag = &rest[..end];
+            // The servers' own flags the page names (SGLang's, beside
+            // --priority-mix) are not goodput's.
+            const SERVERS: [&str; 2] = [
+                "--enable-priority-scheduling",
+                "--schedule-low-priority-values-first",
+            ];
+            if flag.len() > 2
+                && !accepted.contains(flag)
+                && !["--help", "--version"].contains(&flag)
+                && !SERVERS.contains(&flag)
+            {
+                unknown.insert(flag.to_string());
+            }
+        }
+        assert!(
+            unknown.is_empty(),
+            "flags docs/cli.md names that no subcommand accepts: {unknown:#?}"
+        );
     }
 
     #[test]
