@@ -1,4 +1,5 @@
-//! The shape of the source tree, checked like any other promise: no import
+//! The shape of the source tree, checked like any other promise (and the
+//! README's front door, last): no import
 //! cycle between the files of a crate, no non-test source file over 800
 //! lines, no non-test function over 100 lines. A newcomer opens a file and
 //! can hold it in their head; a circle of imports would mean there is no
@@ -583,4 +584,28 @@ mod tests {
     assert!(paths.contains(&vec!["crate".into(), "a".into(), "c".into()]));
     assert!(paths.contains(&vec!["super".into(), "x".into()]));
     assert!(paths.contains(&vec!["crate".into(), "m".into(), "f".into()]));
+}
+
+/// The README starts like a tool's front door: what it is, Install and the
+/// two commands in its first 80 lines, and under 400 lines in all (the
+/// long usage lives in docs/guide.md).
+#[test]
+fn the_readme_is_a_front_door() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    assert!(lines.len() < 400, "README.md has {} lines", lines.len());
+    for heading in ["## Install", "## The two commands"] {
+        let at = lines.iter().position(|l| *l == heading);
+        assert!(
+            at.is_some_and(|i| i < 80),
+            "{heading} not within the first 80 lines (at {at:?})"
+        );
+    }
+    for command in [
+        "cargo install --locked --path crates/goodput",
+        "pip install .",
+        "cargo test --workspace --locked",
+    ] {
+        assert!(readme.contains(command), "README lacks `{command}`");
+    }
 }
