@@ -231,7 +231,7 @@ mod timerfd {
                     tv_nsec: 0,
                 },
                 it_value: libc::timespec {
-                    tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+                    tv_sec: (at_ns / 1_000_000_000) as _,
                     tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
                 },
             };

@@ -138,9 +138,11 @@ mod imp {
     pub(super) fn raise() -> EnginePriority {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         if cpus >= 2 {
-            let param = libc::sched_param {
-                sched_priority: i32::from(FIFO_PRIORITY),
-            };
+            // Zeroed, then the priority: musl's sched_param has more
+            // fields than glibc's.
+            // SAFETY: sched_param is plain integers; all zeroes is valid.
+            let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+            param.sched_priority = i32::from(FIFO_PRIORITY);
             // SAFETY: sets the scheduling policy of this thread only.
             if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } == 0 {
                 return EnginePriority {

@@ -134,7 +134,7 @@ impl Default for MonoClock {
 #[cfg(target_os = "linux")]
 fn sleep_until_ns(deadline: u64) {
     let ts = libc::timespec {
-        tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+        tv_sec: (deadline / 1_000_000_000) as _,
         tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
     };
     loop {

@@ -78,6 +78,16 @@ fn status(p: &Progress, rate: f64) -> String {
     )
 }
 
+/// `42s`, `3m05s`, `1h02m`.
+fn eta(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// Start the display (unless quiet); it stops when `done` turns true.
 pub fn spawn(
     watched: Watched,
@@ -109,8 +119,9 @@ pub fn spawn(
             }
             bar
         });
+        // From the start: the first line's rate is the rate so far, not 0.
         let mut rate = Rate {
-            samples: Default::default(),
+            samples: std::collections::VecDeque::from([(start, 0)]),
         };
         let mut tick =
             tokio::time::interval(Duration::from_millis(if terminal { 250 } else { 5000 }));
@@ -142,7 +153,13 @@ pub fn spawn(
             };
             let Some(p) = progress else { continue };
             let finished = p.finished.load(Relaxed);
-            let words = status(&p, rate.update(now, finished));
+            let r = rate.update(now, finished);
+            let mut words = status(&p, r);
+            // A run of N requests: about how long is left at the recent rate.
+            if let (Watched::Run(_), Some(n), true) = (&watched, bounds.requests, r > 0.0) {
+                let left = n.saturating_sub(p.sent_measured.load(Relaxed).min(finished));
+                words.push_str(&format!(" · ETA {}", eta(left as f64 / r)));
+            }
             let msg = match &point {
                 Some(pt) => format!("{pt} · {words}"),
                 None => words,

@@ -68,6 +68,13 @@ impl BaseUrl {
         }
     }
 
+    /// The whole URL of an API route, scheme included
+    /// (`http://127.0.0.1:8000/v1/models`), for messages.
+    pub fn url(&self, route: &str) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority(), self.path(route))
+    }
+
     /// The request path of an API route such as `/models` or `/chat/completions`.
     pub fn path(&self, route: &str) -> String {
         format!("{}{}", self.api_prefix, route)

@@ -8,11 +8,7 @@ use crate::protocol::{request_body, Prompt, RequestParams};
 /// The first model `/models` lists, and whether the list says it is
 /// served by goodput's own simulator (`owned_by: goodput-sim`).
 pub(super) async fn discover_model(client: &Client) -> Result<(String, bool), RunError> {
-    let url = format!(
-        "{}{}",
-        client.base().authority(),
-        client.base().path("/models")
-    );
+    let url = client.base().url("/models");
     let fail = |why: String| RunError::Models {
         url: url.clone(),
         why: client.redact(why),

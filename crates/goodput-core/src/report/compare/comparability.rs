@@ -45,7 +45,11 @@ pub fn describe_load(load: &Load) -> String {
             let cap = max_concurrency
                 .map(|c| format!(", at most {c} in flight"))
                 .unwrap_or_default();
-            format!("{rate} req/s ({arrival}{cap})")
+            if rate.is_finite() {
+                format!("{rate} req/s ({arrival}{cap})")
+            } else {
+                format!("every request at once{cap}")
+            }
         }
     }
 }

@@ -213,7 +213,12 @@ fn requests_and_load(out: &mut String, r: &RunResult) {
             line(
                 out,
                 "Offered request rate (req/s):",
-                format!("{rate} ({arrival})"),
+                // `inf` sends every request at once: no arrival process.
+                if rate.is_finite() {
+                    format!("{rate} ({arrival})")
+                } else {
+                    "inf (every request at once)".to_string()
+                },
             );
             if let Some(c) = max_concurrency {
                 line(out, "Maximum request concurrency:", c);
@@ -344,14 +349,19 @@ fn client_section(out: &mut String, r: &RunResult) {
         .iter()
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
-    line(out, "Output token counts from:", sources.join(", "));
+    // Nothing completed: no count had a source; no blank line.
+    if !sources.is_empty() {
+        line(out, "Output token counts from:", sources.join(", "));
+    }
     let sources: Vec<String> = m
         .tokens
         .input_sources
         .iter()
         .map(|(k, v)| format!("{} {v}", k.as_str()))
         .collect();
-    line(out, "Input token counts from:", sources.join(", "));
+    if !sources.is_empty() {
+        line(out, "Input token counts from:", sources.join(", "));
+    }
     if let Some(d) = m.tokens.input_server_minus_client_mean {
         line(
             out,
