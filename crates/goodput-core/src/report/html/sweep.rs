@@ -140,17 +140,25 @@ fn summary_rows(sweeps: &[(Source, &SweepResult)]) -> Vec<String> {
                     let mut cell = format!(
                         "<b>{} req/s</b> {}<br><span class=\"ci\">{}bracket {} req/s offered; SLO {}</span>",
                         escape(&short(g.rate)),
-                        if g.confirmed {
+                        // The console's words: INCONCLUSIVE where it says so.
+                        if g.inconclusive {
+                            badge("inconclusive", "INCONCLUSIVE")
+                        } else if g.confirmed {
                             badge("pass", "confirmed")
                         } else {
-                            badge("inconclusive", "not confirmed")
+                            String::new()
                         },
                         escape(&interval),
                         escape(&bracket),
                         escape(&g.slo)
                     );
+                    // Notes wrap (a `ci` span does not): a long one is read
+                    // whole, not cut off behind a scrollbar.
                     for n in &g.notes {
-                        cell.push_str(&format!("<br><span class=\"ci\">{}</span>", escape(n)));
+                        cell.push_str(&format!(
+                            "<br><span class=\"note wrap\">{}</span>",
+                            escape(n)
+                        ));
                     }
                     cell
                 }
