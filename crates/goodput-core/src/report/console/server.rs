@@ -63,7 +63,11 @@ fn server_latency_lines(out: &mut String, s: &crate::server_metrics::ServerSumma
         line(
             out,
             "Server median / P99 TTFT (ms):",
-            format!("{} / {} (within buckets)", opt(h.p50), opt(h.p99)),
+            format!(
+                "{} / {} (interpolated in the server's histogram buckets: as coarse as they are; the client's percentiles above are exact)",
+                opt(h.p50),
+                opt(h.p99)
+            ),
         );
     }
     for (label, h) in [
