@@ -556,7 +556,8 @@ pub struct SimArgs {
     #[arg(long, value_name = "N")]
     pub server_threads: Option<usize>,
     /// Engine thread scheduling: auto (real-time SCHED_FIFO if permitted, else
-    /// nice -10 and a short time slice where allowed) or normal [default: auto].
+    /// nice -10 and a short time slice where allowed; nothing when started under nice),
+    /// realtime (the same, even under nice) or normal [default: auto].
     #[arg(long, value_name = "MODE")]
     pub engine_priority: Option<PriorityRequest>,
     /// Fault: answer HTTP 500 at this rate (0-1) or schedule (every:N).

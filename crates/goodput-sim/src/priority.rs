@@ -15,6 +15,9 @@
 //!    sooner.
 //!
 //! Every attempt fails silently; [`EnginePriority`] says what was obtained.
+//! `auto` (the default) asks for none of this when the process was started
+//! at a lowered priority (`nice -n 10`): the user's choice stands, and is
+//! said; `realtime` asks whatever the process was started with.
 
 use std::fmt;
 
@@ -32,11 +35,15 @@ use std::fmt;
 )]
 #[serde(rename_all = "lowercase")]
 pub enum PriorityRequest {
-    /// The best the OS grants (see the module documentation).
+    /// The best the OS grants (see the module documentation), unless the
+    /// process was started at a lowered priority (`nice -n 10 goodput
+    /// sim`): a user who lowered it is not overruled.
     #[default]
     Auto,
     /// Leave the thread's scheduling alone.
     Normal,
+    /// The best the OS grants, whatever the process was started with.
+    Realtime,
 }
 
 /// What the engine thread obtained.
@@ -50,12 +57,21 @@ pub struct EnginePriority {
     pub slice_us: Option<u32>,
     /// Nothing was asked for.
     pub untouched: bool,
+    /// Left alone because the process was started at this (lowered) nice
+    /// value and `auto` does not overrule it.
+    pub started_nice: Option<i32>,
 }
 
 impl fmt::Display for EnginePriority {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(p) = self.fifo {
             return write!(f, "SCHED_FIFO priority {p}");
+        }
+        if let Some(n) = self.started_nice {
+            return write!(
+                f,
+                "normal (not changed: started at nice {n}; --engine-priority realtime overrules it)"
+            );
         }
         if self.untouched {
             return write!(f, "normal (not changed)");
@@ -74,9 +90,11 @@ impl fmt::Display for EnginePriority {
 
 /// Raise the calling thread's priority as far as `req` and the OS allow.
 pub fn raise_current_thread(req: PriorityRequest) -> EnginePriority {
-    if req == PriorityRequest::Normal {
+    let lowered = req == PriorityRequest::Auto && imp::started_nice() > 0;
+    if req == PriorityRequest::Normal || lowered {
         return EnginePriority {
             untouched: true,
+            started_nice: lowered.then(imp::started_nice),
             ..EnginePriority::default()
         };
     }
@@ -86,6 +104,21 @@ pub fn raise_current_thread(req: PriorityRequest) -> EnginePriority {
 #[cfg(target_os = "linux")]
 mod imp {
     use super::EnginePriority;
+
+    /// The process's nice value (its threads inherit it at creation).
+    pub(super) fn started_nice() -> i32 {
+        // SAFETY: getpriority reads this process's nice value; errno is
+        // cleared first because -1 is also a valid answer.
+        unsafe {
+            *libc::__errno_location() = 0;
+            let n = libc::getpriority(libc::PRIO_PROCESS, 0);
+            if n == -1 && *libc::__errno_location() != 0 {
+                0
+            } else {
+                n
+            }
+        }
+    }
 
     const FIFO_PRIORITY: u8 = 1;
     const NICE: i8 = -10;
@@ -170,6 +203,10 @@ mod imp {
 mod imp {
     use super::EnginePriority;
 
+    pub(super) fn started_nice() -> i32 {
+        0
+    }
+
     pub(super) fn raise() -> EnginePriority {
         EnginePriority::default()
     }
@@ -188,14 +225,41 @@ mod tests {
         assert_eq!(p.to_string(), "normal (not changed)");
     }
 
+    /// A thread started at a lowered priority (as every thread of `nice -n
+    /// 10 goodput sim` is): `auto` leaves it there and says why;
+    /// `realtime` asks all the same.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn auto_does_not_overrule_a_lowered_start() {
+        let lowered = |req| {
+            std::thread::spawn(move || {
+                // On Linux, PRIO_PROCESS with 0 is the calling thread.
+                // SAFETY: lowers this test thread's own nice value.
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 5) };
+                raise_current_thread(req)
+            })
+            .join()
+            .unwrap()
+        };
+        let p = lowered(PriorityRequest::Auto);
+        assert_eq!(p.started_nice, Some(5), "{p}");
+        assert!(p.fifo.is_none());
+        assert!(p.to_string().contains("started at nice 5"), "{p}");
+        let p = lowered(PriorityRequest::Realtime);
+        assert!(p.started_nice.is_none(), "{p}");
+    }
+
     #[test]
     fn auto_reports_what_it_got() {
         let p = std::thread::spawn(|| raise_current_thread(PriorityRequest::Auto))
             .join()
             .unwrap();
         let s = p.to_string();
+        // (Under `nice cargo test` the thread starts lowered, and says so.)
         assert!(
-            s.starts_with("SCHED_FIFO") || s.starts_with("normal, nice"),
+            s.starts_with("SCHED_FIFO")
+                || s.starts_with("normal, nice")
+                || s.contains("started at nice"),
             "{s}"
         );
     }
