@@ -558,7 +558,10 @@ pub struct SimArgs {
     /// Engine thread scheduling: auto (real-time SCHED_FIFO if permitted, else
     /// nice -10 and a short time slice where allowed; nothing when started under nice),
     /// realtime (the same, even under nice) or normal [default: auto].
-    #[arg(long, value_name = "MODE")]
+    // The values are named in the help text; listing them again with their
+    // own descriptions would switch the whole `sim --help` to clap's long
+    // layout, unlike every other command's.
+    #[arg(long, value_name = "MODE", hide_possible_values = true)]
     pub engine_priority: Option<PriorityRequest>,
     /// Fault: answer HTTP 500 at this rate (0-1) or schedule (every:N).
     #[arg(long, value_name = "SPEC")]
@@ -592,7 +595,7 @@ pub struct SimArgs {
     pub fault_slow_headers_delay: Option<f64>,
     /// Order of waiting requests: fcfs, or priority (by the request's "priority", lower
     /// first; the worst is preempted first) [default: fcfs].
-    #[arg(long, value_name = "POLICY")]
+    #[arg(long, value_name = "POLICY", hide_possible_values = true)]
     pub scheduling_policy: Option<SchedulingPolicy>,
     /// LoRA adapters served beside the base model, by name (comma-separated); a request
     /// names one in "model".

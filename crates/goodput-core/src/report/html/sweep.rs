@@ -103,6 +103,47 @@ fn closed_loop(s: &SweepResult) -> bool {
             .is_some_and(|p| matches!(p.result.load, Load::Closed { .. }))
 }
 
+/// The summary's goodput cell: the rate, the console's verdict word, the
+/// interval, the bracket and the SLO, then the notes (which wrap).
+fn goodput_cell(s: &SweepResult) -> String {
+    match &s.goodput {
+        None => "<span class=\"muted\">no SLO given</span>".into(),
+        Some(g) => {
+            let bracket = match g.bracket.1 {
+                Some(hi) => format!("between {} and {}", short(g.bracket.0), short(hi)),
+                None => format!("at least {}", short(g.bracket.0)),
+            };
+            let interval = g.interval.map_or(String::new(), |(a, b)| {
+                format!("95 % interval {}–{} req/s; ", short(a), short(b))
+            });
+            // The console's words: INCONCLUSIVE where it says so.
+            let verdict = if g.inconclusive {
+                badge("inconclusive", "INCONCLUSIVE")
+            } else if g.confirmed {
+                badge("pass", "confirmed")
+            } else {
+                String::new()
+            };
+            let mut cell = format!(
+                "<b>{} req/s</b> {verdict}<br><span class=\"ci\">{}bracket {} req/s offered; SLO {}</span>",
+                escape(&short(g.rate)),
+                escape(&interval),
+                escape(&bracket),
+                escape(&g.slo)
+            );
+            // Notes wrap (a `ci` span does not): a long one is read whole,
+            // not cut off behind a scrollbar.
+            for n in &g.notes {
+                cell.push_str(&format!(
+                    "<br><span class=\"note wrap\">{}</span>",
+                    escape(n)
+                ));
+            }
+            cell
+        }
+    }
+}
+
 fn summary_rows(sweeps: &[(Source, &SweepResult)]) -> Vec<String> {
     let cells = |f: &dyn Fn(&SweepResult) -> String| -> Vec<String> {
         sweeps.iter().map(|(_, s)| f(s)).collect()
@@ -125,45 +166,7 @@ fn summary_rows(sweeps: &[(Source, &SweepResult)]) -> Vec<String> {
             "Points",
             &cells(&|s| format!("{} on the curve, {} run", s.curve.len(), s.points.len())),
         ),
-        row(
-            "Goodput",
-            &cells(&|s| match &s.goodput {
-                None => "<span class=\"muted\">no SLO given</span>".into(),
-                Some(g) => {
-                    let bracket = match g.bracket.1 {
-                        Some(hi) => format!("between {} and {}", short(g.bracket.0), short(hi)),
-                        None => format!("at least {}", short(g.bracket.0)),
-                    };
-                    let interval = g.interval.map_or(String::new(), |(a, b)| {
-                        format!("95 % interval {}–{} req/s; ", short(a), short(b))
-                    });
-                    let mut cell = format!(
-                        "<b>{} req/s</b> {}<br><span class=\"ci\">{}bracket {} req/s offered; SLO {}</span>",
-                        escape(&short(g.rate)),
-                        // The console's words: INCONCLUSIVE where it says so.
-                        if g.inconclusive {
-                            badge("inconclusive", "INCONCLUSIVE")
-                        } else if g.confirmed {
-                            badge("pass", "confirmed")
-                        } else {
-                            String::new()
-                        },
-                        escape(&interval),
-                        escape(&bracket),
-                        escape(&g.slo)
-                    );
-                    // Notes wrap (a `ci` span does not): a long one is read
-                    // whole, not cut off behind a scrollbar.
-                    for n in &g.notes {
-                        cell.push_str(&format!(
-                            "<br><span class=\"note wrap\">{}</span>",
-                            escape(n)
-                        ));
-                    }
-                    cell
-                }
-            }),
-        ),
+        row("Goodput", &cells(&goodput_cell)),
         row(
             "Throughput knee",
             &cells(&|s| match s.knees.throughput {
