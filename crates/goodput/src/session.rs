@@ -50,7 +50,6 @@ enum Dest {
         to: Box<dyn Write + Send>,
         name: String,
         stdout: bool,
-        pending: Option<Vec<u8>>,
     },
 }
 
@@ -65,7 +64,6 @@ impl OutFile {
                 to: Box::new(std::io::stdout()),
                 name: "stdout".into(),
                 stdout: true,
-                pending: None,
             })));
         }
         let f = std::fs::OpenOptions::new()
@@ -81,7 +79,6 @@ impl OutFile {
                 to: Box::new(f),
                 name: path.display().to_string(),
                 stdout: false,
-                pending: None,
             })));
         }
         Ok(OutFile(Some(Dest::File(f, path.to_path_buf()))))
@@ -104,15 +101,11 @@ impl OutFile {
     }
 
     /// Save the document so far: a regular file is rewritten (as often as
-    /// a sweep finishes a point); a stream keeps it for the final write.
+    /// a sweep finishes a point); a stream waits for the final write.
     pub fn write(&mut self, bytes: &[u8]) -> Result<(), Exit> {
         match self.0.as_mut() {
-            None => Ok(()),
             Some(Dest::File(file, path)) => rewrite(file, path, bytes),
-            Some(Dest::Stream { pending, .. }) => {
-                *pending = Some(bytes.to_vec());
-                Ok(())
-            }
+            None | Some(Dest::Stream { .. }) => Ok(()),
         }
     }
 
@@ -122,15 +115,11 @@ impl OutFile {
         match self.0.as_mut() {
             None => Ok(()),
             Some(Dest::File(file, path)) => rewrite(file, path, bytes),
-            Some(Dest::Stream {
-                to, name, pending, ..
-            }) => {
-                *pending = None;
-                to.write_all(bytes)
-                    .and_then(|()| to.flush())
-                    .with_context(|| format!("writing {name}"))
-                    .map_err(output_failed)
-            }
+            Some(Dest::Stream { to, name, .. }) => to
+                .write_all(bytes)
+                .and_then(|()| to.flush())
+                .with_context(|| format!("writing {name}"))
+                .map_err(output_failed),
         }
     }
 }
