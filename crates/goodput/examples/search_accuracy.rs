@@ -6,7 +6,10 @@
 //!
 //! `cargo run --release -p goodput --example search_accuracy -- [SEARCHES] [REF_SEEDS] [REF_REQUESTS] [SEARCH_TIME_S]`
 //! (defaults 40 searches; reference of 20 schedules × 4,000 requests,
-//! within 1 % of the converged one in BENCHMARKS.md; 270 s).
+//! within 1 % of the converged one in BENCHMARKS.md; 270 s). With
+//! `SEARCH_DUMP=FILE` every point of every search is appended to FILE, a
+//! line each: seed, rate, requests, margin, hard fail, load s, measuring,
+//! settled, saturated.
 
 mod virtual_search;
 
@@ -54,6 +57,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             covered += usize::from(c);
         }
         let load: f64 = s.observations().iter().map(|o| o.wall_s).sum();
+        if let Some(path) = std::env::var_os("SEARCH_DUMP") {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            for o in s.observations() {
+                writeln!(
+                    f,
+                    "{seed} {} {} {} {} {} {} {} {}",
+                    o.rate,
+                    o.requests,
+                    o.margin.map_or("nan".to_string(), |m| m.to_string()),
+                    u8::from(o.hard_fail),
+                    o.wall_s,
+                    u8::from(o.measuring),
+                    u8::from(o.settled),
+                    u8::from(o.saturated)
+                )?;
+            }
+        }
         let lower = a.interval.map_or(a.rate, |(lo, _)| lo);
         let sustained = (lower > 0.0).then(|| {
             let warmup = ((lower * 2.0).ceil() as u64).clamp(8, 500);

@@ -11,22 +11,23 @@ mod virtual_search;
 use virtual_search::{Plan, Virtual};
 
 #[test]
-fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
+fn the_search_lands_on_the_sustained_goodput_and_its_interval_covers_it() {
     let v = Virtual::readme();
-    // The sustained reference, smaller than BENCHMARKS.md's converged one
-    // (25.03 req/s from 20 x 10,000 requests) to keep the test short: 20 x
-    // 2,000 gives 25.64. (With the step-time model before 2026-11-26 they
-    // were 7.20 and 7.27, and 8 schedules read 7.42: too few.)
-    let reference = v.reference(20, 2000, (15.0, 35.0), 0.01);
-    assert!((23.0..28.0).contains(&reference), "reference {reference}");
+    // The sustained reference, shorter than BENCHMARKS.md's converged one
+    // (25.14 req/s from 8 x 20,000 requests; 25.03 from 20 x 10,000) to
+    // keep the test short. (With the step-time model before 2026-11-26 the
+    // goodput was 7.20.)
+    let reference = v.reference(8, 10_000, (15.0, 35.0), 0.005);
+    assert!((24.0..26.5).contains(&reference), "reference {reference}");
     let mut errors = Vec::new();
-    for seed in 0..16 {
+    let (mut bounded, mut covered, mut held) = (0, 0, 0);
+    let searches: usize = 32;
+    for seed in 0..searches as u64 {
         let (answer, search) = v.search(Plan::default(), seed);
         let load: f64 = search.observations().iter().map(|o| o.wall_s).sum();
         // The 270 s budget plans 4 s a point for warm-up and drain; at this
         // edge a request takes 4-5 s to drain (p99 E2EL), so the last point
-        // can end a little past the budget (at most 272 s in 40 samples;
-        // with the step-time model before 2026-11-26, within 270 s).
+        // can end a little past the budget.
         assert!(load <= 275.0, "seed {seed}: {load} s of load");
         assert!(
             search
@@ -37,20 +38,47 @@ fn the_search_lands_on_the_sustained_goodput_over_many_samples() {
             "seed {seed}: a measuring point too short for its p99"
         );
         errors.push(answer.rate / reference - 1.0);
+        if let Some((lo, hi)) = answer.interval {
+            bounded += 1;
+            covered += usize::from(lo <= reference && reference <= hi);
+        }
+        // 2,000 open-loop requests at the interval's lower end (the rate
+        // where there is none), on a schedule the search never drew: a
+        // user who took the lower end finds the SLO met.
+        let lower = answer.interval.map_or(answer.rate, |(lo, _)| lo);
+        let warmup = ((lower * 2.0).ceil() as u64).clamp(8, 500);
+        let (m, _) = v.point(lower, 2000, warmup, 1_000_000 + seed, None);
+        held += usize::from(m.slo.as_ref().is_some_and(|o| o.meets));
     }
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
     abs.sort_by(f64::total_cmp);
-    // 40 samples against 25.03 (BENCHMARKS.md): mean +0.1 %, median
-    // |error| 4.5 %, 35 of 40 within 7 %, 39 within 15 %. These 16 (seeds
-    // 0-15): mean +0.4 %, median 4.8 %, worst -37.1 % (against this
-    // test's 25.64: -2.0 %, 2.3 %, -38.6 %). The worst is seed 5: an 8 s
-    // exploring point at 16.2 req/s, 55 % of capacity, judged saturated
-    // while its p99s met the SLO, so the search measured below it. The
-    // worst-error bound is kept, and fails: it is that false alarm it
-    // catches (with the step-time model before 2026-11-26 the worst of
-    // these 16 was -14.7 %).
-    assert!(mean.abs() <= 0.08, "mean error {mean:+.3}: {errors:?}");
-    assert!(abs[abs.len() / 2] <= 0.08, "median error: {errors:?}");
-    assert!(abs[abs.len() - 1] <= 0.2, "worst error: {errors:?}");
+    // 100 searches against 8 x 20,000 requests' 25.14 (BENCHMARKS.md):
+    // mean -0.6 %, median |error| 1.5 %, 98 within 7 %; the interval
+    // covered the reference in 93 of 98, and 2,000 requests at its lower
+    // end met the SLO in 97 of 100. Before saturated points entered the
+    // fit (they used to be dropped from it, and a false alarm capped the
+    // answer): median 4.2 %, 56 of 84 covered, 80 of 100 held; the worst of
+    // these seeds was -37 % (an 8 s point at 55 % of capacity judged
+    // saturated). The bounds leave room for 95 % to be the true rate.
+    assert!(mean.abs() <= 0.03, "mean error {mean:+.3}: {errors:?}");
+    assert!(abs[abs.len() / 2] <= 0.04, "median error: {errors:?}");
+    assert!(abs[abs.len() - 1] <= 0.15, "worst error: {errors:?}");
+    assert!(
+        bounded >= searches - 3,
+        "{bounded} of {searches} with an interval"
+    );
+    assert!(
+        covered + 4 >= bounded,
+        "the interval covered {reference:.2} in {covered} of {bounded}"
+    );
+    assert!(
+        held + 4 >= searches,
+        "the lower end held in {held} of {searches}"
+    );
+    eprintln!(
+        "reference {reference:.2}; mean error {mean:+.3}, median |error| {:.3}, worst {:.3}; covered {covered} of {bounded}; held {held} of {searches}",
+        abs[abs.len() / 2],
+        abs[abs.len() - 1]
+    );
 }

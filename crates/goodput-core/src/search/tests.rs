@@ -40,7 +40,8 @@ impl Fake {
             rate,
             requests,
             margin: Some(margin),
-            hard_fail: rate > self.capacity,
+            hard_fail: false,
+            saturated: rate > self.capacity,
             wall_s: requests as f64 / rate + POINT_OVERHEAD_S,
             measuring,
             settled: false,
@@ -96,10 +97,11 @@ fn without_noise_the_fit_finds_the_edge() {
         "{a:?}"
     );
     // A perfect line: the interval closes on the edge, and the search stops
-    // after two measuring points.
+    // after three measuring points (the fewest before the interval's width
+    // may end it).
     let (lo, hi) = a.interval.unwrap();
     assert!(lo <= 7.2 + 1e-6 && hi >= 7.2 - 1e-6, "{a:?}");
-    assert_eq!(steps.len() - explored.len(), 2, "{steps:?}");
+    assert_eq!(steps.len() - explored.len(), 3, "{steps:?}");
 }
 
 #[test]
@@ -158,11 +160,16 @@ fn a_saturated_point_is_a_fail_and_caps_the_answer() {
     let a = s.answer();
     assert!(a.rate < 9.0 && a.rate > 8.0, "{a:?}");
     assert!(a.bracket.1.is_some_and(|h| h > 9.0), "{a:?}");
-    assert!(s
+    let above: Vec<f64> = s
         .observations()
         .iter()
-        .filter(|o| o.measuring)
-        .all(|o| o.rate < 9.0));
+        .filter(|o| o.measuring && o.rate >= 9.0)
+        .map(|o| o.rate)
+        .collect();
+    // A saturated point does not keep the measuring points below it (the
+    // detector can read a wandering queue near capacity as growth): the
+    // points placed above it saturate too, and the answer stays below.
+    assert!(above.len() <= 2, "{above:?}");
 }
 
 #[test]

@@ -67,15 +67,16 @@ pub fn observe_metrics(
     if early_stop == Some(crate::verdict::Verdict::Fail) {
         margin = Some(margin.unwrap_or(f64::INFINITY).max(1e-6));
     }
-    let hard_fail = m.saturation.saturated
-        || m.slo.as_ref().is_some_and(|s| {
-            !s.error_rate_ok || s.slo.attainment.is_some_and(|a| s.attainment < a)
-        });
+    let hard_fail = m
+        .slo
+        .as_ref()
+        .is_some_and(|s| !s.error_rate_ok || s.slo.attainment.is_some_and(|a| s.attainment < a));
     Observation {
         rate: load.offered_rate().unwrap_or(0.0),
         requests: m.completed,
         margin,
         hard_fail,
+        saturated: m.saturation.saturated,
         wall_s,
         measuring,
         settled: early_stop.is_some(),
