@@ -58,25 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let load: f64 = s.observations().iter().map(|o| o.wall_s).sum();
         if let Some(path) = std::env::var_os("SEARCH_DUMP") {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
-            for o in s.observations() {
-                writeln!(
-                    f,
-                    "{seed} {} {} {} {} {} {} {} {}",
-                    o.rate,
-                    o.requests,
-                    o.margin.map_or("nan".to_string(), |m| m.to_string()),
-                    u8::from(o.hard_fail),
-                    o.wall_s,
-                    u8::from(o.measuring),
-                    u8::from(o.settled),
-                    u8::from(o.saturated)
-                )?;
-            }
+            dump(&path, seed, s.observations())?;
         }
         let lower = a.interval.map_or(a.rate, |(lo, _)| lo);
         let sustained = (lower > 0.0).then(|| {
@@ -117,5 +99,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         within(0.10),
         within(0.15),
     );
+    Ok(())
+}
+
+/// Append every point of a search to `path`, a line each (see the module
+/// comment).
+fn dump(
+    path: &std::ffi::OsStr,
+    seed: u64,
+    points: &[goodput_core::search::Observation],
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    for o in points {
+        writeln!(
+            f,
+            "{seed} {} {} {} {} {} {} {} {}",
+            o.rate,
+            o.requests,
+            o.margin.map_or("nan".to_string(), |m| m.to_string()),
+            u8::from(o.hard_fail),
+            o.wall_s,
+            u8::from(o.measuring),
+            u8::from(o.settled),
+            u8::from(o.saturated)
+        )?;
+    }
     Ok(())
 }

@@ -62,6 +62,7 @@ async fn the_goodput_search_agrees_with_the_same_search_in_virtual_time() {
         input_tokens: INPUT,
         output_tokens: OUTPUT,
         cooldown: false,
+        early_stop: true,
         slo: goodput_core::slo::Slo {
             terms: goodput_core::slo::parse_terms(std::slice::from_ref(&slo)).unwrap(),
             max_error_rate: 0.01,

@@ -91,10 +91,13 @@ pub struct Tally {
     pub below: u32,
     pub above: u32,
     pub open: u32,
+    /// Σ (estimate / truth − 1): the estimates' mean bias.
+    pub bias: f64,
 }
 
 impl Tally {
     pub fn add(&mut self, e: &Estimate, truth: f64) {
+        self.bias += e.value / truth - 1.0;
         if e.lo.is_none() || e.hi.is_none() {
             self.open += 1;
         }
@@ -185,7 +188,12 @@ fn print_table(cells: &[Cell], columns: &[BTreeMap<Figure, Tally>]) {
                     all += 1;
                     inside += usize::from((0.92..=0.98).contains(&t.share()));
                     let detail = if t.below + t.above > 0 {
-                        format!(" ↓{} ↑{}", t.below, t.above)
+                        format!(
+                            " ↓{} ↑{} b{:+.1}%",
+                            t.below,
+                            t.above,
+                            100.0 * t.bias / t.total().max(1) as f64
+                        )
                     } else {
                         String::new()
                     };

@@ -40,7 +40,11 @@ impl Cell {
         match self.shape {
             Shape::Closed(c) => v.closed(c, measured, (c as u64).max(4), seed, LENGTHS),
             Shape::Open(rate) => {
-                let warmup = ((rate * 2.0).ceil() as u64).clamp(8, 500);
+                let secs = std::env::var("COVERAGE_WARMUP_S")
+                    .ok()
+                    .and_then(|s| s.parse::<f64>().ok())
+                    .unwrap_or(2.0);
+                let warmup = ((rate * secs).ceil() as u64).clamp(8, 5000);
                 v.open(rate, measured, warmup, seed, LENGTHS, None)
             }
         }

@@ -27,7 +27,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let replications: u64 = arg(1).map_or(Ok(200), |s| s.parse())?;
     let sections = arg(2).unwrap_or_else(|| "intervals,compare".into());
     let v = loads::workload();
-    let cells = loads::cells(&v);
+    let mut cells = loads::cells(&v);
+    if let Ok(only) = std::env::var("COVERAGE_ONLY") {
+        cells.retain(|c| c.name.contains(&only));
+    }
     for section in sections.split(',') {
         match section {
             "intervals" => intervals::study(&v, &cells, replications),

@@ -14,12 +14,13 @@
 use std::time::Duration;
 
 use goodput_core::metrics::control::ControlSpec;
-use goodput_core::metrics::{Collector, Metric, RequestMetrics, RunMetrics};
+use goodput_core::metrics::{Collector, EarlyStop, Metric, RequestMetrics, RunMetrics};
 use goodput_core::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
 use goodput_core::schedule::{Arrival, Load, Schedule};
 use goodput_core::search::{Answer, Search, Step};
 use goodput_core::slo::Slo;
 use goodput_core::tokenizer::Tokenizer;
+use goodput_core::verdict::Verdict;
 use goodput_sim::closed_loop::simulate_closed_loop_with;
 use goodput_sim::virtual_time::{simulate, VirtualOutcome, VirtualRequest};
 use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
@@ -35,6 +36,9 @@ pub struct Virtual {
     /// the measured requests' last ones then see the same load as the rest
     /// (a study of the drain's effect on the figures).
     pub cooldown: bool,
+    /// The search's points end early once their verdict is settled, as a
+    /// real sweep's do.
+    pub early_stop: bool,
 }
 
 impl Virtual {
@@ -46,6 +50,7 @@ impl Virtual {
             input_tokens: 1024,
             output_tokens: 128,
             cooldown: false,
+            early_stop: true,
             slo: Slo {
                 terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])
                     .expect("the README's SLO"),
@@ -140,6 +145,8 @@ pub struct Run {
     pub metrics: RunMetrics,
     pub records: Vec<RequestRecord>,
     pub wall_s: f64,
+    /// The verdict the run ended early on, as a sweep point ends.
+    pub early: Option<Verdict>,
 }
 
 /// How the search is run: the sweep's defaults unless a caller changes them.
@@ -211,6 +218,22 @@ impl Virtual {
         lengths: Lengths,
         control: Option<ControlSpec>,
     ) -> Run {
+        self.open_with(rate, measured, warmup, seed, lengths, control, false)
+    }
+
+    /// [`Virtual::open`], ending early once the SLO verdict is settled when
+    /// `early` (as a sweep's search and measuring points do).
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_with(
+        &self,
+        rate: f64,
+        measured: u64,
+        warmup: u64,
+        seed: u64,
+        lengths: Lengths,
+        control: Option<ControlSpec>,
+        early: bool,
+    ) -> Run {
         let load = Load::Open {
             rate,
             arrival: Arrival::Poisson,
@@ -245,6 +268,7 @@ impl Virtual {
             n,
             seed,
             control,
+            early,
         )
     }
 
@@ -276,6 +300,7 @@ impl Virtual {
             n,
             seed,
             None,
+            false,
         )
     }
 
@@ -292,10 +317,16 @@ impl Virtual {
         end: usize,
         seed: u64,
         control: Option<ControlSpec>,
+        early: bool,
     ) -> Run {
         let tokenizer = Tokenizer::from_spec("none").expect("the null tokenizer");
+        let planned = (end as u64).saturating_sub(warmup);
+        let early_stop = early
+            .then(|| EarlyStop::new(self.slo.terms.clone(), planned, 0.05))
+            .flatten();
         let mut collector = Collector::new(self.slo.request_thresholds(), load.is_open())
-            .with_schedule_control(control, load, &self.slo.terms);
+            .with_schedule_control(control, load, &self.slo.terms)
+            .with_early_stop(early_stop);
         let at = |s: f64| ORIGIN_NS + (s * NS) as u64;
         collector.measure_start(at(arrivals[warmup as usize]));
         let mut records: Vec<RequestRecord> = arrivals
@@ -345,11 +376,7 @@ impl Virtual {
                 rec
             })
             .collect();
-        // The aggregator sees requests as they finish.
-        records.sort_by_key(|r| r.t_done);
-        for rec in &records {
-            collector.add(rec, &RequestMetrics::derive(rec, &tokenizer));
-        }
+        feed(&mut collector, &mut records, &tokenizer);
         let mut percentiles = vec![50.0, 90.0, 95.0, 99.0];
         for t in &self.slo.terms {
             if !percentiles.contains(&t.percentile) {
@@ -359,6 +386,7 @@ impl Virtual {
         let metrics = collector.summarize(&percentiles, None, seed, Some(&self.slo));
         let last = records.iter().map(|r| r.t_done).max().unwrap_or(ORIGIN_NS);
         Run {
+            early: collector.early_verdict(),
             metrics,
             records,
             wall_s: (last - ORIGIN_NS) as f64 / NS,
@@ -393,8 +421,17 @@ impl Virtual {
             };
             // The sweep's automatic warm-up: 2 s of arrivals, 8 to 500.
             let warmup = ((rate * 2.0).ceil() as u64).clamp(8, 500);
-            let (metrics, wall_s) =
-                self.point(rate, measured, warmup, seed.wrapping_add(index), control);
+            let run = self.open_with(
+                rate,
+                measured,
+                warmup,
+                seed.wrapping_add(index),
+                Lengths::Fixed,
+                control,
+                // Exploring points end on a settled verdict; measuring
+                // points run their length (as the sweep runs them).
+                self.early_stop && !measuring,
+            );
             index += 1;
             let load = Load::Open {
                 rate,
@@ -402,9 +439,43 @@ impl Virtual {
                 max_concurrency: None,
             };
             search.record(goodput_core::sweep::observe_metrics(
-                &metrics, &load, None, wall_s, measuring,
+                &run.metrics,
+                &load,
+                run.early,
+                run.wall_s,
+                measuring,
             ));
         }
         (search.answer(), search)
+    }
+}
+
+/// Feed `records` to the collector in the order they finished, as the
+/// aggregator sees them; when the collector's early stop settles the
+/// verdict the run ends there (nothing more is sent, and what is in flight
+/// is abandoned), and the records that finish later are dropped.
+fn feed(collector: &mut Collector, records: &mut Vec<RequestRecord>, tokenizer: &Tokenizer) {
+    records.sort_by_key(|r| r.t_done);
+    // Measured sends in time order, for the requests in flight at a look.
+    let mut sends: Vec<u64> = records
+        .iter()
+        .filter(|r| !r.warmup)
+        .filter_map(|r| r.t_send)
+        .collect();
+    sends.sort_unstable();
+    let mut measured_done = 0u64;
+    for (i, rec) in records.iter().enumerate() {
+        collector.add(rec, &RequestMetrics::derive(rec, tokenizer));
+        if !rec.warmup && !rec.incomplete() {
+            measured_done += 1;
+        }
+        let sent = sends.partition_point(|&t| t <= rec.t_done) as u64;
+        if collector
+            .check_early(sent.saturating_sub(measured_done))
+            .is_some()
+        {
+            records.truncate(i + 1);
+            return;
+        }
     }
 }
