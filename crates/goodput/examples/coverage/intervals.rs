@@ -129,6 +129,12 @@ impl Tally {
 
 /// The coverage table: a row per figure, a column per cell, for each run size.
 pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
+    // The truth's seeds: `COVERAGE_TRUTH_SEED` moves them, to see how much
+    // the truth itself varies.
+    let truth_seed: u64 = std::env::var("COVERAGE_TRUTH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
     for size in SIZES {
         println!(
             "\n## Interval coverage, {size}-request runs, {replications} replications per cell"
@@ -136,10 +142,23 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
         let mut columns: Vec<BTreeMap<Figure, Tally>> = Vec::new();
         for cell in cells {
             let mut pool = Pool::default();
-            for seed in 0..TRUTH_SEEDS {
-                pool.add(&cell.run(v, TRUTH_REQUESTS, 1_000_000 + seed).records);
+            let truth_runs: u64 = std::env::var("COVERAGE_TRUTH_RUNS")
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(TRUTH_SEEDS);
+            for seed in 0..truth_runs {
+                pool.add(&cell.run(v, TRUTH_REQUESTS, truth_seed + seed).records);
             }
             let mut truths = pool.truths();
+            if std::env::var_os("COVERAGE_SHOW_TRUTH").is_some() {
+                eprintln!(
+                    "{} truth (seeds from {truth_seed}): mean e2el {:.1}, mean tpot {:.3}, p90 itl {:.3}",
+                    cell.name,
+                    truths["mean e2el"],
+                    truths["mean tpot"],
+                    truths["p90 itl"]
+                );
+            }
             let runs: Vec<RunMetrics> = (0..replications)
                 .map(|r| cell.run(v, size, r).metrics)
                 .collect();

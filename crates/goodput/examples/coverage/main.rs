@@ -13,7 +13,13 @@
 //!
 //! `cargo run --release -p goodput --example coverage -- [REPLICATIONS] [SECTIONS]`
 //! (default 200 replications; SECTIONS a comma-separated subset of
-//! `intervals,compare`, default all).
+//! `intervals,compare`, default all). For studies of one effect:
+//! `COVERAGE_ONLY=TEXT` keeps the cells whose name holds TEXT;
+//! `COVERAGE_WARMUP_S=S` warms the open loop up for S s of arrivals instead
+//! of goodput's 2; `COVERAGE_COOLDOWN=1` keeps the load on, unmeasured,
+//! until every measured request is done; `COVERAGE_TRUTH_RUNS=N` and
+//! `COVERAGE_TRUTH_SEED=S` size and move the truth's runs, and
+//! `COVERAGE_SHOW_TRUTH=1` prints a few truths.
 
 #[path = "../virtual_search/mod.rs"]
 mod virtual_search;
