@@ -27,7 +27,7 @@ const RATE: f64 = 4.9;
 
 fn open(v: &Virtual, measured: u64, seed: u64) -> Run {
     let warmup = ((RATE * 2.0).ceil() as u64).clamp(8, 500);
-    v.open(RATE, measured, warmup, seed, LENGTHS, None)
+    v.open(RATE, measured, warmup, seed, LENGTHS, None, false)
 }
 
 /// Pooled values of measured, completed requests of `runs`.

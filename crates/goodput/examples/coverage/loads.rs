@@ -45,7 +45,7 @@ impl Cell {
                     .and_then(|s| s.parse::<f64>().ok())
                     .unwrap_or(2.0);
                 let warmup = ((rate * secs).ceil() as u64).clamp(8, 5000);
-                v.open(rate, measured, warmup, seed, LENGTHS, None)
+                v.open(rate, measured, warmup, seed, LENGTHS, None, false)
             }
         }
     }

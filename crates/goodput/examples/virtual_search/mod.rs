@@ -202,29 +202,16 @@ impl Virtual {
         seed: u64,
         control: Option<ControlSpec>,
     ) -> (RunMetrics, f64) {
-        let run = self.open(rate, measured, warmup, seed, Lengths::Fixed, control);
+        let run = self.open(rate, measured, warmup, seed, Lengths::Fixed, control, false);
         (run.metrics, run.wall_s)
     }
 
     /// An open-loop run: `warmup` then `measured` Poisson arrivals at
     /// `rate` drawn as a real run draws them with `seed`, each request's
-    /// lengths from `lengths` (drawn from `seed` too).
-    pub fn open(
-        &self,
-        rate: f64,
-        measured: u64,
-        warmup: u64,
-        seed: u64,
-        lengths: Lengths,
-        control: Option<ControlSpec>,
-    ) -> Run {
-        self.open_with(rate, measured, warmup, seed, lengths, control, false)
-    }
-
-    /// [`Virtual::open`], ending early once the SLO verdict is settled when
-    /// `early` (as a sweep's search and measuring points do).
+    /// lengths from `lengths` (drawn from `seed` too); when `early`, it ends
+    /// once the SLO verdict is settled, as a sweep's exploring points do.
     #[allow(clippy::too_many_arguments)]
-    pub fn open_with(
+    pub fn open(
         &self,
         rate: f64,
         measured: u64,
@@ -421,7 +408,7 @@ impl Virtual {
             };
             // The sweep's automatic warm-up: 2 s of arrivals, 8 to 500.
             let warmup = ((rate * 2.0).ceil() as u64).clamp(8, 500);
-            let run = self.open_with(
+            let run = self.open(
                 rate,
                 measured,
                 warmup,
