@@ -73,6 +73,76 @@ const MEASURED_BEFORE_PRECISION: usize = 3;
 /// Seconds a point costs beyond its arrivals (warm-up, drain), a planning figure.
 const POINT_OVERHEAD_S: f64 = 4.0;
 
+/// Measuring points a sized search plans for: the three after which its
+/// interval's width may end it, and one more (in virtual time a fixed 270 s
+/// budget held four to five on the README's job, and the precision ended
+/// most searches after three or four).
+pub const SIZED_POINTS: usize = MEASURED_BEFORE_PRECISION + 1;
+
+/// Load time a search may spend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// This many seconds (`--search-time`).
+    Fixed(f64),
+    /// What a settled answer takes: once exploring has found the edge, its
+    /// exploring time and [`SIZED_POINTS`] measuring points there, however
+    /// long that is, within `cap_s` (what `--max-time` leaves; infinite
+    /// without it).
+    Sized { cap_s: f64 },
+}
+
+/// What settling the answer takes, known once exploring has found the
+/// edge: said before the first measuring point runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sizing {
+    /// The first measuring point's rate (req/s) and measured requests.
+    pub rate: f64,
+    pub requests: u64,
+    /// Load time one such point takes (s), a planning figure.
+    pub point_s: f64,
+    /// Load time the exploring points took (s).
+    pub explored_s: f64,
+    /// Measuring points a settled answer plans for ([`SIZED_POINTS`]).
+    pub points: usize,
+    /// Measuring points the budget leaves room for.
+    pub room: usize,
+    /// Load time the search plans to spend in all (s): exploring and the
+    /// measuring points there is room for.
+    pub planned_s: f64,
+    /// Load time exploring and [`SIZED_POINTS`] measuring points take (s):
+    /// what a budget that settles the answer is.
+    pub settled_s: f64,
+    /// Whether the search sized its own budget (no `--search-time`).
+    pub sized: bool,
+}
+
+impl Sizing {
+    /// One line for the user, before the measuring points run.
+    pub fn describe(&self) -> String {
+        let head = format!(
+            "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each), about {:.0} s of load in all",
+            self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
+        );
+        if self.room >= self.points {
+            return head;
+        }
+        let limit = if self.sized {
+            "--max-time"
+        } else {
+            "--search-time"
+        };
+        if self.room >= MEASURED_BEFORE_PRECISION {
+            format!("{head}; {limit} leaves room for {}", self.room)
+        } else {
+            format!(
+                "{head}; {limit} leaves room for {} of them, too few to settle it (--search-time {:.0}s would)",
+                self.room,
+                self.settled_s.ceil()
+            )
+        }
+    }
+}
+
 /// How a search spends its time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SearchConfig {
@@ -80,8 +150,8 @@ pub struct SearchConfig {
     pub start_rate: f64,
     /// Stop measuring once the interval's half-width is within this share of the estimate.
     pub precision: f64,
-    /// Load time the search may spend (s).
-    pub budget_s: f64,
+    /// Load time the search may spend.
+    pub budget: Budget,
     /// Sending window of an exploring point (s).
     pub explore_s: f64,
     /// Sending window of a measuring point (s), at least.
@@ -182,6 +252,8 @@ pub struct Search {
     config: SearchConfig,
     seen: Vec<Observation>,
     measured: usize,
+    /// [`Search::sizing`] as it stood before the first measuring point.
+    announced: Option<Sizing>,
 }
 
 impl Search {
@@ -195,6 +267,7 @@ impl Search {
             config,
             seen: Vec::new(),
             measured: 0,
+            announced: None,
         }
     }
 
@@ -203,6 +276,9 @@ impl Search {
     }
 
     pub fn record(&mut self, o: Observation) {
+        if o.measuring && self.measured == 0 {
+            self.announced = self.sizing();
+        }
         if o.measuring {
             self.measured += 1;
         }
@@ -211,6 +287,99 @@ impl Search {
 
     fn spent_s(&self) -> f64 {
         self.seen.iter().map(|o| o.wall_s).sum()
+    }
+
+    /// Load time the exploring points before the first measuring one took.
+    fn explored_s(&self) -> f64 {
+        self.seen
+            .iter()
+            .take_while(|o| !o.measuring)
+            .map(|o| o.wall_s)
+            .sum()
+    }
+
+    /// The budget in force: the configured one, or, sized, exploring and
+    /// [`SIZED_POINTS`] points like the first measuring one (within the
+    /// configured cap).
+    fn budget_s(&self) -> f64 {
+        let cap = match self.config.budget {
+            Budget::Fixed(s) => return s,
+            Budget::Sized { cap_s } => cap_s,
+        };
+        let first = self
+            .seen
+            .iter()
+            .find(|o| o.measuring)
+            .map(|o| (o.rate, o.requests))
+            .or_else(|| self.first_measure());
+        match first {
+            // A fifth of a point's slack: the points at 0.9 × the
+            // estimate hold more requests' time than the first.
+            Some((rate, requests)) => cap
+                .min(self.explored_s() + (SIZED_POINTS as f64 + 0.2) * point_cost(rate, requests)),
+            None => cap,
+        }
+    }
+
+    /// What [`Search::sizing`] said before the first measuring point ran.
+    pub fn announced(&self) -> Option<Sizing> {
+        self.announced
+    }
+
+    /// What settling the answer takes: known once exploring is done and
+    /// before the first measuring point runs (None before and after).
+    pub fn sizing(&self) -> Option<Sizing> {
+        if self.measured > 0 {
+            return None;
+        }
+        let (rate, requests) = self.first_measure()?;
+        let point_s = point_cost(rate, requests);
+        let explored_s = self.explored_s();
+        let settled_s = explored_s + SIZED_POINTS as f64 * point_s;
+        let budget = self.budget_s();
+        let room = (((budget - explored_s) / point_s).max(0.0).floor() as usize).min(SIZED_POINTS);
+        Some(Sizing {
+            rate,
+            requests,
+            point_s,
+            explored_s,
+            points: SIZED_POINTS,
+            room,
+            planned_s: explored_s + room as f64 * point_s,
+            settled_s,
+            sized: matches!(self.config.budget, Budget::Sized { .. }),
+        })
+    }
+
+    /// The first measuring point, at full size, when exploring is done and
+    /// none has run.
+    fn first_measure(&self) -> Option<(f64, u64)> {
+        if self.measured > 0 || !self.explored() {
+            return None;
+        }
+        let answer = self.answer();
+        (answer.rate > 0.0).then(|| self.measure_at(answer.rate))
+    }
+
+    /// Exploring has bracketed the edge (or ended without a bracket).
+    fn explored(&self) -> bool {
+        match self.bracket() {
+            (Some(l), Some(h)) => self.measured > 0 || (h - l) / h <= EXPLORE_PRECISION,
+            _ => false,
+        }
+    }
+
+    /// The measuring point for the estimate `estimate`: its rate (the next
+    /// offset, below any rate that failed on errors) and requests.
+    fn measure_at(&self, estimate: f64) -> (f64, u64) {
+        let c = &self.config;
+        let offset = MEASURE_OFFSETS[self.measured % MEASURE_OFFSETS.len()];
+        // Never at or above a rate that failed on errors. A saturated point
+        // does not hold the next point below it: a measuring point above
+        // it that passes is what tells a wandering queue from a growing one.
+        let rate = (estimate * offset).min(self.error_ceiling() * 0.97);
+        let requests = c.min_requests.max((rate * c.measure_s).ceil() as u64);
+        (rate, requests)
     }
 
     /// [highest passing rate, lowest failing rate above it]. An exploring
@@ -274,7 +443,7 @@ impl Search {
         if !(c.start_rate > 0.0 && c.start_rate.is_finite()) {
             return Step::Done;
         }
-        let left = c.budget_s - self.spent_s();
+        let left = self.budget_s() - self.spent_s();
         match self.bracket() {
             (None, None) => return self.explore(c.start_rate, left),
             (Some(l), None) => {
@@ -307,14 +476,8 @@ impl Search {
                 }
             }
         }
-        let offset = MEASURE_OFFSETS[self.measured % MEASURE_OFFSETS.len()];
-        // Never at or above a rate that failed on errors. A saturated point
-        // does not hold the next point below it: a measuring point above
-        // it that passes is what tells a wandering queue from a growing one.
-        let rate = (answer.rate * offset).min(self.error_ceiling() * 0.97);
-        let mut requests = c.min_requests.max((rate * c.measure_s).ceil() as u64);
-        let cost = |n: u64| n as f64 / rate + POINT_OVERHEAD_S;
-        if cost(requests) > left {
+        let (rate, mut requests) = self.measure_at(answer.rate);
+        if point_cost(rate, requests) > left {
             // Shorten the point to the budget, but not below a bounded percentile.
             let fit = ((left - POINT_OVERHEAD_S) * rate).floor();
             if fit < c.min_requests as f64 {
@@ -450,6 +613,11 @@ impl Search {
         }
         answer
     }
+}
+
+/// Load time a point of `requests` at `rate` takes, a planning figure.
+fn point_cost(rate: f64, requests: u64) -> f64 {
+    requests as f64 / rate + POINT_OVERHEAD_S
 }
 
 /// Margins above this (a percentile over twice its threshold) enter the fit

@@ -22,7 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let searches: u64 = arg(1).map_or(Ok(40), |s| s.parse())?;
     let ref_seeds: u64 = arg(2).map_or(Ok(20), |s| s.parse())?;
     let ref_requests: usize = arg(3).map_or(Ok(4000), |s| s.parse())?;
-    let budget: u64 = arg(4).map_or(Ok(270), |s| s.parse())?;
+    // The search's budget: `auto` (the default) or seconds.
+    let budget: Option<u64> = match arg(4).as_deref() {
+        None | Some("auto") => None,
+        Some(s) => Some(s.parse()?),
+    };
     let mut v = Virtual::readme();
     // The load kept on, unmeasured, until every measured request is done.
     v.cooldown = std::env::var_os("SEARCH_COOLDOWN").is_some();
@@ -33,11 +37,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         t0.elapsed()
     );
     let plan = Plan {
-        budget: Duration::from_secs(budget),
+        budget: budget.map(Duration::from_secs),
         ..Plan::default()
     };
     println!(
-        "seed   goodput   error   interval          covers   points   load s   2,000 at lower end"
+        "seed   goodput   error   interval          covers   points   load s   said s   2,000 at lower end"
     );
     let mut errors = Vec::new();
     let (mut covered, mut bounded) = (0, 0);
@@ -45,6 +49,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // rate where there is no interval), a schedule the search never drew:
     // does the SLO hold, as a user who took the lower end would find?
     let (mut held, mut held_of) = (0, 0);
+    // The load time said before the measuring points ran, against the
+    // load time the search took: within 20 %?
+    let (mut said_within, mut said_of) = (0, 0);
     for seed in 0..searches {
         let (a, s) = v.search(plan, seed);
         let err = a.rate / reference - 1.0;
@@ -60,6 +67,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(path) = std::env::var_os("SEARCH_DUMP") {
             dump(&path, seed, s.observations())?;
         }
+        let said = s.announced().map(|z| z.planned_s);
+        if let Some(said) = said {
+            said_of += 1;
+            said_within += usize::from((load / said - 1.0).abs() <= 0.2);
+        }
         let lower = a.interval.map_or(a.rate, |(lo, _)| lo);
         let sustained = (lower > 0.0).then(|| {
             let warmup = ((lower * 2.0).ceil() as u64).clamp(8, 500);
@@ -71,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             held += usize::from(h);
         }
         println!(
-            "{seed:>4}   {:>7.2}   {:>+5.1}%   {:<16}  {:<6}   {:>6}   {:>6.0}   {}",
+            "{seed:>4}   {:>7.2}   {:>+5.1}%   {:<16}  {:<6}   {:>6}   {:>6.0}   {:>6}   {}",
             a.rate,
             err * 100.0,
             a.interval
@@ -79,6 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             covers.map_or("-", |c| if c { "yes" } else { "no" }),
             s.observations().len(),
             load,
+            said.map_or("-".to_string(), |x| format!("{x:.0}")),
             sustained.map_or("-", |h| if h { "holds" } else { "FAILS" }),
         );
     }
@@ -91,7 +104,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let within = |x: f64| abs.iter().filter(|&&e| e <= x).count();
     let mean = errors.iter().sum::<f64>() / errors.len() as f64;
     println!(
-        "{} searches: mean error {:+.1}%, median |error| {:.1}%, within 7%: {}, within 10%: {}, within 15%: {}; interval covers the reference in {covered} of {bounded}; the SLO held for 2,000 requests at the lower end in {held} of {held_of}",
+        "{} searches: mean error {:+.1}%, median |error| {:.1}%, within 7%: {}, within 10%: {}, within 15%: {}; interval covers the reference in {covered} of {bounded}; the SLO held for 2,000 requests at the lower end in {held} of {held_of}; load time within 20 % of the time said in {said_within} of {said_of}",
         abs.len(),
         mean * 100.0,
         abs[abs.len() / 2] * 100.0,

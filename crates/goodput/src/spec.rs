@@ -185,7 +185,7 @@ pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> 
         point_time,
         probe_time: s.probe_time.min(point_time),
         max_time: s.max_time,
-        search_time: s.search_time,
+        search_time: s.search_time.fixed(),
         measure_time: s.measure_time,
     })
 }

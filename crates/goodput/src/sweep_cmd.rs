@@ -97,9 +97,17 @@ async fn run_points(
         ..
     } = session;
     let mut write_error = None;
+    let (mut said_points, mut said_sizing) = (0, false);
     let mut on_point = |r: &SweepResult, _: &goodput_core::executor::Progress| {
-        if let (Some(p), false) = (r.points.last(), quiet) {
+        if let (Some(p), false) = (r.points.last(), quiet || r.points.len() == said_points) {
             eprintln!("{}", point_line(r.points.len(), p));
+        }
+        said_points = r.points.len();
+        // What settling the search's answer takes, once, before its
+        // measuring points run.
+        if let (Some(z), false) = (&r.search_sizing, quiet || said_sizing) {
+            eprintln!("goodput: {}", z.describe());
+            said_sizing = true;
         }
         // Saved as each point finishes: an interrupted sweep keeps what it measured.
         if let Err(e) = out.write(&document_bytes(r)) {

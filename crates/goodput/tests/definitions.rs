@@ -252,7 +252,8 @@ const SWEEP_LINES: &[(&str, &str)] = &[
     ("Stopped:", "\"Stopped:\""),
     ("Load time (s):", "\"Load time (s):\""),
     ("note:", "\"note: {n}\""),
-    ("goodput:", "\"goodput: {:.2} req/s ("),
+    ("goodput:", "\"goodput: {rate} ({verdict}"),
+    ("no settled rate", "\"no settled rate\""),
     (
         "INCONCLUSIVE, points too small for the SLO's percentiles",
         "\"INCONCLUSIVE, points too small for the SLO's percentiles; \"",

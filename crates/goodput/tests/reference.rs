@@ -53,7 +53,7 @@ async fn the_goodput_search_agrees_with_the_same_search_in_virtual_time() {
     let slo = format!("ttft:p90<={ttft_ms}ms,tpot:p90<={tpot_ms}ms");
     let plan = Plan {
         precision: 0.05,
-        budget: std::time::Duration::from_secs(40),
+        budget: Some(std::time::Duration::from_secs(40)),
         explore: std::time::Duration::from_secs(3),
         measure: std::time::Duration::from_secs(6),
     };

@@ -25,10 +25,14 @@ fn the_search_lands_on_the_sustained_goodput_and_its_interval_covers_it() {
     for seed in 0..searches as u64 {
         let (answer, search) = v.search(Plan::default(), seed);
         let load: f64 = search.observations().iter().map(|o| o.wall_s).sum();
-        // The 270 s budget plans 4 s a point for warm-up and drain; at this
-        // edge a request takes 4-5 s to drain (p99 E2EL), so the last point
-        // can end a little past the budget.
-        assert!(load <= 275.0, "seed {seed}: {load} s of load");
+        // The budget sized to the answer (`--search-time auto`): the load
+        // time said before the measuring points ran is the load time taken,
+        // within 20 % (100 of 100 searches in BENCHMARKS.md; 243 s median).
+        let said = search.announced().expect("sizing said").planned_s;
+        assert!(
+            (load / said - 1.0).abs() <= 0.2 && load <= 300.0,
+            "seed {seed}: {load} s of load, {said} s said"
+        );
         assert!(
             search
                 .observations()

@@ -53,7 +53,7 @@ fn config() -> SearchConfig {
     SearchConfig {
         start_rate: 4.0,
         precision: 0.03,
-        budget_s: 280.0,
+        budget: Budget::Fixed(280.0),
         explore_s: 8.0,
         measure_s: 50.0,
         min_requests: 368,
@@ -131,7 +131,7 @@ fn with_noise_the_answer_is_close_and_the_interval_covers_the_edge() {
     }
     errs.sort_by(f64::total_cmp);
     let median = errs[errs.len() / 2];
-    assert!(spent <= config().budget_s, "spent {spent} s");
+    assert!(spent <= 280.0, "spent {spent} s");
     // With this noise the budget buys about 1,500 requests near the edge:
     // a standard error of about 6 % of the rate (measured: median error
     // 4.7 %, 68 % of searches within 7 %, 90 % within 12 %).
@@ -186,7 +186,7 @@ fn nothing_passes_is_goodput_zero() {
 #[test]
 fn a_search_that_never_fails_stops_at_the_top() {
     let mut cfg = config();
-    cfg.budget_s = 10_000.0;
+    cfg.budget = Budget::Fixed(10_000.0);
     let mut s = Search::new(cfg);
     let mut fake = Fake::new(1e9, 0.0, 4);
     run(&mut s, &mut fake);
@@ -197,7 +197,7 @@ fn a_search_that_never_fails_stops_at_the_top() {
 #[test]
 fn the_budget_ends_the_search() {
     let mut cfg = config();
-    cfg.budget_s = 30.0;
+    cfg.budget = Budget::Fixed(30.0);
     let mut s = Search::new(cfg);
     let mut fake = Fake::new(7.2, 0.1, 5);
     run(&mut s, &mut fake);
@@ -269,7 +269,7 @@ fn points_too_small_for_the_percentile_make_the_answer_inconclusive() {
     // Given the time, the same server gets a decisive answer.
     let mut s = Search::new(SearchConfig {
         start_rate: 2.0,
-        budget_s: 3000.0,
+        budget: Budget::Fixed(3000.0),
         ..config()
     });
     let mut fake = Fake::new(0.55, 0.05, 6);
@@ -277,4 +277,81 @@ fn points_too_small_for_the_percentile_make_the_answer_inconclusive() {
     let a = s.answer();
     assert!(!a.inconclusive, "{a:?}");
     assert!(s.observations().iter().any(|o| o.measuring));
+}
+
+/// Sized to its answer (`--search-time auto`): the same slow server gets a
+/// decisive answer with no budget given, the search says before its
+/// measuring points what they will take, and takes about that.
+#[test]
+fn a_sized_search_says_what_settling_takes_and_takes_about_that() {
+    let mut s = Search::new(SearchConfig {
+        start_rate: 2.0,
+        budget: Budget::Sized {
+            cap_s: f64::INFINITY,
+        },
+        ..config()
+    });
+    let mut fake = Fake::new(0.55, 0.1, 7);
+    let mut said = None;
+    for _ in 0..100 {
+        let step = s.next();
+        if step == Step::Done {
+            break;
+        }
+        if said.is_none() {
+            said = s.sizing();
+        }
+        s.record(fake.point(step, s.config.explore_s));
+    }
+    let said = said.expect("sizing said before the first measuring point");
+    assert_eq!(s.announced(), Some(said));
+    assert_eq!((said.points, said.room), (SIZED_POINTS, SIZED_POINTS));
+    assert!(said.requests >= 368 && said.point_s > 300.0, "{said:?}");
+    let a = s.answer();
+    assert!(!a.inconclusive, "{a:?}");
+    let measuring = s.observations().iter().filter(|o| o.measuring).count();
+    assert!(measuring >= MEASURED_BEFORE_PRECISION, "{measuring}");
+    let spent = s.spent_s();
+    assert!(
+        (spent / said.planned_s - 1.0).abs() <= 0.2,
+        "spent {spent} s, said {} s",
+        said.planned_s
+    );
+    assert!(said
+        .describe()
+        .contains("a settled answer takes up to 4 points of"));
+}
+
+/// A fixed budget too short to settle the answer says so before its
+/// measuring points, and what would be enough; a sized one capped by
+/// `--max-time` says the cap.
+#[test]
+fn a_budget_too_short_to_settle_says_what_would_be_enough() {
+    let fixed = Sizing {
+        rate: 1.0,
+        requests: 368,
+        point_s: 372.0,
+        explored_s: 40.0,
+        points: SIZED_POINTS,
+        room: 1,
+        planned_s: 412.0,
+        settled_s: 1528.0,
+        sized: false,
+    };
+    let d = fixed.describe();
+    assert!(
+        d.contains("--search-time leaves room for 1 of them, too few to settle it (--search-time 1528s would)"),
+        "{d}"
+    );
+    let capped = Sizing {
+        sized: true,
+        room: 3,
+        ..fixed
+    };
+    assert!(capped.describe().ends_with("--max-time leaves room for 3"));
+    let whole = Sizing {
+        room: SIZED_POINTS,
+        ..fixed
+    };
+    assert!(!whole.describe().contains("leaves room"));
 }

@@ -536,14 +536,16 @@ impl Runner<'_> {
         )
     }
 
-    /// Load time the search may spend: `--search-time`, within what
-    /// `--max-time` leaves.
-    fn search_budget(&self) -> Duration {
-        self.spec.max_time.map_or(self.spec.search_time, |m| {
-            self.spec
-                .search_time
-                .min(m.saturating_sub(self.started.elapsed()))
-        })
+    /// Load time the search may spend: `--search-time`, or what a settled
+    /// answer takes, within what `--max-time` leaves.
+    fn search_budget(&self) -> crate::search::Budget {
+        let left = self.spec.max_time.map_or(f64::INFINITY, |m| {
+            m.saturating_sub(self.started.elapsed()).as_secs_f64()
+        });
+        match self.spec.search_time {
+            Some(asked) => crate::search::Budget::Fixed(asked.as_secs_f64().min(left)),
+            None => crate::search::Budget::Sized { cap_s: left },
+        }
     }
 
     /// Run the points the search asks for, exploring then measuring, and
@@ -595,6 +597,12 @@ impl Runner<'_> {
             if let Some(pt) = self.last() {
                 search.record(observe(pt, measuring));
             }
+            // Exploring has found the edge: say what settling it takes
+            // before the measuring points run (minutes each on a slow server).
+            if let (None, Some(sizing)) = (self.result.search_sizing, search.sizing()) {
+                self.result.search_sizing = Some(sizing);
+                (self.on_point)(&self.result, &Progress::default());
+            }
         }
         Ok(())
     }
@@ -602,10 +610,23 @@ impl Runner<'_> {
     /// The search's answer as the sweep's goodput, with what to know about
     /// it; a sweep stopped before any rate was settled has none (unknown,
     /// not 0).
-    fn conclude(&mut self, mut answer: Goodput, found: Answer, budget: Duration, precision: f64) {
+    fn conclude(
+        &mut self,
+        mut answer: Goodput,
+        found: Answer,
+        budget: crate::search::Budget,
+        precision: f64,
+    ) {
         let unsettled = found.bracket.0 <= 0.0 && found.bracket.1.is_none();
+        let cut = match budget {
+            crate::search::Budget::Fixed(b) => self
+                .spec
+                .search_time
+                .is_some_and(|asked| b < asked.as_secs_f64()),
+            crate::search::Budget::Sized { cap_s } => cap_s.is_finite(),
+        };
         if let (Some(max), true) = (self.spec.max_time, unsettled) {
-            if budget < self.spec.search_time {
+            if cut {
                 // --max-time left the search no room for a point: that is
                 // the time limit, not a goodput of 0.
                 self.result.stopped.get_or_insert(StopReason::MaxTime(max));
@@ -625,6 +646,17 @@ impl Runner<'_> {
         answer.interval = found.interval;
         answer.method = Some(found.method);
         answer.notes.extend(found.notes);
+        if let Some(z) = self.result.search_sizing.filter(|z| z.room < z.points) {
+            let limit = if z.sized {
+                "--max-time"
+            } else {
+                "--search-time"
+            };
+            answer.notes.push(format!(
+                "{limit} left room for {} of the {} measuring points a settled answer plans (about {:.0} s of load in all)",
+                z.room, z.points, z.settled_s
+            ));
+        }
         answer.inconclusive = found.inconclusive;
         answer.confirmed = !found.inconclusive
             && self.result.points.iter().any(|p| {
@@ -758,8 +790,16 @@ pub fn headline(r: &SweepResult) -> Option<String> {
         .filter(|t| t.is_simulated())
         .map(|t| format!(", {}", t.describe()))
         .unwrap_or_default();
+    // An inconclusive answer rests on no point that could decide it: no
+    // rate is headlined (a user copies the headline into a capacity plan),
+    // only the bracket of the points too small to decide.
+    let rate = if g.inconclusive {
+        "no settled rate".to_string()
+    } else {
+        format!("{:.2} req/s", g.rate)
+    };
     Some(format!(
-        "goodput: {:.2} req/s ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load{simulated})",
-        g.rate, g.slo, g.workload, r.load_time_s
+        "goodput: {rate} ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load{simulated})",
+        g.slo, g.workload, r.load_time_s
     ))
 }

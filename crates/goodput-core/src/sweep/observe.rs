@@ -93,7 +93,7 @@ pub fn search_config(
     floor_throughput: f64,
     slo: &crate::slo::Slo,
     precision: f64,
-    budget: Duration,
+    budget: crate::search::Budget,
     explore: Duration,
     measure: Duration,
 ) -> (SearchConfig, Option<crate::metrics::control::ControlSpec>) {
@@ -107,7 +107,7 @@ pub fn search_config(
         SearchConfig {
             start_rate: 4.0 * floor_throughput,
             precision,
-            budget_s: budget.as_secs_f64(),
+            budget,
             explore_s: explore.as_secs_f64(),
             measure_s: measure.as_secs_f64(),
             min_requests,

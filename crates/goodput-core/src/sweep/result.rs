@@ -120,6 +120,10 @@ pub struct SweepResult {
     /// Request throughput at the top of the capacity probe (req/s).
     pub capacity: Option<f64>,
     pub goodput: Option<Goodput>,
+    /// What settling a goodput search's answer takes, said once exploring
+    /// had found the edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_sizing: Option<crate::search::Sizing>,
     /// Why the sweep stopped before its plan was done.
     pub stopped: Option<StopReason>,
     /// Seconds spent running points (load time).

@@ -36,8 +36,9 @@ pub struct SweepSpec {
     /// Sending window of the floor run and the capacity probe's points.
     pub probe_time: Duration,
     pub max_time: Option<Duration>,
-    /// Load time a goodput search may spend after its floor run.
-    pub search_time: Duration,
+    /// Load time a goodput search may spend after its floor run; None:
+    /// sized to what a settled answer takes ([`crate::search::Sizing`]).
+    pub search_time: Option<Duration>,
     /// Least sending window of a search's measuring point.
     pub measure_time: Duration,
 }

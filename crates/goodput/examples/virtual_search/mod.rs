@@ -153,7 +153,8 @@ pub struct Run {
 #[derive(Debug, Clone, Copy)]
 pub struct Plan {
     pub precision: f64,
-    pub budget: Duration,
+    /// `--search-time`: None for `auto` (sized to the answer).
+    pub budget: Option<Duration>,
     pub explore: Duration,
     pub measure: Duration,
 }
@@ -162,7 +163,7 @@ impl Default for Plan {
     fn default() -> Self {
         Plan {
             precision: 0.05,
-            budget: Duration::from_secs(270),
+            budget: None,
             explore: Duration::from_secs(8),
             measure: Duration::from_secs(40),
         }
@@ -389,7 +390,12 @@ impl Virtual {
             throughput,
             &self.slo,
             plan.precision,
-            plan.budget,
+            plan.budget.map_or(
+                goodput_core::search::Budget::Sized {
+                    cap_s: f64::INFINITY,
+                },
+                |b| goodput_core::search::Budget::Fixed(b.as_secs_f64()),
+            ),
             plan.explore,
             plan.measure,
         );

@@ -24,7 +24,10 @@ use goodput_core::schedule::Arrival;
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 pub use k8s::{CatArgs, K8sArgs, K8sHelper, ManifestArgs, PodArgs, SecretEnv};
 pub use model::{CalibrateArgs, PredictArgs, RoutingArg};
-use parse::{arrival, at_least_one, fail_on, finite_rate, percent, positive_duration};
+use parse::{
+    arrival, at_least_one, fail_on, finite_rate, percent, positive_duration, search_time,
+    SearchTime,
+};
 pub use shard::{MergeArgs, ShardArgs};
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
@@ -143,9 +146,12 @@ pub struct SweepPlanArgs {
     #[arg(long, default_value = "8s", value_parser = positive_duration, help_heading = "Sweep")]
     pub point_time: Duration,
     /// Load time a goodput search may spend after its concurrency-1 run:
-    /// more time, more requests near the edge, a narrower interval.
-    #[arg(long, default_value = "270s", value_parser = positive_duration, help_heading = "Sweep")]
-    pub search_time: Duration,
+    /// more time, more requests near the edge, a narrower interval. `auto`:
+    /// what a settled answer takes — exploring, then four measuring points
+    /// sized for the SLO's percentiles at the edge (said before they run;
+    /// --max-time bounds it).
+    #[arg(long, default_value = "auto", value_parser = search_time, help_heading = "Sweep")]
+    pub search_time: SearchTime,
     /// Least sending window of a goodput search's measuring points (at least
     /// 6x the floor's median E2EL; each also holds enough requests to bound
     /// the SLO's percentile: 368 for p99).

@@ -22,6 +22,32 @@ pub(super) fn duration(s: &str) -> Result<std::time::Duration, String> {
 }
 
 /// A duration above zero (the timeouts, `--duration`, `--ramp-up`, sweep times...).
+/// `--search-time`: `auto` (sized to the answer) or a load time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SearchTime {
+    Auto,
+    Fixed(std::time::Duration),
+}
+
+impl SearchTime {
+    /// The fixed budget, None for `auto`.
+    pub fn fixed(self) -> Option<std::time::Duration> {
+        match self {
+            SearchTime::Auto => None,
+            SearchTime::Fixed(d) => Some(d),
+        }
+    }
+}
+
+pub(super) fn search_time(s: &str) -> Result<SearchTime, String> {
+    if s == "auto" {
+        return Ok(SearchTime::Auto);
+    }
+    positive_duration(s)
+        .map(SearchTime::Fixed)
+        .map_err(|e| format!("{e} (or auto)"))
+}
+
 pub(super) fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
     goodput_core::units::parse_positive_duration(s)
 }

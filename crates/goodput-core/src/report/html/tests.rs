@@ -143,6 +143,7 @@ fn sweep(scale: f64) -> SweepResult {
             method: None,
             inconclusive: false,
         }),
+        search_sizing: None,
         stopped: None,
         load_time_s: 16.0,
         workload: "chat, input 32 / output 5 tokens".into(),
