@@ -298,26 +298,12 @@ impl Search {
             .sum()
     }
 
-    /// The budget in force: the configured one, or, sized, exploring and
-    /// [`SIZED_POINTS`] points like the first measuring one (within the
-    /// configured cap).
+    /// The load time in force: the fixed budget, or a sized search's cap
+    /// (a sized search counts its measuring points instead: at most
+    /// [`SIZED_POINTS`], each as long as its rate needs).
     fn budget_s(&self) -> f64 {
-        let cap = match self.config.budget {
-            Budget::Fixed(s) => return s,
-            Budget::Sized { cap_s } => cap_s,
-        };
-        let first = self
-            .seen
-            .iter()
-            .find(|o| o.measuring)
-            .map(|o| (o.rate, o.requests))
-            .or_else(|| self.first_measure());
-        match first {
-            // A fifth of a point's slack: the points at 0.9 × the
-            // estimate hold more requests' time than the first.
-            Some((rate, requests)) => cap
-                .min(self.explored_s() + (SIZED_POINTS as f64 + 0.2) * point_cost(rate, requests)),
-            None => cap,
+        match self.config.budget {
+            Budget::Fixed(s) | Budget::Sized { cap_s: s } => s,
         }
     }
 
@@ -469,6 +455,9 @@ impl Search {
         if answer.rate <= 0.0 {
             return Step::Done;
         }
+        if matches!(c.budget, Budget::Sized { .. }) && self.measured >= SIZED_POINTS {
+            return Step::Done;
+        }
         if self.measured >= MEASURED_BEFORE_PRECISION {
             if let Some((a, b)) = answer.interval {
                 if (b - a) / 2.0 <= c.precision * answer.rate {
@@ -531,8 +520,13 @@ impl Search {
         let most = weak.iter().map(|o| o.requests).max()?;
         let rate = weak.iter().map(|o| o.rate).fold(f64::MAX, f64::min);
         Some(format!(
-            "inconclusive: the points at the edge held at most {most} requests, fewer than the {need} the SLO's percentiles need to be bounded, and no point that long ran (at {rate:.3} req/s one takes {:.0} s of load; a longer --search-time makes room for it)",
-            need as f64 / rate
+            "inconclusive: the points at the edge held at most {most} requests, fewer than the {need} the SLO's percentiles need to be bounded, and no point that long passed (at {rate:.3} req/s one takes {:.0} s of load; {})",
+            need as f64 / rate,
+            if self.measured == 0 {
+                "a longer --search-time makes room for it"
+            } else {
+                "the measuring points above it failed"
+            }
         ))
     }
 
@@ -558,6 +552,31 @@ impl Search {
                 answer.notes.push(weak);
             }
         }
+        let answer = self.fitted(answer, l, hi);
+        self.decided(answer, l)
+    }
+
+    /// An answer that is the highest passing rate rests on that point: when
+    /// it could not decide (an exploring point too small for the SLO's
+    /// percentiles, unsettled) and measuring points ran, the answer is no
+    /// answer — measuring points above it all failed, and the short point
+    /// may have passed only because it ended before its queue built (on a
+    /// one-thread llama.cpp server, 14-request points passed at 1.26 and
+    /// 1.50 req/s while 368-request points failed at 1.35 to 1.51).
+    fn decided(&self, mut answer: Answer, l: f64) -> Answer {
+        if answer.method != Method::Bracket || answer.inconclusive || self.measured == 0 {
+            return answer;
+        }
+        if let Some(weak) = self.undecided_edge(l, None) {
+            answer.inconclusive = true;
+            answer.notes.push(weak);
+        }
+        answer
+    }
+
+    /// The fit's answer where the points near the edge make one; the
+    /// highest passing rate `l` otherwise.
+    fn fitted(&self, mut answer: Answer, l: f64, hi: Option<f64>) -> Answer {
         let centre = hi.map_or(l, |h| (l * h).sqrt());
         let points: Vec<(f64, f64, f64)> = self
             .seen
