@@ -163,3 +163,40 @@ pub struct PointStart {
     #[serde(default)]
     pub redone: bool,
 }
+
+/// The line that ends every sweep: the rate, its interval (where the
+/// search could bound it) and bracket, the SLO and the workload.
+pub fn headline(r: &SweepResult) -> Option<String> {
+    let g = r.goodput.as_ref()?;
+    let bracket = match g.bracket.1 {
+        Some(hi) => format!("bracket {:.2}–{:.2}", g.bracket.0, hi),
+        None => format!("bracket {:.2}–untested", g.bracket.0),
+    };
+    let interval = g
+        .interval
+        .map(|(a, b)| format!("95% interval {a:.2}–{b:.2}; "))
+        .unwrap_or_default();
+    let verdict = if g.inconclusive {
+        "INCONCLUSIVE, points too small for the SLO's percentiles; "
+    } else {
+        ""
+    };
+    // A simulated sweep says so in the line people copy.
+    let simulated = r
+        .target()
+        .filter(|t| t.is_simulated())
+        .map(|t| format!(", {}", t.describe()))
+        .unwrap_or_default();
+    // An inconclusive answer rests on no point that could decide it: no
+    // rate is headlined (a user copies the headline into a capacity plan),
+    // only the bracket of the points too small to decide.
+    let rate = if g.inconclusive {
+        "no settled rate".to_string()
+    } else {
+        format!("{:.2} req/s", g.rate)
+    };
+    Some(format!(
+        "goodput: {rate} ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load{simulated})",
+        g.slo, g.workload, r.load_time_s
+    ))
+}
