@@ -79,6 +79,21 @@ const POINT_OVERHEAD_S: f64 = 4.0;
 /// most searches after three or four).
 pub const SIZED_POINTS: usize = MEASURED_BEFORE_PRECISION + 1;
 
+/// Measuring points a sized search adds when its [`SIZED_POINTS`] all fell
+/// on one side of the edge (all failed, or all passed): a fit with no
+/// measured point beyond the edge rests on the exploring points there.
+pub const ONE_SIDED_POINTS: usize = 2;
+
+/// A measuring point after measuring points that all failed goes at most
+/// this times the lowest of them (after all passed, at least the highest
+/// over this): the measuring points are placed to straddle the edge. On a
+/// slow server short exploring points read optimistic (a point that starts
+/// idle ends before its queue builds): against a one-thread llama.cpp
+/// server, 14- to 25-request exploring points passed at 2.33 and 2.77
+/// req/s, and measuring points placed around them by offsets alone failed
+/// at 2.34, 2.43, 2.71 and 2.79, leaving no measured pass.
+const ONE_SIDED_STEP: f64 = 0.9;
+
 /// Load time a search may spend.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Budget {
@@ -104,6 +119,10 @@ pub struct Sizing {
     pub explored_s: f64,
     /// Measuring points a settled answer plans for ([`SIZED_POINTS`]).
     pub points: usize,
+    /// Measuring points a sized search adds when those all fall on one
+    /// side of the edge ([`ONE_SIDED_POINTS`]; 0 for a fixed budget).
+    #[serde(default)]
+    pub one_sided_extra: usize,
     /// Measuring points the budget leaves room for.
     pub room: usize,
     /// Load time the search plans to spend in all (s): exploring and the
@@ -119,8 +138,16 @@ pub struct Sizing {
 impl Sizing {
     /// One line for the user, before the measuring points run.
     pub fn describe(&self) -> String {
+        let extra = if self.one_sided_extra > 0 {
+            format!(
+                "; {} more if they all fall on one side of the edge",
+                self.one_sided_extra
+            )
+        } else {
+            String::new()
+        };
         let head = format!(
-            "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each), about {:.0} s of load in all",
+            "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each{extra}), about {:.0} s of load in all",
             self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
         );
         if self.room >= self.points {
@@ -324,16 +351,18 @@ impl Search {
         let settled_s = explored_s + SIZED_POINTS as f64 * point_s;
         let budget = self.budget_s();
         let room = (((budget - explored_s) / point_s).max(0.0).floor() as usize).min(SIZED_POINTS);
+        let sized = matches!(self.config.budget, Budget::Sized { .. });
         Some(Sizing {
             rate,
             requests,
             point_s,
             explored_s,
             points: SIZED_POINTS,
+            one_sided_extra: if sized { ONE_SIDED_POINTS } else { 0 },
             room,
             planned_s: explored_s + room as f64 * point_s,
             settled_s,
-            sized: matches!(self.config.budget, Budget::Sized { .. }),
+            sized,
         })
     }
 
@@ -360,12 +389,42 @@ impl Search {
     fn measure_at(&self, estimate: f64) -> (f64, u64) {
         let c = &self.config;
         let offset = MEASURE_OFFSETS[self.measured % MEASURE_OFFSETS.len()];
+        let mut rate = estimate * offset;
+        // Measuring points all on one side of the edge so far: the next
+        // goes beyond them, so that the fit sees the edge from both sides.
+        match self.measured_sides() {
+            (None, Some(failed)) => rate = rate.min(estimate).min(failed * ONE_SIDED_STEP),
+            (Some(passed), None) => rate = rate.max(estimate).max(passed / ONE_SIDED_STEP),
+            _ => {}
+        }
         // Never at or above a rate that failed on errors. A saturated point
         // does not hold the next point below it: a measuring point above
         // it that passes is what tells a wandering queue from a growing one.
-        let rate = (estimate * offset).min(self.error_ceiling() * 0.97);
+        let rate = rate.min(self.error_ceiling() * 0.97);
         let requests = c.min_requests.max((rate * c.measure_s).ceil() as u64);
         (rate, requests)
+    }
+
+    /// The highest rate a measuring point passed at and the lowest one
+    /// failed at.
+    fn measured_sides(&self) -> (Option<f64>, Option<f64>) {
+        let measured = self.seen.iter().filter(|o| o.measuring);
+        let passed = measured
+            .clone()
+            .filter(|o| o.passes())
+            .map(|o| o.rate)
+            .reduce(f64::max);
+        let failed = measured
+            .filter(|o| !o.passes())
+            .map(|o| o.rate)
+            .reduce(f64::min);
+        (passed, failed)
+    }
+
+    /// Whether the measuring points so far all fell on one side of the
+    /// edge: all failed, or all passed.
+    fn one_sided(&self) -> bool {
+        matches!(self.measured_sides(), (None, Some(_)) | (Some(_), None))
     }
 
     /// [highest passing rate, lowest failing rate above it]. An exploring
@@ -455,7 +514,10 @@ impl Search {
         if answer.rate <= 0.0 {
             return Step::Done;
         }
-        if matches!(c.budget, Budget::Sized { .. }) && self.measured >= SIZED_POINTS {
+        if matches!(c.budget, Budget::Sized { .. })
+            && self.measured >= SIZED_POINTS
+            && (!self.one_sided() || self.measured >= SIZED_POINTS + ONE_SIDED_POINTS)
+        {
             return Step::Done;
         }
         if self.measured >= MEASURED_BEFORE_PRECISION {
@@ -563,8 +625,25 @@ impl Search {
     /// may have passed only because it ended before its queue built (on a
     /// one-thread llama.cpp server, 14-request points passed at 1.26 and
     /// 1.50 req/s while 368-request points failed at 1.35 to 1.51).
+    ///
+    /// A fit's answer with no interval, when no measuring point passed,
+    /// rests on exploring points too: it is no answer either (on the same
+    /// kind of server, measuring points failed at 2.34 to 2.79 req/s and
+    /// the fit's zero fell at 2.00, below every measuring point, with no
+    /// band around it).
     fn decided(&self, mut answer: Answer, l: f64) -> Answer {
-        if answer.method != Method::Bracket || answer.inconclusive || self.measured == 0 {
+        if answer.inconclusive || self.measured == 0 {
+            return answer;
+        }
+        if answer.method == Method::Fit {
+            if answer.interval.is_none() && self.measured_sides().0.is_none() {
+                answer.inconclusive = true;
+                answer.notes.push(format!(
+                    "inconclusive: no measuring point passed ({} failed, the lowest at {:.3} req/s) and the fit has no interval: the rate rests on exploring points too small to decide",
+                    self.measured,
+                    self.measured_sides().1.unwrap_or(f64::NAN)
+                ));
+            }
             return answer;
         }
         if let Some(weak) = self.undecided_edge(l, None) {
@@ -578,7 +657,7 @@ impl Search {
     /// highest passing rate `l` otherwise.
     fn fitted(&self, mut answer: Answer, l: f64, hi: Option<f64>) -> Answer {
         let centre = hi.map_or(l, |h| (l * h).sqrt());
-        let points: Vec<(f64, f64, f64)> = self
+        let points: Vec<fit::Point> = self
             .seen
             .iter()
             .filter(|o| !o.hard_fail && o.rate >= centre / 2.0 && o.rate <= centre * 2.0)
@@ -655,85 +734,8 @@ fn fit_margin(o: &Observation) -> Option<f64> {
     Some(m.min(MARGIN_CAP))
 }
 
-/// Weighted least squares of margin `m` on `x = ln(rate)`: `m = a + b (x − x̄)`.
-struct Fit {
-    a: f64,
-    b: f64,
-    xbar: f64,
-    /// Σ w and Σ w (x − x̄)².
-    sw: f64,
-    sxx: f64,
-    /// Residual variance per unit weight, and its degrees of freedom.
-    s2: f64,
-    df: usize,
-}
-
-impl Fit {
-    /// (x, m, weight) points; None without two distinct rates.
-    fn new(points: &[(f64, f64, f64)]) -> Option<Fit> {
-        let sw: f64 = points.iter().map(|p| p.2).sum();
-        if points.len() < 2 || sw <= 0.0 {
-            return None;
-        }
-        let xbar = points.iter().map(|p| p.2 * p.0).sum::<f64>() / sw;
-        let mbar = points.iter().map(|p| p.2 * p.1).sum::<f64>() / sw;
-        let sxx: f64 = points.iter().map(|p| p.2 * (p.0 - xbar).powi(2)).sum();
-        if sxx <= 1e-12 * sw {
-            return None;
-        }
-        let sxm: f64 = points
-            .iter()
-            .map(|p| p.2 * (p.0 - xbar) * (p.1 - mbar))
-            .sum();
-        let b = sxm / sxx;
-        let df = points.len().saturating_sub(2);
-        let rss: f64 = points
-            .iter()
-            .map(|p| p.2 * (p.1 - mbar - b * (p.0 - xbar)).powi(2))
-            .sum();
-        Some(Fit {
-            a: mbar,
-            b,
-            xbar,
-            sw,
-            sxx,
-            s2: if df > 0 { rss / df as f64 } else { f64::NAN },
-            df,
-        })
-    }
-
-    /// Where the line crosses zero (`ln rate`), when it rises.
-    fn zero(&self) -> Option<f64> {
-        (self.b > 0.0).then(|| self.xbar - self.a / self.b)
-    }
-
-    /// Fieller's 95 % interval of the zero: the x where
-    /// `|a + b (x − x̄)| <= t · s · sqrt(1/Σw + (x − x̄)²/Sxx)`. None when
-    /// the fit has no degrees of freedom, or the slope is not significant
-    /// (the set is then unbounded).
-    fn interval(&self) -> Option<(f64, f64)> {
-        if self.df == 0 || !self.s2.is_finite() {
-            return None;
-        }
-        let t = crate::stats::t_975(self.df);
-        let g = t * t * self.s2;
-        // (a + b d)² − g (1/Σw + d²/Sxx) = 0 in d = x − x̄.
-        let qa = self.b * self.b - g / self.sxx;
-        if qa <= 0.0 {
-            return None;
-        }
-        let qb = 2.0 * self.a * self.b;
-        let qc = self.a * self.a - g / self.sw;
-        let disc = qb * qb - 4.0 * qa * qc;
-        if disc < 0.0 {
-            return None;
-        }
-        let r = disc.sqrt();
-        let d1 = (-qb - r) / (2.0 * qa);
-        let d2 = (-qb + r) / (2.0 * qa);
-        Some((self.xbar + d1.min(d2), self.xbar + d1.max(d2)))
-    }
-}
+mod fit;
+use fit::Fit;
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,9 @@ struct Fake {
     /// Standard deviation of the margin at 400 requests.
     noise: f64,
     capacity: f64,
+    /// Subtracted from an exploring point's margin: short points that start
+    /// idle end before their queue builds and read optimistic.
+    short_bias: f64,
     rng: StdRng,
 }
 
@@ -23,6 +26,7 @@ impl Fake {
             slope: 0.8,
             noise,
             capacity: f64::INFINITY,
+            short_bias: 0.0,
             rng: StdRng::seed_from_u64(seed),
         }
     }
@@ -34,7 +38,8 @@ impl Fake {
             Step::Done => unreachable!(),
         };
         let z: f64 = StandardNormal.sample(&mut self.rng);
-        let margin = self.slope * (rate / self.edge).ln()
+        let bias = if measuring { 0.0 } else { self.short_bias };
+        let margin = self.slope * (rate / self.edge).ln() - bias
             + self.noise * z / (requests as f64 / 400.0).sqrt();
         Observation {
             rate,
@@ -223,7 +228,7 @@ fn measuring_points_hold_enough_requests_for_the_percentile() {
 #[test]
 fn fieller_interval_by_hand() {
     // m = 0.5 (x − 1) exactly at x = 0, 1, 2, 3 plus ±0.1 alternating.
-    let pts: Vec<(f64, f64, f64)> = (0..4)
+    let pts: Vec<fit::Point> = (0..4)
         .map(|i| {
             let x = i as f64;
             (
@@ -337,6 +342,7 @@ fn a_budget_too_short_to_settle_says_what_would_be_enough() {
         point_s: 372.0,
         explored_s: 40.0,
         points: SIZED_POINTS,
+        one_sided_extra: 0,
         room: 1,
         planned_s: 412.0,
         settled_s: 1528.0,
@@ -358,4 +364,81 @@ fn a_budget_too_short_to_settle_says_what_would_be_enough() {
         ..fixed
     };
     assert!(!whole.describe().contains("leaves room"));
+}
+
+/// Exploring points that read optimistic (a short point on a slow server
+/// ends before its queue builds) place the first measuring points above
+/// the edge. The measuring points after fails go below the lowest of them,
+/// and a sized search whose points all failed adds two: the answer is
+/// settled from measuring points on both sides of the edge. The line still
+/// runs through the optimistic exploring points (see `fit.rs` for the
+/// offset that was tried): its interval covered the edge in 29 of these 40
+/// searches, most of the others with no interval.
+#[test]
+fn measuring_points_straddle_an_edge_that_exploring_placed_too_high() {
+    let (mut settled, mut covered, mut straddled) = (0, 0, 0);
+    for seed in 0..40 {
+        let mut s = Search::new(SearchConfig {
+            budget: Budget::Sized {
+                cap_s: f64::INFINITY,
+            },
+            ..config()
+        });
+        let mut fake = Fake::new(7.2, 0.1, seed);
+        // Exploring reads the edge about 35 % high.
+        fake.short_bias = 0.25;
+        run(&mut s, &mut fake);
+        let measured = s.observations().iter().filter(|o| o.measuring);
+        assert!(measured.clone().count() <= SIZED_POINTS + ONE_SIDED_POINTS);
+        if measured.clone().any(|o| o.passes()) && measured.clone().any(|o| !o.passes()) {
+            straddled += 1;
+        }
+        let a = s.answer();
+        if !a.inconclusive {
+            settled += 1;
+        }
+        if a.interval.is_some_and(|(lo, hi)| lo <= 7.2 && 7.2 <= hi) {
+            covered += 1;
+        }
+    }
+    assert!(straddled >= 38, "straddled in {straddled} of 40");
+    assert!(settled >= 38, "settled in {settled} of 40");
+    assert!(covered >= 26, "covered in {covered} of 40");
+}
+
+/// A fit with no interval and no measuring point passing rests on the
+/// exploring points: no rate is settled.
+#[test]
+fn a_fit_without_an_interval_or_a_measured_pass_is_inconclusive() {
+    let mut s = Search::new(config());
+    let point = |rate: f64, requests: u64, margin: f64, measuring: bool| Observation {
+        rate,
+        requests,
+        margin: Some(margin),
+        hard_fail: false,
+        saturated: false,
+        wall_s: 10.0,
+        measuring,
+        settled: false,
+    };
+    s.record(point(1.65, 11, -0.91, false));
+    s.record(point(2.33, 14, -0.95, false));
+    s.record(point(2.77, 25, -0.35, false));
+    s.record(point(3.29, 29, 0.59, false));
+    s.record(point(2.79, 112, 0.12, true));
+    s.record(point(2.43, 98, 0.20, true));
+    let a = s.answer();
+    assert_eq!(a.method, Method::Fit, "{a:?}");
+    if a.interval.is_none() {
+        assert!(a.inconclusive, "{a:?}");
+        assert!(a
+            .notes
+            .iter()
+            .any(|n| n.contains("no measuring point passed")));
+    }
+    // The next measuring point goes below the lowest that failed.
+    match s.next() {
+        Step::Measure { rate, .. } => assert!(rate <= 2.43 * 0.9 + 1e-9, "{rate}"),
+        other => panic!("{other:?}"),
+    }
 }
