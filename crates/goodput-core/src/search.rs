@@ -214,6 +214,9 @@ pub struct Observation {
     /// Its verdict was settled by the SLO percentiles' intervals (the
     /// point ended early on it), whatever its size.
     pub settled: bool,
+    /// Completed requests/s over the point, when any completed: what a
+    /// saturated point achieved is what the server can serve.
+    pub achieved: Option<f64>,
 }
 
 impl Observation {
@@ -455,6 +458,21 @@ impl Search {
         (lo, hi)
     }
 
+    /// The most any saturated point completed per second (infinite
+    /// without one): the server served no more, so a rate above it cannot
+    /// be the answer. Halving from a start far past capacity goes no
+    /// higher (on a one-thread llama.cpp server the first point, at four
+    /// times the floor's throughput, offered 13.2 req/s and completed 4.0,
+    /// and the next halving offered 6.6 and completed 3.5).
+    fn served(&self) -> f64 {
+        self.seen
+            .iter()
+            .filter(|o| o.saturated)
+            .filter_map(|o| o.achieved.filter(|a| *a > 0.0))
+            .reduce(f64::max)
+            .unwrap_or(f64::INFINITY)
+    }
+
     /// The lowest rate that failed on errors or attainment.
     fn error_ceiling(&self) -> f64 {
         self.seen
@@ -502,7 +520,7 @@ impl Search {
                 return if h <= c.start_rate / TOP {
                     Step::Done
                 } else {
-                    self.explore(h / 2.0, left)
+                    self.explore((h / 2.0).min(self.served()), left)
                 };
             }
             (Some(l), Some(h)) if self.measured == 0 && (h - l) / h > EXPLORE_PRECISION => {

@@ -50,6 +50,7 @@ impl Fake {
             wall_s: requests as f64 / rate + POINT_OVERHEAD_S,
             measuring,
             settled: false,
+            achieved: Some(rate.min(self.capacity)),
         }
     }
 }
@@ -420,6 +421,7 @@ fn a_fit_without_an_interval_or_a_measured_pass_is_inconclusive() {
         wall_s: 10.0,
         measuring,
         settled: false,
+        achieved: Some(rate),
     };
     s.record(point(1.65, 11, -0.91, false));
     s.record(point(2.33, 14, -0.95, false));
@@ -439,6 +441,26 @@ fn a_fit_without_an_interval_or_a_measured_pass_is_inconclusive() {
     // The next measuring point goes below the lowest that failed.
     match s.next() {
         Step::Measure { rate, .. } => assert!(rate <= 2.43 * 0.9 + 1e-9, "{rate}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Started far past capacity, the search halves no higher than what the
+/// saturated point served: the next point does not overload the server
+/// again.
+#[test]
+fn halving_from_past_capacity_goes_no_higher_than_what_was_served() {
+    let mut s = Search::new(SearchConfig {
+        start_rate: 13.2,
+        ..config()
+    });
+    let mut fake = Fake::new(2.3, 0.05, 3);
+    fake.capacity = 4.0;
+    let first = s.next();
+    assert_eq!(first, Step::Explore { rate: 13.2 });
+    s.record(fake.point(first, 8.0));
+    match s.next() {
+        Step::Explore { rate } => assert!((rate - 4.0).abs() < 1e-9, "{rate}"),
         other => panic!("{other:?}"),
     }
 }

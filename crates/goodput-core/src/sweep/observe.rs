@@ -80,6 +80,7 @@ pub fn observe_metrics(
         wall_s,
         measuring,
         settled: early_stop.is_some(),
+        achieved: (m.completed > 0).then_some(m.throughput.request.value),
     }
 }
 
