@@ -362,11 +362,20 @@ async fn a_goodput_search_starts_every_point_idle() {
 /// 2.5 requests/s at concurrency 1 and barely more at 3, so every point's
 /// size matters. With the budget sized to the answer (the default), the
 /// search says what settling takes and takes about that; then 200
-/// requests at its interval's lower end meet the SLO, and 200 at 1.2 × its
+/// requests at its interval's lower end meet the SLO, and 200 at 1.5 × its
 /// upper end miss it (without an interval, the ends of the bracket that
 /// measuring points drew). Measuring points of 60 s: at 40 s, on a CI
 /// machine where this server served 2 req/s at concurrency 1, they held
 /// 46 to 100 requests, and one at half the capacity read as saturated.
+///
+/// Why 1.5 × and not the 1.2 × of issue 34's benchmark: this server shares
+/// one thread of a CI machine, whose speed drifts. CI runs served it 2.06
+/// to 3.29 req/s at concurrency 1, and in one of them 200 requests at
+/// 2.13 req/s met the SLO (p90 TTFT 252 ms) minutes after the search's
+/// 120-request measuring point at 2.00 failed it (p90 TTFT 724 ms,
+/// adjusted). The lower end is the promise a user plans with, and is held
+/// as it is; the upper check says the interval is not far below what the
+/// server sustains.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_searched_goodput_holds_when_sustained_on_a_slow_server() {
     let Some(bin) = llama::binary() else { return };
@@ -435,7 +444,7 @@ async fn a_searched_goodput_holds_when_sustained_on_a_slow_server() {
         (load / said - 1.0).abs() <= 0.2,
         "{load} s of load, {said} s said\n{stdout}"
     );
-    for (rate, meets) in [(lo, true), (1.2 * hi, false)] {
+    for (rate, meets) in [(lo, true), (1.5 * hi, false)] {
         let out = tmp("results.json");
         let rate = format!("{rate:.3}");
         let mut args = vec![
