@@ -437,12 +437,7 @@ impl Search {
     /// sustained goodput its p99 margin averaged −0.01 where the long-run
     /// one is +2.2), and the longer point is the better witness.
     pub fn bracket(&self) -> (Option<f64>, Option<f64>) {
-        let measured_fail = self
-            .seen
-            .iter()
-            .filter(|o| o.measuring && !o.passes())
-            .map(|o| o.rate)
-            .fold(f64::INFINITY, f64::min);
+        let measured_fail = self.measured_sides().1.unwrap_or(f64::INFINITY);
         let lo = self
             .seen
             .iter()
@@ -570,14 +565,11 @@ impl Search {
     /// falling back to every point's.
     fn reported_bracket(&self) -> (Option<f64>, Option<f64>) {
         let (all_lo, all_hi) = self.bracket();
-        let measured = self.seen.iter().filter(|o| o.measuring);
-        let lo = measured
-            .clone()
-            .filter(|o| o.passes())
-            .map(|o| o.rate)
-            .reduce(f64::max)
-            .or(all_lo);
-        let hi = measured
+        let lo = self.measured_sides().0.or(all_lo);
+        let hi = self
+            .seen
+            .iter()
+            .filter(|o| o.measuring)
             .filter(|o| !o.passes() && lo.is_none_or(|l| o.rate > l))
             .map(|o| o.rate)
             .reduce(f64::min)
