@@ -128,7 +128,7 @@ impl RequestMetrics {
             ..Default::default()
         };
         let usage = rec.usage.unwrap_or_default();
-        m.client_output_tokens = tokenizer.count(&rec.output_text).map(|c| c as u32);
+        m.client_output_tokens = text_tokens(&rec.output_text, tokenizer);
         (m.output_tokens, m.output_source, m.count_evidence) =
             output_count(rec, tokenizer, m.client_output_tokens);
         m.client_input_tokens = rec.prompt_tokens_client;
@@ -276,7 +276,11 @@ pub struct CountEvidence {
 /// order of evidence (`docs/metrics.md`, token counting):
 /// 1. the server's `usage.completion_tokens`;
 /// 2. a streamed answer's content events, one token each, as vLLM, SGLang,
-///    TGI and llama.cpp stream — unless the text shows chunks carrying
+///    TGI and llama.cpp stream — but `max_tokens` on a `length` finish
+///    whose events fall short of it by no more than the text could hide
+///    ([`hidden_tokens_bound`]) and by at most a quarter (a byte-level BPE vocabulary's pieces of a
+///    character stream no text of their own; a random-weight model on
+///    llama.cpp streamed 57 events for 64 tokens) — unless the text shows chunks carrying
 ///    several tokens: the model's own tokenizer finding half again as many
 ///    tokens as events (re-tokenizing generated text misses by about 12 %,
 ///    never by half), or the fixed client encoding three times as many (two
@@ -318,6 +322,21 @@ pub fn output_count(
         }
     });
     if rec.streamed && events > 0 && !several_per_event {
+        // A `length` finish a few events short of `max_tokens`, where the
+        // text could hide that many tokens: the server held back tokens
+        // that were pieces of a character (a byte-level BPE vocabulary's),
+        // streaming them with the token that completed it. It generated
+        // `max_tokens`. A server whose context ran out says `length` too,
+        // after fewer: more than a quarter short is that, whatever the text.
+        if let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) {
+            let short = max.saturating_sub(events);
+            if short > 0
+                && 4 * u64::from(events) >= 3 * u64::from(max)
+                && short <= hidden_tokens_bound(&rec.output_text)
+            {
+                return (max, TokenSource::Length, evidence);
+            }
+        }
         return (cap(events), TokenSource::Events, evidence);
     }
     if let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) {
@@ -332,6 +351,36 @@ pub fn output_count(
         None => (events, TokenSource::Events),
     };
     (cap(n), source, evidence)
+}
+
+/// The text's tokens as the run's tokenizer counts them, a replacement
+/// character (U+FFFD) as one: it stands for bytes the server sent that never
+/// formed a character — most often one token of a byte-level vocabulary —
+/// and re-tokenized it is three byte tokens (on a random-weight model whose
+/// text was full of them, the model's own tokenizer found half again as
+/// many tokens as it generated, and the count went over to the tokenizer).
+fn text_tokens(text: &str, tokenizer: &Tokenizer) -> Option<u32> {
+    const REPLACEMENT: char = '\u{FFFD}';
+    if !text.contains(REPLACEMENT) {
+        return tokenizer.count(text).map(|c| c as u32);
+    }
+    let replaced = text.matches(REPLACEMENT).count();
+    let rest: String = text.split(REPLACEMENT).collect();
+    tokenizer.count(&rest).map(|c| (c + replaced) as u32)
+}
+
+/// The most tokens a stream's text can hide: a token that streams no text
+/// of its own ends inside a character's UTF-8 bytes (the server holds it
+/// until the character is whole, or sends it as U+FFFD when it never is),
+/// so each multi-byte character of the text hides at most its length less
+/// one. Zero for ASCII text. On a random-weight model with such a
+/// vocabulary, 64-token answers hid 2 to 10 tokens under a bound of 10 to
+/// 29: a loose bound, so [`output_count`] also asks that the events be
+/// within a quarter of `max_tokens`.
+pub fn hidden_tokens_bound(text: &str) -> u32 {
+    let multi = text.bytes().filter(|b| *b >= 0x80).count();
+    let chars = text.bytes().filter(|b| *b >= 0xC0).count();
+    (multi - chars) as u32
 }
 
 /// Tokens per event: per-chunk usage, else the tokenizer on each event's
@@ -520,6 +569,55 @@ mod tests {
         });
         let m = RequestMetrics::derive(&r, &tok);
         assert_eq!((m.output_tokens, m.output_source), (5, TokenSource::Server));
+    }
+
+    /// A byte-level BPE vocabulary has tokens that are pieces of a
+    /// character; llama.cpp streams them with the token that completes the
+    /// character, so a `length` answer of 64 tokens came in fewer events.
+    /// The shortfall the text can hide is counted; a larger one (the
+    /// context ran out) is not, nor any on ASCII text.
+    #[test]
+    fn a_length_finish_counts_the_tokens_a_character_hid() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        assert_eq!(hidden_tokens_bound("abc"), 0);
+        assert_eq!(hidden_tokens_bound("и τ"), 2);
+        assert_eq!(hidden_tokens_bound("\u{4e00}\u{1f600}"), 5);
+        // Eight events; the second held two byte tokens before its CJK
+        // character was whole: 10 tokens generated.
+        let text = [" a", "\u{4e00}", " b", " c", " d", " e", " f", " g"];
+        let events: Vec<(u64, &str)> = (0..8)
+            .map(|i| ((i + 1) * 10 * MS, text[i as usize]))
+            .collect();
+        let mut r = rec(0, &events, None);
+        r.streamed = true;
+        r.finish_reason = Some("length".into());
+        r.max_tokens = Some(10);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!(
+            (m.output_tokens, m.output_source),
+            (10, TokenSource::Length)
+        );
+        // One more than the text could hide: the events.
+        r.max_tokens = Some(11);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (8, TokenSource::Events));
+        // A `stop` finish says nothing of how many: the events.
+        r.finish_reason = Some("stop".into());
+        r.max_tokens = Some(10);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (8, TokenSource::Events));
+        // More than a quarter short is a context that ran out, however much
+        // the text could hide.
+        let mut r = rec(
+            0,
+            &[(10 * MS, "\u{1f600}\u{1f600}\u{1f600}"), (20 * MS, "x")],
+            None,
+        );
+        r.streamed = true;
+        r.finish_reason = Some("length".into());
+        r.max_tokens = Some(4);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (2, TokenSource::Events));
     }
 
     /// llama.cpp says `length` when a slot's context runs out: an answer of

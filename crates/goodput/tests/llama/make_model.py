@@ -3,7 +3,7 @@
 tokenizer.json of its vocabulary, for goodput's tests against llama.cpp's
 llama-server. Only registry packages: gguf, numpy, tokenizers.
 
-    make_model.py OUT_DIR [--words FILE] [--embd 256] [--layers 4] [--vocab 1024]
+    make_model.py OUT_DIR [--words FILE] [--embd 256] [--layers 4] [--vocab 1024] [--varied]
 
 writes OUT_DIR/tiny.gguf and OUT_DIR/tokenizer.json.
 
@@ -12,6 +12,13 @@ The vocabulary is a byte-level BPE trained on goodput's own word list
 streams exactly one token per event, and a count of events is a count of
 tokens. Two special tokens (BOS, EOS) sit at the end of the vocabulary; the
 weights are seeded, so the model is the same on every machine.
+
+With --varied the vocabulary is what real ones are (Llama 3's, Qwen's): a
+byte-level BPE over all 256 bytes, trained on the word list and on text in
+other scripts (accented Latin, Greek, Cyrillic, CJK, emoji), so that some
+tokens are pieces of a character's UTF-8 bytes. llama-server holds such a
+token back until its character is whole: it streams no text of its own, and
+a count of events falls short of the tokens generated.
 """
 
 import argparse
@@ -22,7 +29,29 @@ import sys
 import numpy as np
 
 
-def train_tokenizer(words, vocab_size):
+def varied_lines(words, seed=20261128):
+    """Seeded text in several scripts: each line some of goodput's words and
+    words spelled in other scripts' letters (whose UTF-8 is 2 to 4 bytes)."""
+    rng = np.random.default_rng(seed)
+    scripts = [
+        [chr(c) for c in range(0x00E0, 0x0100)],  # accented Latin, 2 bytes
+        [chr(c) for c in range(0x03B1, 0x03CA)],  # Greek, 2 bytes
+        [chr(c) for c in range(0x0430, 0x0450)],  # Cyrillic, 2 bytes
+        [chr(c) for c in range(0x4E00, 0x4E00 + 400)],  # CJK, 3 bytes
+        [chr(c) for c in range(0x1F600, 0x1F640)],  # emoji, 4 bytes
+    ]
+    lines = []
+    for i in range(0, len(words), 8):
+        parts = list(words[i : i + 8])
+        for _ in range(6):
+            letters = scripts[rng.integers(len(scripts))]
+            n = int(rng.integers(1, 7))
+            parts.insert(int(rng.integers(len(parts) + 1)), "".join(rng.choice(letters, n)))
+        lines.append(" ".join(parts))
+    return lines
+
+
+def train_tokenizer(words, vocab_size, varied=False):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -36,7 +65,8 @@ def train_tokenizer(words, vocab_size):
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
         .pre_tokenize_str("".join(chr(b) for b in range(0x20, 0x7F)) + "\n\t")[0][0]
     )
-    alphabet = [c for c in alphabet if c in ascii_syms]
+    if not varied:
+        alphabet = [c for c in alphabet if c in ascii_syms]
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - 2,
         initial_alphabet=alphabet,
@@ -46,7 +76,10 @@ def train_tokenizer(words, vocab_size):
     )
     lines = [" ".join(words[i : i + 12]) for i in range(0, len(words), 12)]
     # Weight frequent words the way prompts use them.
-    tok.train_from_iterator(lines * 4, trainer=trainer)
+    lines = lines * 4
+    if varied:
+        lines += varied_lines(words)
+    tok.train_from_iterator(lines, trainer=trainer)
     n = tok.get_vocab_size()
     tok.add_special_tokens(["<s>", "</s>"])
     return tok, n
@@ -127,11 +160,12 @@ def main():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vocab", type=int, default=1024)
     p.add_argument("--ctx", type=int, default=4096)
+    p.add_argument("--varied", action="store_true", help="all 256 bytes, text in other scripts")
     a = p.parse_args()
     with open(a.words) as f:
         words = f.read().split()
     os.makedirs(a.out, exist_ok=True)
-    tok, n_plain = train_tokenizer(words, a.vocab)
+    tok, n_plain = train_tokenizer(words, a.vocab, a.varied)
     tok.save(os.path.join(a.out, "tokenizer.json"))
     write_gguf(os.path.join(a.out, "tiny.gguf"), tok, n_plain, a.embd, a.layers, a.ctx)
     print(os.path.join(a.out, "tiny.gguf"))

@@ -44,21 +44,32 @@ pub fn binary() -> Option<PathBuf> {
 /// The tiny model and its tokenizer.json, written once per test binary.
 pub fn model() -> &'static (PathBuf, PathBuf) {
     static MODEL: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("goodput-llama-model-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llama/make_model.py");
-        let out = Command::new("python3")
-            .arg(&script)
-            .arg(&dir)
-            .output()
-            .expect("run python3");
-        assert!(
-            out.status.success(),
-            "make_model.py failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (dir.join("tiny.gguf"), dir.join("tokenizer.json"))
-    })
+    MODEL.get_or_init(|| make_model("goodput-llama-model", &[]))
+}
+
+/// The tiny model with a vocabulary like a real one's: a byte-level BPE
+/// over all 256 bytes, trained on text in several scripts, so that some of
+/// its tokens are pieces of a character and stream no text of their own.
+pub fn varied_model() -> &'static (PathBuf, PathBuf) {
+    static MODEL: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    MODEL.get_or_init(|| make_model("goodput-llama-varied", &["--varied"]))
+}
+
+fn make_model(name: &str, args: &[&str]) -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/llama/make_model.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .arg(&dir)
+        .args(args)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "make_model.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir.join("tiny.gguf"), dir.join("tokenizer.json"))
 }
 
 /// A running llama-server; killed when dropped.
@@ -79,7 +90,17 @@ impl Llama {
 
     /// [`Llama::start`] with more of llama-server's flags (`--embeddings`).
     pub fn start_with(bin: &Path, parallel: usize, ctx: usize, extra: &[&str]) -> Llama {
-        let (gguf, _) = model();
+        Llama::start_model(bin, &model().0, parallel, ctx, extra)
+    }
+
+    /// [`Llama::start_with`] serving another model.
+    pub fn start_model(
+        bin: &Path,
+        gguf: &Path,
+        parallel: usize,
+        ctx: usize,
+        extra: &[&str],
+    ) -> Llama {
         let mut child = Command::new(bin)
             .args([
                 "-m",
