@@ -19,7 +19,9 @@ spid=$!
 python3 "$(dirname "$0")/strip_usage.py" "$pport" "http://127.0.0.1:$port" "$out/totals.json" &
 ppid=$!
 trap 'kill $spid $ppid 2>/dev/null' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+for p in "$port" "$pport"; do
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$p/health" >/dev/null && break; sleep 0.2; done
+done
 echo "case,requests,server_tokens,goodput_tokens,error_pct,events,sources" >"$out/results.csv"
 for spec in "64 64" "256 128" "32 256"; do
   read -r input output <<<"$spec"
