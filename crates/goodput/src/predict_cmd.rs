@@ -6,9 +6,11 @@
 //! The answer is the simulator's forecast ([`goodput_sim::forecast`]): the
 //! highest Poisson rate at which the pooled percentiles of several long
 //! schedules meet the SLO and no queue builds — the sustained goodput a
-//! `goodput sweep --search goodput` measures. Its interval carries the
-//! calibration's uncertainty: the same search on simulators drawn from the
-//! fit's covariance, over the same schedules (so only the model varies).
+//! `goodput sweep --search goodput` measures. Its interval carries what the
+//! forecast does not know: the same search on simulators drawn from the
+//! fit's covariance and the model's own error (its residuals' rms, see
+//! [`Profile::draws`]), each over schedules of its own (the forecast's own
+//! sampling of a finite pool).
 //!
 //! With `--trace`, the workload is the trace, read by goodput-core's
 //! loader (as `run` reads it): one schedule, the trace's own arrivals
@@ -196,6 +198,10 @@ fn plan(args: &PredictArgs) -> ForecastPlan {
     }
 }
 
+/// Draw `k`'s schedules start at seed `seed + stride × (k + 1)`: apart from
+/// the central answer's (`seed` … `seed + schedules − 1`) and each other's.
+const DRAW_SEED_STRIDE: u64 = 1_000_003;
+
 /// Everything one forecast needs but the simulator.
 struct Question {
     deployment: Deployment,
@@ -205,15 +211,25 @@ struct Question {
 }
 
 impl Question {
-    /// The goodput of a simulator drawn from the calibration, searched
-    /// from the central answer `guess` outwards.
-    fn goodput_near(&self, config: &SimConfig, guess: f64) -> Result<f64, Exit> {
+    /// The goodput of draw `k`, a simulator drawn from the calibration,
+    /// searched from the central answer `guess` outwards on schedules of
+    /// its own: the forecast's own sampling (a finite pool of schedules)
+    /// enters the band with the calibration's uncertainty and the model's
+    /// error.
+    fn goodput_near(&self, config: &SimConfig, guess: f64, k: usize) -> Result<f64, Exit> {
+        let plan = ForecastPlan {
+            seed: self
+                .plan
+                .seed
+                .wrapping_add(DRAW_SEED_STRIDE.wrapping_mul(k as u64 + 1)),
+            ..self.plan
+        };
         forecast_goodput_near(
             config,
             &self.deployment,
             &self.workload,
             &self.slo,
-            &self.plan,
+            &plan,
             guess,
             1.25,
         )
@@ -326,8 +342,8 @@ pub fn main(args: PredictArgs) -> Result<Code, Exit> {
         let configs = profile
             .draws(args.draws as usize, args.seed)
             .map_err(usage)?;
-        for c in &configs {
-            draws.push(question.goodput_near(c, central.goodput.max(1e-3))?);
+        for (k, c) in configs.iter().enumerate() {
+            draws.push(question.goodput_near(c, central.goodput.max(1e-3), k)?);
         }
         draws.sort_by(f64::total_cmp);
     }
@@ -493,7 +509,7 @@ impl Report<'_> {
         s += "====================================================\n";
         let interval = match self.interval {
             Some((a, b)) => format!(
-                " (95% interval {a:.2}–{b:.2} from {} draws of the calibration)",
+                " (95% interval {a:.2}–{b:.2} from {} draws of the calibration, the model's error and the schedules)",
                 self.draws
             ),
             None => String::new(),

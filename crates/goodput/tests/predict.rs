@@ -180,13 +180,22 @@ fn calibrated_over_http_the_forecast_is_within_15_percent_of_the_truth() {
         args.extend(case.flags.iter().copied());
         let (code, out, err) = goodput(&args);
         assert_eq!(code, 0, "predict failed for {}:\n{out}\n{err}", case.name);
-        let predicted = read_json(&forecast)["goodput"].as_f64().unwrap();
+        let v = read_json(&forecast);
+        let predicted = v["goodput"].as_f64().unwrap();
         let truth = truth(&config, &case);
         let error = predicted / truth - 1.0;
         worst = worst.max(error.abs());
+        // The band carries the forecast's own sampling and the model's
+        // error: never zero wide, even where the fit is exact.
+        let (lo, hi) = (
+            v["interval"]["low"].as_f64().unwrap(),
+            v["interval"]["high"].as_f64().unwrap(),
+        );
+        assert!(lo < predicted || predicted < hi, "{}: {v}", case.name);
         report += &format!(
-            "{}: predicted {predicted:.3}, truth {truth:.3} ({:+.1} %)\n",
+            "{}: predicted {predicted:.3} (interval {lo:.3}–{hi:.3}{}), truth {truth:.3} ({:+.1} %)\n",
             case.name,
+            if (lo..=hi).contains(&truth) { ", covers" } else { ", misses" },
             error * 100.0
         );
     }

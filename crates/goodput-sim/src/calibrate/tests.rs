@@ -397,3 +397,41 @@ fn draws_have_the_covariance_spread() {
         .all(|c| c.validate().is_ok() && c.step.unwrap().overhead_ms == 0.0));
     assert!(configs.windows(2).any(|w| w[0].step != w[1].step));
 }
+
+/// The draws carry the model's own error as well as the fit's: with an
+/// exact fit (zero covariance) and residuals of 10 % rms, every time of a
+/// draw is scaled alike by a log-normal factor of σ 0.1 — so a forecast's
+/// band is never zero wide where the model misses what it was fitted to.
+#[test]
+fn draws_carry_the_models_error_from_its_residuals() {
+    let fit = fit(&noisy(3), &FitOptions::default()).unwrap();
+    let mut profile = Profile::from_fit(&fit, "tiny", &tiny_limits(), "http://x", "today");
+    for row in profile.calibration.covariance.iter_mut() {
+        row.iter_mut().for_each(|v| *v = 0.0);
+    }
+    profile.calibration.rms_relative_error = 0.0;
+    let exact = profile.draws(20, 3).unwrap();
+    assert!(exact.windows(2).all(|w| w[0].step == w[1].step));
+    profile.calibration.rms_relative_error = 0.1;
+    let configs = profile.draws(2000, 3).unwrap();
+    let base = profile.step;
+    let logs: Vec<f64> = configs
+        .iter()
+        .map(|c| (c.step.unwrap().weights_ms / base.weights_ms).ln())
+        .collect();
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    let sd =
+        (logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt();
+    assert!(
+        mean.abs() < 0.01 && (sd - 0.1).abs() < 0.01,
+        "mean {mean}, sd {sd}"
+    );
+    // Every time alike: the per-sequence cost moves with the weights.
+    let c = configs[7].step.unwrap();
+    let ratio = |a: f64, b: f64| a / b;
+    assert!(
+        (ratio(c.per_seq_us, base.per_seq_us) - ratio(c.weights_ms, base.weights_ms)).abs() < 1e-9
+            || base.per_seq_us == 0.0
+    );
+    assert_eq!(profile.draws(50, 9).unwrap(), profile.draws(50, 9).unwrap());
+}

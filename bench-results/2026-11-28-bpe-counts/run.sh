@@ -4,7 +4,7 @@
 # text in several scripts (make_model.py --varied), of another size than
 # the suite's (4,096 tokens, 8 x 384). llama-server behind a proxy that
 # strips usage; goodput's total output tokens against the server's.
-#   bench-results/2026-11-29-bpe-counts/run.sh GOODPUT LLAMA_SERVER OUT_DIR
+#   bench-results/2026-11-28-bpe-counts/run.sh GOODPUT LLAMA_SERVER OUT_DIR
 set -euo pipefail
 goodput=$1 server=$2 out=$3
 here=$(cd "$(dirname "$0")/../.." && pwd)
