@@ -131,6 +131,12 @@ pub struct Sizing {
     /// Load time exploring and [`SIZED_POINTS`] measuring points take (s):
     /// what a budget that settles the answer is.
     pub settled_s: f64,
+    /// Load time when every measuring point falls on one side of the edge
+    /// (s): the extra points run, and each steps [`ONE_SIDED_STEP`] further
+    /// out; stepping down, a point of the same requests takes longer.
+    /// Equal to `settled_s` for a fixed budget.
+    #[serde(default)]
+    pub most_s: f64,
     /// Whether the search sized its own budget (no `--search-time`).
     pub sized: bool,
 }
@@ -146,8 +152,13 @@ impl Sizing {
         } else {
             String::new()
         };
+        let most = if self.most_s > self.settled_s * 1.01 {
+            format!(", at most {:.0} s if they do", self.most_s)
+        } else {
+            String::new()
+        };
         let head = format!(
-            "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each{extra}), about {:.0} s of load in all",
+            "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
             self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
         );
         if self.room >= self.points {
@@ -355,16 +366,25 @@ impl Search {
         let budget = self.budget_s();
         let room = (((budget - explored_s) / point_s).max(0.0).floor() as usize).min(SIZED_POINTS);
         let sized = matches!(self.config.budget, Budget::Sized { .. });
+        let extra = if sized { ONE_SIDED_POINTS } else { 0 };
+        // All on one side: point k runs at ONE_SIDED_STEP^k of the first's
+        // rate when stepping down (the slower, longer case), its requests
+        // the same.
+        let most_s = explored_s
+            + (0..SIZED_POINTS + extra)
+                .map(|k| point_s * ONE_SIDED_STEP.powi(-(k as i32)))
+                .sum::<f64>();
         Some(Sizing {
             rate,
             requests,
             point_s,
             explored_s,
             points: SIZED_POINTS,
-            one_sided_extra: if sized { ONE_SIDED_POINTS } else { 0 },
+            one_sided_extra: extra,
             room,
             planned_s: explored_s + room as f64 * point_s,
             settled_s,
+            most_s: if sized { most_s } else { settled_s },
             sized,
         })
     }

@@ -330,6 +330,20 @@ fn a_sized_search_says_what_settling_takes_and_takes_about_that() {
     assert!(said
         .describe()
         .contains("a settled answer takes up to 4 points of"));
+    // Six points, each stepping 0.9 further down, would take longest: the
+    // line says that too, and the search took no more.
+    let most = said.explored_s
+        + (0..6)
+            .map(|k| said.point_s / ONE_SIDED_STEP.powi(k))
+            .sum::<f64>();
+    assert!((said.most_s - most).abs() < 1e-6, "{said:?}");
+    assert!(
+        said.describe()
+            .ends_with(&format!(", at most {most:.0} s if they do")),
+        "{}",
+        said.describe()
+    );
+    assert!(spent <= said.most_s * 1.05, "spent {spent} s, {said:?}");
 }
 
 /// A fixed budget too short to settle the answer says so before its
@@ -347,6 +361,7 @@ fn a_budget_too_short_to_settle_says_what_would_be_enough() {
         room: 1,
         planned_s: 412.0,
         settled_s: 1528.0,
+        most_s: 1528.0,
         sized: false,
     };
     let d = fixed.describe();
