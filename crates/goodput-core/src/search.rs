@@ -153,7 +153,7 @@ impl Sizing {
             String::new()
         };
         let most = if self.most_s > self.settled_s * 1.01 {
-            format!(", at most {:.0} s if they do", self.most_s)
+            format!(" (about {:.0} s if they do)", self.most_s)
         } else {
             String::new()
         };

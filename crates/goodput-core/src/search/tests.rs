@@ -330,8 +330,8 @@ fn a_sized_search_says_what_settling_takes_and_takes_about_that() {
     assert!(said
         .describe()
         .contains("a settled answer takes up to 4 points of"));
-    // Six points, each stepping 0.9 further down, would take longest: the
-    // line says that too, and the search took no more.
+    // Six points, each stepping 0.9 further down: the line says that too,
+    // and this search took no more.
     let most = said.explored_s
         + (0..6)
             .map(|k| said.point_s / ONE_SIDED_STEP.powi(k))
@@ -339,7 +339,7 @@ fn a_sized_search_says_what_settling_takes_and_takes_about_that() {
     assert!((said.most_s - most).abs() < 1e-6, "{said:?}");
     assert!(
         said.describe()
-            .ends_with(&format!(", at most {most:.0} s if they do")),
+            .ends_with(&format!(" (about {most:.0} s if they do)")),
         "{}",
         said.describe()
     );
