@@ -132,7 +132,7 @@ pub struct Sizing {
     /// what a budget that settles the answer is.
     pub settled_s: f64,
     /// Load time when every measuring point falls on one side of the edge
-    /// (s): the extra points run, and each steps [`ONE_SIDED_STEP`] further
+    /// (s): the extra points run, and each steps 0.9 further
     /// out; stepping down, a point of the same requests takes longer.
     /// Equal to `settled_s` for a fixed budget.
     #[serde(default)]
