@@ -94,6 +94,7 @@ impl RunResult {
         o.insert("tokens".into(), tokens);
         o.insert("slo".into(), json!(m.slo));
         o.insert("saturation".into(), json!(m.saturation));
+        o.insert("crowding".into(), json!(m.crowding));
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
         o.insert("groups".into(), json!(m.groups));
@@ -269,6 +270,8 @@ impl RunResult {
             quality: field(doc, "quality")?,
             timeseries: field(doc, "timeseries")?,
             saturation: field(doc, "saturation")?,
+            // Documents before it had none.
+            crowding: field::<Option<_>>(doc, "crowding")?,
             slo: field(doc, "slo")?,
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,

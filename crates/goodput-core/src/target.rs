@@ -672,6 +672,7 @@ fn collector_for(spec: &RunSpec) -> Collector {
             .unwrap_or_default(),
         spec.plan.load.is_open(),
     )
+    .with_arrivals(&spec.plan.load)
     .with_output_hashes(spec.keep_outputs)
     .with_schedule_control(
         spec.schedule_control,

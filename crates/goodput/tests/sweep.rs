@@ -215,12 +215,15 @@ async fn search_without_an_slo_is_a_usage_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_judges_its_slo_and_only_slo_terms_gate_the_exit_code() {
     let out = tmp("run.json");
+    // 12 s of sending: long enough against the requests' time in flight to
+    // read the run's crowding (a run too short for that bounds its
+    // latencies from below only, and a term can then not pass settled).
     let base = [
         "run",
         "--sim",
         SIM,
         "--request-rate",
-        "20",
+        "5",
         "--num-prompts",
         "60",
         "--input-tokens",

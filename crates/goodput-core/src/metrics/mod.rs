@@ -21,9 +21,9 @@ use serde::{Deserialize, Serialize};
 use crate::record::RequestRecord;
 use crate::tokenizer::Tokenizer;
 pub use collector::{
-    Collector, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups,
+    Collector, Crowding, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups,
     ImagesSummary, InputsSummary, RunMetrics, SchemaViolation, SteadyState, StructuredOutput,
-    Throughput, TimeSeries, TokenSummary, BUCKET_S, GROUPINGS, GROUP_METRICS,
+    Throughput, TimeSeries, TokenSummary, BUCKET_S, CROWDING_LIMIT, GROUPINGS, GROUP_METRICS,
 };
 pub use registry::Metric;
 

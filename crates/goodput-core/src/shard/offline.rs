@@ -52,7 +52,8 @@ fn merge_run(run_id: &str, parts: Vec<Part>, sink: &mut RecordsSink) -> Result<R
             .map(Slo::request_thresholds)
             .unwrap_or_default(),
         header.load.is_open(),
-    );
+    )
+    .with_arrivals(&header.load);
     // Record times are written after the earliest shard's start.
     let origin_ns = by_shard
         .values()

@@ -140,6 +140,7 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
             "\n## Interval coverage, {size}-request runs, {replications} replications per cell"
         );
         let mut columns: Vec<BTreeMap<Figure, Tally>> = Vec::new();
+        let mut crowding = Vec::new();
         for cell in cells {
             let mut pool = Pool::default();
             let truth_runs: u64 = std::env::var("COVERAGE_TRUTH_RUNS")
@@ -170,6 +171,7 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
                 truths.insert(key.into(), mean);
             }
             let mut tallies: BTreeMap<Figure, Tally> = BTreeMap::new();
+            crowding.push(crowding_line(&cell.name, &runs));
             for m in &runs {
                 for (figure, e) in estimates(m) {
                     if let Some(&t) = truths.get(&figure) {
@@ -180,7 +182,43 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
             columns.push(tallies);
         }
         print_table(cells, &columns);
+        println!(
+            "\ncrowding index (10th / 50th / 90th percentile of the runs; long memory above {}):",
+            goodput_core::metrics::CROWDING_LIMIT
+        );
+        for line in crowding {
+            println!("  {line}");
+        }
     }
+}
+
+/// A cell's crowding indices: their spread, and how many runs had long
+/// memory (their latency intervals' upper sides open).
+fn crowding_line(name: &str, runs: &[RunMetrics]) -> String {
+    let mut index: Vec<f64> = runs
+        .iter()
+        .filter_map(|m| m.crowding.and_then(|c| c.index))
+        .collect();
+    let unread = runs
+        .iter()
+        .filter(|m| m.crowding.is_some_and(|c| c.index.is_none()))
+        .count();
+    if index.is_empty() {
+        return format!("{name}: no index ({unread} runs too short to read one)");
+    }
+    index.sort_by(f64::total_cmp);
+    let at = |q: f64| index[((index.len() - 1) as f64 * q).round() as usize];
+    let long = runs
+        .iter()
+        .filter(|m| m.crowding.is_some_and(|c| c.long_memory))
+        .count();
+    format!(
+        "{name}: {:.2} / {:.2} / {:.2}, long memory in {long} of {} ({unread} too short to read)",
+        at(0.1),
+        at(0.5),
+        at(0.9),
+        runs.len()
+    )
 }
 
 fn print_table(cells: &[Cell], columns: &[BTreeMap<Figure, Tally>]) {

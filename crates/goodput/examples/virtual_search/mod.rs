@@ -314,6 +314,7 @@ impl Virtual {
             .flatten();
         let mut collector = Collector::new(self.slo.request_thresholds(), load.is_open())
             .with_schedule_control(control, load, &self.slo.terms)
+            .with_arrivals(&load)
             .with_early_stop(early_stop);
         let at = |s: f64| ORIGIN_NS + (s * NS) as u64;
         collector.measure_start(at(arrivals[warmup as usize]));

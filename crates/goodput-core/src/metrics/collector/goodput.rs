@@ -152,3 +152,19 @@ fn judge_term(
         .filter(|_| j.verdict == Verdict::Inconclusive);
     out
 }
+
+/// A long-memory run ([`super::crowding`]) bounds each term's long-run
+/// value from below only: its estimate loses its upper end, and a pass it
+/// settled is no longer settled (the point estimate, and the exit code with
+/// it, still decide).
+pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
+    for t in &mut outcome.terms {
+        if let Some(e) = t.estimate.as_mut() {
+            e.hi = None;
+        }
+        if t.verdict == Verdict::Pass {
+            t.verdict = Verdict::Inconclusive;
+            t.more_requests_to_settle = None;
+        }
+    }
+}

@@ -15,13 +15,16 @@
 //! - [`ttft_trend`]: the (send time, TTFT) sample of the saturation check;
 //! - [`goodput`]: good requests and the SLO's judgement;
 //! - [`outputs`]: quality against references and output hashes;
-//! - [`early_stop`]: the early end of a sweep point once its verdict is settled.
+//! - [`early_stop`]: the early end of a sweep point once its verdict is settled;
+//! - [`crowding`]: whether requests queue behind each other for longer than
+//!   the run can see, which leaves the latency intervals' upper sides open.
 //!
 //! Definitions are in `docs/metrics.md`: a request that never got a
 //! connection has no send time and is in no latency, lag or duration
 //! figure (it is a failure of its kind); warm-up requests are in none at
 //! all.
 
+mod crowding;
 mod early_stop;
 mod goodput;
 mod groups;
@@ -59,6 +62,7 @@ use tokens::TokenCounts;
 use ttft_trend::TtftTrend;
 use window::{SendWindow, WindowFigures};
 
+pub use crowding::{Crowding, LIMIT as CROWDING_LIMIT};
 pub use early_stop::EarlyStop;
 pub use groups::{GroupFigures, GroupSlo, Groups, GROUPINGS, GROUP_METRICS};
 pub use inputs::{ImagesSummary, InputsSummary};
@@ -90,6 +94,9 @@ pub struct Collector {
     /// The same figures per model and per priority class ([`groups`]).
     groups: groups::GroupCollectors,
     inputs: InputCounts,
+    /// What independent requests' count in flight would vary by under the
+    /// run's arrivals ([`crowding`]); `None`: no crowding index.
+    independent_dispersion: Option<f64>,
 }
 
 impl Collector {
@@ -121,6 +128,13 @@ impl Collector {
         self.control = spec
             .filter(|_| load.is_open() && !terms.is_empty())
             .map(|s| ControlTrace::new(s, load, terms.to_vec()));
+        self
+    }
+
+    /// Read the crowding index ([`Crowding`]) for `load`'s arrivals: an open
+    /// loop at a constant rate.
+    pub fn with_arrivals(mut self, load: &Load) -> Self {
+        self.independent_dispersion = crowding::independent_dispersion(load);
         self
     }
 
@@ -210,9 +224,18 @@ impl Collector {
         slo: Option<&Slo>,
     ) -> RunMetrics {
         let window = self.window.finish(self.open_loop);
-        let distributions = self.latency.finish(percentiles);
+        let mut distributions = self.latency.finish(percentiles);
         let in_flight = self.buckets.in_flight();
         let saturation = self.saturation(&distributions, &window, &in_flight);
+        let crowding = self.crowding(
+            &distributions,
+            &in_flight,
+            ramp_end_ns,
+            window.mean_in_flight,
+        );
+        if crowding.is_some_and(|c| c.long_memory) {
+            open_upper_sides(&mut distributions);
+        }
         let groups = self.groups.summarize(
             percentiles,
             ramp_end_ns,
@@ -221,14 +244,18 @@ impl Collector {
             self.outcomes.done() + self.outcomes.incomplete(),
         );
         let slo = slo.map(|slo| {
-            self.goodput.judge(
+            let mut outcome = self.goodput.judge(
                 slo,
                 &self.latency,
                 &distributions,
                 &self.outcomes,
                 window.duration_s,
                 self.open_loop,
-            )
+            );
+            if crowding.is_some_and(|c| c.long_memory) {
+                goodput::open_upper_sides(&mut outcome);
+            }
+            outcome
         });
         let schedule_control = self
             .control
@@ -257,6 +284,7 @@ impl Collector {
             quality: self.outputs.quality(),
             timeseries: self.buckets.finish(in_flight),
             saturation,
+            crowding,
             slo,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
@@ -343,16 +371,10 @@ impl Collector {
         saturation
     }
 
-    /// [`saturation::assess`] on the series, from the time-series origin
-    /// `origin` and the first send `first` (ns).
-    fn assess_trends(
-        &self,
-        d: &Distributions,
-        window: &WindowFigures,
-        in_flight: &[f64],
-        origin: u64,
-        first: u64,
-    ) -> Saturation {
+    /// The steady part of the sending window, in seconds from the series'
+    /// origin `origin` (first send `first`): from two fills of the pipeline
+    /// after the first send to the last send; and the fill's length.
+    fn steady_window(&self, d: &Distributions, origin: u64, first: u64) -> (f64, f64, f64) {
         // The pipeline fills in about one unqueued time in flight: the
         // fastest first token plus the median generation (a queue's wait is
         // in the TTFT, so the median E2EL of a queued run would overstate
@@ -382,7 +404,45 @@ impl Collector {
         // grows for about one time in flight more: the trend is fitted
         // after two fills (an 8 s point of 2.5 s requests then has too few
         // blocks for one, and the waiting queue alone decides).
-        let start = (send_start + 2.0 * fill_s).min(end);
+        ((send_start + 2.0 * fill_s).min(end), end, fill_s)
+    }
+
+    /// The crowding index over the steady window ([`crowding`]), after a
+    /// ramp's end, for an open loop at a constant rate.
+    fn crowding(
+        &self,
+        d: &Distributions,
+        in_flight: &[f64],
+        ramp_end_ns: Option<u64>,
+        mean_in_flight: f64,
+    ) -> Option<Crowding> {
+        let independent = self.independent_dispersion?;
+        let (origin, first) = (self.buckets.origin_ns()?, self.window.first_send_ns()?);
+        let (start, end, fill_s) = self.steady_window(d, origin, first);
+        let ramp_end = ramp_end_ns.map_or(0.0, |t| t.saturating_sub(origin) as f64 / 1e9);
+        let start = start.max(ramp_end);
+        let bucket = |s: f64| (s / BUCKET_S).round() as usize;
+        crowding::assess(
+            in_flight,
+            (bucket(start), bucket(end)),
+            bucket(fill_s),
+            independent,
+            mean_in_flight,
+        )
+    }
+
+    /// [`saturation::assess`] on the series, from the time-series origin
+    /// `origin` and the first send `first` (ns).
+    fn assess_trends(
+        &self,
+        d: &Distributions,
+        window: &WindowFigures,
+        in_flight: &[f64],
+        origin: u64,
+        first: u64,
+    ) -> Saturation {
+        let (start, end, _) = self.steady_window(d, origin, first);
+        let send_start = first.saturating_sub(origin) as f64 / 1e9;
         let series = |v: &[f64]| -> Vec<(f64, f64)> {
             v.iter()
                 .enumerate()
@@ -446,6 +506,9 @@ pub struct RunMetrics {
     pub quality: Option<Quality>,
     pub timeseries: TimeSeries,
     pub saturation: Saturation,
+    /// Whether requests queued behind each other for longer than the run
+    /// could see ([`Crowding`]); open loops at a constant rate only.
+    pub crowding: Option<Crowding>,
     /// Against the SLO, when one was given (`--slo`, `--goodput`).
     pub slo: Option<SloOutcome>,
     /// The SLO terms' percentiles adjusted for the burstiness of the run's
@@ -467,6 +530,21 @@ pub struct RunMetrics {
 impl RunMetrics {
     pub fn get(&self, m: Metric) -> Option<&Distribution> {
         self.distributions.get(&m)
+    }
+}
+
+/// A long-memory run bounds its latencies' long-run values from below only
+/// ([`crowding`]): every latency figure keeps its lower end and loses its
+/// upper one. The client's own figures (schedule lag, connect) keep both.
+fn open_upper_sides(distributions: &mut Distributions) {
+    for (m, d) in distributions.iter_mut() {
+        if matches!(m, Metric::ScheduleLag | Metric::Connect) {
+            continue;
+        }
+        d.mean.hi = None;
+        for (_, e) in d.percentiles.iter_mut() {
+            e.hi = None;
+        }
     }
 }
 

@@ -25,6 +25,9 @@ pub enum WarningKind {
     Slo,
     Percentiles,
     SweepPlan,
+    /// A run whose requests queued behind each other for longer than it
+    /// ran: its latency changes are not judged.
+    Crowding,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,10 +88,38 @@ pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warni
         model_warning(base, new),
         slo_warning(cb, cn),
         percentiles_warning(&base.percentiles, &new.percentiles),
+        crowding_warning(base, new),
     ]
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// Either run crowded ([`crate::metrics::Crowding`]): its latency intervals
+/// bound the long-run values from below only, so a change towards its open
+/// side is not judged (it shows as `n/a`).
+fn crowding_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
+    let crowded = |r: &RunResult| r.metrics.crowding.filter(|c| c.long_memory);
+    let sides: Vec<String> = [("base", crowded(base)), ("new", crowded(new))]
+        .into_iter()
+        .filter_map(|(side, c)| {
+            c.map(|c| match c.index {
+                Some(i) => format!("{side} {i:.1}"),
+                None => format!("{side} too short to read"),
+            })
+        })
+        .collect();
+    if sides.is_empty() {
+        return None;
+    }
+    warning(
+        WarningKind::Crowding,
+        format!(
+            "requests queued behind each other for longer than the run (crowding index {}, above {}): latency figures are bounded from below only, and a change is judged only where that lower end faces the other run; a longer run or a lighter load judges them",
+            sides.join(", "),
+            crate::metrics::CROWDING_LIMIT
+        ),
+    )
 }
 
 fn warning(kind: WarningKind, message: String) -> Option<Warning> {

@@ -481,6 +481,9 @@ fn closing_lines(out: &mut String, r: &RunResult) {
     for f in &m.saturation.findings {
         let _ = writeln!(out, "saturation: {f}");
     }
+    if let Some(note) = m.crowding.and_then(|c| c.note()) {
+        let _ = writeln!(out, "crowding: {note}");
+    }
     if let Some(sm) = &r.server_metrics {
         server_section(out, sm);
     }

@@ -192,6 +192,7 @@ fn notes(r: &RunResult) -> String {
     let mut out = String::new();
     let mut notes: Vec<String> = r.notes.clone();
     notes.extend(m.saturation.findings.iter().cloned());
+    notes.extend(m.crowding.and_then(|c| c.note()));
     if r.exec.interrupted {
         notes.push("The run was interrupted.".into());
     }
