@@ -326,31 +326,51 @@ pub fn output_count(
         // text could hide that many tokens: the server held back tokens
         // that were pieces of a character (a byte-level BPE vocabulary's),
         // streaming them with the token that completed it. It generated
-        // `max_tokens`. A server whose context ran out says `length` too,
-        // after fewer: more than a quarter short is that, whatever the text.
-        if let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) {
-            let short = max.saturating_sub(events);
-            if short > 0
-                && 4 * u64::from(events) >= 3 * u64::from(max)
-                && short <= hidden_tokens_bound(&rec.output_text)
-            {
+        // `max_tokens`.
+        if rec.max_tokens.is_some_and(|m| events < m) {
+            let hidden = hidden_tokens_bound(&rec.output_text);
+            if let LengthSays::Max(max) = length_says(rec, events, Some(hidden)) {
                 return (max, TokenSource::Length, evidence);
             }
         }
         return (cap(events), TokenSource::Events, evidence);
     }
-    if let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) {
-        let counted = text_count.unwrap_or(events).max(events);
-        if 4 * u64::from(counted) >= 3 * u64::from(max) {
-            return (max, TokenSource::Length, evidence);
-        }
-        evidence.length_refused = true;
+    match length_says(rec, text_count.unwrap_or(events).max(events), None) {
+        LengthSays::Max(max) => return (max, TokenSource::Length, evidence),
+        LengthSays::Refused => evidence.length_refused = true,
+        LengthSays::Silent => {}
     }
     let (n, source) = match text_count {
         Some(c) => (c, TokenSource::Tokenizer),
         None => (events, TokenSource::Events),
     };
     (cap(n), source, evidence)
+}
+
+/// What a `length` finish says of the count.
+enum LengthSays {
+    /// The server generated `max_tokens`.
+    Max(u32),
+    /// A `length` finish whose count is too far short of `max_tokens`.
+    Refused,
+    /// Not a `length` finish with a `max_tokens`.
+    Silent,
+}
+
+/// A `length` finish says the server generated `max_tokens` when what was
+/// `counted` is within a quarter of it (a server whose context ran out says
+/// `length` too, after fewer) and, where `hidden` bounds how many tokens
+/// the count could have missed, within that too.
+fn length_says(rec: &RequestRecord, counted: u32, hidden: Option<u32>) -> LengthSays {
+    let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) else {
+        return LengthSays::Silent;
+    };
+    let near = 4 * u64::from(counted) >= 3 * u64::from(max);
+    if near && hidden.is_none_or(|h| max.saturating_sub(counted) <= h) {
+        LengthSays::Max(max)
+    } else {
+        LengthSays::Refused
+    }
 }
 
 /// The text's tokens as the run's tokenizer counts them, a replacement
@@ -378,9 +398,8 @@ fn text_tokens(text: &str, tokenizer: &Tokenizer) -> Option<u32> {
 /// 29: a loose bound, so [`output_count`] also asks that the events be
 /// within a quarter of `max_tokens`.
 pub fn hidden_tokens_bound(text: &str) -> u32 {
-    let multi = text.bytes().filter(|b| *b >= 0x80).count();
-    let chars = text.bytes().filter(|b| *b >= 0xC0).count();
-    (multi - chars) as u32
+    // A character's bytes after its first are continuation bytes, 10xxxxxx.
+    text.bytes().filter(|b| (0x80..0xC0).contains(b)).count() as u32
 }
 
 /// Tokens per event: per-chunk usage, else the tokenizer on each event's
