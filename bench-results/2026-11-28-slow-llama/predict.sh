@@ -7,19 +7,15 @@
 #   bench-results/2026-11-28-slow-llama/predict.sh GOODPUT LLAMA_SERVER RUN_DIR [SLOTS]
 set -euo pipefail
 goodput=$1 server=$2 dir=$3 slots=${4:-3}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$server" -m "$dir/model/tiny.gguf" --host 127.0.0.1 --port "$port" --parallel "$slots" -c 4096 \
-  --threads 1 --threads-batch 1 --metrics --no-webui --seed 1 >"$dir/predict-server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
+. "$(dirname "$0")/server.sh"
+start_server "$server" "$dir/model/tiny.gguf" "$slots" "$dir/predict-server.log"
 slo='ttft:p99<=600ms,tpot:p99<=15ms'
 input=$(python3 -c "
 import json; v=json.load(open('$dir/sweep.json'))
 r=[p['result'] for p in v['points']]
 print(round(sum(x['total_input_tokens'] for x in r)/sum(x['completed'] for x in r)))")
 echo "prompts of $input tokens as the server counted them" | tee "$dir/predict-summary.txt"
-"$goodput" calibrate --url "http://127.0.0.1:$port" --max-num-batched-tokens 2048 \
+"$goodput" calibrate --url "$url" --max-num-batched-tokens 2048 \
   --out "$dir/profile.toml" >"$dir/calibrate.txt" 2>&1
 grep -iE "rms|check:" "$dir/calibrate.txt" | tee -a "$dir/predict-summary.txt"
 "$goodput" predict --profile "$dir/profile.toml" --input-tokens "$input" --output-tokens 64 \

@@ -9,13 +9,8 @@ layers=${4:-8} embd=${5:-384} slots=${6:-4}
 here=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 python3 "$here/crates/goodput/tests/llama/make_model.py" "$out/model" --layers "$layers" --embd "$embd" >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$server" -m "$out/model/tiny.gguf" --host 127.0.0.1 --port "$port" --parallel "$slots" -c 4096 \
-  --threads 1 --threads-batch 1 --metrics --no-webui --seed 1 >"$out/server.log" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 0.2; done
-url="http://127.0.0.1:$port"
+. "$(dirname "$0")/server.sh"
+start_server "$server" "$out/model/tiny.gguf" "$slots" "$out/server.log"
 slo='ttft:p99<=600ms,tpot:p99<=15ms'
 work=(--input-tokens 256 --output-tokens 64)
 start=$(date +%s)
