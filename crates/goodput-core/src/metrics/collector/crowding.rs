@@ -79,18 +79,25 @@ pub struct Crowding {
 impl Crowding {
     /// The note a report prints for a long-memory run; `None` otherwise.
     pub fn note(&self) -> Option<String> {
-        let why = match self.index {
-            Some(index) if self.long_memory => format!(
-                "requests in flight varied {index:.1}x as much as requests that do not wait for each other would (above {LIMIT}): the server's queue remembers longer than this run"
+        let (why, remedy) = match self.index {
+            Some(index) if self.long_memory => (
+                format!(
+                    "requests in flight varied {index:.1}x as much as requests that do not wait for each other would (above {LIMIT}): the server's queue remembers longer than this run"
+                ),
+                "a longer run or a lighter load",
             ),
             Some(_) => return None,
-            None => format!(
-                "the run was too short after its pipeline filled to tell whether its requests wait for each other ({:.1} s of steady sending, at least {MIN_FILLS} times a request's unqueued time in flight and 2 s needed), with {:.1} in flight on average",
-                self.samples as f64 * super::BUCKET_S, self.mean_in_flight
+            None => (
+                format!(
+                    "the run was too short after its pipeline filled to tell whether its requests wait for each other: {:.1} s of steady sending with {:.1} in flight on average, where the count needs {MIN_FILLS} times a request's unqueued time in flight (and 2 s) to be read",
+                    self.samples as f64 * super::BUCKET_S,
+                    self.mean_in_flight
+                ),
+                "a longer run",
             ),
         };
         Some(format!(
-            "{why}, so its latency intervals bound the long-run values from below only (upper ends '-'); a longer run or a lighter load bounds them"
+            "{why}; so its latency intervals bound the long-run values from below only (upper ends '-'), and {remedy} bounds them"
         ))
     }
 }
