@@ -76,6 +76,16 @@ fn figure<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no figure {name} in {doc}"))
 }
 
+/// The kinds of a comparison's warnings, in order.
+fn warning_kinds(doc: &Value) -> Vec<&str> {
+    doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["kind"].as_str())
+        .collect()
+}
+
 /// Every number in `v` times `k`.
 fn scale_numbers(v: &mut Value, k: f64) {
     match v {
@@ -271,12 +281,7 @@ fn seed_pair_significance((x, y): (&str, &str)) -> Option<String> {
     let median = figure(&by_intervals, "median_ttft_ms").clone();
     let by_records = compare(true);
     let mean = figure(&by_records, "mean_ttft_ms").clone();
-    let warnings: Vec<&str> = by_records["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["kind"].as_str())
-        .collect();
+    let warnings = warning_kinds(&by_records);
     if crowded {
         // Judged, if at all, on the crowded run's lower end only.
         assert_ne!(mean["method"], "batch_means", "{mean}");
@@ -382,12 +387,7 @@ fn runs_too_short_for_their_crowding_are_not_judged_on_latency() {
     let (code, stdout, stderr) = goodput(&["compare", s(&a), s(&b), "--format", "json"]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap();
-    let kinds: Vec<&str> = doc["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|w| w["kind"].as_str())
-        .collect();
+    let kinds = warning_kinds(&doc);
     assert_eq!(kinds, ["crowding"], "{}", doc["warnings"]);
     for name in ["mean_ttft_ms", "p99_e2el_ms", "median_tpot_ms"] {
         assert_eq!(figure(&doc, name)["significant"], Value::Null, "{name}");
