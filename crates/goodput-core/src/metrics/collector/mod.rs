@@ -233,7 +233,8 @@ impl Collector {
             ramp_end_ns,
             window.mean_in_flight,
         );
-        if crowding.is_some_and(|c| c.long_memory) {
+        let long_memory = crowding.is_some_and(|c| c.long_memory);
+        if long_memory {
             open_upper_sides(&mut distributions);
         }
         let groups = self.groups.summarize(
@@ -252,7 +253,7 @@ impl Collector {
                 window.duration_s,
                 self.open_loop,
             );
-            if crowding.is_some_and(|c| c.long_memory) {
+            if long_memory {
                 goodput::open_upper_sides(&mut outcome);
             }
             outcome
@@ -530,6 +531,12 @@ pub struct RunMetrics {
 impl RunMetrics {
     pub fn get(&self, m: Metric) -> Option<&Distribution> {
         self.distributions.get(&m)
+    }
+
+    /// Whether the run's latencies are bounded from below only
+    /// ([`Crowding::long_memory`]).
+    pub fn long_memory(&self) -> bool {
+        self.crowding.is_some_and(|c| c.long_memory)
     }
 }
 

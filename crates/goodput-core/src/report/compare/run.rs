@@ -169,10 +169,9 @@ fn latency_figures(
         // A crowded run bounds its latencies from below only (its intervals'
         // upper sides are open): its per-request values cannot judge a
         // change either.
-        let long_memory = |m: &RunMetrics| m.crowding.is_some_and(|c| c.long_memory);
         let means = samples
             .filter(|_| samples::METRICS.contains(&metric))
-            .filter(|_| !long_memory(b) && !long_memory(n))
+            .filter(|_| !b.long_memory() && !n.long_memory())
             .and_then(|(sb, sn)| significance::by_batch_means(sb.get(metric), sn.get(metric)));
         let figure = |name: String,
                       pick: &dyn Fn(&Distribution) -> Option<&Estimate>,
