@@ -297,6 +297,12 @@ pub struct RequestRecord {
     pub reference: Option<std::sync::Arc<str>>,
     /// `max_tokens` sent.
     pub max_tokens: Option<u32>,
+    /// The context the server gives one sequence, where it said so when the
+    /// run began (llama.cpp's slot context on `/props`): a `length` finish
+    /// of a request whose prompt and `max_tokens` fit in it is `max_tokens`,
+    /// since its context cannot have run out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_tokens: Option<u32>,
     /// Whether the response was streamed.
     pub streamed: bool,
     /// The model (or LoRA adapter) it was sent to, when the run mixes

@@ -144,7 +144,7 @@ mod keep;
 mod probe;
 mod sharded;
 
-use probe::{discover_model, probe_pinning, token_notes};
+use probe::{discover_model, probe_pinning, slot_context, token_notes};
 
 pub use sharded::{PartSummary, Role, Sharding};
 
@@ -233,6 +233,9 @@ impl PreparedTarget {
         let mut notes = Vec::new();
         if opts.pin_output {
             probe_pinning(&client, &mut params, &mut notes).await;
+        }
+        if let Some(c) = slot_context(&client).await {
+            client.set_sequence_context(c);
         }
         Ok(PreparedTarget {
             client: Arc::new(client),

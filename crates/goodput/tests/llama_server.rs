@@ -272,8 +272,8 @@ async fn without_usage_tokens_are_counted_by_evidence() {
 /// character: llama.cpp streams no text for them until the character is
 /// whole, so the events fall short of the tokens (57 events for 64 tokens
 /// in one answer). Without the server's usage the counts still agree with
-/// llama.cpp's own within 1 %: a `length` finish short by no more than the
-/// text could hide is `max_tokens`. When the context runs out first, the
+/// llama.cpp's own: a `length` finish of a request that fits in the slot's
+/// context (`/props`) is `max_tokens`. When the context runs out first, the
 /// count is not raised to `max_tokens`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_usage_counts_hold_on_a_vocabulary_whose_tokens_hide_in_characters() {
@@ -287,7 +287,11 @@ async fn without_usage_counts_hold_on_a_vocabulary_whose_tokens_hide_in_characte
         fixed.events < fixed.server,
         "no token hid in a character: {fixed:?}"
     );
-    assert!(fixed.within(0.01), "{fixed:?}");
+    // The slot's context (256 tokens on /props) holds 64 + 64: every
+    // `length` finish is max_tokens, however many tokens hid (one answer
+    // hid 17 of 64, more than the quarter a server that did not say its
+    // context is allowed).
+    assert_eq!(fixed.ours, fixed.server, "{fixed:?}");
     // Where the context runs out too, nothing in the stream says how many
     // tokens hid: the count is at least the events and never max_tokens.
     let (_, short) = count_without_usage(&url, &truth, tokenizer, "96", "200").await;

@@ -37,7 +37,7 @@ mod typed;
 pub mod watchdog;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -154,6 +154,9 @@ struct Inner {
     /// Set once the server showed it closes after each response: connections
     /// are no longer pooled.
     no_pool: AtomicBool,
+    /// The context the server gives one sequence (0: not said), written
+    /// on every record.
+    sequence_context: AtomicU32,
     clock: RunClock,
     opts: ClientOptions,
     watchdog: Arc<Watchdog>,
@@ -303,6 +306,7 @@ impl Client {
                 stale_resent: AtomicU64::new(0),
                 reused_ok: AtomicU64::new(0),
                 no_pool: AtomicBool::new(false),
+                sequence_context: AtomicU32::new(0),
                 clock,
                 opts,
                 watchdog: Watchdog::start(clock),
@@ -671,6 +675,7 @@ impl Transport for Client {
     /// failures are recorded on the returned record.
     async fn execute(&self, req: &PreparedRequest, t_sched: u64) -> RequestRecord {
         let mut rec = req.new_record(t_sched);
+        rec.context_tokens = Some(self.inner.sequence_context.load(Relaxed)).filter(|&c| c > 0);
         if let Err(mut e) = self.exchange(req, &mut rec).await {
             e.message = self.redact(e.message);
             rec.error = Some(e);
@@ -695,6 +700,12 @@ pub fn is_secret_header(name: &str) -> bool {
 }
 
 impl Client {
+    /// The context the server gives one sequence, as it said when the run
+    /// began; every record from now on carries it.
+    pub fn set_sequence_context(&self, tokens: u32) {
+        self.inner.sequence_context.store(tokens, Relaxed);
+    }
+
     /// `text` with every secret (the API key, secret headers' values)
     /// replaced by `<redacted>`.
     pub fn redact(&self, text: String) -> String {

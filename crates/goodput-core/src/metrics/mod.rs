@@ -357,20 +357,35 @@ enum LengthSays {
     Silent,
 }
 
-/// A `length` finish says the server generated `max_tokens` when what was
-/// `counted` is within a quarter of it (a server whose context ran out says
-/// `length` too, after fewer) and, where `hidden` bounds how many tokens
-/// the count could have missed, within that too.
+/// A `length` finish says the server generated `max_tokens` when the
+/// request fits in the server's context for one sequence (it cannot have run
+/// out), or else when what was `counted` is within a quarter of it (a server
+/// whose context ran out says `length` too, after fewer) and, where `hidden`
+/// bounds how many tokens the count could have missed, within that too.
 fn length_says(rec: &RequestRecord, counted: u32, hidden: Option<u32>) -> LengthSays {
     let (Some("length"), Some(max)) = (rec.finish_reason.as_deref(), rec.max_tokens) else {
         return LengthSays::Silent;
     };
+    if fits_in_context(rec, max) {
+        return LengthSays::Max(max);
+    }
     let near = 4 * u64::from(counted) >= 3 * u64::from(max);
     if near && hidden.is_none_or(|h| max.saturating_sub(counted) <= h) {
         LengthSays::Max(max)
     } else {
         LengthSays::Refused
     }
+}
+
+/// Whether the prompt and `max_tokens` fit in the context the server said
+/// it gives one sequence, with room to spare: the prompt as the client
+/// counted it, half again for another tokenizer's count, and 16 tokens for a
+/// chat template.
+fn fits_in_context(rec: &RequestRecord, max: u32) -> bool {
+    let (Some(context), Some(prompt)) = (rec.context_tokens, rec.prompt_tokens_client) else {
+        return false;
+    };
+    u64::from(prompt) * 3 / 2 + 16 + u64::from(max) <= u64::from(context)
 }
 
 /// The text's tokens as the run's tokenizer counts them, a replacement
@@ -635,6 +650,37 @@ mod tests {
         r.streamed = true;
         r.finish_reason = Some("length".into());
         r.max_tokens = Some(4);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (2, TokenSource::Events));
+    }
+
+    /// Where the server said its context for one sequence (llama.cpp's
+    /// slot), a `length` finish of a request that fits in it is
+    /// `max_tokens` however far the events fell short; one that may not fit
+    /// goes by the events' evidence.
+    #[test]
+    fn a_length_finish_within_the_context_is_max_tokens() {
+        let tok = Tokenizer::from_spec("o200k_base").unwrap();
+        let mut r = rec(0, &[(10 * MS, "\u{1f600}"), (20 * MS, "x")], None);
+        r.streamed = true;
+        r.finish_reason = Some("length".into());
+        r.max_tokens = Some(64);
+        r.prompt_tokens_client = Some(64);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (2, TokenSource::Events));
+        // 64 × 1.5 + 16 + 64 = 176 tokens of room needed.
+        r.context_tokens = Some(176);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!(
+            (m.output_tokens, m.output_source),
+            (64, TokenSource::Length)
+        );
+        r.context_tokens = Some(175);
+        let m = RequestMetrics::derive(&r, &tok);
+        assert_eq!((m.output_tokens, m.output_source), (2, TokenSource::Events));
+        // Without the prompt's count nothing says it fits.
+        r.context_tokens = Some(100_000);
+        r.prompt_tokens_client = None;
         let m = RequestMetrics::derive(&r, &tok);
         assert_eq!((m.output_tokens, m.output_source), (2, TokenSource::Events));
     }

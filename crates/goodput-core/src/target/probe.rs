@@ -30,6 +30,34 @@ pub(super) async fn discover_model(client: &Client) -> Result<(String, bool), Ru
         .ok_or_else(|| fail("the list is empty".into()))
 }
 
+/// The context llama.cpp gives one slot, from its `/props`
+/// (`default_generation_settings.n_ctx`, a slot's in current builds, else
+/// the top-level `n_ctx` divided among `total_slots`). Other servers refuse
+/// a request that does not fit their context rather than cut it short, so
+/// only llama.cpp's matters to a `length` finish; `None` where the server
+/// does not answer within 2 s.
+pub(super) async fn slot_context(client: &Client) -> Option<u32> {
+    let asked = client.get_path("/props", "props");
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(2), asked).await;
+    let Ok(Ok((200, body))) = answer else {
+        return None;
+    };
+    let v: serde_json::Value = serde_json::from_slice(&body).ok()?;
+    slot_context_of(&v)
+}
+
+fn slot_context_of(v: &serde_json::Value) -> Option<u32> {
+    let per_slot = v["default_generation_settings"]["n_ctx"].as_u64();
+    let whole = || {
+        let slots = v["total_slots"].as_u64().filter(|&s| s > 0).unwrap_or(1);
+        v["n_ctx"].as_u64().map(|n| n / slots)
+    };
+    per_slot
+        .or_else(whole)
+        .filter(|&n| n > 0)
+        .and_then(|n| u32::try_from(n).ok())
+}
+
 /// One request with `min_tokens` and `ignore_eos`: a 400/422 answer means the
 /// server rejects them, so they are dropped for every run (and said so).
 /// The answer is read to its end, though only its status matters: taken at
@@ -107,4 +135,20 @@ pub(super) fn token_notes(t: &crate::metrics::TokenSummary, params: &RequestPara
         }
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_slot_context_is_read_from_llama_cpp_props() {
+        let v =
+            serde_json::json!({"total_slots": 4, "default_generation_settings": {"n_ctx": 256}});
+        assert_eq!(super::slot_context_of(&v), Some(256));
+        let v = serde_json::json!({"total_slots": 4, "n_ctx": 1024});
+        assert_eq!(super::slot_context_of(&v), Some(256));
+        assert_eq!(
+            super::slot_context_of(&serde_json::json!({"detail": "Not Found"})),
+            None
+        );
+    }
 }
