@@ -14,10 +14,12 @@ use serde::{Deserialize, Serialize};
 
 pub mod batch;
 mod binomial;
+mod level;
 
 pub use binomial::binomial_ci_ranks;
 #[cfg(test)]
 pub(crate) use binomial::exact_coverage;
+pub use level::Level;
 
 /// Percentile `p` (0–100) of sorted data, numpy's linear interpolation
 /// (the one definition, in [`goodput_common::percentile`]).
@@ -341,7 +343,7 @@ fn mean_std(v: &[f64]) -> (f64, f64) {
 /// order the aggregator received them): exact percentiles, and intervals
 /// that respect dependence between neighbouring requests ([`quantile_ranks`],
 /// [`mean_half_width`]).
-pub fn describe(values: Vec<f64>, percentiles: &[f64]) -> Option<Distribution> {
+pub fn describe(values: Vec<f64>, percentiles: &[f64], level: Level) -> Option<Distribution> {
     if values.is_empty() {
         return None;
     }
@@ -354,6 +356,7 @@ pub fn describe(values: Vec<f64>, percentiles: &[f64]) -> Option<Distribution> {
         mean,
         std,
         percentiles,
+        level,
     ))
 }
 
@@ -368,19 +371,20 @@ pub fn describe_ordered(
     mean: f64,
     std: f64,
     percentiles: &[f64],
+    level: Level,
 ) -> Distribution {
     let n = o.count();
     let pct = percentiles
         .iter()
         .map(|&p| {
             let value = percentile_of(o, p).unwrap_or(f64::NAN);
-            let (l, u) = quantile_ranks(o, in_time, p / 100.0);
+            let (l, u) = quantile_ranks(o, in_time, p / 100.0, level);
             let lo = (l >= 1).then(|| o.at(l - 1));
             let hi = (u <= n).then(|| o.at(u - 1));
             (p, Estimate { value, lo, hi })
         })
         .collect();
-    let half = mean_half_width(n, std, in_time, mean);
+    let half = mean_half_width(n, std, in_time, mean, level);
     Distribution {
         count: n,
         mean: Estimate {
@@ -398,7 +402,7 @@ pub fn describe_ordered(
 }
 
 /// The 1-based ranks `(l, u)` of the order statistics that bound the
-/// `q`-quantile of the sample `o` at 95 %: the exact binomial ranks
+/// `q`-quantile of the sample `o` at `level`: the exact binomial ranks
 /// ([`binomial_ci_ranks`], right for independent values), widened to the
 /// batch-means ranks when the values in time order (`in_time`, all of
 /// them or the first of them) show that neighbours are alike
@@ -409,9 +413,10 @@ pub fn quantile_ranks(
     o: &(impl Ordered + ?Sized),
     in_time: Option<&[f64]>,
     q: f64,
+    level: Level,
 ) -> (usize, usize) {
     let n = o.count();
-    let (l, u) = binomial_ci_ranks(n, q, 0.95);
+    let (l, u) = binomial_ci_ranks(n, q, level.two_sided_confidence());
     let (Some(in_time), Some(value)) = (in_time, percentile_of(o, q * 100.0)) else {
         return (l, u);
     };
@@ -420,7 +425,7 @@ pub fn quantile_ranks(
         .map(|&x| (f64::from(u8::from(x <= value)), 1.0))
         .collect();
     match batch::spread(&items) {
-        Some(s) => widen_ranks((l, u), n, q, s, n as f64 / in_time.len() as f64),
+        Some(s) => widen_ranks((l, u), n, q, s, n as f64 / in_time.len() as f64, level),
         None => (l, u),
     }
 }
@@ -434,8 +439,9 @@ fn widen_ranks(
     q: f64,
     s: batch::Spread,
     scale: f64,
+    level: Level,
 ) -> (usize, usize) {
-    let h = s.total_half_width() * scale.sqrt();
+    let h = s.total_half_width(level) * scale.sqrt();
     let centre = q * n as f64;
     // B ≈ N(nq, σ²): l − 1 ≤ nq − tσ and u − 1 ≥ nq + tσ, as the binomial
     // rule, with the batch spread.
@@ -444,11 +450,17 @@ fn widen_ranks(
     (l.min(bl), u.max(bu))
 }
 
-/// The 95 % half-width of a mean of `n` values with standard deviation
-/// `std`: the independent `1.96 · std / √n`, or the batch-means one from
-/// the values in time order when wider.
-pub fn mean_half_width(n: usize, std: f64, in_time: Option<&[f64]>, mean: f64) -> f64 {
-    let independent = 1.96 * std / (n as f64).sqrt();
+/// The half-width at `level` of a mean of `n` values with standard
+/// deviation `std`: the independent `z · std / √n`, or the batch-means one
+/// from the values in time order when wider.
+pub fn mean_half_width(
+    n: usize,
+    std: f64,
+    in_time: Option<&[f64]>,
+    mean: f64,
+    level: Level,
+) -> f64 {
+    let independent = level.z() * std / (n as f64).sqrt();
     let Some(in_time) = in_time else {
         return independent;
     };
@@ -458,7 +470,7 @@ pub fn mean_half_width(n: usize, std: f64, in_time: Option<&[f64]>, mean: f64) -
         // falls as 1/n.
         Some(s) => {
             let read = in_time.len() as f64;
-            independent.max(s.ratio_half_width() * (read / n as f64).sqrt())
+            independent.max(s.ratio_half_width(level) * (read / n as f64).sqrt())
         }
         None => independent,
     }
@@ -474,6 +486,7 @@ pub fn describe_pooled(
     values: &[f32],
     groups: &[u32],
     percentiles: &[f64],
+    level: Level,
 ) -> Option<Distribution> {
     if values.is_empty() {
         return None;
@@ -481,7 +494,7 @@ pub fn describe_pooled(
     let mut sorted: Vec<f64> = values.iter().map(|&v| v as f64).collect();
     sorted.sort_by(f64::total_cmp);
     let (mean, std) = mean_std(&sorted);
-    let mut d = describe_ordered(sorted.as_slice(), None, mean, std, percentiles);
+    let mut d = describe_ordered(sorted.as_slice(), None, mean, std, percentiles, level);
     d.ci_method = CiMethod::BatchMeans;
     let requests = || {
         groups.iter().scan(0usize, |start, &end| {
@@ -504,7 +517,7 @@ pub fn describe_pooled(
         return Some(d);
     };
     let half = s
-        .ratio_half_width()
+        .ratio_half_width(level)
         .max(d.mean.hi.map_or(0.0, |h| h - mean));
     d.mean.lo = Some(mean - half);
     d.mean.hi = Some(mean + half);
@@ -513,9 +526,10 @@ pub fn describe_pooled(
         let q = *p / 100.0;
         let value = e.value;
         let items = by_request(&|r| r.iter().filter(|&&v| v as f64 <= value).count() as f64);
+        let binomial = binomial_ci_ranks(n, q, level.two_sided_confidence());
         let (l, u) = match batch::spread(&items) {
-            Some(s) => widen_ranks(binomial_ci_ranks(n, q, 0.95), n, q, s, 1.0),
-            None => binomial_ci_ranks(n, q, 0.95),
+            Some(s) => widen_ranks(binomial, n, q, s, 1.0, level),
+            None => binomial,
         };
         e.lo = (l >= 1).then(|| sorted[l - 1]);
         e.hi = (u <= n).then(|| sorted[u - 1]);
@@ -558,7 +572,7 @@ pub fn rate_with_ci(total: f64, duration_s: f64, blocks: &[f64], block_s: f64) -
     let items: Vec<(f64, f64)> = blocks.iter().map(|&x| (x, 1.0)).collect();
     // Fewer blocks than batch means needs: each block its own batch.
     let half = match batch::spread(&items) {
-        Some(s) => s.ratio_half_width() / block_s,
+        Some(s) => s.ratio_half_width(Level::TwoSided) / block_s,
         None => {
             let mean = blocks.iter().sum::<f64>() / n as f64;
             let var = blocks.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
@@ -576,23 +590,7 @@ pub fn rate_with_ci(total: f64, duration_s: f64, blocks: &[f64], block_s: f64) -
 
 /// The two-sided 95 % quantile of Student's t with `df` degrees of freedom.
 pub fn t_975(df: usize) -> f64 {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => TABLE[df - 1],
-        _ => {
-            // Cornish–Fisher expansion around the normal quantile: within
-            // 1e-4 of the exact value past 30 degrees of freedom.
-            let z: f64 = 1.959_964;
-            let n = df as f64;
-            z + (z.powi(3) + z) / (4.0 * n)
-                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n)
-        }
-    }
+    Level::TwoSided.t(df)
 }
 
 #[cfg(test)]
@@ -619,7 +617,7 @@ mod tests {
                 }
             }
             // The sum of two uniforms: median 1.
-            let d = describe(v.clone(), &[50.0]).unwrap();
+            let d = describe(v.clone(), &[50.0], Level::TwoSided).unwrap();
             let e = d.percentiles[0].1;
             widened += usize::from(e.lo.unwrap() <= 1.0 && 1.0 <= e.hi.unwrap());
             let mut sorted = v;
@@ -641,7 +639,7 @@ mod tests {
         let mut hits = 0;
         for _ in 0..400 {
             let v: Vec<f64> = (0..50).map(|_| rng.random::<f64>()).collect();
-            let d = describe(v, &[50.0]).unwrap();
+            let d = describe(v, &[50.0], Level::TwoSided).unwrap();
             let e = d.percentiles[0].1;
             if e.lo.unwrap() <= 0.5 && 0.5 <= e.hi.unwrap() {
                 hits += 1;
@@ -652,7 +650,7 @@ mod tests {
 
     #[test]
     fn describe_and_pooled() {
-        let d = describe(vec![3.0, 1.0, 2.0], &[50.0, 99.0]).unwrap();
+        let d = describe(vec![3.0, 1.0, 2.0], &[50.0, 99.0], Level::TwoSided).unwrap();
         assert_eq!((d.min, d.max, d.count), (1.0, 3.0, 3));
         assert_eq!(d.mean.value, 2.0);
         assert!((d.std - 1.0).abs() < 1e-12);
@@ -668,7 +666,7 @@ mod tests {
             .map(|i| ((i * 37 + (i / 20) * 11) % 101) as f32)
             .collect();
         let groups: Vec<u32> = (1..=20).map(|r| r * 20).collect();
-        let p = describe_pooled(&values, &groups, &[50.0, 90.0]).unwrap();
+        let p = describe_pooled(&values, &groups, &[50.0, 90.0], Level::TwoSided).unwrap();
         assert_eq!(p.count, 400);
         assert_eq!(p.ci_method, CiMethod::BatchMeans);
         let e = p.percentiles[0].1;
@@ -688,7 +686,7 @@ mod tests {
             }
             groups.push(values.len() as u32);
         }
-        let p = describe_pooled(&values, &groups, &[50.0, 99.0]).unwrap();
+        let p = describe_pooled(&values, &groups, &[50.0, 99.0], Level::TwoSided).unwrap();
         let (v, lo, hi) = (
             p.percentiles[0].1.value,
             p.percentiles[0].1.lo.unwrap(),

@@ -203,7 +203,14 @@ mod tests {
                 // Independent values (no order to read dependence from):
                 // the binomial ranks alone.
                 let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
-                let d = crate::stats::describe_ordered(values.as_slice(), None, 0.0, 0.0, &[p]);
+                let d = crate::stats::describe_ordered(
+                    values.as_slice(),
+                    None,
+                    0.0,
+                    0.0,
+                    &[p],
+                    crate::stats::Level::TwoSided,
+                );
                 d.percentiles[0].1.hi.is_some()
             };
             assert!(closed(need) && !closed(need - 1), "p{p}: {need}");

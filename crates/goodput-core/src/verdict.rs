@@ -109,7 +109,7 @@ pub fn judge(
     threshold: f64,
 ) -> TermJudgement {
     let n = sorted.count();
-    let (l, u) = crate::stats::quantile_ranks(sorted, in_time, q);
+    let (l, u) = crate::stats::quantile_ranks(sorted, in_time, q, crate::stats::Level::TwoSided);
     let (lo, hi) = bounds(sorted, l, u);
     let value = percentile_of(sorted, q * 100.0).unwrap_or(f64::NAN);
     let verdict = verdict_of(lo, hi, threshold);

@@ -127,10 +127,11 @@ impl Pooled {
             && self.groups == other.groups
     }
 
-    /// The distribution, with intervals from batch means over requests.
-    pub fn describe(&self, percentiles: &[f64]) -> Option<Distribution> {
+    /// The distribution, with intervals at `level` from batch means over
+    /// requests.
+    pub fn describe(&self, percentiles: &[f64], level: stats::Level) -> Option<Distribution> {
         let Some(b) = &self.bounded else {
-            return stats::describe_pooled(&self.values, &self.groups, percentiles);
+            return stats::describe_pooled(&self.values, &self.groups, percentiles, level);
         };
         // The reservoir's own distribution and bootstrap...
         let mut values = Vec::with_capacity(b.reservoir_values);
@@ -139,7 +140,7 @@ impl Pooled {
             values.extend_from_slice(r);
             groups.push(values.len() as u32);
         }
-        let mut d = stats::describe_pooled(&values, &groups, percentiles)?;
+        let mut d = stats::describe_pooled(&values, &groups, percentiles, level)?;
         // ...re-centred on the whole pool's figures, and its spread scaled
         // from the reservoir's requests to all of them.
         let scale = (b.reservoir.len() as f64 / b.requests.max(1) as f64).sqrt();
@@ -191,8 +192,8 @@ mod tests {
         assert!(b.reservoir_values <= RESERVOIR_VALUES);
         assert!(b.hist.bins() < 30_000, "{} bins", b.hist.bins());
         let ps = [50.0, 90.0, 99.0, 99.9];
-        let d = pooled.describe(&ps).unwrap();
-        let exact = stats::describe(all.clone(), &ps).unwrap();
+        let d = pooled.describe(&ps, stats::Level::TwoSided).unwrap();
+        let exact = stats::describe(all.clone(), &ps, stats::Level::TwoSided).unwrap();
         for ((p, e), (_, x)) in d.percentiles.iter().zip(&exact.percentiles) {
             let rel = (e.value - x.value).abs() / x.value;
             assert!(rel <= REL_ERROR, "p{p}: {} vs {} ({rel})", e.value, x.value);
@@ -215,7 +216,7 @@ mod tests {
         pooled.add(&[1.0, 2.0, 3.0]);
         pooled.add(&[4.0]);
         assert!(!pooled.bounded());
-        let d = pooled.describe(&[50.0]).unwrap();
+        let d = pooled.describe(&[50.0], stats::Level::TwoSided).unwrap();
         assert_eq!(d.count, 4);
     }
 }

@@ -103,9 +103,10 @@ impl Samples {
         }
     }
 
-    pub fn describe(&self, percentiles: &[f64]) -> Option<Distribution> {
+    /// The distribution, its intervals at `level`.
+    pub fn describe(&self, percentiles: &[f64], level: stats::Level) -> Option<Distribution> {
         match self {
-            Samples::Exact(v) => stats::describe(v.clone(), percentiles),
+            Samples::Exact(v) => stats::describe(v.clone(), percentiles, level),
             Samples::Bounded(h, head) if h.count() > 0 => {
                 let (mean, std) = h.mean_std();
                 Some(stats::describe_ordered(
@@ -114,6 +115,7 @@ impl Samples {
                     mean,
                     std,
                     percentiles,
+                    level,
                 ))
             }
             Samples::Bounded(..) => None,
@@ -152,10 +154,10 @@ mod tests {
         }
         assert!(s.is_bounded());
         let ps = [50.0, 90.0, 99.0, 99.9];
-        let d = s.describe(&ps).unwrap();
+        let d = s.describe(&ps, stats::Level::TwoSided).unwrap();
         // The exact description that reads dependence from the same first
         // EXACT_LIMIT values the bounded one keeps.
-        let full = stats::describe(all.clone(), &ps).unwrap();
+        let full = stats::describe(all.clone(), &ps, stats::Level::TwoSided).unwrap();
         let mut sorted = all.clone();
         sorted.sort_by(f64::total_cmp);
         let e = stats::describe_ordered(
@@ -164,6 +166,7 @@ mod tests {
             full.mean.value,
             full.std,
             &ps,
+            stats::Level::TwoSided,
         );
         for ((p, a), (_, b)) in d.percentiles.iter().zip(&e.percentiles) {
             for (x, y) in [

@@ -42,15 +42,15 @@ pub struct Spread {
 }
 
 impl Spread {
-    /// The 95 % half-width of the ratio `Σ amount / Σ weight`.
-    pub fn ratio_half_width(&self) -> f64 {
-        super::t_975(self.df) * self.variance.sqrt() / self.weight
+    /// The half-width at `level` of the ratio `Σ amount / Σ weight`.
+    pub fn ratio_half_width(&self, level: super::Level) -> f64 {
+        level.t(self.df) * self.variance.sqrt() / self.weight
     }
 
-    /// The 95 % half-width of the total, in the amount's unit (for a
+    /// The half-width at `level` of the total, in the amount's unit (for a
     /// quantile: ranks).
-    pub fn total_half_width(&self) -> f64 {
-        super::t_975(self.df) * self.variance.sqrt()
+    pub fn total_half_width(&self, level: super::Level) -> f64 {
+        level.t(self.df) * self.variance.sqrt()
     }
 }
 

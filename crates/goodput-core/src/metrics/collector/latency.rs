@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::metrics::pooled::Pooled;
 use crate::metrics::samples::{Samples, View};
 use crate::metrics::{Metric, RequestMetrics};
-use crate::stats::Distribution;
+use crate::stats::{Distribution, Level};
 
 /// Every distribution of a run, by metric.
 pub type Distributions = BTreeMap<Metric, Distribution>;
@@ -60,20 +60,20 @@ impl LatencySamples {
         self.values.values().any(Samples::is_bounded)
     }
 
-    /// Every metric's distribution.
-    pub(super) fn finish(&self, percentiles: &[f64]) -> Distributions {
+    /// Every metric's distribution, its intervals at `level`.
+    pub(super) fn finish(&self, percentiles: &[f64], level: Level) -> Distributions {
         let mut distributions = Distributions::new();
         for (m, v) in &self.values {
-            if let Some(d) = v.describe(percentiles) {
+            if let Some(d) = v.describe(percentiles, level) {
                 distributions.insert(*m, d);
             }
         }
-        let itl = self.itl.describe(percentiles);
+        let itl = self.itl.describe(percentiles, level);
         // With one token per event ICL equals ITL: do not compute it twice.
         let icl = if self.icl.same_as(&self.itl) {
             itl.clone()
         } else {
-            self.icl.describe(percentiles)
+            self.icl.describe(percentiles, level)
         };
         for (m, d) in [(Metric::Itl, itl), (Metric::Icl, icl)] {
             if let Some(d) = d {

@@ -49,7 +49,7 @@ use crate::quality::Quality;
 use crate::record::RequestRecord;
 use crate::schedule::Load;
 use crate::slo::{Slo, SloOutcome, SloTerm, Threshold};
-use crate::stats::{self, Distribution, Estimate};
+use crate::stats::{self, Distribution, Estimate, Level};
 use crate::verdict::Verdict;
 use goodput::Goodput;
 use inputs::InputCounts;
@@ -224,7 +224,7 @@ impl Collector {
         slo: Option<&Slo>,
     ) -> RunMetrics {
         let window = self.window.finish(self.open_loop);
-        let mut distributions = self.latency.finish(percentiles);
+        let mut distributions = self.latency.finish(percentiles, Level::TwoSided);
         let in_flight = self.buckets.in_flight();
         let saturation = self.saturation(&distributions, &window, &in_flight);
         let crowding = self.crowding(
@@ -235,7 +235,8 @@ impl Collector {
         );
         let long_memory = crowding.is_some_and(|c| c.long_memory);
         if long_memory {
-            open_upper_sides(&mut distributions);
+            let lower = self.latency.finish(percentiles, Level::Lower);
+            open_upper_sides(&mut distributions, &lower);
         }
         let groups = self.groups.summarize(
             percentiles,
@@ -254,7 +255,7 @@ impl Collector {
                 self.open_loop,
             );
             if long_memory {
-                goodput::open_upper_sides(&mut outcome);
+                goodput::open_upper_sides(&mut outcome, &distributions);
             }
             outcome
         });
@@ -541,15 +542,20 @@ impl RunMetrics {
 }
 
 /// A long-memory run bounds its latencies' long-run values from below only
-/// ([`crowding`]): every latency figure keeps its lower end and loses its
-/// upper one. The client's own figures (schedule lag, connect) keep both.
-fn open_upper_sides(distributions: &mut Distributions) {
+/// ([`crowding`]): every latency figure loses its upper end and takes its
+/// lower end from `lower`, the same figures at [`Level::Lower`] (a 95 %
+/// bound on one side sits above a two-sided interval's lower end). The
+/// client's own figures (schedule lag, connect) keep both ends.
+fn open_upper_sides(distributions: &mut Distributions, lower: &Distributions) {
     for (m, d) in distributions.iter_mut() {
         if matches!(m, Metric::ScheduleLag | Metric::Connect) {
             continue;
         }
+        let Some(l) = lower.get(m) else { continue };
+        d.mean.lo = l.mean.lo;
         d.mean.hi = None;
-        for (_, e) in d.percentiles.iter_mut() {
+        for ((_, e), (_, le)) in d.percentiles.iter_mut().zip(&l.percentiles) {
+            e.lo = le.lo;
             e.hi = None;
         }
     }

@@ -120,7 +120,7 @@ impl Sessions {
             sessions: self.sessions.len() as u64,
             sessions_completed: complete.len() as u64,
             turns_completed: self.sessions.values().map(|s| u64::from(s.turns_ok)).sum(),
-            duration: stats::describe(durations, percentiles),
+            duration: stats::describe(durations, percentiles, stats::Level::TwoSided),
             by_turn,
         })
     }

@@ -47,6 +47,21 @@ fn by_intervals(base: Option<&Estimate>, new: Option<&Estimate>) -> Significance
     }
 }
 
+/// A crowded run's latency estimate has a one-sided 95 % lower end
+/// ([`crate::stats::Level::Lower`]); the interval test reads a two-sided
+/// one, so its lower half is widened by z(97.5 %) / z(95 %).
+fn two_sided(e: &Estimate, crowded: bool) -> Estimate {
+    use crate::stats::Level;
+    if !crowded {
+        return *e;
+    }
+    let widen = Level::TwoSided.z() / Level::Lower.z();
+    Estimate {
+        lo: e.lo.map(|l| e.value - (e.value - l) * widen),
+        ..*e
+    }
+}
+
 /// Every figure of two runs' summaries, under vLLM's flat key names:
 /// throughputs, goodput, error rate, then mean, median and each percentile
 /// (of either run) of TTFT, TPOT, ITL and E2EL. With both runs' per-request
@@ -176,13 +191,14 @@ fn latency_figures(
         let figure = |name: String,
                       pick: &dyn Fn(&Distribution) -> Option<&Estimate>,
                       by_values: Option<Significance>| {
-            let (eb, en) = (db.and_then(pick), dn.and_then(pick));
+            let eb = db.and_then(pick).map(|e| two_sided(e, b.long_memory()));
+            let en = dn.and_then(pick).map(|e| two_sided(e, n.long_memory()));
             Figure::new(
                 name,
                 Unit::Milliseconds,
                 eb.map(|e| e.value),
                 en.map(|e| e.value),
-                by_values.unwrap_or_else(|| by_intervals(eb, en)),
+                by_values.unwrap_or_else(|| by_intervals(eb.as_ref(), en.as_ref())),
             )
         };
         let key = metric.key();
