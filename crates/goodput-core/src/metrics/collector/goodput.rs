@@ -157,28 +157,14 @@ fn judge_term(
 /// value from below only: its estimate loses its upper end, and a pass it
 /// settled is no longer settled (the point estimate, and the exit code with
 /// it, still decide).
-pub(super) fn open_upper_sides(outcome: &mut SloOutcome, d: &Distributions) {
+pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
+    // The verdicts keep the two-sided rule (a settled fail: the 97.5 %
+    // lower end over the threshold), and the estimate that lower end.
     for t in &mut outcome.terms {
-        // The figure as the distributions print it, its lower end one-sided,
-        // where they hold the term's percentile.
-        let printed = d
-            .get(&t.judged)
-            .and_then(|d| d.percentiles.iter().find(|p| p.0 == t.term.percentile))
-            .map(|p| p.1);
-        if let (Some(e), Some(p)) = (t.estimate.as_mut(), printed) {
-            e.lo = p.lo;
-        }
         if let Some(e) = t.estimate.as_mut() {
             e.hi = None;
         }
-        let over = t
-            .estimate
-            .and_then(|e| e.lo)
-            .is_some_and(|l| l > t.term.threshold_ms);
-        if over {
-            t.verdict = Verdict::Fail;
-            t.more_requests_to_settle = None;
-        } else if t.verdict == Verdict::Pass {
+        if t.verdict == Verdict::Pass {
             t.verdict = Verdict::Inconclusive;
             t.more_requests_to_settle = None;
         }

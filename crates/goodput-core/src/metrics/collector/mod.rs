@@ -234,6 +234,26 @@ impl Collector {
             window.mean_in_flight,
         );
         let long_memory = crowding.is_some_and(|c| c.long_memory);
+        // The SLO's verdicts are judged on the two-sided intervals, before a
+        // long-memory run's lower ends become one-sided: a settled fail
+        // stays a 97.5 % one (the search's verdicts on its points are what
+        // they were; a CI run of the slow llama.cpp search that failed
+        // terms at the one-sided end answered 1.0 req/s where 200 requests
+        // at 1.65 met the SLO).
+        let slo_outcome = slo.map(|slo| {
+            let mut outcome = self.goodput.judge(
+                slo,
+                &self.latency,
+                &distributions,
+                &self.outcomes,
+                window.duration_s,
+                self.open_loop,
+            );
+            if long_memory {
+                goodput::open_upper_sides(&mut outcome);
+            }
+            outcome
+        });
         if long_memory {
             let lower = self.latency.finish(percentiles, Level::Lower);
             open_upper_sides(&mut distributions, &lower);
@@ -245,20 +265,6 @@ impl Collector {
             slo,
             self.outcomes.done() + self.outcomes.incomplete(),
         );
-        let slo = slo.map(|slo| {
-            let mut outcome = self.goodput.judge(
-                slo,
-                &self.latency,
-                &distributions,
-                &self.outcomes,
-                window.duration_s,
-                self.open_loop,
-            );
-            if long_memory {
-                goodput::open_upper_sides(&mut outcome, &distributions);
-            }
-            outcome
-        });
         let schedule_control = self
             .control
             .as_ref()
@@ -287,7 +293,7 @@ impl Collector {
             timeseries: self.buckets.finish(in_flight),
             saturation,
             crowding,
-            slo,
+            slo: slo_outcome,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
             groups,
