@@ -194,11 +194,24 @@ fn a_planted_p99_ttft_regression_fails_its_gate() {
     let (code, stdout, stderr) = goodput(&argv.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 1, "{stdout}\n{stderr}");
     // The message names the expression, the figure and the change, and
-    // whether it is significant (every TTFT 20 % slower: clearly, after
-    // the correction over every figure).
+    // whether it is significant (every TTFT 20 % slower: clearly, and still
+    // after the correction over every figure). How clearly depends on this
+    // run's spread: 60 requests make a handful of batches, and a busy CI
+    // machine has given 0.007 after the correction where an idle one gives
+    // < 0.001, so the corrected value is checked against the 5 % level, not
+    // printed digits.
+    let said = "--fail-on 'mean_ttft_ms>+10%' failed: mean_ttft_ms: +20.0% > +10% (significant: batch means, p ";
+    assert!(stderr.contains(said), "{stderr}");
+    let corrected = stderr
+        .split(" over ")
+        .next()
+        .and_then(|s| s.rsplit('(').next())
+        .unwrap_or_default()
+        .trim();
+    let corrected = corrected.trim_start_matches("< ").parse::<f64>();
     assert!(
-        stderr.contains("--fail-on 'mean_ttft_ms>+10%' failed: mean_ttft_ms: +20.0% > +10% (significant: batch means, p < 0.001 (< 0.001 over "),
-        "{stderr}"
+        matches!(corrected, Ok(p) if p < 0.05),
+        "{corrected:?} in {stderr}"
     );
     assert!(!stderr.contains("p99_tpot_ms"), "{stderr}");
     assert!(
