@@ -22,7 +22,10 @@
 //! 6. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
 //!    `sim_cmd`, `calibrate_cmd`, `predict_cmd`, `merge_cmd`, `k8s_cmd`;
 //!    `main` dispatches to them.
+//! 7. `bench_cmd`: vLLM's `bench serve` command line, translated into a
+//!    `goodput run` and run by `run_cmd`.
 
+mod bench_cmd;
 mod calibrate_cmd;
 mod cli;
 mod compare_cmd;
@@ -76,6 +79,7 @@ fn main() {
         cli::Command::Predict(args) => predict_cmd::main(*args),
         cli::Command::Merge(args) => merge_cmd::main(*args),
         cli::Command::K8s(args) => k8s_cmd::main(*args),
+        cli::Command::Bench(args) => bench_cmd::main(*args),
         cli::Command::Completions(args) => print_completions(args.shell),
         cli::Command::Man => print_man(),
     };

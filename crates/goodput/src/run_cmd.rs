@@ -62,7 +62,7 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
                 requests: spec.plan.num_prompts,
                 duration: spec.plan.duration,
             },
-            args.common.output.quiet,
+            args.common.output.quiet || args.common.output.no_progress,
             done_rx,
         );
         let result = session

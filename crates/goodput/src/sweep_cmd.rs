@@ -55,7 +55,7 @@ async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
     {
         return Ok(code);
     }
-    let result = run_points(&mut session, &spec, quiet).await;
+    let result = run_points(&mut session, &spec, quiet, args.common.output.no_progress).await;
     crate::sharding::finish(&session).await;
     let result = result?;
     let stopping = session.control.is_stopping();
@@ -83,11 +83,13 @@ async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
 
 /// Run the sweep's points with the progress display, saving the document
 /// to `--out` as each point finishes (an interrupted sweep keeps what it
-/// measured) and saying each point on stderr unless `quiet`.
+/// measured) and saying each point on stderr unless `quiet` (the progress
+/// display also not with `no_progress`).
 async fn run_points(
     session: &mut Session,
     spec: &SweepSpec,
     quiet: bool,
+    no_progress: bool,
 ) -> Result<SweepResult, Exit> {
     let Session {
         control,
@@ -122,7 +124,7 @@ async fn run_points(
             requests: None,
             duration: None,
         },
-        quiet,
+        quiet || no_progress,
         done_rx,
     );
     let result = sweep::sweep(target, spec, sink, control, &live, &mut on_point).await;

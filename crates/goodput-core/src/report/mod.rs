@@ -13,6 +13,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod saved;
+pub mod vllm;
 
 use std::io::{self, Write};
 

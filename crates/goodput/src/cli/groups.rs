@@ -414,4 +414,7 @@ pub struct OutputArgs {
     /// No summary table and no progress display (files are still written).
     #[arg(long, short, help_heading = "Output")]
     pub quiet: bool,
+    /// No progress display; the summary is still printed.
+    #[arg(long, help_heading = "Output")]
+    pub no_progress: bool,
 }

@@ -13,6 +13,7 @@ mod k8s;
 mod model;
 mod parse;
 mod shard;
+mod vllm;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -29,6 +30,7 @@ use parse::{
     SearchTime,
 };
 pub use shard::{MergeArgs, ShardArgs};
+pub use vllm::{BenchArgs, BenchCommand, VllmServeArgs};
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
 // would take a doc comment for help text.)
@@ -64,6 +66,8 @@ pub enum Command {
     Predict(Box<PredictArgs>),
     /// Merge the part files of a sharded run (`--shards N --part FILE`) into one exact result.
     Merge(Box<MergeArgs>),
+    /// vLLM's `vllm bench serve` command line, run by goodput: `goodput bench serve --model M ...` writes vLLM's result file.
+    Bench(Box<BenchArgs>),
     /// Print the Kubernetes manifests of a run sharded over N pods (an Indexed Job and a headless Service).
     K8s(Box<K8sArgs>),
     /// Print a shell completion script: goodput completions bash > ~/.local/share/bash-completion/completions/goodput

@@ -1,0 +1,615 @@
+//! `vllm bench serve`'s flags turned into a `goodput run` command line.
+//!
+//! One translation, no second executor: the result is the argv `goodput
+//! run` parses, so every figure comes from the same run and metrics path as
+//! goodput's own command. A flag goodput cannot honour is refused here,
+//! before any request, naming it; none is ignored.
+
+use std::path::{Path, PathBuf};
+
+use goodput_core::report::vllm::VllmMeta;
+
+use crate::cli::VllmServeArgs;
+
+use super::refused::{refuse, refused};
+
+/// The run to make and what to write after it.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `goodput run …` (without the program name's `goodput`).
+    pub argv: Vec<String>,
+    /// The result file's setup keys; `model_id` and `tokenizer_id` are
+    /// completed from the run when `--model` was not given.
+    pub meta: VllmMeta,
+    /// Where the result file goes (`--save-result`, `--append-result`).
+    pub save: Option<SaveTo>,
+    /// What the user should know about the translation, said on stderr.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SaveTo {
+    pub dir: Option<PathBuf>,
+    pub file_name: Option<String>,
+    pub append: bool,
+}
+
+/// The API route goodput sends to for a backend, and the path's ending
+/// vLLM requires of `--endpoint` for it.
+fn route(backend: &str) -> Result<(&'static str, &'static str), String> {
+    match backend {
+        "vllm" | "openai" => Ok(("completions", "completions")),
+        "openai-chat" => Ok(("chat", "chat/completions")),
+        "openai-embeddings" => Ok(("embeddings", "embeddings")),
+        "vllm-rerank" => Ok(("rerank", "rerank")),
+        "openai-audio" => Err(refuse("--backend openai-audio", "audio is not benchmarked here")),
+        other => Err(refuse(
+            &format!("--backend {other}"),
+            "of the pooling backends goodput runs openai-embeddings (/v1/embeddings) and vllm-rerank (/v1/rerank)",
+        )),
+    }
+}
+
+/// The base URL goodput is given: vLLM's `--base-url` (or
+/// `http://HOST:PORT`) followed by `--endpoint` up to its API route, which
+/// goodput adds itself; the route part must end with `/v1`.
+fn base_url(a: &VllmServeArgs, ending: &str) -> Result<String, String> {
+    let root = match &a.base_url {
+        Some(b) => b.trim_end_matches('/').to_string(),
+        None if a.host.contains(':') => format!("http://[{}]:{}", a.host, a.port),
+        None => format!("http://{}:{}", a.host, a.port),
+    };
+    let path = a.endpoint.trim_end_matches('/');
+    let Some(prefix) = path.strip_suffix(ending) else {
+        return Err(format!(
+            "--endpoint {} does not end with '{ending}', which --backend {} sends to (vLLM: \"URL must end with {ending}\")",
+            a.endpoint, a.backend
+        ));
+    };
+    let prefix = prefix.trim_end_matches('/');
+    if !prefix.ends_with("/v1") {
+        return Err(refuse(
+            &format!("--endpoint {}", a.endpoint),
+            "goodput sends to the API routes under a path ending in /v1 (/v1/completions, /v1/chat/completions, …)",
+        ));
+    }
+    Ok(format!("{root}{prefix}"))
+}
+
+/// `--random-range-ratio`: one ratio, or `{"input": r, "output": r}`.
+fn range_ratios(s: &str) -> Result<(f64, f64), String> {
+    let bad = || {
+        format!("--random-range-ratio '{s}': expected a number in [0, 1) or {{\"input\": r, \"output\": r}}")
+    };
+    let (i, o) = match s.trim().parse::<f64>() {
+        Ok(r) => (r, r),
+        Err(_) => {
+            let v: serde_json::Value = serde_json::from_str(s).map_err(|_| bad())?;
+            let get = |k: &str| v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+            (get("input"), get("output"))
+        }
+    };
+    if [i, o].iter().all(|r| (0.0..1.0).contains(r)) {
+        Ok((i, o))
+    } else {
+        Err(bad())
+    }
+}
+
+/// A length as goodput's spec: `L`, or `uniform:LO,HI` for vLLM's
+/// `[int(L(1-r)), int(L(1+r))]`, plus `extra` tokens.
+fn length(l: i64, r: f64, extra: i64) -> String {
+    if r == 0.0 {
+        return (l + extra).to_string();
+    }
+    let lo = ((l as f64 * (1.0 - r)) as i64).max(1);
+    let hi = ((l as f64 * (1.0 + r)) as i64).max(lo);
+    format!("uniform:{},{}", lo + extra, hi + extra)
+}
+
+fn positive(flag: &str, v: i64) -> Result<i64, String> {
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(format!("{flag} must be at least 1 (got {v})"))
+    }
+}
+
+/// A local tokenizer.json for a name: a path (the file, or a directory
+/// holding it), else the Hugging Face cache's copy of that model id.
+fn local_tokenizer(name: &str) -> Option<PathBuf> {
+    let p = Path::new(name);
+    if p.is_file() {
+        return Some(p.to_path_buf());
+    }
+    if p.join("tokenizer.json").is_file() {
+        return Some(p.join("tokenizer.json"));
+    }
+    let hub = std::env::var_os("HF_HUB_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/huggingface/hub"))
+        })?;
+    let snapshots = hub
+        .join(format!("models--{}", name.replace('/', "--")))
+        .join("snapshots");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(snapshots)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("tokenizer.json")))
+        .filter(|p| p.is_file())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// The dataset's flags for goodput, and whether its answers are pinned to
+/// their length (vLLM forces `ignore_eos` for random; others only with
+/// `--ignore-eos`).
+fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String> {
+    let mut v: Vec<String> = Vec::new();
+    let mut push = |k: &str, x: String| {
+        v.push(k.to_string());
+        v.push(x);
+    };
+    let name = a.dataset_name.as_str();
+    if matches!(name, "random" | "prefix_repetition") && a.dataset_path.is_some() {
+        return Err(format!(
+            "Cannot use '{name}' dataset with --dataset-path (as vLLM says): it makes its own prompts"
+        ));
+    }
+    let pinned = match name {
+        "random" => {
+            let (ri, ro) = range_ratios(&a.random_range_ratio)?;
+            let input = positive("--random-input-len", a.input_len.unwrap_or(a.random_input_len))?;
+            let output = positive("--random-output-len", a.output_len.unwrap_or(a.random_output_len))?;
+            let prefix = a.random_prefix_len.max(0);
+            push("--input-tokens", length(input, ri, prefix));
+            push("--output-tokens", length(output, ro, 0));
+            if prefix > 0 {
+                push("--prefix-tokens", prefix.to_string());
+            }
+            true
+        }
+        "prefix_repetition" => {
+            let prefix = positive("--prefix-repetition-prefix-len", a.prefix_repetition_prefix_len)?;
+            let suffix = a.prefix_repetition_suffix_len.max(0);
+            let groups = positive("--prefix-repetition-num-prefixes", a.prefix_repetition_num_prefixes)?;
+            if a.num_prompts < groups {
+                return Err(format!(
+                    "--num-prompts ({}) must be at least --prefix-repetition-num-prefixes ({groups})",
+                    a.num_prompts
+                ));
+            }
+            let output = a.output_len.unwrap_or(a.prefix_repetition_output_len);
+            push("--input-tokens", (prefix + suffix).to_string());
+            push("--output-tokens", positive("--prefix-repetition-output-len", output)?.to_string());
+            push("--prefix-tokens", prefix.to_string());
+            push("--prefix-groups", groups.to_string());
+            push("--prefix-choice", "round-robin".into());
+            a.ignore_eos
+        }
+        "sharegpt" | "custom" => {
+            let Some(path) = &a.dataset_path else {
+                return Err(format!("--dataset-name {name} needs --dataset-path (a local file)"));
+            };
+            if !Path::new(path).is_file() {
+                return Err(format!(
+                    "--dataset-path {path}: no such local file (goodput downloads nothing: give the path of the {name} file)"
+                ));
+            }
+            if name == "custom" && !chat && !a.skip_chat_template {
+                return Err(refuse(
+                    "--dataset-name custom without --skip-chat-template",
+                    "vLLM applies the model's chat template on the client before a completions request, which goodput cannot; add --skip-chat-template to send each prompt as written, or use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
+                ));
+            }
+            push("--dataset", path.clone());
+            push(
+                "--dataset-format",
+                if name == "sharegpt" { "sharegpt" } else { "jsonl" }.into(),
+            );
+            let output = match name {
+                "sharegpt" => a.output_len.or(a.sharegpt_output_len),
+                _ => a.output_len.or(Some(a.custom_output_len).filter(|&n| n != -1)),
+            };
+            if let Some(n) = output {
+                push("--output-tokens", positive("the output length", n)?.to_string());
+            }
+            push(
+                "--dataset-sampling",
+                if a.disable_shuffle { "sequential" } else { "random" }.into(),
+            );
+            push(
+                "--dataset-exhausted",
+                if a.no_oversample { "truncate" } else { "cycle" }.into(),
+            );
+            a.ignore_eos
+        }
+        other => {
+            return Err(refuse(
+                &format!("--dataset-name {other}"),
+                "goodput bench serve reads random, prefix_repetition, and sharegpt and custom from a local file",
+            ))
+        }
+    };
+    Ok((v, pinned))
+}
+
+/// `--metric-percentiles`: numbers in (0, 100].
+fn percentiles(s: &str) -> Result<Vec<f64>, String> {
+    s.split(',')
+        .map(|p| {
+            p.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p <= 100.0)
+                .ok_or_else(|| format!("--metric-percentiles '{s}': '{p}' is not a percentile"))
+        })
+        .collect()
+}
+
+/// The whole translation.
+/// A flag pair for goodput's command line.
+fn flag(argv: &mut Vec<String>, k: &str, x: String) {
+    argv.push(k.to_string());
+    argv.push(x);
+}
+
+/// The load: prompts, seed, arrivals, the cap on requests in flight and
+/// the warm-up.
+fn load(a: &VllmServeArgs, argv: &mut Vec<String>) -> Result<(), String> {
+    let n = positive("--num-prompts", a.num_prompts)?;
+    flag(argv, "--num-prompts", n.to_string());
+    if a.seed < 0 {
+        return Err(format!("--seed must be 0 or more (got {})", a.seed));
+    }
+    flag(argv, "--seed", a.seed.to_string());
+    if a.request_rate.is_nan() || a.request_rate <= 0.0 {
+        return Err(format!(
+            "--request-rate must be above 0 (got {})",
+            a.request_rate
+        ));
+    }
+    let rate = if a.request_rate.is_finite() {
+        a.request_rate.to_string()
+    } else {
+        "inf".into()
+    };
+    flag(argv, "--request-rate", rate);
+    if a.burstiness.is_nan() || a.burstiness <= 0.0 {
+        return Err(format!(
+            "--burstiness must be above 0 (got {})",
+            a.burstiness
+        ));
+    }
+    if a.burstiness.is_infinite() {
+        flag(argv, "--arrival", "constant".into());
+    } else if a.burstiness != 1.0 {
+        flag(argv, "--burstiness", a.burstiness.to_string());
+    }
+    if let Some(c) = a.max_concurrency {
+        if c <= 0 {
+            return Err("--max-concurrency must be greater than 0".into());
+        }
+        flag(argv, "--max-concurrency", c.to_string());
+    }
+    if a.num_warmups < 0 {
+        return Err(format!(
+            "--num-warmups must be 0 or more (got {})",
+            a.num_warmups
+        ));
+    }
+    flag(argv, "--warmup", a.num_warmups.to_string());
+    Ok(())
+}
+
+/// What is reported: the percentiles (those asked, and 50 for the median)
+/// and the metrics that get keys in the result file; returns (metrics,
+/// percentiles) for the file.
+fn reported(
+    a: &VllmServeArgs,
+    endpoint: &str,
+    argv: &mut Vec<String>,
+) -> Result<(Vec<String>, Vec<f64>), String> {
+    let metric_percentiles = percentiles(&a.metric_percentiles)?;
+    let mut asked = metric_percentiles.clone();
+    if !asked.contains(&50.0) {
+        asked.push(50.0);
+    }
+    asked.sort_by(f64::total_cmp);
+    let labels: Vec<String> = asked
+        .iter()
+        .map(|p| goodput_core::stats::pct_label(*p))
+        .collect();
+    flag(argv, "--percentiles", labels.join(","));
+    let pooling = endpoint == "embeddings" || endpoint == "rerank";
+    let metrics = a
+        .percentile_metrics
+        .as_deref()
+        .unwrap_or(if pooling { "e2el" } else { "ttft,tpot,itl" })
+        .split(',')
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    Ok((metrics, metric_percentiles))
+}
+
+/// The tokenizer: `--tokenizer`, else the model's, from a local copy; the
+/// name written as the result file's tokenizer_id (the tokenizer the
+/// prompts were built with: vLLM's is always the model's, here only where
+/// a local copy was found), and a note where goodput's own is used.
+fn tokenizer(
+    a: &VllmServeArgs,
+    argv: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> Result<String, String> {
+    let default = goodput_core::tokenizer::DEFAULT_TOKENIZER;
+    let Some(name) = a.tokenizer.as_deref().or(a.model.as_deref()) else {
+        return Ok(default.to_string());
+    };
+    match local_tokenizer(name) {
+        Some(path) => {
+            flag(argv, "--tokenizer", path.display().to_string());
+            Ok(name.to_string())
+        }
+        None if a.tokenizer.is_some() => Err(format!(
+            "--tokenizer {name}: no local copy (a tokenizer.json, a directory holding one, or the model in the Hugging Face cache, $HF_HOME/hub); goodput downloads nothing. Without --tokenizer, prompts are built with goodput's own tokenizer and counts come from the server's usage"
+        )),
+        None => {
+            notes.push(format!(
+                "no local tokenizer for {name} (none in the Hugging Face cache): prompts are built with goodput's {default} and every count comes from the server's usage, where vLLM would load the model's tokenizer"
+            ));
+            Ok(default.to_string())
+        }
+    }
+}
+
+/// `KEY=VALUE` items (`--header`, `--metadata`), split at the first `=`
+/// and trimmed, with vLLM's message for one without `=`.
+fn pairs(flag: &str, items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .map(|m| match m.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+            None => Err(format!(
+                "{flag} '{m}': Invalid {} format. Please use KEY=VALUE format.",
+                flag.trim_start_matches('-')
+            )),
+        })
+        .collect()
+}
+
+/// The whole translation.
+pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
+    let errors = refused(a);
+    if let Some(first) = errors.first() {
+        return Err(if errors.len() == 1 {
+            first.clone()
+        } else {
+            format!(
+                "{} flags are not supported:\n  {}",
+                errors.len(),
+                errors.join("\n  ")
+            )
+        });
+    }
+    let (endpoint, ending) = route(&a.backend)?;
+    let mut argv: Vec<String> = vec!["run".into()];
+    flag(&mut argv, "--url", base_url(a, ending)?);
+    flag(&mut argv, "--endpoint", endpoint.into());
+    if let Some(m) = a.served_model_name.as_ref().or(a.model.as_ref()) {
+        flag(&mut argv, "--model", m.clone());
+    }
+    load(a, &mut argv)?;
+    let (data, pinned) = dataset(a, endpoint == "chat")?;
+    argv.extend(data);
+    if !pinned && !a.ignore_eos {
+        argv.push("--no-pin-output".into());
+    }
+    if let Some(t) = a.temperature {
+        flag(&mut argv, "--temperature", t.to_string());
+    }
+    for (k, v) in pairs("--header", &a.header)? {
+        flag(&mut argv, "--header", format!("{k}: {v}"));
+    }
+    for g in &a.goodput {
+        flag(&mut argv, "--goodput", g.clone());
+    }
+    let (percentile_metrics, metric_percentiles) = reported(a, endpoint, &mut argv)?;
+    let mut notes = Vec::new();
+    let tokenizer_id = Some(tokenizer(a, &mut argv, &mut notes)?);
+    if a.insecure {
+        argv.push("--insecure".into());
+    }
+    if a.disable_tqdm {
+        argv.push("--no-progress".into());
+    }
+    let save = (a.save_result || a.append_result).then(|| SaveTo {
+        dir: a.result_dir.as_ref().map(PathBuf::from),
+        file_name: a.result_filename.clone(),
+        append: a.append_result,
+    });
+    let meta = VllmMeta {
+        date: goodput_core::report::vllm::now_date(),
+        backend: a.backend.clone(),
+        label: a.label.clone(),
+        model_id: a.model.clone().unwrap_or_default(),
+        tokenizer_id,
+        num_prompts: a.num_prompts as u64,
+        request_rate: a.request_rate,
+        burstiness: a.burstiness,
+        max_concurrency: a.max_concurrency.map(|c| c as u64),
+        metadata: pairs("--metadata", &a.metadata)?,
+        percentile_metrics,
+        metric_percentiles,
+        save_detailed: a.save_detailed,
+    };
+    Ok(Plan {
+        argv,
+        meta,
+        save,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::cli::{BenchCommand, Cli, Command};
+
+    fn args(extra: &[&str]) -> VllmServeArgs {
+        let mut argv = vec!["goodput", "bench", "serve"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv) {
+            Ok(Cli {
+                command: Command::Bench(b),
+            }) => {
+                let BenchCommand::Serve(a) = b.command;
+                *a
+            }
+            other => panic!("{extra:?}: {:?}", other.err()),
+        }
+    }
+
+    fn value<'a>(argv: &'a [String], flag: &str) -> Option<&'a str> {
+        argv.iter()
+            .position(|a| a == flag)
+            .and_then(|i| argv.get(i + 1))
+            .map(String::as_str)
+    }
+
+    /// The issue's everyday line turns into goodput's flags, and the
+    /// translated line parses as a `goodput run`.
+    #[test]
+    fn the_everyday_line() {
+        let a = args(&[
+            "--backend",
+            "vllm",
+            "--model",
+            "M",
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "1024",
+            "--random-output-len",
+            "128",
+            "--num-prompts",
+            "200",
+            "--request-rate",
+            "10",
+            "--max-concurrency",
+            "64",
+            "--percentile-metrics",
+            "ttft,tpot,itl,e2el",
+            "--metric-percentiles",
+            "50,90,99",
+            "--goodput",
+            "ttft:200",
+            "tpot:50",
+            "--save-result",
+            "--result-dir",
+            "D",
+            "--result-filename",
+            "F",
+            "--ignore-eos",
+            "--port",
+            "8001",
+        ]);
+        let plan = translate(&a).unwrap();
+        let v = &plan.argv;
+        assert_eq!(value(v, "--url"), Some("http://127.0.0.1:8001/v1"));
+        assert_eq!(value(v, "--endpoint"), Some("completions"));
+        assert_eq!(value(v, "--input-tokens"), Some("1024"));
+        assert_eq!(value(v, "--output-tokens"), Some("128"));
+        assert_eq!(value(v, "--request-rate"), Some("10"));
+        assert_eq!(value(v, "--max-concurrency"), Some("64"));
+        assert_eq!(
+            value(v, "--warmup"),
+            Some("0"),
+            "vLLM warms nothing up by default"
+        );
+        assert_eq!(value(v, "--percentiles"), Some("50,90,99"));
+        assert!(!v.contains(&"--no-pin-output".to_string()));
+        let goodput: Vec<&String> = v.iter().skip_while(|a| *a != "--goodput").collect();
+        assert_eq!(goodput[1], "ttft:200");
+        assert_eq!(
+            plan.meta.percentile_metrics,
+            ["ttft", "tpot", "itl", "e2el"]
+        );
+        let save = plan.save.unwrap();
+        assert_eq!(save.dir, Some(PathBuf::from("D")));
+        assert_eq!(save.file_name.as_deref(), Some("F"));
+        let mut argv = vec!["goodput".to_string()];
+        argv.extend(plan.argv);
+        assert!(Cli::try_parse_from(argv).is_ok());
+    }
+
+    #[test]
+    fn lengths_ratios_and_prefixes() {
+        let a = args(&[
+            "--random-input-len",
+            "100",
+            "--random-output-len",
+            "10",
+            "--random-range-ratio",
+            r#"{"input": 0.5, "output": 0.0}"#,
+            "--random-prefix-len",
+            "20",
+        ]);
+        let plan = translate(&a).unwrap();
+        assert_eq!(value(&plan.argv, "--input-tokens"), Some("uniform:70,170"));
+        assert_eq!(value(&plan.argv, "--output-tokens"), Some("10"));
+        assert_eq!(value(&plan.argv, "--prefix-tokens"), Some("20"));
+        let a = args(&[
+            "--dataset-name",
+            "prefix_repetition",
+            "--num-prompts",
+            "20",
+            "--prefix-repetition-num-prefixes",
+            "4",
+        ]);
+        let plan = translate(&a).unwrap();
+        assert_eq!(value(&plan.argv, "--input-tokens"), Some("512"));
+        assert_eq!(value(&plan.argv, "--prefix-groups"), Some("4"));
+        assert_eq!(value(&plan.argv, "--prefix-choice"), Some("round-robin"));
+        // vLLM does not force ignore_eos here: the answers end where the model ends them.
+        assert!(plan.argv.contains(&"--no-pin-output".to_string()));
+        assert!(translate(&args(&["--random-range-ratio", "1.5"])).is_err());
+    }
+
+    #[test]
+    fn urls_endpoints_and_refusals() {
+        let a = args(&[
+            "--base-url",
+            "https://h.example/proxy",
+            "--backend",
+            "openai-chat",
+            "--endpoint",
+            "/v1/chat/completions",
+        ]);
+        let plan = translate(&a).unwrap();
+        assert_eq!(
+            value(&plan.argv, "--url"),
+            Some("https://h.example/proxy/v1")
+        );
+        assert_eq!(value(&plan.argv, "--endpoint"), Some("chat"));
+        let e = translate(&args(&["--backend", "openai-chat"])).unwrap_err();
+        assert!(e.contains("does not end with 'chat/completions'"), "{e}");
+        let e = translate(&args(&["--profile", "--top-k", "5"])).unwrap_err();
+        assert!(e.starts_with("2 flags are not supported"), "{e}");
+        assert!(e.contains("--profile") && e.contains("--top-k"), "{e}");
+        let e = translate(&args(&["--dataset-path", "x.json"])).unwrap_err();
+        assert!(
+            e.contains("Cannot use 'random' dataset with --dataset-path"),
+            "{e}"
+        );
+        let e = translate(&args(&["--header", "novalue"])).unwrap_err();
+        assert!(e.contains("KEY=VALUE"), "{e}");
+        let plan = translate(&args(&["--header", "X-Team=infra", "--burstiness", "0.5"])).unwrap();
+        assert_eq!(value(&plan.argv, "--header"), Some("X-Team: infra"));
+        assert_eq!(value(&plan.argv, "--burstiness"), Some("0.5"));
+    }
+}

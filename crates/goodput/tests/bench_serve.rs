@@ -1,0 +1,248 @@
+//! `goodput bench serve`: a vLLM user's command line, with only `vllm bench
+//! serve` replaced, run against the simulator over HTTP; its result file
+//! written where vLLM writes it, with vLLM's keys and types; flags goodput
+//! cannot honour refused by name before any request.
+
+mod common;
+
+use std::path::Path;
+
+use common::shards::simulator;
+use common::*;
+use serde_json::Value;
+
+/// The everyday command line (random dataset, a rate, a cap,
+/// percentile metrics, goodput thresholds, metadata), against `url`.
+fn everyday<'a>(url: &'a str, dir: &'a str) -> Vec<&'a str> {
+    vec![
+        "bench",
+        "serve",
+        "--backend",
+        "vllm",
+        "--base-url",
+        url,
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "256",
+        "--random-output-len",
+        "16",
+        "--random-range-ratio",
+        "0.25",
+        "--num-prompts",
+        "24",
+        "--request-rate",
+        "40",
+        "--max-concurrency",
+        "8",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,90,99",
+        "--goodput",
+        "ttft:2000",
+        "tpot:500",
+        "--save-result",
+        "--result-dir",
+        dir,
+        "--ignore-eos",
+        "--metadata",
+        "gpu=H100",
+        "tp=1",
+        "--disable-tqdm",
+    ]
+}
+
+fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    v.sort();
+    v
+}
+
+#[test]
+fn a_vllm_command_line_runs_and_writes_vllm_s_result_file() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("results");
+    let d = dir.to_str().unwrap();
+    let (code, stdout, stderr) = goodput(&everyday(&url, d));
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    // goodput's own summary, in vLLM's layout.
+    assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
+    let files = json_files(&dir);
+    assert_eq!(files.len(), 1, "{files:?}\n{stderr}");
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_string();
+    // vLLM's default name: backend, rate as Python prints it, concurrency,
+    // the model's last path part, the date.
+    assert!(
+        name.starts_with("vllm-40.0qps-concurrency8-Llama-3.1-8B-Instruct-2"),
+        "{name}"
+    );
+    assert!(stderr.contains(&name), "{stderr}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(v["backend"], "vllm");
+    assert_eq!(v["endpoint_type"], "vllm");
+    assert_eq!(v["label"], Value::Null);
+    assert_eq!(v["model_id"], "meta-llama/Llama-3.1-8B-Instruct");
+    assert_eq!(v["num_prompts"], 24);
+    assert_eq!(v["request_rate"], 40.0);
+    assert_eq!(v["burstiness"], 1.0);
+    assert_eq!(v["max_concurrency"], 8);
+    assert_eq!(v["gpu"], "H100");
+    assert_eq!(v["tp"], "1", "metadata values stay strings");
+    let date = v["date"].as_str().unwrap();
+    assert_eq!(date.len(), 15, "%Y%m%d-%H%M%S: {date}");
+    assert!(name.ends_with(&format!("{date}.json")), "{name}");
+    assert_eq!(v["completed"], 24);
+    assert_eq!(v["failed"], 0);
+    for key in [
+        "duration",
+        "request_throughput",
+        "request_goodput",
+        "output_throughput",
+        "total_token_throughput",
+        "max_output_tokens_per_s",
+    ] {
+        assert!(
+            v[key].as_f64().is_some_and(|x| x > 0.0),
+            "{key}: {}",
+            v[key]
+        );
+    }
+    assert!(v["max_concurrent_requests"]
+        .as_u64()
+        .is_some_and(|n| (1..=8).contains(&n)));
+    for metric in ["ttft", "tpot", "itl", "e2el"] {
+        for stat in ["mean", "median", "std", "p50", "p90", "p99"] {
+            let key = format!("{stat}_{metric}_ms");
+            assert!(v[&key].as_f64().is_some(), "{key}: {}", v[&key]);
+        }
+    }
+    // Without --save-detailed vLLM keeps only latencies and queue_times.
+    assert_eq!(v["latencies"].as_array().map(Vec::len), Some(24));
+    assert_eq!(v["queue_times"].as_array().map(Vec::len), Some(24));
+    for key in [
+        "ttfts",
+        "itls",
+        "input_lens",
+        "output_lens",
+        "errors",
+        "generated_texts",
+        "start_times",
+    ] {
+        assert!(v.get(key).is_none(), "{key}");
+    }
+    // vLLM's figures agree with goodput's own, kept whole under `goodput`.
+    let g = &v["goodput"];
+    assert_eq!(v["mean_ttft_ms"], g["ttft"]["mean_ms"]);
+    assert_eq!(v["p99_e2el_ms"], g["e2el"]["p99_ms"]);
+    assert_eq!(
+        v["mean_itl_ms"], g["icl"]["mean_ms"],
+        "vLLM's ITL is per chunk"
+    );
+    assert!(g["ci"]["ttft"].is_object(), "goodput's intervals are kept");
+    // The lengths asked for: vLLM's range ratio spreads both, 256 ± 25 %
+    // in and 16 ± 25 % out.
+    let per = |key: &str| v[key].as_f64().unwrap() / 24.0;
+    assert!((192.0..=320.0).contains(&per("total_input_tokens")), "{v}");
+    assert!((12.0..=20.0).contains(&per("total_output_tokens")), "{v}");
+}
+
+#[test]
+fn save_detailed_and_append_write_vllm_s_arrays_and_json_lines() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("results");
+    let d = dir.to_str().unwrap();
+    let file = dir.join("run.jsonl");
+    for _ in 0..2 {
+        let (code, stdout, stderr) = goodput(&[
+            "bench",
+            "serve",
+            "--base-url",
+            &url,
+            "--backend",
+            "openai-chat",
+            "--endpoint",
+            "/v1/chat/completions",
+            "--input-len",
+            "64",
+            "--output-len",
+            "8",
+            "--num-prompts",
+            "6",
+            "--append-result",
+            "--save-detailed",
+            "--result-dir",
+            d,
+            "--result-filename",
+            "run.jsonl",
+            "--disable-tqdm",
+        ]);
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+    }
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "one JSON object per line");
+    let v = &lines[1];
+    assert_eq!(v["request_rate"], "inf");
+    assert_eq!(v["backend"], "openai-chat");
+    // Without --model, the server's model, as vLLM reads it from /v1/models.
+    assert_eq!(v["model_id"], "meta-llama/Llama-3.1-8B-Instruct");
+    assert_eq!(v["ttfts"].as_array().map(Vec::len), Some(6));
+    assert_eq!(v["output_lens"], serde_json::json!([8, 8, 8, 8, 8, 8]));
+    assert_eq!(v["errors"], serde_json::json!(["", "", "", "", "", ""]));
+    let itls = v["itls"].as_array().unwrap();
+    assert!(
+        itls.iter()
+            .all(|g| g.as_array().is_some_and(|g| g.len() == 7)),
+        "{itls:?}"
+    );
+    // Seconds, as vLLM writes them: the TTFTs agree with goodput's in ms.
+    let mean_s = v["ttfts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .sum::<f64>()
+        / 6.0;
+    let mean_ms = v["mean_ttft_ms"].as_f64().unwrap();
+    // (The records keep microseconds.)
+    assert!((mean_s * 1e3 - mean_ms).abs() < 1e-3, "{mean_s} {mean_ms}");
+}
+
+#[test]
+fn flags_goodput_cannot_honour_stop_before_any_request_naming_them() {
+    let (sim, url) = simulator(1.0);
+    let cases: [(&[&str], &str); 5] = [
+        (&["--profile"], "--profile is not supported"),
+        (&["--top-p", "0.9"], "--top-p is not supported"),
+        (
+            &["--dataset-name", "sonnet", "--dataset-path", "x"],
+            "--dataset-name sonnet is not supported",
+        ),
+        (
+            &["--backend", "openai-audio"],
+            "--backend openai-audio is not supported",
+        ),
+        (
+            &["--backend", "openai-chat"],
+            "does not end with 'chat/completions'",
+        ),
+    ];
+    for (extra, said) in cases {
+        let mut args = vec!["bench", "serve", "--base-url", &url, "--num-prompts", "3"];
+        args.extend_from_slice(extra);
+        let (code, stdout, stderr) = goodput(&args);
+        assert_eq!(code, 2, "{args:?}\n{stdout}\n{stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+    }
+    // Nothing reached the engine.
+    assert_eq!(sim.stats().steps, 0);
+}
