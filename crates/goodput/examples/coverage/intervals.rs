@@ -93,11 +93,24 @@ pub struct Tally {
     pub open: u32,
     /// Σ (estimate / truth − 1): the estimates' mean bias.
     pub bias: f64,
+    /// Σ estimate and Σ estimate²: the replications' own spread.
+    pub sum: f64,
+    pub sum_sq: f64,
+    /// Σ half-width (the mean of the two sides) over closed intervals, and
+    /// their count.
+    pub half: f64,
+    pub closed: u32,
 }
 
 impl Tally {
     pub fn add(&mut self, e: &Estimate, truth: f64) {
         self.bias += e.value / truth - 1.0;
+        self.sum += e.value;
+        self.sum_sq += e.value * e.value;
+        if let (Some(lo), Some(hi)) = (e.lo, e.hi) {
+            self.half += (hi - lo) / 2.0;
+            self.closed += 1;
+        }
         if e.lo.is_none() || e.hi.is_none() {
             self.open += 1;
         }
@@ -108,6 +121,18 @@ impl Tally {
         } else {
             self.covered += 1;
         }
+    }
+    /// The closed intervals' mean half-width over 1.96 times the
+    /// replications' standard deviation: 1 where the width is right for a
+    /// figure without bias, above 1 where it is wider than the spread needs.
+    pub fn width_ratio(&self) -> Option<f64> {
+        let n = self.total() as f64;
+        if self.closed == 0 || n < 2.0 {
+            return None;
+        }
+        let mean = self.sum / n;
+        let sd = ((self.sum_sq - n * mean * mean).max(0.0) / (n - 1.0)).sqrt();
+        (sd > 0.0).then(|| self.half / self.closed as f64 / (1.96 * sd))
     }
     pub fn total(&self) -> u32 {
         self.covered + self.below + self.above
@@ -160,8 +185,18 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
                     truths["p90 itl"]
                 );
             }
+            let alt = std::env::var_os("COVERAGE_THROUGHPUT_ALT").is_some();
+            let mut extra: Vec<Vec<(Figure, Estimate)>> = Vec::new();
+            let mut parts: Vec<crate::throughput::Parts> = Vec::new();
             let runs: Vec<RunMetrics> = (0..replications)
-                .map(|r| cell.run(v, size, r).metrics)
+                .map(|r| {
+                    let run = cell.run(v, size, r);
+                    if alt {
+                        extra.push(crate::throughput::alternatives(&run));
+                        parts.push(crate::throughput::parts(&run));
+                    }
+                    run.metrics
+                })
                 .collect();
             // A throughput's truth is the plan's expected figure: its mean
             // over the replications (the figure includes the run's drain).
@@ -170,6 +205,23 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
                     runs.iter().map(|m| estimates(m)[key].value).sum::<f64>() / runs.len() as f64;
                 truths.insert(key.into(), mean);
             }
+            if !parts.is_empty() {
+                let sd = |f: &dyn Fn(&crate::throughput::Parts) -> f64| {
+                    let n = parts.len() as f64;
+                    let m = parts.iter().map(f).sum::<f64>() / n;
+                    let v = parts.iter().map(|p| (f(p) - m).powi(2)).sum::<f64>() / (n - 1.0);
+                    format!("{m:.2}±{:.2}", v.sqrt())
+                };
+                eprintln!(
+                    "{} {size}: start {} mid {} drain {} total {} mid completions {}",
+                    cell.name,
+                    sd(&|p| p.0),
+                    sd(&|p| p.1),
+                    sd(&|p| p.2),
+                    sd(&|p| p.0 + p.1 + p.2),
+                    sd(&|p| p.3)
+                );
+            }
             let mut tallies: BTreeMap<Figure, Tally> = BTreeMap::new();
             crowding.push(crowding_line(&cell.name, &runs));
             for m in &runs {
@@ -177,6 +229,13 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
                     if let Some(&t) = truths.get(&figure) {
                         tallies.entry(figure).or_default().add(&e, t);
                     }
+                }
+            }
+            // Another reading of a throughput: the same truth as the printed one.
+            for (figure, e) in extra.into_iter().flatten() {
+                let base = figure.split('~').next().unwrap_or_default();
+                if let Some(&t) = truths.get(base) {
+                    tallies.entry(figure).or_default().add(&e, t);
                 }
             }
             columns.push(tallies);
@@ -254,12 +313,18 @@ fn print_table(cells: &[Cell], columns: &[BTreeMap<Figure, Tally>]) {
                     } else {
                         String::new()
                     };
-                    print!(" {}{detail} |", t.cell());
+                    let width = t
+                        .width_ratio()
+                        .map(|w| format!(" w{w:.2}"))
+                        .unwrap_or_default();
+                    print!(" {}{detail}{width} |", t.cell());
                 }
                 None => print!(" - |"),
             }
         }
         println!();
     }
-    println!("{inside} of {all} cells within 92–98 % (↓: interval below the truth, ↑: above)");
+    println!(
+        "{inside} of {all} cells within 92–98 % (↓: interval below the truth, ↑: above; b: mean bias; w: mean half-width over 1.96 × the replications' standard deviation)"
+    );
 }

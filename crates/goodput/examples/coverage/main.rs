@@ -19,7 +19,9 @@
 //! of goodput's 2; `COVERAGE_COOLDOWN=1` keeps the load on, unmeasured,
 //! until every measured request is done; `COVERAGE_TRUTH_RUNS=N` and
 //! `COVERAGE_TRUTH_SEED=S` size and move the truth's runs, and
-//! `COVERAGE_SHOW_TRUTH=1` prints a few truths.
+//! `COVERAGE_SHOW_TRUTH=1` prints a few truths; `COVERAGE_THROUGHPUT_ALT=1`
+//! adds other readings of the throughputs' intervals beside the printed
+//! ones ([`throughput`]) and prints where each cell's run durations go.
 
 #[path = "../virtual_search/mod.rs"]
 mod virtual_search;
@@ -27,6 +29,7 @@ mod virtual_search;
 mod compare;
 mod intervals;
 mod loads;
+mod throughput;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arg = |i: usize| std::env::args().nth(i);

@@ -55,7 +55,8 @@ pub struct VllmServeArgs {
     /// Do not resample a dataset shorter than --num-prompts.
     #[arg(long, help_heading = "Dataset")]
     pub no_oversample: bool,
-    /// Refused: goodput sends chat prompts as messages, completions prompts as text.
+    /// custom: send each prompt as written (goodput applies no chat template on the client;
+    /// without it, custom on a completions backend is refused).
     #[arg(long, help_heading = "Dataset")]
     pub skip_chat_template: bool,
     /// Refused (multimodal datasets are not read here).

@@ -24,6 +24,7 @@
 //! figure (it is a failure of its kind); warm-up requests are in none at
 //! all.
 
+mod clock;
 mod crowding;
 mod early_stop;
 mod goodput;
@@ -97,6 +98,8 @@ pub struct Collector {
     /// What independent requests' count in flight would vary by under the
     /// run's arrivals ([`crowding`]); `None`: no crowding index.
     independent_dispersion: Option<f64>,
+    /// What sets the run's duration, for the throughputs' intervals ([`clock`]).
+    clock: clock::ClockItems,
 }
 
 impl Collector {
@@ -135,6 +138,7 @@ impl Collector {
     /// loop at a constant rate.
     pub fn with_arrivals(mut self, load: &Load) -> Self {
         self.independent_dispersion = crowding::independent_dispersion(load);
+        self.clock.clock = clock::Clock::of(load);
         self
     }
 
@@ -192,9 +196,11 @@ impl Collector {
         self.sessions.add(rec, m, &outcome);
         self.inputs.add(rec, m, &outcome);
         if outcome != Outcome::Completed {
+            self.clock.not_completed();
             return;
         }
         self.latency.add(m);
+        self.clock.add(rec, m);
         self.goodput.add(m, self.open_loop);
         self.ttft_trend
             .add(rec, m, self.buckets.origin_ns(), self.open_loop);
@@ -304,7 +310,8 @@ impl Collector {
     }
 
     /// Throughputs over the run's duration, the two rates with intervals
-    /// from batch means over whole 1 s blocks.
+    /// from the run's clock ([`clock`]), else from batch means over whole
+    /// 1 s blocks.
     fn throughput(&self, window: &WindowFigures) -> Throughput {
         let duration_s = window.duration_s;
         let (completion_blocks, token_blocks) = self.buckets.second_blocks(duration_s);
@@ -316,14 +323,32 @@ impl Collector {
             }
         };
         let (input, output) = (self.tokens.total_input(), self.tokens.total_output());
+        let mut request = stats::rate_with_ci(
+            self.outcomes.completed() as f64,
+            duration_s,
+            &completion_blocks,
+            1.0,
+        );
+        let mut output_rate = stats::rate_with_ci(output as f64, duration_s, &token_blocks, 1.0);
+        // The run's clock, where it can be read, rather than the blocks.
+        if let Some(r) = self.clock.relative_half_widths() {
+            let blocks_output = output_rate;
+            for (e, rel) in [(&mut request, r.request), (&mut output_rate, r.output)] {
+                e.lo = Some((e.value * (1.0 - rel)).max(0.0));
+                e.hi = Some(e.value * (1.0 + rel));
+            }
+            let width = |e: &Estimate| e.hi.zip(e.lo).map(|(h, l)| h - l);
+            let narrower = matches!(
+                (width(&blocks_output), width(&output_rate)),
+                (Some(b), Some(c)) if b < c
+            );
+            if r.output_within_blocks && narrower {
+                output_rate = blocks_output;
+            }
+        }
         Throughput {
-            request: stats::rate_with_ci(
-                self.outcomes.completed() as f64,
-                duration_s,
-                &completion_blocks,
-                1.0,
-            ),
-            output: stats::rate_with_ci(output as f64, duration_s, &token_blocks, 1.0),
+            request,
+            output: output_rate,
             input: per_s(input),
             total_token: per_s(input + output),
             streamed_output: window.streamed_output,
@@ -473,10 +498,12 @@ impl Collector {
 /// Throughputs over the run's duration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Throughput {
-    /// Completed requests/s, with a block-bootstrap interval over the whole
-    /// run ([`stats::rate_with_ci`]).
+    /// Completed requests/s, with an interval from the run's clock
+    /// (`collector/clock.rs`), else from 1 s blocks ([`stats::rate_with_ci`]).
     pub request: Estimate,
-    /// Output tokens/s, with a block-bootstrap interval over the whole run.
+    /// Output tokens/s: its interval from the run's clock (in a closed loop
+    /// no narrower than the request rate's, nor wider than the blocks'),
+    /// else from 1 s blocks.
     pub output: Estimate,
     /// Input tokens/s.
     pub input: f64,
