@@ -246,3 +246,36 @@ fn flags_goodput_cannot_honour_stop_before_any_request_naming_them() {
     // Nothing reached the engine.
     assert_eq!(sim.stats().steps, 0);
 }
+
+/// Ctrl-C: exit 130 and no result file, as vLLM writes none after a
+/// KeyboardInterrupt (a script must not read a cut run as a whole one).
+#[test]
+fn an_interrupted_run_writes_no_result_file() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("results");
+    let d = dir.to_str().unwrap();
+    let child = spawn_goodput(&[
+        "bench",
+        "serve",
+        "--base-url",
+        &url,
+        "--num-prompts",
+        "200",
+        "--request-rate",
+        "5",
+        "--input-len",
+        "32",
+        "--output-len",
+        "8",
+        "--save-result",
+        "--result-dir",
+        d,
+    ]);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    sigint(&child);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("no vLLM result file written"), "{stderr}");
+    assert!(json_files(&dir).is_empty());
+}

@@ -82,8 +82,20 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     };
     let outcome = crate::run_cmd::main(*run_args);
     // The run's code stands; the result file is written whenever the run
-    // wrote results (a failed gate, no request completed), as vLLM writes
-    // its file after any run that ended.
+    // ended and wrote results (a failed gate, no request completed), as
+    // vLLM writes its file after any run that ended — but not after a
+    // signal cut it short, after which vLLM writes none: a script must not
+    // read a cut run as a whole one.
+    let interrupted = matches!(
+        outcome,
+        Ok(Code::Interrupted) | Err(Exit(Code::Interrupted, _))
+    );
+    if interrupted && plan.save.is_some() {
+        eprintln!(
+            "goodput: interrupted: no vLLM result file written (as vllm bench serve writes none)"
+        );
+        return outcome;
+    }
     if let (Some(save), true) = (&plan.save, results.is_file()) {
         let path = write_result(&plan.meta, save, &results, &records)?;
         eprintln!("goodput: vLLM result file written: {}", path.display());
