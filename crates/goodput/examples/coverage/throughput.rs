@@ -2,10 +2,39 @@
 //! `COVERAGE_THROUGHPUT_ALT=1`: each keeps the run's own value and takes
 //! its half-width from another reading of the run's variation.
 
+use goodput_core::record::RequestRecord;
 use goodput_core::stats::batch;
 use goodput_core::stats::Estimate;
 
 use crate::virtual_search::Run;
+
+/// The measured, completed requests of a run.
+fn measured(run: &Run) -> Vec<&RequestRecord> {
+    run.records
+        .iter()
+        .filter(|r| !r.warmup && r.error.is_none())
+        .collect()
+}
+
+/// A request's output tokens as the server counted them.
+fn tokens(r: &RequestRecord) -> f64 {
+    r.usage
+        .as_ref()
+        .and_then(|u| u.completion_tokens)
+        .unwrap_or(0) as f64
+}
+
+/// A request's E2EL from its scheduled send, seconds.
+fn e2el_s(r: &RequestRecord) -> f64 {
+    (r.t_done - r.t_sched) as f64 / 1e9
+}
+
+/// The sample variance of `x`.
+fn variance(x: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let mean = x.iter().sum::<f64>() / n;
+    x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+}
 
 fn closed(value: f64, half: f64) -> Estimate {
     Estimate {
@@ -104,11 +133,7 @@ fn steady_window(run: &Run, out: &mut Vec<(String, Estimate)>) {
     // The steady window's blocks (first completion to last send), by a
     // lag-corrected kernel, plus start and drain terms.
     {
-        let recs: Vec<_> = run
-            .records
-            .iter()
-            .filter(|r| !r.warmup && r.error.is_none())
-            .collect();
+        let recs: Vec<_> = measured(run);
         if recs.len() >= 16 {
             let first_send = recs.iter().map(|r| r.t_sched).min().unwrap_or(0);
             let last_send = recs.iter().map(|r| r.t_sched).max().unwrap_or(0);
@@ -124,20 +149,11 @@ fn steady_window(run: &Run, out: &mut Vec<(String, Estimate)>) {
                     let b = ((r.t_done - first_done) / 1_000_000_000) as usize;
                     if b < n_blocks {
                         counts[b] += 1.0;
-                        toks[b] += r
-                            .usage
-                            .as_ref()
-                            .and_then(|u| u.completion_tokens)
-                            .unwrap_or(0) as f64;
+                        toks[b] += tokens(r);
                     }
                 }
-                let e2el: Vec<f64> = recs
-                    .iter()
-                    .map(|r| (r.t_done - r.t_sched) as f64 / 1e9)
-                    .collect();
-                let ne = e2el.len() as f64;
-                let me = e2el.iter().sum::<f64>() / ne;
-                let var_e2el = e2el.iter().map(|x| (x - me).powi(2)).sum::<f64>() / (ne - 1.0);
+                let e2el: Vec<f64> = recs.iter().map(|r| e2el_s(r)).collect();
+                let var_e2el = variance(&e2el);
                 let c = m.mean_in_flight.max(1.0);
                 let d = m.duration_s;
                 let _ = first_send;
@@ -173,27 +189,18 @@ fn little(run: &Run, out: &mut Vec<(String, Estimate)>) {
     // Σ E2EL / c): the ratio of completions, or tokens, to the requests'
     // E2ELs, by batch means in send and in completion order.
     for (order, by_done) in [("send", false), ("done", true)] {
-        let mut recs: Vec<_> = run
-            .records
-            .iter()
-            .filter(|r| !r.warmup && r.error.is_none())
-            .collect();
+        let mut recs: Vec<_> = measured(run);
         if by_done {
             recs.sort_by_key(|r| r.t_done);
         } else {
             recs.sort_by_key(|r| r.t_sched);
         }
-        let e2el = |r: &goodput_core::record::RequestRecord| (r.t_done - r.t_sched) as f64 / 1e9;
-        let req_items: Vec<(f64, f64)> = recs.iter().map(|r| (1.0, e2el(r))).collect();
+        let req_items: Vec<(f64, f64)> = recs.iter().map(|r| (1.0, e2el_s(r))).collect();
         let tok_items: Vec<(f64, f64)> = recs
             .iter()
             .map(|r| {
-                let toks = r
-                    .usage
-                    .as_ref()
-                    .and_then(|u| u.completion_tokens)
-                    .unwrap_or(0) as f64;
-                (toks, e2el(r))
+                let toks = tokens(r);
+                (toks, e2el_s(r))
             })
             .collect();
         for (name, items, value) in [("request", &req_items, req), ("output", &tok_items, tok)] {
@@ -217,11 +224,7 @@ fn sends_and_departures(run: &Run, out: &mut Vec<(String, Estimate)>) {
     // The duration's variation: the sends' gaps (the arrival clock, or the
     // closed loop's completions) by batch means in send order, plus one
     // request's E2EL variance for the drain.
-    let mut recs: Vec<_> = run
-        .records
-        .iter()
-        .filter(|r| !r.warmup && r.error.is_none())
-        .collect();
+    let mut recs: Vec<_> = measured(run);
     recs.sort_by_key(|r| r.t_sched);
     if recs.len() >= 16 && m.duration_s > 0.0 {
         let origin = recs[0].t_sched;
@@ -233,17 +236,11 @@ fn sends_and_departures(run: &Run, out: &mut Vec<(String, Estimate)>) {
             let gap = (r.t_sched - prev) as f64 / 1e9;
             prev = r.t_sched;
             req_items.push((1.0, gap));
-            let toks = r
-                .usage
-                .as_ref()
-                .and_then(|u| u.completion_tokens)
-                .unwrap_or(0) as f64;
+            let toks = tokens(r);
             tok_items.push((toks, gap));
-            e2el.push((r.t_done - r.t_sched) as f64 / 1e9);
+            e2el.push(e2el_s(r));
         }
-        let ne = e2el.len() as f64;
-        let me = e2el.iter().sum::<f64>() / ne;
-        let var_e2el = e2el.iter().map(|x| (x - me).powi(2)).sum::<f64>() / (ne - 1.0);
+        let var_e2el = variance(&e2el);
         let d = m.duration_s;
         for (name, items, value) in [("request", &req_items, req), ("output", &tok_items, tok)] {
             let Some(s) = batch::spread(items) else {
@@ -276,19 +273,13 @@ fn sends_and_departures(run: &Run, out: &mut Vec<(String, Estimate)>) {
             let gap = (r.t_done - prev) as f64 / 1e9;
             prev = r.t_done;
             req_items.push((1.0, gap));
-            let toks = r
-                .usage
-                .as_ref()
-                .and_then(|u| u.completion_tokens)
-                .unwrap_or(0) as f64;
+            let toks = tokens(r);
             tok_items.push((toks, gap));
         }
         for r in &done {
-            e2el.push((r.t_done - r.t_sched) as f64 / 1e9);
+            e2el.push(e2el_s(r));
         }
-        let ne = e2el.len() as f64;
-        let me = e2el.iter().sum::<f64>() / ne;
-        let var_e2el = e2el.iter().map(|x| (x - me).powi(2)).sum::<f64>() / (ne - 1.0);
+        let var_e2el = variance(&e2el);
         let d = m.duration_s;
         for (name, items, value) in [("request", &req_items, req), ("output", &tok_items, tok)] {
             let Some(s) = batch::spread(items) else {
@@ -316,11 +307,7 @@ pub type Parts = (f64, f64, f64, f64);
 
 /// A run's [`Parts`].
 pub fn parts(run: &Run) -> Parts {
-    let recs: Vec<_> = run
-        .records
-        .iter()
-        .filter(|r| !r.warmup && r.error.is_none())
-        .collect();
+    let recs: Vec<_> = measured(run);
     let first_send = recs.iter().map(|r| r.t_sched).min().unwrap_or(0);
     let last_send = recs.iter().map(|r| r.t_sched).max().unwrap_or(0);
     let first_done = recs.iter().map(|r| r.t_done).min().unwrap_or(0);
