@@ -152,6 +152,39 @@ impl Tally {
     }
 }
 
+/// Where a cell's run durations went: mean ± standard deviation of each part.
+fn print_parts(name: &str, size: u64, parts: &[crate::throughput::Parts]) {
+    let sd = |f: &dyn Fn(&crate::throughput::Parts) -> f64| {
+        let n = parts.len() as f64;
+        let m = parts.iter().map(f).sum::<f64>() / n;
+        let v = parts.iter().map(|p| (f(p) - m).powi(2)).sum::<f64>() / (n - 1.0);
+        format!("{m:.2}±{:.2}", v.sqrt())
+    };
+    eprintln!(
+        "{} {size}: start {} mid {} drain {} total {} mid completions {}",
+        name,
+        sd(&|p| p.0),
+        sd(&|p| p.1),
+        sd(&|p| p.2),
+        sd(&|p| p.0 + p.1 + p.2),
+        sd(&|p| p.3)
+    );
+}
+
+/// The run sizes (`COVERAGE_SIZES=2000` keeps one) and the replications'
+/// first seed (`COVERAGE_SEED_FROM=S`: a fresh sample of the same cells).
+fn sizes_and_first_seed() -> (Vec<u64>, u64) {
+    let sizes = std::env::var("COVERAGE_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| SIZES.to_vec());
+    let seed_from = std::env::var("COVERAGE_SEED_FROM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (sizes, seed_from)
+}
+
 /// The coverage table: a row per figure, a column per cell, for each run size.
 pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
     // The truth's seeds: `COVERAGE_TRUTH_SEED` moves them, to see how much
@@ -160,7 +193,12 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1_000_000);
-    for size in SIZES {
+    let (sizes, seed_from) = sizes_and_first_seed();
+    assert!(
+        seed_from + replications <= truth_seed,
+        "the replications' seeds would reach the truth's"
+    );
+    for size in sizes {
         println!(
             "\n## Interval coverage, {size}-request runs, {replications} replications per cell"
         );
@@ -190,7 +228,7 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
             let mut parts: Vec<crate::throughput::Parts> = Vec::new();
             let runs: Vec<RunMetrics> = (0..replications)
                 .map(|r| {
-                    let run = cell.run(v, size, r);
+                    let run = cell.run(v, size, seed_from + r);
                     if alt {
                         extra.push(crate::throughput::alternatives(&run));
                         parts.push(crate::throughput::parts(&run));
@@ -206,21 +244,7 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
                 truths.insert(key.into(), mean);
             }
             if !parts.is_empty() {
-                let sd = |f: &dyn Fn(&crate::throughput::Parts) -> f64| {
-                    let n = parts.len() as f64;
-                    let m = parts.iter().map(f).sum::<f64>() / n;
-                    let v = parts.iter().map(|p| (f(p) - m).powi(2)).sum::<f64>() / (n - 1.0);
-                    format!("{m:.2}±{:.2}", v.sqrt())
-                };
-                eprintln!(
-                    "{} {size}: start {} mid {} drain {} total {} mid completions {}",
-                    cell.name,
-                    sd(&|p| p.0),
-                    sd(&|p| p.1),
-                    sd(&|p| p.2),
-                    sd(&|p| p.0 + p.1 + p.2),
-                    sd(&|p| p.3)
-                );
+                print_parts(&cell.name, size, &parts);
             }
             let mut tallies: BTreeMap<Figure, Tally> = BTreeMap::new();
             crowding.push(crowding_line(&cell.name, &runs));

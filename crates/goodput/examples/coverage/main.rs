@@ -19,7 +19,9 @@
 //! of goodput's 2; `COVERAGE_COOLDOWN=1` keeps the load on, unmeasured,
 //! until every measured request is done; `COVERAGE_TRUTH_RUNS=N` and
 //! `COVERAGE_TRUTH_SEED=S` size and move the truth's runs, and
-//! `COVERAGE_SHOW_TRUTH=1` prints a few truths; `COVERAGE_THROUGHPUT_ALT=1`
+//! `COVERAGE_SHOW_TRUTH=1` prints a few truths; `COVERAGE_SIZES=N[,N]`
+//! picks the run sizes and `COVERAGE_SEED_FROM=S` the replications' first
+//! seed (a fresh sample of the same cells); `COVERAGE_THROUGHPUT_ALT=1`
 //! adds other readings of the throughputs' intervals beside the printed
 //! ones ([`throughput`]) and prints where each cell's run durations go.
 
