@@ -283,7 +283,7 @@ impl Collector {
             duration_s: window.duration_s,
             total_input_tokens: self.tokens.total_input(),
             total_output_tokens: self.tokens.total_output(),
-            throughput: self.throughput(&window),
+            throughput: self.throughput(&window, &distributions),
             steady_state: self.buckets.steady_state(
                 ramp_end_ns,
                 self.window.first_send_ns(),
@@ -312,7 +312,7 @@ impl Collector {
     /// Throughputs over the run's duration, the two rates with intervals
     /// from the run's clock ([`clock`]), else from batch means over whole
     /// 1 s blocks.
-    fn throughput(&self, window: &WindowFigures) -> Throughput {
+    fn throughput(&self, window: &WindowFigures, d: &Distributions) -> Throughput {
         let duration_s = window.duration_s;
         let (completion_blocks, token_blocks) = self.buckets.second_blocks(duration_s);
         let per_s = |x: u64| {
@@ -331,7 +331,11 @@ impl Collector {
         );
         let mut output_rate = stats::rate_with_ci(output as f64, duration_s, &token_blocks, 1.0);
         // The run's clock, where it can be read, rather than the blocks.
-        if let Some(r) = self.clock.relative_half_widths() {
+        let step_s = d
+            .get(&Metric::Itl)
+            .and_then(|itl| itl.quantiles.get(50))
+            .map(|ms| ms / 1e3);
+        if let Some(r) = self.clock.relative_half_widths(step_s) {
             let blocks_output = output_rate;
             for (e, rel) in [(&mut request, r.request), (&mut output_rate, r.output)] {
                 e.lo = Some((e.value * (1.0 - rel)).max(0.0));
@@ -502,8 +506,8 @@ pub struct Throughput {
     /// (`collector/clock.rs`), else from 1 s blocks ([`stats::rate_with_ci`]).
     pub request: Estimate,
     /// Output tokens/s: its interval from the run's clock (in a closed loop
-    /// no narrower than the request rate's, nor wider than the blocks'),
-    /// else from 1 s blocks.
+    /// the request rate's and the mean tokens' variances summed, no wider
+    /// than the blocks'), else from 1 s blocks.
     pub output: Estimate,
     /// Input tokens/s.
     pub input: f64,
