@@ -55,7 +55,7 @@ use exit::{Code, Exit};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::try_parse_from(cli::as_vllm_reads_it(std::env::args_os())) {
         Ok(cli) => cli,
         // clap's own exits: --help and --version print and end with 0, a
         // bad flag or value with 2 (a usage error), as `Cli::parse` would.

@@ -30,7 +30,7 @@ use parse::{
     SearchTime,
 };
 pub use shard::{MergeArgs, ShardArgs};
-pub use vllm::{BenchArgs, BenchCommand, VllmServeArgs};
+pub use vllm::{as_vllm_reads_it, BenchArgs, BenchCommand, VllmServeArgs};
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
 // would take a doc comment for help text.)

@@ -17,15 +17,44 @@ pub struct BenchArgs {
     pub command: BenchCommand,
 }
 
+/// The command line with `goodput bench serve`'s flags spelled as vLLM's
+/// parser reads them: underscores in a flag's name, up to its `=` or its
+/// first `.`, are dashes (`--num_prompts` is `--num-prompts`). Other
+/// commands' arguments pass unchanged.
+pub fn as_vllm_reads_it<I: IntoIterator<Item = std::ffi::OsString>>(
+    argv: I,
+) -> Vec<std::ffi::OsString> {
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().collect();
+    let bench_serve =
+        argv.get(1).is_some_and(|a| a == "bench") && argv.get(2).is_some_and(|a| a == "serve");
+    if !bench_serve {
+        return argv;
+    }
+    argv.into_iter()
+        .enumerate()
+        .map(|(i, arg)| match arg.to_str() {
+            Some(s) if i > 2 && s.starts_with("--") => {
+                let end = s.find(['=', '.']).unwrap_or(s.len());
+                format!("--{}{}", s[2..end].replace('_', "-"), &s[end..]).into()
+            }
+            _ => arg,
+        })
+        .collect()
+}
+
 #[derive(Subcommand, Debug, Clone)]
 pub enum BenchCommand {
     /// `vllm bench serve`'s command line, run by goodput: its flags, its defaults, its result file.
     Serve(Box<VllmServeArgs>),
 }
 
-/// Every flag of `vllm bench serve`, with vLLM's defaults.
+/// Every flag of `vllm bench serve`, with vLLM's defaults. As vLLM's
+/// parser does, a unique prefix of a flag's name stands for it
+/// (`--num-prom 10`), and underscores in a flag's name read as dashes
+/// ([`as_vllm_reads_it`]).
 #[derive(Args, Debug, Clone)]
 #[command(
+    infer_long_args = true,
     about = "vllm bench serve's command line, run by goodput",
     long_about = "vllm bench serve's command line, run by goodput: replace `vllm bench serve` by `goodput bench serve` in a script. Flags keep vLLM's names and defaults; the result file (--save-result) is written where and as vLLM writes it, with goodput's own figures beside vLLM's keys. A flag goodput cannot honour stops the run before any request, naming it. Definitions that differ (TTFT, ITL) are in docs/cli.md, \"goodput bench serve\"."
 )]
@@ -425,6 +454,56 @@ mod tests {
                 parsed.err()
             );
         }
+    }
+
+    /// vLLM's parser reads `--num_prompts` as `--num-prompts` and a unique
+    /// prefix as the flag it begins; so does goodput's, and an ambiguous
+    /// prefix is a usage error, as argparse makes it.
+    #[test]
+    fn underscores_and_prefixes_read_as_vllm_reads_them() {
+        let parse = |args: &[&str]| {
+            let argv = ["goodput", "bench", "serve"]
+                .iter()
+                .chain(args)
+                .map(std::ffi::OsString::from);
+            Cli::try_parse_from(super::as_vllm_reads_it(argv))
+        };
+        let Ok(Cli {
+            command: Command::Bench(b),
+        }) = parse(&[
+            "--num_prompts",
+            "7",
+            "--random_input_len=64",
+            "--random-output",
+            "9",
+            "--dataset-name",
+            "random",
+        ])
+        else {
+            panic!("parses");
+        };
+        let super::BenchCommand::Serve(a) = b.command;
+        assert_eq!(
+            (a.num_prompts, a.random_input_len, a.random_output_len),
+            (7, 64, 9)
+        );
+        assert!(
+            parse(&["--random", "1"]).is_err(),
+            "ambiguous: many --random-* flags"
+        );
+        // A value keeps its underscores; other commands are not rewritten.
+        let argv = [
+            "goodput",
+            "bench",
+            "serve",
+            "--dataset-name",
+            "prefix_repetition",
+        ];
+        let out = super::as_vllm_reads_it(argv.iter().map(std::ffi::OsString::from));
+        assert_eq!(out[4], "prefix_repetition");
+        let argv = ["goodput", "run", "--num_prompts", "3"];
+        let out = super::as_vllm_reads_it(argv.iter().map(std::ffi::OsString::from));
+        assert_eq!(out[2], "--num_prompts");
     }
 
     /// vLLM's defaults where goodput reads them.
