@@ -258,10 +258,13 @@ pub fn python_float(x: f64) -> String {
     }
 }
 
-/// The date in vLLM's format, `%Y%m%d-%H%M%S`, in UTC (vLLM writes the
-/// machine's local time; on a machine set to UTC they agree).
+/// The date in vLLM's format, `%Y%m%d-%H%M%S`, in the machine's local time
+/// as vLLM writes it (`TZ`, else `/etc/localtime`; UTC where neither names
+/// a zone).
 pub fn now_date() -> String {
-    jiff::Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string()
+    jiff::ZonedDateTime::now()
+        .strftime("%Y%m%d-%H%M%S")
+        .to_string()
 }
 
 #[cfg(test)]
