@@ -191,7 +191,7 @@ impl Session {
         Ok(Session {
             control,
             target: prepared,
-            sink: RecordsSink::new(records, output.records_itl),
+            sink: RecordsSink::new(records, output.records_itl).with_text(output.records_text),
             out,
             csv,
             html,

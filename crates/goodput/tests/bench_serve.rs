@@ -198,6 +198,15 @@ fn save_detailed_and_append_write_vllm_s_arrays_and_json_lines() {
     assert_eq!(v["ttfts"].as_array().map(Vec::len), Some(6));
     assert_eq!(v["output_lens"], serde_json::json!([8, 8, 8, 8, 8, 8]));
     assert_eq!(v["errors"], serde_json::json!(["", "", "", "", "", ""]));
+    // Each answer's text as streamed: 8 tokens of the simulator's words.
+    let texts = v["generated_texts"].as_array().unwrap();
+    assert_eq!(texts.len(), 6);
+    assert!(
+        texts.iter().all(|t| t
+            .as_str()
+            .is_some_and(|t| t.split_whitespace().count() >= 4)),
+        "{texts:?}"
+    );
     let itls = v["itls"].as_array().unwrap();
     assert!(
         itls.iter()

@@ -25,6 +25,8 @@ pub struct RecordsSink {
     writer: Option<Box<dyn Write + Send>>,
     /// Per-event arrival offsets in each line (`--records-itl`).
     itl: bool,
+    /// Each request's generated text in its line (`--records-text`).
+    text: bool,
     /// The first write error; writing stops there.
     error: Option<String>,
     /// The line being formatted, reused from one record to the next.
@@ -36,9 +38,16 @@ impl RecordsSink {
         RecordsSink {
             writer,
             itl,
+            text: false,
             error: None,
             line: Vec::with_capacity(1024),
         }
+    }
+
+    /// With each request's generated text in its line, as `output_text`.
+    pub fn with_text(mut self, text: bool) -> Self {
+        self.text = text;
+        self
     }
 
     /// The write error that stopped the records file, if any.
@@ -53,6 +62,9 @@ impl RecordsSink {
         };
         self.line.clear();
         record_line(&mut self.line, rec, m, self.itl, ctx);
+        if self.text {
+            with_text(&mut self.line, &rec.output_text);
+        }
         if let Err(e) = w.write_all(&self.line) {
             self.error = Some(e.to_string());
             self.writer = None;
@@ -235,6 +247,17 @@ fn record_line(
     out.push(b'\n');
 }
 
+/// `line` (one JSON object and its newline) with `"output_text"` added as
+/// its last key.
+fn with_text(line: &mut Vec<u8>, text: &str) {
+    if line.ends_with(b"}\n") {
+        line.truncate(line.len() - 2);
+        line.extend_from_slice(b",\"output_text\":");
+        let _ = serde_json::to_writer(&mut *line, text);
+        line.extend_from_slice(b"}\n");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{json, Value};
@@ -371,6 +394,41 @@ mod tests {
         };
         failed.t_done = 5;
         vec![plain, all, failed]
+    }
+
+    /// `--records-text` adds the generated text, escaped, as the last key.
+    #[test]
+    fn a_line_can_carry_the_generated_text() {
+        let tok = goodput_common::tokenizer::Tokenizer::from_spec("none").unwrap();
+        let ctx = LineContext {
+            run_id: "r1".into(),
+            origin_ns: 500,
+            sharded: false,
+        };
+        let buffer = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Shared {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut sink =
+            RecordsSink::new(Some(Box::new(Shared(buffer.clone()))), false).with_text(true);
+        for mut rec in records() {
+            rec.output_text = "say \"hi\"\n".into();
+            let m = RequestMetrics::derive(&rec, &tok);
+            sink.append(&rec, &m, &ctx);
+        }
+        let bytes = buffer.lock().unwrap().clone();
+        for line in String::from_utf8(bytes).unwrap().lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["output_text"], "say \"hi\"\n");
+            assert_eq!(v["run_id"], "r1");
+        }
     }
 
     #[test]

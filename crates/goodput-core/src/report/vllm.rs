@@ -142,7 +142,10 @@ fn insert_arrays(o: &mut Map<String, Value>, records: &[Value]) {
         latencies.push(json!(if ok { s("e2el_ms") } else { 0.0 }));
         start_times.push(json!(f64_of(r, "send_s").unwrap_or(0.0)));
         queue_times.push(json!(s("schedule_lag_ms")));
-        texts.push(json!(""));
+        texts.push(json!(r
+            .get("output_text")
+            .and_then(Value::as_str)
+            .unwrap_or("")));
         errors.push(json!(if ok {
             String::new()
         } else {

@@ -68,6 +68,9 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
         argv.push(v.display().to_string());
     }
     argv.push("--records-itl".into());
+    if a.save_detailed {
+        argv.push("--records-text".into());
+    }
     let run_args = match Cli::try_parse_from(&argv) {
         Ok(Cli {
             command: Command::Run(r),

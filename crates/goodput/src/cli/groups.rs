@@ -400,6 +400,9 @@ pub struct OutputArgs {
     /// Include each event's arrival offset (ms since send) in the records.
     #[arg(long, help_heading = "Output")]
     pub records_itl: bool,
+    /// Include each request's generated text in the records (`output_text`).
+    #[arg(long, help_heading = "Output")]
+    pub records_text: bool,
     /// Percentiles to report, comma-separated.
     #[arg(long, alias = "metric-percentiles", default_value = "50,90,95,99", value_parser = percentiles, help_heading = "Output")]
     pub percentiles: Percentiles,
