@@ -112,7 +112,12 @@ async fn finish_run(
         Saved::Run(Box::new(results[0].clone())),
     )];
     if !args.common.output.quiet {
-        session.say(&String::from_utf8_lossy(&report::Console.to_bytes(&items)));
+        let text = String::from_utf8_lossy(&report::Console.to_bytes(&items)).into_owned();
+        session.say(&if args.common.output.intervals_apart {
+            report::console::intervals_apart(&text)
+        } else {
+            text
+        });
     } else {
         for n in &results[0].notes {
             eprintln!("goodput: note: {n}");

@@ -71,8 +71,34 @@ fn a_vllm_command_line_runs_and_writes_vllm_s_result_file() {
     let d = dir.to_str().unwrap();
     let (code, stdout, stderr) = goodput(&everyday(&url, d));
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    // goodput's own summary, in vLLM's layout.
+    // goodput's own summary, in vLLM's layout, read as vLLM's auto-tune
+    // script reads it: `grep 'Request throughput (req/s):' | sed
+    // 's/[^0-9.]//g'`, `grep 'P99 E2EL (ms):' | awk '{print $NF}'`.
     assert!(stdout.contains("Serving Benchmark Result"), "{stdout}");
+    let grep =
+        |label: &str| -> Vec<&str> { stdout.lines().filter(|l| l.contains(label)).collect() };
+    for label in ["Request throughput (req/s):", "Request goodput (req/s):"] {
+        let lines = grep(label);
+        assert_eq!(lines.len(), 1, "{label}: {lines:?}");
+        let digits: String = lines[0]
+            .chars()
+            .filter(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        assert!(
+            digits.parse::<f64>().is_ok_and(|x| x > 0.0),
+            "{label}: {digits}"
+        );
+    }
+    let e2el = grep("P99 E2EL (ms):");
+    assert_eq!(e2el.len(), 1, "{e2el:?}");
+    let last = e2el[0].split_whitespace().last().unwrap();
+    assert!(last.parse::<f64>().is_ok_and(|x| x > 0.0), "{last}");
+    // goodput's intervals, after it.
+    assert!(stdout.contains("95% intervals (goodput)"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("p99_e2el ")),
+        "{stdout}"
+    );
     let files = json_files(&dir);
     assert_eq!(files.len(), 1, "{files:?}\n{stderr}");
     let name = files[0].file_name().unwrap().to_str().unwrap().to_string();

@@ -68,6 +68,8 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
         argv.push(v.display().to_string());
     }
     argv.push("--records-itl".into());
+    // vLLM's lines as vLLM prints them, for the scripts that read them.
+    argv.push("--intervals-apart".into());
     if a.save_detailed {
         argv.push("--records-text".into());
     }

@@ -420,4 +420,9 @@ pub struct OutputArgs {
     /// No progress display; the summary is still printed.
     #[arg(long, help_heading = "Output")]
     pub no_progress: bool,
+    /// Print each figure of the summary alone on its line, as vLLM does (a script that reads
+    /// vLLM's summary with grep and awk reads goodput's), and the 95 % intervals in a block of
+    /// their own after it.
+    #[arg(long, help_heading = "Output")]
+    pub intervals_apart: bool,
 }

@@ -40,3 +40,52 @@ pub fn estimate(e: &Estimate) -> String {
     }
     format!("{} [{}, {}]", num(e.value), side(e.lo), side(e.hi))
 }
+
+/// The summary with each figure alone on its line, as vLLM prints it, and
+/// the intervals in a block of their own after it (`--intervals-apart`): a
+/// script that reads vLLM's summary with `grep 'P99 E2EL (ms):' | awk
+/// '{print $NF}'` or `sed 's/[^0-9.]//g'` (vLLM's own auto-tune script)
+/// reads goodput's. The block names each figure by its label in lower case
+/// without the unit (`p99_e2el`), so no vLLM label matches it.
+pub fn intervals_apart(text: &str) -> String {
+    let mut body = String::with_capacity(text.len());
+    let mut block = String::new();
+    for line in text.lines() {
+        match split_interval(line) {
+            Some((figure, interval, key)) => {
+                body.push_str(&figure);
+                body.push('\n');
+                let _ = writeln!(block, "{key:<40} {interval}");
+            }
+            None => {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    if !block.is_empty() {
+        rule(&mut body, " 95% intervals (goodput) ", '-');
+        body.push_str(&block);
+        rule(&mut body, "", '=');
+    }
+    body
+}
+
+/// `Label (unit):   value [lo, hi] rest` as (`Label (unit):   value rest`,
+/// `[lo, hi]`, `label`); `None` for a line without an interval.
+fn split_interval(line: &str) -> Option<(String, String, String)> {
+    let colon = line.find(':')?;
+    let (label, after) = line.split_at(colon + 1);
+    let open = after.find(" [")?;
+    let close = open + after[open..].find(']')?;
+    let value = after[..open].trim();
+    if value.is_empty() || value.parse::<f64>().is_err() {
+        return None;
+    }
+    let interval = &after[open + 1..=close];
+    let figure = format!("{label}{}{}", &after[..open], &after[close + 1..]);
+    let name = label.trim_end_matches(':');
+    let name = name.split(" (").next().unwrap_or(name);
+    let key = name.trim().to_lowercase().replace([' ', '-'], "_");
+    Some((figure, interval.to_string(), key))
+}

@@ -21,7 +21,7 @@ use crate::report::saved::Saved;
 
 #[cfg(test)]
 pub(crate) use groups::tests::grouped_result;
-pub use layout::estimate;
+pub use layout::{estimate, intervals_apart};
 pub use repeat::repeat_summary;
 pub use run::summary;
 pub use sweep::{start_note, sweep_summary};

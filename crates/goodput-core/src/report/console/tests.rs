@@ -107,3 +107,38 @@ fn estimates_show_open_bounds() {
     };
     assert_eq!(estimate(&e), "1234.5 [open]");
 }
+
+/// vLLM's auto-tune script reads `Request throughput (req/s):` with
+/// `sed 's/[^0-9.]//g'` and `P99 E2EL (ms):` with `awk '{print $NF}'`:
+/// with the intervals apart both read the figure alone.
+#[test]
+fn intervals_apart_leave_vllm_s_lines_as_vllm_prints_them() {
+    let text = "Request throughput (req/s):              12.34 [12.28, 12.40]\n\
+                P99 E2EL (ms):                           310.20 [300.10, -]\n\
+                Request goodput (req/s):                 11.00\n\
+                Steady-state output throughput (tok/s):  1636.5 (0.1-15.0 s)\n";
+    let out = super::intervals_apart(text);
+    let lines: Vec<&str> = out.lines().collect();
+    let digits = |l: &str| {
+        l.chars()
+            .filter(|c| c.is_ascii_digit() || *c == '.')
+            .collect::<String>()
+    };
+    let throughput: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("Request throughput (req/s):"))
+        .collect();
+    assert_eq!(throughput.len(), 1, "{out}");
+    assert_eq!(digits(throughput[0]), "12.34");
+    let e2el = lines.iter().find(|l| l.contains("P99 E2EL (ms):")).unwrap();
+    assert_eq!(e2el.split_whitespace().last(), Some("310.20"));
+    assert!(
+        out.contains("request_throughput                       [12.28, 12.40]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("p99_e2el                                 [300.10, -]"),
+        "{out}"
+    );
+    assert!(out.contains("Steady-state output throughput (tok/s):  1636.5 (0.1-15.0 s)"));
+}
