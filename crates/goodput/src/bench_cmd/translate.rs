@@ -40,6 +40,7 @@ fn route(backend: &str) -> Result<(&'static str, &'static str), String> {
     match backend {
         "vllm" | "openai" => Ok(("completions", "completions")),
         "openai-chat" => Ok(("chat", "chat/completions")),
+        "openai-responses" => Ok(("responses", "responses")),
         "openai-embeddings" => Ok(("embeddings", "embeddings")),
         "vllm-rerank" => Ok(("rerank", "rerank")),
         "openai-audio" => Err(refuse("--backend openai-audio", "audio is not benchmarked here")),
@@ -110,6 +111,11 @@ fn length(l: i64, r: f64, extra: i64) -> String {
 fn positive(flag: &str, v: i64) -> Result<i64, String> {
     if v >= 1 {
         Ok(v)
+    } else if flag == "--num-prompts" && v == -1 {
+        Err(refuse(
+            "--num-prompts -1",
+            "every sample of a file is vLLM's for spec_bench and speed_bench, which goodput does not read; give a count",
+        ))
     } else {
         Err(format!("{flag} must be at least 1 (got {v})"))
     }
@@ -611,5 +617,16 @@ mod tests {
         let plan = translate(&args(&["--header", "X-Team=infra", "--burstiness", "0.5"])).unwrap();
         assert_eq!(value(&plan.argv, "--header"), Some("X-Team: infra"));
         assert_eq!(value(&plan.argv, "--burstiness"), Some("0.5"));
+        // vLLM's Responses API backend, as its docs run it.
+        let a = args(&[
+            "--backend",
+            "openai-responses",
+            "--endpoint",
+            "/v1/responses",
+        ]);
+        let plan = translate(&a).unwrap();
+        assert_eq!(value(&plan.argv, "--endpoint"), Some("responses"));
+        let e = translate(&args(&["--num-prompts", "-1"])).unwrap_err();
+        assert!(e.contains("--num-prompts -1 is not supported"), "{e}");
     }
 }

@@ -66,8 +66,14 @@ pub struct VllmServeArgs {
     /// Seed of the prompts and the arrival times.
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
     pub seed: i64,
-    /// Requests to send.
-    #[arg(long, default_value_t = 1000, help_heading = "Dataset")]
+    /// Requests to send (vLLM's -1, all of a spec_bench or speed_bench file, parses and is
+    /// refused with those datasets).
+    #[arg(
+        long,
+        default_value_t = 1000,
+        allow_negative_numbers = true,
+        help_heading = "Dataset"
+    )]
     pub num_prompts: i64,
     /// random, sharegpt, custom or prefix_repetition here; the others are refused by name.
     #[arg(long, default_value = "random", value_parser = [
@@ -221,10 +227,10 @@ pub struct VllmServeArgs {
     /// The result file's label and file-name prefix.
     #[arg(long, help_heading = "Serve")]
     pub label: Option<String>,
-    /// vllm and openai (completions), openai-chat (chat), openai-embeddings (embeddings),
-    /// vllm-rerank (rerank); the others are refused by name.
+    /// vllm and openai (completions), openai-chat (chat), openai-responses (responses),
+    /// openai-embeddings (embeddings), vllm-rerank (rerank); the others are refused by name.
     #[arg(long, default_value = "openai", value_parser = [
-        "vllm", "openai", "openai-chat", "openai-audio", "openai-embeddings", "openai-embeddings-chat",
+        "vllm", "openai", "openai-chat", "openai-responses", "openai-audio", "openai-embeddings", "openai-embeddings-chat",
         "openai-embeddings-clip", "openai-embeddings-vlm2vec", "infinity-embeddings",
         "infinity-embeddings-clip", "vllm-pooling", "vllm-rerank",
     ], help_heading = "Serve")]
