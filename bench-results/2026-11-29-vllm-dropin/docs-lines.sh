@@ -43,13 +43,20 @@ with open(f"{out}/custom.jsonl", "w") as f:
     for _ in range(300):
         f.write(json.dumps({"prompt": text(20, 200)}) + "\n")
 PY
-"$GOODPUT" sim --port 8000 > "$OUT/sim.log" 2>&1 &
-SIM=$!
+# The simulator serves one model, under the name each line asks for (as the
+# user's vLLM server would), restarted for each line.
+SIM=
 trap 'kill $SIM 2>/dev/null || true' EXIT
-for _ in $(seq 50); do
-  curl -sf http://127.0.0.1:8000/v1/models > /dev/null && break
-  sleep 0.2
-done
+start_sim() {
+  kill $SIM 2>/dev/null || true
+  wait $SIM 2>/dev/null || true
+  "$GOODPUT" sim --port 8000 --served-model-name "$1" > "$OUT/sim.log" 2>&1 &
+  SIM=$!
+  for _ in $(seq 50); do
+    curl -sf http://127.0.0.1:8000/v1/models > /dev/null && break
+    sleep 0.2
+  done
+}
 n=0
 echo "| # | exit | result file | stopped by | command |" > "$OUT/summary.md"
 echo "| --- | --- | --- | --- | --- |" >> "$OUT/summary.md"
@@ -58,6 +65,8 @@ while IFS= read -r line; do
   n=$((n + 1))
   dir="$OUT/line-$n"
   mkdir -p "$dir"
+  model=$(sed -nE 's/.*--model[ =]([^ ]+).*/\1/p' <<< "$line")
+  start_sim "${model:-meta-llama/Llama-3.1-8B-Instruct}"
   cmd=${line//goodput bench serve/\"\$GOODPUT\" bench serve}
   (cd "$dir" && timeout 300 bash -c "GOODPUT='$GOODPUT'; $cmd" > "$dir/stdout" 2> "$dir/stderr")
   rc=$?
