@@ -24,6 +24,11 @@ fn tokens(r: &RequestRecord) -> f64 {
         .unwrap_or(0) as f64
 }
 
+/// A request's prompt tokens as the server counted them.
+fn prompt_tokens(r: &RequestRecord) -> f64 {
+    r.usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0) as f64
+}
+
 /// A request's E2EL from its scheduled send, seconds.
 fn e2el_s(r: &RequestRecord) -> f64 {
     (r.t_done - r.t_sched) as f64 / 1e9
@@ -126,13 +131,11 @@ fn work_stalls(run: &Run, out: &mut Vec<(String, Estimate)>) {
     if n < 16 {
         return;
     }
-    let prompt =
-        |r: &RequestRecord| r.usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0) as f64;
     let ttft = |r: &RequestRecord| (r.events[0].at_ns.saturating_sub(r.t_sched)) as f64 / 1e9;
     let Some(b) = slope(
         &recs
             .iter()
-            .map(|r| (prompt(r), ttft(r)))
+            .map(|r| (prompt_tokens(r), ttft(r)))
             .collect::<Vec<_>>(),
     ) else {
         return;
@@ -162,7 +165,7 @@ fn work_stalls(run: &Run, out: &mut Vec<(String, Estimate)>) {
     // The KV cache each request keeps read while it decodes, Σ (prompt + t)
     // over its tokens: its cost per token from its own decode time, read by
     // every stream in flight.
-    let kv = |r: &RequestRecord| prompt(r) * tokens(r) + tokens(r) * tokens(r) / 2.0;
+    let kv = |r: &RequestRecord| prompt_tokens(r) * tokens(r) + tokens(r) * tokens(r) / 2.0;
     let kappa = fit3(
         &recs
             .iter()
@@ -178,7 +181,7 @@ fn work_stalls(run: &Run, out: &mut Vec<(String, Estimate)>) {
     ] {
         let raw: Vec<f64> = recs
             .iter()
-            .map(|r| cb * prompt(r) + gg * tokens(r) + ck * kv(r))
+            .map(|r| cb * prompt_tokens(r) + gg * tokens(r) + ck * kv(r))
             .collect();
         let shift = (sum_e2el - raw.iter().sum::<f64>()) / nf;
         let cost: Vec<f64> = raw.iter().map(|x| x + shift).collect();
@@ -230,9 +233,10 @@ fn work_batches(run: &Run, b: usize, out: &mut Vec<(String, Estimate)>) {
     if n < 4 * b {
         return;
     }
-    let prompt =
-        |r: &RequestRecord| r.usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0) as f64;
-    let xs: Vec<[f64; 3]> = recs.iter().map(|r| [1.0, prompt(r), tokens(r)]).collect();
+    let xs: Vec<[f64; 3]> = recs
+        .iter()
+        .map(|r| [1.0, prompt_tokens(r), tokens(r)])
+        .collect();
     let ys: Vec<f64> = recs.iter().map(|r| e2el_s(r)).collect();
     let rows: Vec<([f64; 3], f64)> = (0..b)
         .map(|j| {
@@ -342,11 +346,9 @@ fn work(run: &Run, out: &mut Vec<(String, Estimate)>) {
     if recs.len() < 16 {
         return;
     }
-    let prompt =
-        |r: &RequestRecord| r.usage.as_ref().and_then(|u| u.prompt_tokens).unwrap_or(0) as f64;
     let rows: Vec<(f64, f64, f64)> = recs
         .iter()
-        .map(|r| (prompt(r), tokens(r), e2el_s(r)))
+        .map(|r| (prompt_tokens(r), tokens(r), e2el_s(r)))
         .collect();
     let Some(b) = fit3(&rows) else { return };
     let fitted: Vec<f64> = rows
