@@ -15,11 +15,14 @@ use serde::{Deserialize, Serialize};
 pub mod batch;
 mod binomial;
 mod level;
+mod ranks;
 
 pub use binomial::binomial_ci_ranks;
 #[cfg(test)]
 pub(crate) use binomial::exact_coverage;
 pub use level::Level;
+use ranks::dependent_ranks;
+pub use ranks::quantile_ranks;
 
 /// Percentile `p` (0–100) of sorted data, numpy's linear interpolation
 /// (the one definition, in [`goodput_common::percentile`]).
@@ -401,55 +404,6 @@ pub fn describe_ordered(
     }
 }
 
-/// The 1-based ranks `(l, u)` of the order statistics that bound the
-/// `q`-quantile of the sample `o` at `level`: the exact binomial ranks
-/// ([`binomial_ci_ranks`], right for independent values), widened to the
-/// batch-means ranks when the values in time order (`in_time`, all of
-/// them or the first of them) show that neighbours are alike
-/// ([`batch::spread`] of the indicator "at or below the estimate"; its
-/// variance is scaled from the values read to all `n`). `l = 0` or
-/// `u > n` is an open side.
-pub fn quantile_ranks(
-    o: &(impl Ordered + ?Sized),
-    in_time: Option<&[f64]>,
-    q: f64,
-    level: Level,
-) -> (usize, usize) {
-    let n = o.count();
-    let (l, u) = binomial_ci_ranks(n, q, level.two_sided_confidence());
-    let (Some(in_time), Some(value)) = (in_time, percentile_of(o, q * 100.0)) else {
-        return (l, u);
-    };
-    let items: Vec<(f64, f64)> = in_time
-        .iter()
-        .map(|&x| (f64::from(u8::from(x <= value)), 1.0))
-        .collect();
-    match batch::spread(&items) {
-        Some(s) => widen_ranks((l, u), n, q, s, n as f64 / in_time.len() as f64, level),
-        None => (l, u),
-    }
-}
-
-/// `(l, u)` widened to the ranks a batch-means spread `s` of the count at
-/// or below the quantile gives (scaled by `scale`, the values counted over
-/// the values read), never narrowed.
-fn widen_ranks(
-    (l, u): (usize, usize),
-    n: usize,
-    q: f64,
-    s: batch::Spread,
-    scale: f64,
-    level: Level,
-) -> (usize, usize) {
-    let h = s.total_half_width(level) * scale.sqrt();
-    let centre = q * n as f64;
-    // B ≈ N(nq, σ²): l − 1 ≤ nq − tσ and u − 1 ≥ nq + tσ, as the binomial
-    // rule, with the batch spread.
-    let bl = ((centre - h).floor() + 1.0).max(0.0) as usize;
-    let bu = ((centre + h).ceil() + 1.0).max(0.0) as usize;
-    (l.min(bl), u.max(bu))
-}
-
 /// The half-width at `level` of a mean of `n` values with standard
 /// deviation `std`: the independent `z · std / √n`, or the batch-means one
 /// from the values in time order when wider.
@@ -524,13 +478,13 @@ pub fn describe_pooled(
     let n = sorted.len();
     for (p, e) in d.percentiles.iter_mut() {
         let q = *p / 100.0;
-        let value = e.value;
-        let items = by_request(&|r| r.iter().filter(|&&v| v as f64 <= value).count() as f64);
         let binomial = binomial_ci_ranks(n, q, level.two_sided_confidence());
-        let (l, u) = match batch::spread(&items) {
-            Some(s) => widen_ranks(binomial, n, q, s, 1.0, level),
-            None => binomial,
+        let spread_below = |v: f64| {
+            batch::spread(&by_request(&|r| {
+                r.iter().filter(|&&x| (x as f64) < v).count() as f64
+            }))
         };
+        let (l, u) = dependent_ranks(binomial, n, q, level, 1.0, |k| sorted[k - 1], spread_below);
         e.lo = (l >= 1).then(|| sorted[l - 1]);
         e.hi = (u <= n).then(|| sorted[u - 1]);
     }
