@@ -9,7 +9,8 @@
 //! within 1 % of the converged one in BENCHMARKS.md; 270 s). With
 //! `SEARCH_DUMP=FILE` every point of every search is appended to FILE, a
 //! line each: seed, rate, requests, margin, hard fail, load s, measuring,
-//! settled, saturated.
+//! settled, saturated. `SEARCH_SLOWER=K` runs the same deployment K times
+//! slower, its SLO K times looser: a slow server in requests per second.
 
 mod virtual_search;
 
@@ -27,11 +28,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None | Some("auto") => None,
         Some(s) => Some(s.parse()?),
     };
-    let mut v = Virtual::readme();
-    // The load kept on, unmeasured, until every measured request is done.
-    v.cooldown = std::env::var_os("SEARCH_COOLDOWN").is_some();
+    let (v, slower) = deployment()?;
     let t0 = Instant::now();
-    let reference = v.reference(ref_seeds, ref_requests, (1.0, 100.0), 0.005);
+    let reference = v.reference(
+        ref_seeds,
+        ref_requests,
+        (0.02 / slower, 100.0 / slower),
+        0.005,
+    );
     println!(
         "reference {reference:.3} req/s ({ref_seeds} schedules x {ref_requests} requests, {:.1?})",
         t0.elapsed()
@@ -113,6 +117,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         within(0.15),
     );
     Ok(())
+}
+
+/// The README's deployment, changed as the environment asks (see the
+/// module comment), and how many times slower it runs.
+fn deployment() -> Result<(Virtual, f64), Box<dyn std::error::Error>> {
+    let mut v = Virtual::readme();
+    // The load kept on, unmeasured, until every measured request is done.
+    v.cooldown = std::env::var_os("SEARCH_COOLDOWN").is_some();
+    // A server K times slower (`SEARCH_SLOWER=K`, `Virtual::slower`).
+    let slower: f64 = std::env::var("SEARCH_SLOWER")
+        .ok()
+        .map_or(Ok(1.0), |s| s.parse())?;
+    v = v.slower(slower);
+    // Fewer sequences in a batch (`SEARCH_MAX_SEQS=N`): a server whose
+    // capacity is a few times one request's pace, as a CPU engine's, so
+    // that points near the edge hold a dozen requests.
+    if let Some(n) = std::env::var("SEARCH_MAX_SEQS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        v.config.max_num_seqs = n;
+    }
+    Ok((v, slower))
 }
 
 /// Append every point of a search to `path`, a line each (see the module

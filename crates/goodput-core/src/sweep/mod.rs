@@ -53,7 +53,7 @@ use crate::target::{PreparedTarget, RunError, RunSpec};
 use curve::p;
 use grid::{best_passing, goodput_from_points};
 use observe::{observe, point_meets};
-pub use observe::{observe_metrics, search_config};
+pub use observe::{observe_metrics, search_config, search_windows};
 pub use result::{
     headline, CurvePoint, Goodput, KneeAt, Knees, PointRole, PointStart, SweepPoint, SweepResult,
 };
@@ -460,27 +460,17 @@ impl Runner<'_> {
             self.result.goodput = Some(answer);
             return Ok(());
         };
-        // A point shorter than a few answers ends before the server's
-        // pipeline has filled: it cannot see a queue that builds, and passes
-        // past capacity (6.5 s answers in 8 s points passed at 1.6x what the
-        // server sustains). Exploring points last at least 3 of the floor's
-        // median E2EL, measuring points at least 6.
+        // Windows of a few answers at least (`search_windows`).
         let answer_s = p(&floor, Metric::E2el, 50.0).map_or(0.0, |ms| ms / 1e3);
-        let explore = self
-            .spec
-            .point_time
-            .max(Duration::from_secs_f64(3.0 * answer_s));
+        let (explore, measure) =
+            search_windows(self.spec.point_time, self.spec.measure_time, answer_s);
         // A session workload's measured window must hold several sessions
         // too: over a few, its requests lean to the early turns' short
         // prompts (the secret server's 4-turn sessions: 40 s points
         // answered 4.34 sessions/s where it sustains 3.75).
-        let measure = self
-            .spec
-            .measure_time
-            .max(Duration::from_secs_f64(6.0 * answer_s))
-            .max(Duration::from_secs_f64(
-                6.0 * self.session_span_s().unwrap_or(0.0),
-            ));
+        let measure = measure.max(Duration::from_secs_f64(
+            6.0 * self.session_span_s().unwrap_or(0.0),
+        ));
         let (config, control) = search_config(
             p(&floor, Metric::Ttft, 50.0),
             floor_throughput,

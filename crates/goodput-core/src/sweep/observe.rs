@@ -117,6 +117,36 @@ pub fn search_config(
     )
 }
 
+/// Exploring points last at least this many of the floor's median E2EL.
+pub const EXPLORE_ANSWERS: f64 = 3.0;
+/// Measuring points last at least this many of the floor's median E2EL:
+/// what `--measure-time`'s default, 40 s, is on the README's deployment,
+/// whose answers take about 1 s, so that a server whose answers take
+/// longer gets measuring points as long in its own time. With 6, on that
+/// deployment run 20 times slower (virtual time, 100 searches), the
+/// measuring points held 368 requests where the README's hold about
+/// 1,000, and 2,000 requests at the interval's lower end met the SLO in
+/// 81 of 100 searches; with 40, in 99 (BENCHMARKS.md).
+pub const MEASURE_ANSWERS: f64 = 40.0;
+
+/// The search's exploring and measuring windows: `--point-time` and
+/// `--measure-time`, each at least a number of the floor's median E2EL
+/// (`answer_s`). A point shorter than a few answers ends before the
+/// server's pipeline has filled: it cannot see a queue that builds, and
+/// passes past capacity (6.5 s answers in 8 s points passed at 1.6x what
+/// the server sustains).
+pub fn search_windows(
+    point_time: Duration,
+    measure_time: Duration,
+    answer_s: f64,
+) -> (Duration, Duration) {
+    let answers = |k: f64| Duration::from_secs_f64((k * answer_s).max(0.0));
+    (
+        point_time.max(answers(EXPLORE_ANSWERS)),
+        measure_time.max(answers(MEASURE_ANSWERS)),
+    )
+}
+
 /// Requests a point needs before its SLO percentiles can be bounded (the
 /// largest over the SLO's per-request terms; pooled ITL has more values
 /// than requests).

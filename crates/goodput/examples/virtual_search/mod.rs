@@ -60,6 +60,19 @@ impl Virtual {
         }
     }
 
+    /// The same deployment `k` times slower: every engine step `k` times
+    /// longer and the SLO's thresholds `k` times looser, so the same queue
+    /// in slow motion, its goodput `k` times lower, while a search's
+    /// windows stay as many seconds: its points hold `k` times fewer
+    /// requests, as on a slow real server.
+    pub fn slower(mut self, k: f64) -> Self {
+        self.config.time_scale *= k;
+        for t in &mut self.slo.terms {
+            t.threshold_ms *= k;
+        }
+        self
+    }
+
     /// The sustained goodput of this deployment, workload and SLO in
     /// virtual time ([`goodput_sim::reference`]): `schedules` Poisson
     /// schedules of `requests` each (after 40 warm-up requests) pooled per
@@ -386,6 +399,18 @@ impl Virtual {
     /// sweep with `--seed seed` samples them.
     pub fn search(&self, plan: Plan, seed: u64) -> (Answer, Search) {
         let (ttft_ms, throughput) = self.floor();
+        // The sweep's windows: a few of the floor's answers at least (one
+        // request alone: its E2EL is 1 / throughput). `SEARCH_WINDOWS=E,M`
+        // sets other multiples (a study of them).
+        let answer_s = 1.0 / throughput;
+        let (explore, measure) = match std::env::var("SEARCH_WINDOWS") {
+            Ok(w) => {
+                let k: Vec<f64> = w.split(',').filter_map(|x| x.parse().ok()).collect();
+                let at = |k: f64| Duration::from_secs_f64(k * answer_s);
+                (plan.explore.max(at(k[0])), plan.measure.max(at(k[1])))
+            }
+            Err(_) => goodput_core::sweep::search_windows(plan.explore, plan.measure, answer_s),
+        };
         let (config, control) = goodput_core::sweep::search_config(
             Some(ttft_ms),
             throughput,
@@ -397,8 +422,8 @@ impl Virtual {
                 },
                 |b| goodput_core::search::Budget::Fixed(b.as_secs_f64()),
             ),
-            plan.explore,
-            plan.measure,
+            explore,
+            measure,
         );
         let mut search = Search::new(config);
         // Point 0 is the floor, as in a sweep.
@@ -408,7 +433,7 @@ impl Virtual {
                 Step::Done => break,
                 Step::Explore { rate } => (
                     rate,
-                    (rate * plan.explore.as_secs_f64()).ceil() as u64,
+                    (rate * search.config().explore_s).ceil() as u64,
                     false,
                 ),
                 Step::Measure { rate, requests } => (rate, requests, true),
