@@ -24,11 +24,12 @@ pub fn quantile_ranks(
         return binomial;
     };
     let scale = n as f64 / in_time.len() as f64;
+    // One buffer for every candidate the search reads.
+    let items = std::cell::RefCell::new(Vec::with_capacity(in_time.len()));
     let spread_below = |v: f64| {
-        let items: Vec<(f64, f64)> = in_time
-            .iter()
-            .map(|&x| (f64::from(u8::from(x < v)), 1.0))
-            .collect();
+        let mut items = items.borrow_mut();
+        items.clear();
+        items.extend(in_time.iter().map(|&x| (f64::from(u8::from(x < v)), 1.0)));
         batch::spread(&items)
     };
     dependent_ranks(binomial, n, q, level, scale, |k| o.at(k - 1), spread_below)
@@ -95,58 +96,45 @@ pub(super) fn dependent_ranks(
     let l = if l == 0 || lower_ok(l) {
         l
     } else {
-        // The largest accepted rank below l: gallop down, then bisect
-        // between the last rejected and the first accepted.
-        let (mut bad, mut step) = (l, 1);
-        let good = loop {
-            let k = bad.saturating_sub(step);
-            if k == 0 {
-                break 0;
-            }
-            if lower_ok(k) {
-                break k;
-            }
-            bad = k;
-            step *= 2;
-        };
-        let (mut good, mut bad) = (good, bad);
-        while bad - good > 1 {
-            let mid = good + (bad - good) / 2;
-            if mid >= 1 && lower_ok(mid) {
-                good = mid;
-            } else {
-                bad = mid;
-            }
-        }
-        good
+        nearest_accepted(l, true, n, lower_ok)
     };
     let u = if u > n || upper_ok(u) {
         u
     } else {
-        let (mut bad, mut step) = (u, 1);
-        let good = loop {
-            let k = bad + step;
-            if k > n {
-                break n + 1;
-            }
-            if upper_ok(k) {
-                break k;
-            }
-            bad = k;
-            step *= 2;
-        };
-        let (mut bad, mut good) = (bad, good);
-        while good - bad > 1 {
-            let mid = bad + (good - bad) / 2;
-            if mid <= n && upper_ok(mid) {
-                good = mid;
-            } else {
-                bad = mid;
-            }
-        }
-        good
+        nearest_accepted(u, false, n, upper_ok)
     };
     (l, u)
+}
+
+/// The rank nearest `start` (which `ok` rejects) that `ok` accepts, going
+/// down toward 0 (`down`) or up toward `n + 1`: gallop, then bisect between
+/// the last rejected and the first accepted (acceptance is monotone in the
+/// distance from `start`). None accepted: the open end, 0 or `n + 1`.
+fn nearest_accepted(start: usize, down: bool, n: usize, ok: impl Fn(usize) -> bool) -> usize {
+    // Distances from `start`; `limit` is the open end's.
+    let limit = if down { start } else { n + 1 - start };
+    let rank = |d: usize| if down { start - d } else { start + d };
+    let (mut bad, mut step) = (0, 1);
+    let good = loop {
+        let d = (bad + step).min(limit);
+        if d == limit || ok(rank(d)) {
+            break d;
+        }
+        bad = d;
+        step *= 2;
+    };
+    // Bisect on ranks (every midpoint lies strictly between the two, so
+    // within 1..=n).
+    let (mut bad, mut good) = (rank(bad), rank(good));
+    while bad.abs_diff(good) > 1 {
+        let mid = bad.min(good) + bad.abs_diff(good) / 2;
+        if ok(mid) {
+            good = mid;
+        } else {
+            bad = mid;
+        }
+    }
+    good
 }
 
 #[cfg(test)]
