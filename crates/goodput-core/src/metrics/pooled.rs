@@ -128,10 +128,17 @@ impl Pooled {
     }
 
     /// The distribution, with intervals at `level` from batch means over
-    /// requests.
-    pub fn describe(&self, percentiles: &[f64], level: stats::Level) -> Option<Distribution> {
+    /// requests; the mean's spread read before the last `drain` requests
+    /// (the run's drain: [`stats::read_before_drain`]).
+    pub fn describe(
+        &self,
+        percentiles: &[f64],
+        level: stats::Level,
+        drain: usize,
+    ) -> Option<Distribution> {
         let Some(b) = &self.bounded else {
-            return stats::describe_pooled(&self.values, &self.groups, percentiles, level);
+            let read = stats::read_before_drain(self.groups.len(), drain);
+            return stats::describe_pooled(&self.values, &self.groups, read, percentiles, level);
         };
         // The reservoir's own distribution and bootstrap...
         let mut values = Vec::with_capacity(b.reservoir_values);
@@ -140,7 +147,8 @@ impl Pooled {
             values.extend_from_slice(r);
             groups.push(values.len() as u32);
         }
-        let mut d = stats::describe_pooled(&values, &groups, percentiles, level)?;
+        // (The reservoir is not in time order: no drain to leave unread.)
+        let mut d = stats::describe_pooled(&values, &groups, groups.len(), percentiles, level)?;
         // ...re-centred on the whole pool's figures, and its spread scaled
         // from the reservoir's requests to all of them.
         let scale = (b.reservoir.len() as f64 / b.requests.max(1) as f64).sqrt();
@@ -192,7 +200,7 @@ mod tests {
         assert!(b.reservoir_values <= RESERVOIR_VALUES);
         assert!(b.hist.bins() < 30_000, "{} bins", b.hist.bins());
         let ps = [50.0, 90.0, 99.0, 99.9];
-        let d = pooled.describe(&ps, stats::Level::TwoSided).unwrap();
+        let d = pooled.describe(&ps, stats::Level::TwoSided, 0).unwrap();
         let exact = stats::describe(all.clone(), &ps, stats::Level::TwoSided).unwrap();
         for ((p, e), (_, x)) in d.percentiles.iter().zip(&exact.percentiles) {
             let rel = (e.value - x.value).abs() / x.value;
@@ -216,7 +224,7 @@ mod tests {
         pooled.add(&[1.0, 2.0, 3.0]);
         pooled.add(&[4.0]);
         assert!(!pooled.bounded());
-        let d = pooled.describe(&[50.0], stats::Level::TwoSided).unwrap();
+        let d = pooled.describe(&[50.0], stats::Level::TwoSided, 0).unwrap();
         assert_eq!(d.count, 4);
     }
 }

@@ -103,10 +103,22 @@ impl Samples {
         }
     }
 
-    /// The distribution, its intervals at `level`.
-    pub fn describe(&self, percentiles: &[f64], level: stats::Level) -> Option<Distribution> {
+    /// The distribution, its intervals at `level`; the mean's spread read
+    /// before the last `drain` values (the run's drain:
+    /// [`stats::read_before_drain`]).
+    pub fn describe(
+        &self,
+        percentiles: &[f64],
+        level: stats::Level,
+        drain: usize,
+    ) -> Option<Distribution> {
         match self {
-            Samples::Exact(v) => stats::describe(v.clone(), percentiles, level),
+            Samples::Exact(v) => stats::describe_read(
+                v.clone(),
+                stats::read_before_drain(v.len(), drain),
+                percentiles,
+                level,
+            ),
             Samples::Bounded(h, head) if h.count() > 0 => {
                 let (mean, std) = h.mean_std();
                 Some(stats::describe_ordered(
@@ -154,7 +166,7 @@ mod tests {
         }
         assert!(s.is_bounded());
         let ps = [50.0, 90.0, 99.0, 99.9];
-        let d = s.describe(&ps, stats::Level::TwoSided).unwrap();
+        let d = s.describe(&ps, stats::Level::TwoSided, 0).unwrap();
         // The exact description that reads dependence from the same first
         // EXACT_LIMIT values the bounded one keeps.
         let full = stats::describe(all.clone(), &ps, stats::Level::TwoSided).unwrap();

@@ -18,11 +18,45 @@ pub(super) struct LatencySamples {
     values: BTreeMap<Metric, Samples>,
     itl: Pooled,
     icl: Pooled,
+    drain: Drain,
+}
+
+/// The measured completions that finished after the latest send seen: at
+/// the run's end, its drain ([`crate::stats::read_before_drain`]). Only
+/// those after the latest send are kept, so it holds about as many as are
+/// in flight.
+#[derive(Debug, Default)]
+struct Drain {
+    last_send_ns: u64,
+    done_after: Vec<u64>,
+}
+
+impl Drain {
+    fn sent(&mut self, t_send_ns: u64) {
+        if t_send_ns > self.last_send_ns {
+            self.last_send_ns = t_send_ns;
+            let last = t_send_ns;
+            self.done_after.retain(|&t| t > last);
+        }
+    }
 }
 
 impl LatencySamples {
-    /// A completed request's values.
-    pub(super) fn add(&mut self, m: &RequestMetrics) {
+    /// A measured request was sent at `t_send_ns` (completed or not).
+    pub(super) fn sent(&mut self, t_send_ns: u64) {
+        self.drain.sent(t_send_ns);
+    }
+
+    /// The run's drain: the completions since its last send.
+    pub(super) fn drain(&self) -> usize {
+        self.drain.done_after.len()
+    }
+
+    /// A completed request's values; it finished at `t_done_ns`.
+    pub(super) fn add(&mut self, m: &RequestMetrics, t_done_ns: u64) {
+        if t_done_ns > self.drain.last_send_ns {
+            self.drain.done_after.push(t_done_ns);
+        }
         for metric in Metric::ALL {
             if metric.info().pooled {
                 continue;
@@ -63,17 +97,18 @@ impl LatencySamples {
     /// Every metric's distribution, its intervals at `level`.
     pub(super) fn finish(&self, percentiles: &[f64], level: Level) -> Distributions {
         let mut distributions = Distributions::new();
+        let drain = self.drain();
         for (m, v) in &self.values {
-            if let Some(d) = v.describe(percentiles, level) {
+            if let Some(d) = v.describe(percentiles, level, drain) {
                 distributions.insert(*m, d);
             }
         }
-        let itl = self.itl.describe(percentiles, level);
+        let itl = self.itl.describe(percentiles, level, drain);
         // With one token per event ICL equals ITL: do not compute it twice.
         let icl = if self.icl.same_as(&self.itl) {
             itl.clone()
         } else {
-            self.icl.describe(percentiles, level)
+            self.icl.describe(percentiles, level, drain)
         };
         for (m, d) in [(Metric::Itl, itl), (Metric::Icl, icl)] {
             if let Some(d) = d {
@@ -81,5 +116,30 @@ impl LatencySamples {
             }
         }
         distributions
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten requests sent 10 ns apart, each finished 35 ns after its send,
+    /// seen in the order they finished: the last send is at 90, and the
+    /// four that finished after it (at 95, 105, 115, 125) are the drain.
+    #[test]
+    fn the_drain_is_the_completions_after_the_last_send() {
+        let mut l = LatencySamples::default();
+        let m = RequestMetrics {
+            tpot_ms: Some(10.0),
+            ..Default::default()
+        };
+        for i in 0..10u64 {
+            l.sent(i * 10);
+            l.add(&m, i * 10 + 35);
+        }
+        assert_eq!(l.drain(), 4);
+        // A closed loop's drain holds about its users; mid-run the tracker
+        // holds only what finished since the latest send.
+        assert!(l.drain.done_after.capacity() < 16);
     }
 }

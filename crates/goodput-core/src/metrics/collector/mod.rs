@@ -195,11 +195,14 @@ impl Collector {
         self.tokens.add(rec, m, &outcome);
         self.sessions.add(rec, m, &outcome);
         self.inputs.add(rec, m, &outcome);
+        if let Some(t) = rec.t_send {
+            self.latency.sent(t);
+        }
         if outcome != Outcome::Completed {
             self.clock.not_completed();
             return;
         }
-        self.latency.add(m);
+        self.latency.add(m, rec.t_done);
         self.clock.add(rec, m);
         self.goodput.add(m, self.open_loop);
         self.ttft_trend
