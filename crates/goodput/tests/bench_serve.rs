@@ -314,3 +314,110 @@ fn an_interrupted_run_writes_no_result_file() {
     assert!(stderr.contains("no vLLM result file written"), "{stderr}");
     assert!(json_files(&dir).is_empty());
 }
+
+/// Against a server that logs when it received each request and when it
+/// wrote each token, `goodput bench serve`'s vLLM figures (`mean_ttft_ms`,
+/// `p99_ttft_ms`, `mean_tpot_ms`) and its `ttfts` / `itls` arrays agree
+/// with the log as `goodput run`'s own figures do
+/// (`run_against_scripted_server.rs`): request by request, within the
+/// same slack.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vllm_s_figures_and_arrays_agree_with_the_server_s_log() {
+    /// As `run_against_scripted_server.rs`: a few ms on an idle machine,
+    /// a scheduler slice or two on a busy one.
+    const SLACK_MS: f64 = 25.0;
+    let server = start(Script::default()).await;
+    let dir = tmp("results");
+    let (code, stdout, stderr) = goodput_async(argv(&[
+        "bench",
+        "serve",
+        "--base-url",
+        &server.url(),
+        "--backend",
+        "openai-chat",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        "m",
+        "--input-len",
+        "32",
+        "--output-len",
+        "20",
+        "--num-prompts",
+        "16",
+        "--max-concurrency",
+        "4",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        dir.to_str().unwrap(),
+        "--result-filename",
+        "r.json",
+        "--disable-tqdm",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&dir.join("r.json"));
+    let log = server.by_id();
+    let mut ids: Vec<u64> = log.keys().copied().collect();
+    ids.sort_unstable();
+    assert_eq!(ids.len(), 16, "{ids:?}");
+    let seconds = |x: &Value| x.as_f64().unwrap() * 1e3;
+    let ttfts: Vec<f64> = v["ttfts"].as_array().unwrap().iter().map(seconds).collect();
+    let itls = v["itls"].as_array().unwrap();
+    assert_eq!((ttfts.len(), itls.len()), (16, 16));
+    let (mut server_ttfts, mut server_tpots) = (Vec::new(), Vec::new());
+    let (mut worst_ttft, mut worst_gap) = (0.0f64, 0.0f64);
+    // The arrays are in request order, as the server's ids are.
+    for (i, id) in ids.iter().enumerate() {
+        let entry = &log[id];
+        let n = entry.writes.len();
+        assert_eq!(n, 20);
+        let server_ttft = ms(entry.writes[0] - entry.received);
+        // The role-only chunk the server sends at once is not the first token.
+        assert!(
+            (ttfts[i] - server_ttft).abs() < SLACK_MS && ttfts[i] > 95.0,
+            "request {id}: ttft {} against the server's {server_ttft}",
+            ttfts[i]
+        );
+        let gaps: Vec<f64> = itls[i].as_array().unwrap().iter().map(seconds).collect();
+        assert_eq!(gaps.len(), n - 1, "request {id}");
+        for (k, gap) in gaps.iter().enumerate() {
+            let server_gap = ms(entry.writes[k + 1] - entry.writes[k]);
+            assert!(
+                (gap - server_gap).abs() < SLACK_MS,
+                "request {id} gap {k}: {gap} against the server's {server_gap}"
+            );
+        }
+        worst_ttft = worst_ttft.max((ttfts[i] - server_ttft).abs());
+        for (k, gap) in gaps.iter().enumerate() {
+            worst_gap = worst_gap.max((gap - ms(entry.writes[k + 1] - entry.writes[k])).abs());
+        }
+        server_ttfts.push(server_ttft);
+        server_tpots.push(ms(entry.writes[n - 1] - entry.writes[0]) / (n - 1) as f64);
+    }
+    eprintln!(
+        "against the server's log: TTFT within {worst_ttft:.3} ms, gaps within {worst_gap:.3} ms"
+    );
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    let mean_ttft = v["mean_ttft_ms"].as_f64().unwrap();
+    assert!(
+        (mean_ttft - mean(&server_ttfts)).abs() < SLACK_MS,
+        "mean TTFT {mean_ttft} against the server's {}",
+        mean(&server_ttfts)
+    );
+    // The p99 of 16 is (nearly) the largest; it lies within the server's
+    // range, widened by the slack.
+    let p99 = v["p99_ttft_ms"].as_f64().unwrap();
+    let max = server_ttfts.iter().copied().fold(f64::MIN, f64::max);
+    assert!(
+        (p99 - max).abs() < SLACK_MS,
+        "p99 TTFT {p99} against the server's largest {max}"
+    );
+    let mean_tpot = v["mean_tpot_ms"].as_f64().unwrap();
+    assert!(
+        (mean_tpot - mean(&server_tpots)).abs() < 2.0,
+        "mean TPOT {mean_tpot} against the server's {}",
+        mean(&server_tpots)
+    );
+}
