@@ -260,7 +260,7 @@ fn flags_goodput_cannot_honour_stop_before_any_request_naming_them() {
         (&["--top-p", "0.9"], "--top-p is not supported"),
         (
             &["--dataset-name", "sonnet", "--dataset-path", "x"],
-            "--dataset-name sonnet is not supported",
+            "--dataset-name sonnet with a completions backend is not supported",
         ),
         (
             &["--backend", "openai-audio"],
@@ -280,6 +280,63 @@ fn flags_goodput_cannot_honour_stop_before_any_request_naming_them() {
     }
     // Nothing reached the engine.
     assert_eq!(sim.stats().steps, 0);
+}
+
+/// vLLM's sonnet dataset from a local file, on the chat backend: prompts
+/// that share the file's first lines, within the input length, sent in
+/// order; the result file's lengths are what the server counted.
+#[test]
+fn the_sonnet_dataset_runs_from_a_local_file() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("results");
+    let poem = dir.join("sonnet.txt");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lines: String = (0..60)
+        .map(|i| format!("When forty winters shall besiege thy brow, line {i},\n"))
+        .collect();
+    std::fs::write(&poem, lines).unwrap();
+    let (code, stdout, stderr) = goodput(&[
+        "bench",
+        "serve",
+        "--base-url",
+        &url,
+        "--backend",
+        "openai-chat",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--dataset-name",
+        "sonnet",
+        "--dataset-path",
+        poem.to_str().unwrap(),
+        "--sonnet-input-len",
+        "300",
+        "--sonnet-prefix-len",
+        "100",
+        "--sonnet-output-len",
+        "12",
+        "--num-prompts",
+        "8",
+        "--ignore-eos",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        dir.to_str().unwrap(),
+        "--result-filename",
+        "sonnet.json",
+        "--disable-tqdm",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(stderr.contains("sonnet prompts counted with"), "{stderr}");
+    let v = read_json(&dir.join("sonnet.json"));
+    assert_eq!(v["completed"], 8);
+    assert_eq!(v["output_lens"], serde_json::json!(vec![12; 8]));
+    // Within the input length by goodput's count; the server's (the
+    // simulator's own tokenizer, and the chat template's few tokens)
+    // near it.
+    for n in v["input_lens"].as_array().unwrap() {
+        let n = n.as_u64().unwrap();
+        assert!((200..=340).contains(&n), "input length {n}");
+    }
 }
 
 /// Ctrl-C: exit 130 and no result file, as vLLM writes none after a

@@ -8,6 +8,7 @@
 //! ([`goodput_core::report::vllm`]), and the scratch directory is removed.
 
 mod refused;
+mod sonnet;
 mod translate;
 
 use std::io::Write;
@@ -53,6 +54,16 @@ impl Drop for Scratch {
     }
 }
 
+/// Prompts built by the translation, one `{"prompt": …}` a line.
+fn write_prompts(path: &Path, prompts: &[String]) -> Result<(), Exit> {
+    let mut text = String::new();
+    for p in prompts {
+        text.push_str(&serde_json::json!({ "prompt": p }).to_string());
+        text.push('\n');
+    }
+    std::fs::write(path, text).map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))
+}
+
 fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     let plan = translate(&a).map_err(|e| usage(anyhow!(e)))?;
     for n in &plan.notes {
@@ -66,6 +77,18 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     for (k, v) in [("--out", &results), ("--records", &records)] {
         argv.push(k.into());
         argv.push(v.display().to_string());
+    }
+    if let Some(prompts) = &plan.prompts {
+        let path = scratch.0.join("prompts.jsonl");
+        write_prompts(&path, prompts)?;
+        for (k, v) in [
+            ("--dataset", path.display().to_string()),
+            ("--dataset-format", "jsonl".into()),
+            ("--dataset-sampling", "sequential".into()),
+        ] {
+            argv.push(k.into());
+            argv.push(v);
+        }
     }
     argv.push("--records-itl".into());
     // vLLM's lines as vLLM prints them, for the scripts that read them.

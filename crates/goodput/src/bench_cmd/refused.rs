@@ -14,7 +14,6 @@ const HF: &str =
 const MULTIMODAL: &str =
     "multimodal datasets are not read (goodput run --images N:WIDTHxHEIGHT sends synthetic images)";
 const SPEC: &str = "spec_bench is not read";
-const SONNET: &str = "the sonnet dataset is not read";
 const TRACE: &str =
     "timed_trace is not read (goodput run --trace replays Mooncake and Azure traces)";
 const AUDIO: &str = "audio is not benchmarked here";
@@ -46,15 +45,12 @@ const BATCH: &str = "it applies to the embeddings and rerank backends only";
 pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
     let pooling = a.backend.contains("embeddings") || a.backend == "vllm-rerank";
     #[rustfmt::skip]
-    let rules: [(bool, &str, &str); 54] = [
+    let rules: [(bool, &str, &str); 51] = [
         (a.no_stream, "--no-stream", HF),
         (a.enable_multimodal_chat, "--enable-multimodal-chat", MULTIMODAL),
         (a.custom_ensure_client_side_data, "--custom-ensure-client-side-data", MULTIMODAL),
         (a.spec_bench_output_len != 256, "--spec-bench-output-len", SPEC),
         (a.spec_bench_category.is_some(), "--spec-bench-category", SPEC),
-        (a.sonnet_input_len != 550, "--sonnet-input-len", SONNET),
-        (a.sonnet_output_len != 150, "--sonnet-output-len", SONNET),
-        (a.sonnet_prefix_len != 200, "--sonnet-prefix-len", SONNET),
         (a.timed_trace_chunk_hash_size != 16, "--timed-trace-chunk-hash-size", TRACE),
         (a.timed_trace_sec_multiplier != 1.0, "--timed-trace-sec-multiplier", TRACE),
         (a.timed_trace_label_timestamp != "timestamp", "--timed-trace-label-timestamp", TRACE),

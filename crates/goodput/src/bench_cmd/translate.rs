@@ -25,6 +25,9 @@ pub struct Plan {
     pub save: Option<SaveTo>,
     /// What the user should know about the translation, said on stderr.
     pub notes: Vec<String>,
+    /// Prompts built here (the sonnet dataset), to be written as a JSONL
+    /// dataset the run reads in order.
+    pub prompts: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -195,6 +198,12 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
             push("--prefix-choice", "round-robin".into());
             a.ignore_eos
         }
+        "sonnet" => {
+            sonnet_checks(a, chat)?;
+            let output = a.output_len.unwrap_or(a.sonnet_output_len);
+            push("--output-tokens", positive("--sonnet-output-len", output)?.to_string());
+            a.ignore_eos
+        }
         "sharegpt" | "custom" => {
             let Some(path) = &a.dataset_path else {
                 return Err(format!("--dataset-name {name} needs --dataset-path (a local file)"));
@@ -235,7 +244,7 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
         other => {
             return Err(refuse(
                 &format!("--dataset-name {other}"),
-                "goodput bench serve reads random, prefix_repetition, and sharegpt and custom from a local file",
+                "goodput bench serve reads random, prefix_repetition, and sharegpt, custom and sonnet from a local file",
             ))
         }
     };
@@ -425,6 +434,10 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     let (percentile_metrics, metric_percentiles) = reported(a, endpoint, &mut argv)?;
     let mut notes = Vec::new();
     let tokenizer_id = Some(tokenizer(a, &mut argv, &mut notes)?);
+    let prompts = match a.dataset_name.as_str() {
+        "sonnet" => Some(sonnet_prompts(a, &argv, &mut notes)?),
+        _ => None,
+    };
     if a.insecure {
         argv.push("--insecure".into());
     }
@@ -456,7 +469,52 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         meta,
         save,
         notes,
+        prompts,
     })
+}
+
+/// What the sonnet dataset needs: a local file, and the chat route.
+fn sonnet_checks(a: &VllmServeArgs, chat: bool) -> Result<(), String> {
+    if a.dataset_path.is_none() {
+        return Err("--dataset-name sonnet needs --dataset-path (a local text file of poem lines, as vLLM's benchmarks/sonnet.txt)".into());
+    }
+    if !chat {
+        return Err(refuse(
+            "--dataset-name sonnet with a completions backend",
+            "vLLM sends sonnet prompts through the model's chat template on the client for completions, which goodput cannot apply; use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
+        ));
+    }
+    Ok(())
+}
+
+/// The sonnet dataset's prompts, counted with the run's tokenizer.
+fn sonnet_prompts(
+    a: &VllmServeArgs,
+    argv: &[String],
+    notes: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
+    let path = a.dataset_path.as_deref().unwrap_or_default();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        format!("--dataset-path {path}: {e} (goodput downloads nothing: give the path of the sonnet text file)")
+    })?;
+    let spec = argv
+        .windows(2)
+        .find(|w| w[0] == "--tokenizer")
+        .map_or(goodput_core::tokenizer::DEFAULT_TOKENIZER, |w| {
+            w[1].as_str()
+        });
+    let tokenizer =
+        goodput_core::tokenizer::Tokenizer::from_spec(spec).map_err(|e| e.to_string())?;
+    let shape = super::sonnet::Shape {
+        input_len: positive("--sonnet-input-len", a.sonnet_input_len)? as usize,
+        prefix_len: a.sonnet_prefix_len.max(0) as usize,
+        prompts: a.num_prompts.max(0) as usize,
+        seed: a.seed.max(0) as u64,
+    };
+    notes.push(format!(
+        "sonnet prompts counted with {spec} on their text alone (vLLM counts them after the model's chat template, a few tokens more); the server's usage counts what was sent"
+    ));
+    super::sonnet::prompts(&text, &tokenizer, shape)
 }
 
 #[cfg(test)]

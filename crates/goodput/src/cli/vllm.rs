@@ -112,13 +112,13 @@ pub struct VllmServeArgs {
     /// Refused (spec_bench is not read here).
     #[arg(long, help_heading = "Dataset")]
     pub spec_bench_category: Option<String>,
-    /// Refused (sonnet is not read here).
+    /// sonnet: input tokens of each prompt (at most).
     #[arg(long, default_value_t = 550, help_heading = "Dataset")]
     pub sonnet_input_len: i64,
-    /// Refused (sonnet is not read here).
+    /// sonnet: output tokens of each request.
     #[arg(long, default_value_t = 150, help_heading = "Dataset")]
     pub sonnet_output_len: i64,
-    /// Refused (sonnet is not read here).
+    /// sonnet: tokens of the prefix every prompt shares (the file's first lines).
     #[arg(long, default_value_t = 200, help_heading = "Dataset")]
     pub sonnet_prefix_len: i64,
     /// sharegpt: output tokens of every request instead of each conversation's answer length.
