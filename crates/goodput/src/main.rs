@@ -55,7 +55,15 @@ use exit::{Code, Exit};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = match cli::Cli::try_parse_from(cli::as_vllm_reads_it(std::env::args_os())) {
+    // `bench serve --config FILE.yaml`: the file's flags, as vLLM reads them.
+    let argv = match cli::with_config(std::env::args_os().collect()) {
+        Ok(argv) => argv,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(Code::Usage.number());
+        }
+    };
+    let cli = match cli::Cli::try_parse_from(cli::as_vllm_reads_it(argv)) {
         Ok(cli) => cli,
         // clap's own exits: --help and --version print and end with 0, a
         // bad flag or value with 2 (a usage error), as `Cli::parse` would.

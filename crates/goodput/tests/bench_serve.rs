@@ -339,6 +339,44 @@ fn the_sonnet_dataset_runs_from_a_local_file() {
     }
 }
 
+/// `--config FILE.yaml`: the file's flags as vLLM's parser reads them, the
+/// command line's winning where both give one.
+#[test]
+fn a_yaml_config_file_gives_flags_and_the_command_line_wins() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("results");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("bench.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "base-url: {url}\nnum_prompts: 7\nrandom-input-len: 64\nrandom-output-len: 4\n\
+             save-result: true\nresult-dir: {}\nresult-filename: c.json\nmetadata: [gpu=H100, tp=1]\n\
+             disable-tqdm: true\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = goodput(&[
+        "bench",
+        "serve",
+        "--config",
+        config.to_str().unwrap(),
+        "--num-prompts",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&dir.join("c.json"));
+    assert_eq!(v["num_prompts"], 3, "the command line wins");
+    assert_eq!(v["completed"], 3);
+    assert_eq!(v["total_output_tokens"], 12);
+    assert_eq!(v["gpu"], "H100");
+    // Not a YAML file: refused before any request, as vLLM refuses it.
+    let (code, _, stderr) = goodput(&["bench", "serve", "--config", "bench.json"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("yaml/yml"), "{stderr}");
+}
+
 /// Ctrl-C: exit 130 and no result file, as vLLM writes none after a
 /// KeyboardInterrupt (a script must not read a cut run as a whole one).
 #[test]

@@ -14,6 +14,7 @@ mod model;
 mod parse;
 mod shard;
 mod vllm;
+mod vllm_config;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,6 +32,7 @@ use parse::{
 };
 pub use shard::{MergeArgs, ShardArgs};
 pub use vllm::{as_vllm_reads_it, BenchArgs, BenchCommand, VllmServeArgs};
+pub use vllm_config::with_config;
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
 // would take a doc comment for help text.)

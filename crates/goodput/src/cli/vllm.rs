@@ -55,6 +55,9 @@ pub enum BenchCommand {
 #[derive(Args, Debug, Clone)]
 #[command(
     infer_long_args = true,
+    // A flag given twice takes its last value, as argparse does (and as a
+    // --config file's flags give way to the command line's).
+    args_override_self = true,
     about = "vllm bench serve's command line, run by goodput",
     long_about = "vllm bench serve's command line, run by goodput: replace `vllm bench serve` by `goodput bench serve` in a script. Flags keep vLLM's names and defaults; the result file (--save-result) is written where and as vLLM writes it, with goodput's own figures beside vLLM's keys. A flag goodput cannot honour stops the run before any request, naming it. Definitions that differ (TTFT, ITL) are in docs/cli.md, \"goodput bench serve\"."
 )]
