@@ -170,8 +170,14 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
     let pinned = match name {
         "random" => {
             let (ri, ro) = range_ratios(&a.random_range_ratio)?;
-            let input = positive("--random-input-len", a.input_len.unwrap_or(a.random_input_len))?;
-            let output = positive("--random-output-len", a.output_len.unwrap_or(a.random_output_len))?;
+            let input = positive(
+                "--random-input-len",
+                a.input_len.unwrap_or(a.random_input_len),
+            )?;
+            let output = positive(
+                "--random-output-len",
+                a.output_len.unwrap_or(a.random_output_len),
+            )?;
             let prefix = a.random_prefix_len.max(0);
             push("--input-tokens", length(input, ri, prefix));
             push("--output-tokens", length(output, ro, 0));
@@ -181,9 +187,15 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
             true
         }
         "prefix_repetition" => {
-            let prefix = positive("--prefix-repetition-prefix-len", a.prefix_repetition_prefix_len)?;
+            let prefix = positive(
+                "--prefix-repetition-prefix-len",
+                a.prefix_repetition_prefix_len,
+            )?;
             let suffix = a.prefix_repetition_suffix_len.max(0);
-            let groups = positive("--prefix-repetition-num-prefixes", a.prefix_repetition_num_prefixes)?;
+            let groups = positive(
+                "--prefix-repetition-num-prefixes",
+                a.prefix_repetition_num_prefixes,
+            )?;
             if a.num_prompts < groups {
                 return Err(format!(
                     "--num-prompts ({}) must be at least --prefix-repetition-num-prefixes ({groups})",
@@ -192,7 +204,10 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
             }
             let output = a.output_len.unwrap_or(a.prefix_repetition_output_len);
             push("--input-tokens", (prefix + suffix).to_string());
-            push("--output-tokens", positive("--prefix-repetition-output-len", output)?.to_string());
+            push(
+                "--output-tokens",
+                positive("--prefix-repetition-output-len", output)?.to_string(),
+            );
             push("--prefix-tokens", prefix.to_string());
             push("--prefix-groups", groups.to_string());
             push("--prefix-choice", "round-robin".into());
@@ -201,12 +216,17 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
         "sonnet" => {
             sonnet_checks(a, chat)?;
             let output = a.output_len.unwrap_or(a.sonnet_output_len);
-            push("--output-tokens", positive("--sonnet-output-len", output)?.to_string());
+            push(
+                "--output-tokens",
+                positive("--sonnet-output-len", output)?.to_string(),
+            );
             a.ignore_eos
         }
         "sharegpt" | "custom" => {
             let Some(path) = &a.dataset_path else {
-                return Err(format!("--dataset-name {name} needs --dataset-path (a local file)"));
+                return Err(format!(
+                    "--dataset-name {name} needs --dataset-path (a local file)"
+                ));
             };
             if !Path::new(path).is_file() {
                 return Err(format!(
@@ -222,18 +242,33 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
             push("--dataset", path.clone());
             push(
                 "--dataset-format",
-                if name == "sharegpt" { "sharegpt" } else { "jsonl" }.into(),
+                if name == "sharegpt" {
+                    "sharegpt"
+                } else {
+                    "jsonl"
+                }
+                .into(),
             );
             let output = match name {
                 "sharegpt" => a.output_len.or(a.sharegpt_output_len),
-                _ => a.output_len.or(Some(a.custom_output_len).filter(|&n| n != -1)),
+                _ => a
+                    .output_len
+                    .or(Some(a.custom_output_len).filter(|&n| n != -1)),
             };
             if let Some(n) = output {
-                push("--output-tokens", positive("the output length", n)?.to_string());
+                push(
+                    "--output-tokens",
+                    positive("the output length", n)?.to_string(),
+                );
             }
             push(
                 "--dataset-sampling",
-                if a.disable_shuffle { "sequential" } else { "random" }.into(),
+                if a.disable_shuffle {
+                    "sequential"
+                } else {
+                    "random"
+                }
+                .into(),
             );
             push(
                 "--dataset-exhausted",
@@ -241,12 +276,7 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
             );
             a.ignore_eos
         }
-        other => {
-            return Err(refuse(
-                &format!("--dataset-name {other}"),
-                "goodput bench serve reads random, prefix_repetition, and sharegpt, custom and sonnet from a local file",
-            ))
-        }
+        other => return Err(unread_dataset(other)),
     };
     Ok((v, pinned))
 }
@@ -264,7 +294,6 @@ fn percentiles(s: &str) -> Result<Vec<f64>, String> {
         .collect()
 }
 
-/// The whole translation.
 /// A flag pair for goodput's command line.
 fn flag(argv: &mut Vec<String>, k: &str, x: String) {
     argv.push(k.to_string());
@@ -395,6 +424,22 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<(String, String)>, String> 
         .collect()
 }
 
+/// The `--dataset-name`s goodput reads.
+const READ_DATASETS: [&str; 5] = [
+    "random",
+    "prefix_repetition",
+    "sharegpt",
+    "custom",
+    "sonnet",
+];
+
+fn unread_dataset(name: &str) -> String {
+    refuse(
+        &format!("--dataset-name {name}"),
+        "goodput bench serve reads random, prefix_repetition, and sharegpt, custom and sonnet from a local file",
+    )
+}
+
 /// The whole translation.
 pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     let errors = refused(a);
@@ -415,6 +460,11 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     flag(&mut argv, "--endpoint", endpoint.into());
     if let Some(m) = a.served_model_name.as_ref().or(a.model.as_ref()) {
         flag(&mut argv, "--model", m.clone());
+    }
+    // A dataset goodput does not read is named before any other complaint
+    // (vLLM's --num-prompts -1 is a spec_bench or speed_bench request).
+    if !READ_DATASETS.contains(&a.dataset_name.as_str()) {
+        return Err(unread_dataset(&a.dataset_name));
     }
     load(a, &mut argv)?;
     let (data, pinned) = dataset(a, endpoint == "chat")?;
@@ -547,6 +597,23 @@ mod tests {
 
     /// The everyday line turns into goodput's flags, and the
     /// translated line parses as a `goodput run`.
+    /// A dataset goodput does not read is what the user hears about first,
+    /// even with the `--num-prompts -1` that only it takes.
+    #[test]
+    fn an_unread_dataset_is_named_before_its_num_prompts() {
+        let e = translate(&args(&[
+            "--dataset-name",
+            "spec_bench",
+            "--num-prompts",
+            "-1",
+        ]))
+        .unwrap_err();
+        assert!(
+            e.contains("--dataset-name spec_bench is not supported"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn the_everyday_line() {
         let a = args(&[
