@@ -223,57 +223,7 @@ fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String>
             a.ignore_eos
         }
         "sharegpt" | "custom" => {
-            let Some(path) = &a.dataset_path else {
-                return Err(format!(
-                    "--dataset-name {name} needs --dataset-path (a local file)"
-                ));
-            };
-            if !Path::new(path).is_file() {
-                return Err(format!(
-                    "--dataset-path {path}: no such local file (goodput downloads nothing: give the path of the {name} file)"
-                ));
-            }
-            if name == "custom" && !chat && !a.skip_chat_template {
-                return Err(refuse(
-                    "--dataset-name custom without --skip-chat-template",
-                    "vLLM applies the model's chat template on the client before a completions request, which goodput cannot; add --skip-chat-template to send each prompt as written, or use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
-                ));
-            }
-            push("--dataset", path.clone());
-            push(
-                "--dataset-format",
-                if name == "sharegpt" {
-                    "sharegpt"
-                } else {
-                    "jsonl"
-                }
-                .into(),
-            );
-            let output = match name {
-                "sharegpt" => a.output_len.or(a.sharegpt_output_len),
-                _ => a
-                    .output_len
-                    .or(Some(a.custom_output_len).filter(|&n| n != -1)),
-            };
-            if let Some(n) = output {
-                push(
-                    "--output-tokens",
-                    positive("the output length", n)?.to_string(),
-                );
-            }
-            push(
-                "--dataset-sampling",
-                if a.disable_shuffle {
-                    "sequential"
-                } else {
-                    "random"
-                }
-                .into(),
-            );
-            push(
-                "--dataset-exhausted",
-                if a.no_oversample { "truncate" } else { "cycle" }.into(),
-            );
+            v.extend(file_dataset(a, name, chat)?);
             a.ignore_eos
         }
         other => return Err(unread_dataset(other)),
@@ -523,6 +473,66 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     })
 }
 
+/// `sharegpt` or `custom` from a local file: goodput's dataset flags.
+fn file_dataset(a: &VllmServeArgs, name: &str, chat: bool) -> Result<Vec<String>, String> {
+    let mut v: Vec<String> = Vec::new();
+    let mut push = |k: &str, x: String| {
+        v.push(k.to_string());
+        v.push(x);
+    };
+    let Some(path) = &a.dataset_path else {
+        return Err(format!(
+            "--dataset-name {name} needs --dataset-path (a local file)"
+        ));
+    };
+    if !Path::new(path).is_file() {
+        return Err(format!(
+            "--dataset-path {path}: no such local file (goodput downloads nothing: give the path of the {name} file)"
+        ));
+    }
+    if name == "custom" && !chat && !a.skip_chat_template {
+        return Err(refuse(
+            "--dataset-name custom without --skip-chat-template",
+            "vLLM applies the model's chat template on the client before a completions request, which goodput cannot; add --skip-chat-template to send each prompt as written, or use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
+        ));
+    }
+    push("--dataset", path.clone());
+    push(
+        "--dataset-format",
+        if name == "sharegpt" {
+            "sharegpt"
+        } else {
+            "jsonl"
+        }
+        .into(),
+    );
+    let output = match name {
+        "sharegpt" => a.output_len.or(a.sharegpt_output_len),
+        _ => a
+            .output_len
+            .or(Some(a.custom_output_len).filter(|&n| n != -1)),
+    };
+    if let Some(n) = output {
+        push(
+            "--output-tokens",
+            positive("the output length", n)?.to_string(),
+        );
+    }
+    push(
+        "--dataset-sampling",
+        if a.disable_shuffle {
+            "sequential"
+        } else {
+            "random"
+        }
+        .into(),
+    );
+    push(
+        "--dataset-exhausted",
+        if a.no_oversample { "truncate" } else { "cycle" }.into(),
+    );
+    Ok(v)
+}
 /// What the sonnet dataset needs: a local file, and the chat route.
 fn sonnet_checks(a: &VllmServeArgs, chat: bool) -> Result<(), String> {
     if a.dataset_path.is_none() {
