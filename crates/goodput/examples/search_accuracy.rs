@@ -29,6 +29,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(s) => Some(s.parse()?),
     };
     let (v, slower) = deployment()?;
+    if let Ok(spec) = std::env::var("SEARCH_POINT") {
+        let f: Vec<f64> = spec.split(',').map(|x| x.parse().unwrap()).collect();
+        for seed in 0..f[2] as u64 {
+            let warmup = ((f[0] * 2.0).ceil() as u64).clamp(8, 500);
+            let (m, _) = v.point(f[0], f[1] as u64, warmup, seed, None);
+            println!("{seed} {:?}", m.saturation);
+        }
+        return Ok(());
+    }
     let t0 = Instant::now();
     let reference = v.reference(
         ref_seeds,
@@ -56,7 +65,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The load time said before the measuring points ran, against the
     // load time the search took: within 20 %?
     let (mut said_within, mut said_of) = (0, 0);
-    for seed in 0..searches {
+    // SEARCH_SEED_FROM=S: seeds S.. (a search of its own, to look into).
+    let from: u64 = std::env::var("SEARCH_SEED_FROM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    for seed in from..from + searches {
         let (a, s) = v.search(plan, seed);
         let err = a.rate / reference - 1.0;
         errors.push(err);

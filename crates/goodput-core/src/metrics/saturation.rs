@@ -19,7 +19,7 @@
 //!   but served at once (long answers) has a short, flat queue.
 //! - **Requests stay longer and longer in flight** (the engine admits
 //!   everything and slows every request down, so nothing waits for a first
-//!   token): each 1 s block's mean in-flight count divided by its arrivals
+//!   token): each block's mean in-flight count divided by its arrivals
 //!   per second is, by Little's law, the time a request spends in the
 //!   system, and it must rise — an ordinary least-squares slope over the
 //!   block means whose 95 % interval excludes zero and whose rise over the
@@ -29,7 +29,8 @@
 //!   TTFT + median generation, twice: a request's time in flight grows with
 //!   the batch, which grows for one more time in flight) and ends at the
 //!   last send; it must hold at least [`MIN_TREND_BLOCKS`] blocks, so a
-//!   short exploring point is judged by its waiting queue alone.
+//!   short exploring point is judged by its waiting queue alone. A block
+//!   is one fill in whole seconds, at least 1 ([`block_seconds`]).
 //!
 //! Two more findings are reported, neither of which is saturation:
 //! **sending fell behind the schedule** (the achieved send rate below 95 %
@@ -58,19 +59,20 @@ pub struct Slope {
     pub points: usize,
 }
 
-/// Whole 1 s blocks the in-flight trend needs before it can call a point
+/// Whole blocks the in-flight trend needs before it can call a point
 /// saturated.
 pub const MIN_TREND_BLOCKS: usize = 6;
 
-/// Means of the points in each whole 1-second block of the window.
-pub fn blocks(points: &[(f64, f64)], window: (f64, f64)) -> Vec<(f64, f64)> {
-    let n = (window.1 - window.0).max(0.0).floor() as usize;
+/// Means of the points in each whole block of `block_s` seconds of the
+/// window, each at its block's middle.
+pub fn blocks(points: &[(f64, f64)], window: (f64, f64), block_s: f64) -> Vec<(f64, f64)> {
+    let n = ((window.1 - window.0).max(0.0) / block_s).floor() as usize;
     let mut sums = vec![(0.0, 0usize); n];
     for &(x, y) in points {
         if x < window.0 {
             continue;
         }
-        if let Some(b) = sums.get_mut((x - window.0) as usize) {
+        if let Some(b) = sums.get_mut(((x - window.0) / block_s) as usize) {
             b.0 += y;
             b.1 += 1;
         }
@@ -78,18 +80,18 @@ pub fn blocks(points: &[(f64, f64)], window: (f64, f64)) -> Vec<(f64, f64)> {
     sums.iter()
         .enumerate()
         .filter(|(_, b)| b.1 > 0)
-        .map(|(i, b)| (window.0 + i as f64 + 0.5, b.0 / b.1 as f64))
+        .map(|(i, b)| (window.0 + (i as f64 + 0.5) * block_s, b.0 / b.1 as f64))
         .collect()
 }
 
-/// The sum of the points' y in each whole 1-second block of the window
-/// (one entry per block, zeros included).
-pub fn block_sums(points: &[(f64, f64)], window: (f64, f64)) -> Vec<f64> {
-    let n = (window.1 - window.0).max(0.0).floor() as usize;
+/// The sum of the points' y in each whole block of `block_s` seconds of
+/// the window (one entry per block, zeros included).
+pub fn block_sums(points: &[(f64, f64)], window: (f64, f64), block_s: f64) -> Vec<f64> {
+    let n = ((window.1 - window.0).max(0.0) / block_s).floor() as usize;
     let mut sums = vec![0.0; n];
     for &(x, y) in points {
         if x >= window.0 {
-            if let Some(b) = sums.get_mut((x - window.0) as usize) {
+            if let Some(b) = sums.get_mut(((x - window.0) / block_s) as usize) {
                 *b += y;
             }
         }
@@ -197,6 +199,23 @@ pub struct Inputs<'a> {
     pub window: (f64, f64),
     /// The whole sending window (first send to last send).
     pub sending: (f64, f64),
+    /// The trends' block length, seconds: whole seconds of one fill of the
+    /// pipeline, at least 1 ([`block_seconds`]).
+    pub block_s: f64,
+}
+
+/// The trends' block length for a pipeline that fills in `fill_s`: its
+/// whole seconds, at least 1. A request's time in flight is how long the
+/// count in flight remembers; blocks shorter than it are alike far past
+/// their neighbours (on a server 20 times slower than the README's, 1 s
+/// blocks of 20 s answers called a third of the points at 85 % of its
+/// goodput saturated, the slope's lag-1 correction capped at 0.9).
+pub fn block_seconds(fill_s: f64) -> f64 {
+    if fill_s.is_finite() {
+        fill_s.floor().max(1.0)
+    } else {
+        1.0
+    }
 }
 
 /// Growth of the waiting queue: (first third's mean, last third's mean),
@@ -252,17 +271,18 @@ pub fn assess(i: &Inputs) -> Saturation {
     // trailing window of one fill instead, the divisor was too noisy at low
     // rates: 4 arrivals a second flagged a point at 16 % of capacity.)
     let window = i.window;
-    let arrivals = block_sums(i.sends, window);
-    let residence: Vec<(f64, f64)> = blocks(i.in_flight, window)
+    let block_s = if i.block_s >= 1.0 { i.block_s } else { 1.0 };
+    let arrivals = block_sums(i.sends, window, block_s);
+    let residence: Vec<(f64, f64)> = blocks(i.in_flight, window, block_s)
         .into_iter()
         .filter_map(|(x, l)| {
             // Pair each block with its own arrivals (by its index).
-            let a = *arrivals.get((x - window.0) as usize)?;
-            (a >= 2.0).then_some((x, l / a))
+            let a = *arrivals.get(((x - window.0) / block_s) as usize)?;
+            (a >= 2.0).then_some((x, l * block_s / a))
         })
         .collect();
     s.in_flight_slope = slope(&residence);
-    s.ttft_slope = slope(&blocks(i.ttft, window));
+    s.ttft_slope = slope(&blocks(i.ttft, window, block_s));
     // A trend needs blocks enough to be one: over 4 or 5 the approach to
     // the steady batch reads as growth (a point at 55 % of capacity did).
     if let Some(sl) = s
@@ -315,9 +335,18 @@ mod tests {
         assert!((s.per_s - 2.0).abs() < 1e-9 && (s.rise - 9.8).abs() < 1e-9);
         assert!(s.lo <= 2.0 && s.hi >= 2.0);
         assert!(slope(&pts[..3]).is_none());
-        let b = blocks(&pts, (0.0, 5.0));
+        let b = blocks(&pts, (0.0, 5.0), 1.0);
         assert_eq!(b.len(), 5);
         assert!((b[0].1 - 3.9).abs() < 1e-9, "{b:?}");
+        // Blocks of 2.5 s: two, their means and middles.
+        let b = blocks(&pts, (0.0, 5.0), 2.5);
+        assert_eq!(b.len(), 2);
+        assert!(
+            (b[0].0 - 1.25).abs() < 1e-9 && (b[0].1 - 5.4).abs() < 1e-9,
+            "{b:?}"
+        );
+        assert_eq!(block_sums(&pts, (0.0, 5.0), 2.5).len(), 2);
+        assert_eq!((block_seconds(0.4), block_seconds(23.7)), (1.0, 23.0));
     }
 
     /// The slope's interval is Student's t for n − 2 degrees of freedom,
@@ -368,6 +397,7 @@ mod tests {
             ttft,
             window,
             sending: window,
+            block_s: 1.0,
         }
     }
 

@@ -481,7 +481,7 @@ impl Collector {
         origin: u64,
         first: u64,
     ) -> Saturation {
-        let (start, end, _) = self.steady_window(d, origin, first);
+        let (start, end, fill_s) = self.steady_window(d, origin, first);
         let send_start = first.saturating_sub(origin) as f64 / 1e9;
         let series = |v: &[f64]| -> Vec<(f64, f64)> {
             v.iter()
@@ -498,6 +498,7 @@ impl Collector {
             ttft: &self.ttft_trend.finish(),
             window: (start, end),
             sending: (send_start, end),
+            block_s: saturation::block_seconds(fill_s),
         })
     }
 }
