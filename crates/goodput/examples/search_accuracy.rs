@@ -30,13 +30,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let (v, slower) = deployment()?;
     if let Ok(spec) = std::env::var("SEARCH_POINT") {
-        let f: Vec<f64> = spec.split(',').map(|x| x.parse().unwrap()).collect();
-        for seed in 0..f[2] as u64 {
-            let warmup = ((f[0] * 2.0).ceil() as u64).clamp(8, 500);
-            let (m, _) = v.point(f[0], f[1] as u64, warmup, seed, None);
-            println!("{seed} {:?}", m.saturation);
-        }
-        return Ok(());
+        return saturation_of_points(&v, &spec);
     }
     let t0 = Instant::now();
     let reference = v.reference(
@@ -65,12 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The load time said before the measuring points ran, against the
     // load time the search took: within 20 %?
     let (mut said_within, mut said_of) = (0, 0);
-    // SEARCH_SEED_FROM=S: seeds S.. (a search of its own, to look into).
-    let from: u64 = std::env::var("SEARCH_SEED_FROM")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    for seed in from..from + searches {
+    for seed in seeds(searches) {
         let (a, s) = v.search(plan, seed);
         let err = a.rate / reference - 1.0;
         errors.push(err);
@@ -113,9 +102,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             sustained.map_or("-", |h| if h { "holds" } else { "FAILS" }),
         );
     }
+    summary(
+        &errors,
+        (covered, bounded),
+        (held, held_of),
+        (said_within, said_of),
+    );
+    Ok(())
+}
+
+/// The searches' summary line: errors against the reference, and the
+/// shares (of how many) where the interval covered it, the lower end held
+/// and the time said was within 20 %.
+fn summary(
+    errors: &[f64],
+    (covered, bounded): (usize, usize),
+    (held, held_of): (usize, usize),
+    (said_within, said_of): (usize, usize),
+) {
     if errors.is_empty() {
         // 0 searches: the reference alone.
-        return Ok(());
+        return;
     }
     let mut abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
     abs.sort_by(f64::total_cmp);
@@ -130,6 +137,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         within(0.10),
         within(0.15),
     );
+}
+
+/// `SEARCH_SEED_FROM=S`: the searches' seeds start at S (a search of its
+/// own, to look into), else at 0.
+fn seeds(searches: u64) -> std::ops::Range<u64> {
+    let from: u64 = std::env::var("SEARCH_SEED_FROM")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    from..from + searches
+}
+
+/// `SEARCH_POINT=RATE,REQUESTS,SEEDS`: one open-loop point's saturation
+/// verdict for each seed, and nothing else.
+fn saturation_of_points(v: &Virtual, spec: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let f: Vec<f64> = spec.split(',').map(str::parse).collect::<Result<_, _>>()?;
+    let [rate, requests, seeds] = f[..] else {
+        return Err("SEARCH_POINT=RATE,REQUESTS,SEEDS".into());
+    };
+    for seed in 0..seeds as u64 {
+        let warmup = ((rate * 2.0).ceil() as u64).clamp(8, 500);
+        let (m, _) = v.point(rate, requests as u64, warmup, seed, None);
+        println!("{seed} {:?}", m.saturation);
+    }
     Ok(())
 }
 
