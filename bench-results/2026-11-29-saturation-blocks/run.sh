@@ -17,3 +17,6 @@ $ex 100 8 20000 > $d/readme.txt
 # sustained goodput (SEARCH_POINT=rate,requests,seeds):
 SEARCH_SLOWER=20 SEARCH_POINT=1.07,845,12 $ex > $d/points-at-85-percent.txt
 SEARCH_MAX_SEQS=8 $ex 100 8 20000 > $d/max-seqs-8.txt
+# Fresh seeds, no rule tried on them.
+SEARCH_SEED_FROM=100 $ex 100 8 20000 > $d/readme-seeds-100.txt
+SEARCH_SLOWER=20 SEARCH_SEED_FROM=100 $ex 100 8 20000 > $d/slower-20-seeds-100.txt
