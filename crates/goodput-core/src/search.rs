@@ -770,6 +770,7 @@ fn fit_margin(o: &Observation) -> Option<f64> {
 }
 
 mod fit;
+pub use fit::wide_interval;
 use fit::Fit;
 
 #[cfg(test)]

@@ -95,3 +95,42 @@ impl Fit {
         Some((self.xbar + d1.min(d2), self.xbar + d1.max(d2)))
     }
 }
+
+/// What to know about an interval that reaches past the fitted points
+/// (they lie within half to twice the edge): Fieller's set widens without
+/// bound as the slope's own interval nears zero, so an end far from the
+/// answer is the fit barely telling its slope through the margins' noise,
+/// not a rate any point ran (a one-thread llama.cpp search answered 4.73
+/// req/s with an interval of 0.016–5.34).
+pub fn wide_interval(rate: f64, interval: Option<(f64, f64)>) -> Option<String> {
+    let (lo, hi) = interval?;
+    if rate.is_nan() || rate <= 0.0 || (lo >= rate / 2.0 && hi <= rate * 2.0) {
+        return None;
+    }
+    Some(format!(
+        "the interval ({lo:.3}–{hi:.3} req/s) reaches past the points near the edge: their margins hardly tell the fit's slope through their noise, so its {} end is an extrapolation; a longer --measure-time or --search-time narrows it",
+        match (lo < rate / 2.0, hi > rate * 2.0) {
+            (true, true) => "either",
+            (true, false) => "lower",
+            _ => "upper",
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wide_interval;
+
+    #[test]
+    fn an_interval_past_the_fitted_points_is_said_to_be() {
+        assert_eq!(wide_interval(4.73, Some((3.9, 5.34))), None);
+        assert_eq!(wide_interval(4.73, None), None);
+        let note = wide_interval(4.73, Some((0.016, 5.34))).unwrap();
+        assert!(
+            note.contains("0.016–5.340") && note.contains("lower end"),
+            "{note}"
+        );
+        let note = wide_interval(1.0, Some((0.9, 2.5))).unwrap();
+        assert!(note.contains("upper end"), "{note}");
+    }
+}

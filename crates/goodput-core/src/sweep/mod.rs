@@ -663,6 +663,9 @@ impl Runner<'_> {
                 None => "no rate met the SLO".into(),
             });
         }
+        if let Some(wide) = crate::search::wide_interval(found.rate, found.interval) {
+            answer.notes.push(wide);
+        }
         if found.interval.is_none() && found.rate > 0.0 {
             answer.notes.push(
                 "no interval: too few points near the edge to bound it (a longer --search-time gives more)"
