@@ -209,3 +209,56 @@ async fn metrics_use_vllm_names_and_expose_lateness() {
     );
     server.shutdown();
 }
+
+/// `/tokenize` and `/detokenize` in vLLM's shapes: the count is the one
+/// the completion's usage gives for the same prompt, chat messages count
+/// their contents, and the ids spell the prompt back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokenize_counts_as_usage_does_and_detokenize_spells_it_back() {
+    let server = start(fast());
+    let addr = server.local_addr();
+    let text = prompt(37, 4);
+    let t = send(
+        addr,
+        "POST",
+        "/tokenize",
+        Some(json!({"prompt": text, "add_special_tokens": false, "return_token_strs": true})),
+    )
+    .await
+    .json();
+    assert_eq!(t["count"], 37);
+    assert_eq!(t["max_model_len"], 131_072);
+    assert_eq!(t["tokens"].as_array().unwrap().len(), 37);
+    assert_eq!(t["token_strs"].as_array().unwrap().len(), 37);
+    let usage = send(
+        addr,
+        "POST",
+        "/v1/completions",
+        Some(json!({"prompt": text, "max_tokens": 1})),
+    )
+    .await
+    .json();
+    assert_eq!(usage["usage"]["prompt_tokens"], t["count"]);
+    let chat = json!({"messages": [{"role": "user", "content": text}, {"role": "user", "content": [{"type": "text", "text": text}]}]});
+    let c = send(addr, "POST", "/tokenize", Some(chat)).await.json();
+    assert_eq!(c["count"], 74);
+    let d = send(
+        addr,
+        "POST",
+        "/detokenize",
+        Some(json!({"tokens": t["tokens"]})),
+    )
+    .await;
+    assert_eq!(d.json()["prompt"], text.as_str());
+    let bad = send(
+        addr,
+        "POST",
+        "/tokenize",
+        Some(json!({"model": "gpt-9", "prompt": "x"})),
+    )
+    .await;
+    assert_eq!(bad.status, 404);
+    let none = send(addr, "POST", "/tokenize", Some(json!({}))).await;
+    assert_eq!(none.status, 400);
+    server.shutdown();
+}

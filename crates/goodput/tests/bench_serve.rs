@@ -516,3 +516,82 @@ async fn vllm_s_figures_and_arrays_agree_with_the_server_s_log() {
         mean(&server_tpots)
     );
 }
+
+/// No local copy of the model's tokenizer: the random dataset's prompts
+/// are built to the server's own counts through its `/tokenize` (the
+/// simulator serves one, in vLLM's shape), which is said, and they are
+/// exact to the token (the simulator's usage counts what was sent). A
+/// `--tokenizer` with no local copy, against a server without `/tokenize`,
+/// stops before any request; without `--tokenizer`, goodput's own builds
+/// them and the note says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_local_tokenizer_prompts_are_built_to_the_server_s_counts() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("results");
+    let model = "meta-llama/Llama-3.1-8B-Instruct";
+    let random = |url: &str, model: &str| -> Vec<String> {
+        argv(&[
+            "bench",
+            "serve",
+            "--base-url",
+            url,
+            "--model",
+            model,
+            "--dataset-name",
+            "random",
+            "--random-input-len",
+            "200",
+            "--random-prefix-len",
+            "10",
+            "--random-output-len",
+            "8",
+            "--num-prompts",
+            "12",
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            dir.to_str().unwrap(),
+            "--result-filename",
+            "r.json",
+            "--disable-tqdm",
+        ])
+    };
+    let (code, stdout, stderr) = goodput_async(random(&url, model)).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("through the server's /tokenize"),
+        "{stderr}"
+    );
+    let v = read_json(&dir.join("r.json"));
+    assert_eq!(v["input_lens"], serde_json::json!(vec![210; 12]));
+    assert_eq!(v["output_lens"], serde_json::json!(vec![8; 12]));
+    assert_eq!(v["tokenizer_id"], model);
+
+    let server = start(Script::quick()).await;
+    let mut args = random(&server.url(), "m");
+    args.extend(argv(&["--tokenizer", "org/none-such"]));
+    let (code, _, stderr) = goodput_async(args).await;
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("org/none-such") && stderr.contains("answers no /tokenize"),
+        "{stderr}"
+    );
+    let measured = |s: &ScriptedServer| {
+        let seen = s.seen.lock().unwrap();
+        seen.iter()
+            .filter(|t| reply::request_id(t).is_some())
+            .count()
+    };
+    assert_eq!(measured(&server), 0, "stopped before any request");
+
+    let (code, stdout, stderr) = goodput_async(random(&server.url(), "m")).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("no local tokenizer for m") && stderr.contains("answers no /tokenize"),
+        "{stderr}"
+    );
+    assert_eq!(
+        read_json(&dir.join("r.json"))["tokenizer_id"],
+        "tiktoken:o200k_base"
+    );
+}

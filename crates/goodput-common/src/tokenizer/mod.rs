@@ -124,6 +124,9 @@ pub enum TokenizerKind {
     HuggingFace,
     /// No client-side counting.
     None,
+    /// The served model's own tokenizer, asked through the server (its
+    /// `/tokenize` route): counts only, for building prompts before a run.
+    Server,
 }
 
 /// What a run's token counts were made with, saved in every result so two
@@ -148,7 +151,11 @@ enum Backing {
     None,
     Tiktoken(Arc<Bpe>),
     HuggingFace(Arc<HuggingFace>),
+    Counted(Arc<Count>),
 }
+
+/// A count of text's tokens made elsewhere (the server's `/tokenize`).
+type Count = dyn Fn(&str) -> Option<usize> + Send + Sync;
 
 /// A tokenizer, cheap to clone (shared behind an `Arc`).
 #[derive(Clone)]
@@ -262,6 +269,26 @@ impl Tokenizer {
         })
     }
 
+    /// The served model's own tokenizer, counting through `count` (a call
+    /// to the server's `/tokenize`): for building prompts of exact lengths
+    /// before a run where no local copy of the tokenizer is found. It
+    /// neither encodes nor decodes, and is never a run's tokenizer (a run
+    /// counts output per request, which must not cost a round trip).
+    pub fn counted_by(
+        name: &str,
+        count: impl Fn(&str) -> Option<usize> + Send + Sync + 'static,
+    ) -> Tokenizer {
+        Tokenizer {
+            backing: Backing::Counted(Arc::new(count)),
+            identity: Arc::new(TokenizerIdentity {
+                spec: format!("server:{name}"),
+                kind: TokenizerKind::Server,
+                name: name.to_string(),
+                sha256: None,
+            }),
+        }
+    }
+
     /// The canonical spec string, as recorded in a result's `config`.
     pub fn spec(&self) -> &str {
         &self.identity.spec
@@ -276,7 +303,7 @@ impl Tokenizer {
     /// counts are evidence of the model's token counts. A tiktoken encoding
     /// is only a fixed client-side unit, whatever model is served.
     pub fn is_model_tokenizer(&self) -> bool {
-        matches!(self.backing, Backing::HuggingFace(_))
+        matches!(self.backing, Backing::HuggingFace(_) | Backing::Counted(_))
     }
 
     /// Whether every word of the shipped list ([`crate::words`]) is one
@@ -310,13 +337,14 @@ impl Tokenizer {
             Backing::None => None,
             Backing::Tiktoken(bpe) => Some(bpe.count(text)),
             Backing::HuggingFace(hf) => hf.count(text),
+            Backing::Counted(count) => count(text),
         }
     }
 
     /// Token ids of `text` (no special tokens). `None` as for [`Tokenizer::count`].
     pub fn encode(&self, text: &str) -> Option<Vec<u32>> {
         match &self.backing {
-            Backing::None => None,
+            Backing::None | Backing::Counted(_) => None,
             Backing::Tiktoken(bpe) => Some(bpe.encode(text)),
             Backing::HuggingFace(hf) => hf.encode(text),
         }
@@ -332,7 +360,7 @@ impl Tokenizer {
     /// with the spacing its decoder restores), special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Option<String> {
         match &self.backing {
-            Backing::None => None,
+            Backing::None | Backing::Counted(_) => None,
             Backing::Tiktoken(bpe) => bpe
                 .decode(ids)
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()),

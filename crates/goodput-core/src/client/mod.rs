@@ -412,6 +412,18 @@ impl Client {
             .await
     }
 
+    /// A plain POST of a JSON body to a path outside the API prefix (a
+    /// server's `/tokenize`).
+    pub async fn post_path(
+        &self,
+        path: &str,
+        body: Bytes,
+        request_tag: &str,
+    ) -> Result<(u16, Bytes), ClientError> {
+        self.simple_at("POST", path.to_string(), Some(body), request_tag)
+            .await
+    }
+
     async fn simple_at(
         &self,
         method: &str,

@@ -75,6 +75,8 @@ pub(super) async fn handle(
         (&Method::POST, "/v1/score" | "/score") => {
             super::pooling::pooling(state, req, Endpoint::Score).await
         }
+        (&Method::POST, "/tokenize") => super::tokens::answer(&state, req, false).await,
+        (&Method::POST, "/detokenize") => super::tokens::answer(&state, req, true).await,
         (&Method::POST, "/v1/responses") => completion(state, req, Endpoint::Responses).await,
         (&Method::POST, "/v1/messages") => completion(state, req, Endpoint::Messages).await,
         (

@@ -9,6 +9,7 @@ mod mixes;
 mod openai;
 mod pooling;
 mod streams;
+mod tokens;
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;

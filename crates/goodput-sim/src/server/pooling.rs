@@ -76,7 +76,7 @@ fn inputs(endpoint: Endpoint, body: &Value) -> Result<Vec<(Option<&str>, &str)>,
 
 /// The request's JSON body, its model checked; an error is the status and
 /// message to answer with.
-async fn read_body(
+pub(super) async fn read_body(
     state: &AppState,
     req: http::Request<hyper::body::Incoming>,
 ) -> Result<Value, (StatusCode, String)> {
@@ -108,7 +108,7 @@ async fn read_body(
 }
 
 /// A JSON answer.
-fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
+pub(super) fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
     let mut r = Response::new(SimBody::full(body));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -119,7 +119,7 @@ fn json_response(status: StatusCode, body: String) -> Response<SimBody> {
 }
 
 /// vLLM's error answer.
-fn error(status: StatusCode, message: &str) -> Response<SimBody> {
+pub(super) fn error(status: StatusCode, message: &str) -> Response<SimBody> {
     json_response(status, error_body(status.as_u16(), message))
 }
 

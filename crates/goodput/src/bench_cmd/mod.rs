@@ -7,7 +7,9 @@
 //! files the result file is written where and as vLLM writes it
 //! ([`goodput_core::report::vllm`]), and the scratch directory is removed.
 
+mod datasets;
 mod refused;
+mod server_tokens;
 mod sonnet;
 mod translate;
 
@@ -54,31 +56,139 @@ impl Drop for Scratch {
     }
 }
 
-/// Prompts built by the translation, one `{"prompt": …}` a line.
-fn write_prompts(path: &Path, prompts: &[String]) -> Result<(), Exit> {
+/// A prompt built here, and its answer's length where it sets one.
+type Row = (String, Option<u32>);
+
+/// Prompts built here, one `{"prompt": …, "output_tokens": …}` a line.
+fn write_prompts(path: &Path, prompts: &[Row]) -> Result<(), Exit> {
     let mut text = String::new();
-    for p in prompts {
-        text.push_str(&serde_json::json!({ "prompt": p }).to_string());
+    for (p, output) in prompts {
+        let row = match output {
+            Some(n) => serde_json::json!({ "prompt": p, "output_tokens": n }),
+            None => serde_json::json!({ "prompt": p }),
+        };
+        text.push_str(&row.to_string());
         text.push('\n');
     }
     std::fs::write(path, text).map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))
 }
 
+/// Flags of goodput's synthetic prompts, which a dataset of prompts built
+/// here replaces.
+const SYNTHETIC: [&str; 5] = [
+    "--input-tokens",
+    "--output-tokens",
+    "--prefix-tokens",
+    "--prefix-groups",
+    "--prefix-choice",
+];
+
+/// `argv` without the flags `names` and their values.
+fn without(argv: &[String], names: &[&str]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut skip = false;
+    for a in argv {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        skip = names.contains(&a.as_str());
+        if !skip {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// The prompts the plan builds with the server's own tokenizer, its
+/// `/tokenize` asked through the run's connection settings; `None` where
+/// the server counts nothing and the plan may do without (said, and the
+/// result file's tokenizer_id set to goodput's own).
+fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option<Vec<Row>>, Exit> {
+    let Some(by) = plan.by_server.take() else {
+        return Ok(None);
+    };
+    let name = plan.meta.tokenizer_id.clone().unwrap_or_default();
+    let run = parse_run(argv)?;
+    let t = &run.common.target;
+    let url = t.url.clone().unwrap_or_default();
+    let kind = goodput_core::config::Target::Server;
+    let opts = crate::spec::target_options(t, &run.common.workload, url, None, false, kind);
+    let tokenizer = match server_tokens::connect(opts.client, &by.model) {
+        Ok(t) => t,
+        Err(why) if by.required => {
+            return Err(usage(anyhow!(
+                "--tokenizer {name}: no local copy (a tokenizer.json, a directory holding one, or the model in the Hugging Face cache), and {why}; goodput downloads nothing"
+            )))
+        }
+        Err(why) => {
+            eprintln!("goodput: note: {} ({why})", translate::no_local_tokenizer(&name));
+            if let translate::Build::Sonnet(..) = by.build {
+                let default = goodput_core::tokenizer::DEFAULT_TOKENIZER;
+                eprintln!("goodput: note: {}", sonnet::counted_note(default));
+            }
+            plan.meta.tokenizer_id = Some(goodput_core::tokenizer::DEFAULT_TOKENIZER.into());
+            return Ok(None);
+        }
+    };
+    let rows: Vec<Row> = match &by.build {
+        translate::Build::Lengths(shape) => shape
+            .prompts(&tokenizer)
+            .map(|v| v.into_iter().map(|(p, o)| (p, Some(o))).collect()),
+        translate::Build::Sonnet(text, shape) => sonnet::prompts(text, &tokenizer, *shape)
+            .map(|v| v.into_iter().map(|p| (p, None)).collect()),
+    }
+    .map_err(|e| usage(anyhow!(e)))?;
+    let counted = format!("{name}'s tokenizer, through the server's /tokenize");
+    eprintln!(
+        "goodput: note: no local tokenizer for {name}: {} prompts built to lengths counted by {counted}; the run counts with goodput's {} and the server's usage",
+        rows.len(),
+        goodput_core::tokenizer::DEFAULT_TOKENIZER
+    );
+    if let translate::Build::Sonnet(..) = by.build {
+        eprintln!("goodput: note: {}", sonnet::counted_note(&counted));
+    }
+    Ok(Some(rows))
+}
+
+/// `goodput run`'s arguments from a translated command line.
+fn parse_run(argv: &[String]) -> Result<crate::cli::RunArgs, Exit> {
+    match Cli::try_parse_from(argv) {
+        Ok(Cli {
+            command: Command::Run(r),
+        }) => Ok(*r),
+        Ok(_) => unreachable!("the translation starts with `run`"),
+        Err(e) => Err(usage(anyhow!(
+            "the translated command line was refused ({}): {e}",
+            argv[1..].join(" ")
+        ))),
+    }
+}
+
 fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
-    let plan = translate(&a).map_err(|e| usage(anyhow!(e)))?;
+    let mut plan = translate(&a).map_err(|e| usage(anyhow!(e)))?;
     for n in &plan.notes {
         eprintln!("goodput: note: {n}");
+    }
+    let mut argv = vec!["goodput".to_string()];
+    argv.extend(plan.argv.iter().cloned());
+    let mut prompts: Option<Vec<Row>> = plan
+        .prompts
+        .take()
+        .map(|v| v.into_iter().map(|p| (p, None)).collect());
+    if let Some(rows) = built_by_server(&mut plan, &argv)? {
+        if prompts.is_none() {
+            argv = without(&argv, &SYNTHETIC);
+        }
+        prompts = Some(rows);
     }
     let scratch = Scratch::new()?;
     let results = scratch.0.join("results.json");
     let records = scratch.0.join("records.jsonl");
-    let mut argv = vec!["goodput".to_string()];
-    argv.extend(plan.argv.iter().cloned());
     for (k, v) in [("--out", &results), ("--records", &records)] {
         argv.push(k.into());
         argv.push(v.display().to_string());
     }
-    if let Some(prompts) = &plan.prompts {
+    if let Some(prompts) = &prompts {
         let path = scratch.0.join("prompts.jsonl");
         write_prompts(&path, prompts)?;
         for (k, v) in [
@@ -96,19 +206,7 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     if a.save_detailed {
         argv.push("--records-text".into());
     }
-    let run_args = match Cli::try_parse_from(&argv) {
-        Ok(Cli {
-            command: Command::Run(r),
-        }) => r,
-        Ok(_) => unreachable!("the translation starts with `run`"),
-        Err(e) => {
-            return Err(usage(anyhow!(
-                "the translated command line was refused ({}): {e}",
-                argv[1..].join(" ")
-            )))
-        }
-    };
-    let outcome = crate::run_cmd::main(*run_args);
+    let outcome = crate::run_cmd::main(parse_run(&argv)?);
     // The run's code stands; the result file is written whenever the run
     // ended and wrote results (a failed gate, no request completed), as
     // vLLM writes its file after any run that ended — but not after a

@@ -30,6 +30,13 @@ pub struct Shape {
     pub seed: u64,
 }
 
+/// What to know of the prompts' lengths, counted by `tokenizer`.
+pub fn counted_note(tokenizer: &str) -> String {
+    format!(
+        "sonnet prompts counted with {tokenizer} on their text alone (vLLM counts them after the model's chat template, a few tokens more); the server's usage counts what was sent"
+    )
+}
+
 /// `shape.prompts` prompts from `text` (the file's lines, each with its
 /// line ending, as Python's `readlines` keeps them), counted by
 /// `tokenizer`.

@@ -11,7 +11,11 @@ use goodput_core::report::vllm::VllmMeta;
 
 use crate::cli::VllmServeArgs;
 
+use super::datasets::{
+    dataset, positive, sonnet_prompts, sonnet_source, unread_dataset, READ_DATASETS,
+};
 use super::refused::{refuse, refused};
+use super::server_tokens::Shape;
 
 /// The run to make and what to write after it.
 #[derive(Debug, Clone)]
@@ -28,6 +32,27 @@ pub struct Plan {
     /// Prompts built here (the sonnet dataset), to be written as a JSONL
     /// dataset the run reads in order.
     pub prompts: Option<Vec<String>>,
+    /// Prompts to build with the server's own tokenizer instead, where no
+    /// local copy of the model's was found.
+    pub by_server: Option<ByServer>,
+}
+
+/// Prompts to build through the server's `/tokenize` before the run.
+#[derive(Debug, Clone)]
+pub struct ByServer {
+    /// The model the server is asked to count for.
+    pub model: String,
+    /// `--tokenizer` named it: without the server's count, the command stops.
+    pub required: bool,
+    pub build: Build,
+}
+
+#[derive(Debug, Clone)]
+pub enum Build {
+    /// random and prefix_repetition: exact lengths.
+    Lengths(Shape),
+    /// sonnet: its file's text.
+    Sonnet(String, super::sonnet::Shape),
 }
 
 #[derive(Debug, Clone)]
@@ -80,55 +105,13 @@ fn base_url(a: &VllmServeArgs, ending: &str) -> Result<String, String> {
     Ok(format!("{root}{prefix}"))
 }
 
-/// `--random-range-ratio`: one ratio, or `{"input": r, "output": r}`.
-fn range_ratios(s: &str) -> Result<(f64, f64), String> {
-    let bad = || {
-        format!("--random-range-ratio '{s}': expected a number in [0, 1) or {{\"input\": r, \"output\": r}}")
-    };
-    let (i, o) = match s.trim().parse::<f64>() {
-        Ok(r) => (r, r),
-        Err(_) => {
-            let v: serde_json::Value = serde_json::from_str(s).map_err(|_| bad())?;
-            let get = |k: &str| v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
-            (get("input"), get("output"))
-        }
-    };
-    if [i, o].iter().all(|r| (0.0..1.0).contains(r)) {
-        Ok((i, o))
-    } else {
-        Err(bad())
-    }
-}
-
-/// A length as goodput's spec: `L`, or `uniform:LO,HI` for vLLM's
-/// `[int(L(1-r)), int(L(1+r))]`, plus `extra` tokens.
-fn length(l: i64, r: f64, extra: i64) -> String {
-    if r == 0.0 {
-        return (l + extra).to_string();
-    }
-    let lo = ((l as f64 * (1.0 - r)) as i64).max(1);
-    let hi = ((l as f64 * (1.0 + r)) as i64).max(lo);
-    format!("uniform:{},{}", lo + extra, hi + extra)
-}
-
-fn positive(flag: &str, v: i64) -> Result<i64, String> {
-    if v >= 1 {
-        Ok(v)
-    } else if flag == "--num-prompts" && v == -1 {
-        Err(refuse(
-            "--num-prompts -1",
-            "every sample of a file is vLLM's for spec_bench and speed_bench, which goodput does not read; give a count",
-        ))
-    } else {
-        Err(format!("{flag} must be at least 1 (got {v})"))
-    }
-}
-
-/// A local tokenizer.json for a name: a path (the file, or a directory
-/// holding it), else the Hugging Face cache's copy of that model id.
+/// A local tokenizer.json for a name: a path (a `.json` file, or a
+/// directory holding a tokenizer.json), else the Hugging Face cache's copy
+/// of that model id. Another file (llama.cpp serves a `.gguf` under its
+/// path) is no tokenizer.json.
 fn local_tokenizer(name: &str) -> Option<PathBuf> {
     let p = Path::new(name);
-    if p.is_file() {
+    if p.is_file() && p.extension().is_some_and(|e| e == "json") {
         return Some(p.to_path_buf());
     }
     if p.join("tokenizer.json").is_file() {
@@ -150,85 +133,6 @@ fn local_tokenizer(name: &str) -> Option<PathBuf> {
         .collect();
     found.sort();
     found.pop()
-}
-
-/// The dataset's flags for goodput, and whether its answers are pinned to
-/// their length (vLLM forces `ignore_eos` for random; others only with
-/// `--ignore-eos`).
-fn dataset(a: &VllmServeArgs, chat: bool) -> Result<(Vec<String>, bool), String> {
-    let mut v: Vec<String> = Vec::new();
-    let mut push = |k: &str, x: String| {
-        v.push(k.to_string());
-        v.push(x);
-    };
-    let name = a.dataset_name.as_str();
-    if matches!(name, "random" | "prefix_repetition") && a.dataset_path.is_some() {
-        return Err(format!(
-            "Cannot use '{name}' dataset with --dataset-path (as vLLM says): it makes its own prompts"
-        ));
-    }
-    let pinned = match name {
-        "random" => {
-            let (ri, ro) = range_ratios(&a.random_range_ratio)?;
-            let input = positive(
-                "--random-input-len",
-                a.input_len.unwrap_or(a.random_input_len),
-            )?;
-            let output = positive(
-                "--random-output-len",
-                a.output_len.unwrap_or(a.random_output_len),
-            )?;
-            let prefix = a.random_prefix_len.max(0);
-            push("--input-tokens", length(input, ri, prefix));
-            push("--output-tokens", length(output, ro, 0));
-            if prefix > 0 {
-                push("--prefix-tokens", prefix.to_string());
-            }
-            true
-        }
-        "prefix_repetition" => {
-            let prefix = positive(
-                "--prefix-repetition-prefix-len",
-                a.prefix_repetition_prefix_len,
-            )?;
-            let suffix = a.prefix_repetition_suffix_len.max(0);
-            let groups = positive(
-                "--prefix-repetition-num-prefixes",
-                a.prefix_repetition_num_prefixes,
-            )?;
-            if a.num_prompts < groups {
-                return Err(format!(
-                    "--num-prompts ({}) must be at least --prefix-repetition-num-prefixes ({groups})",
-                    a.num_prompts
-                ));
-            }
-            let output = a.output_len.unwrap_or(a.prefix_repetition_output_len);
-            push("--input-tokens", (prefix + suffix).to_string());
-            push(
-                "--output-tokens",
-                positive("--prefix-repetition-output-len", output)?.to_string(),
-            );
-            push("--prefix-tokens", prefix.to_string());
-            push("--prefix-groups", groups.to_string());
-            push("--prefix-choice", "round-robin".into());
-            a.ignore_eos
-        }
-        "sonnet" => {
-            sonnet_checks(a, chat)?;
-            let output = a.output_len.unwrap_or(a.sonnet_output_len);
-            push(
-                "--output-tokens",
-                positive("--sonnet-output-len", output)?.to_string(),
-            );
-            a.ignore_eos
-        }
-        "sharegpt" | "custom" => {
-            v.extend(file_dataset(a, name, chat)?);
-            a.ignore_eos
-        }
-        other => return Err(unread_dataset(other)),
-    };
-    Ok((v, pinned))
 }
 
 /// `--metric-percentiles`: numbers in (0, 100].
@@ -329,34 +233,49 @@ fn reported(
     Ok((metrics, metric_percentiles))
 }
 
-/// The tokenizer: `--tokenizer`, else the model's, from a local copy; the
-/// name written as the result file's tokenizer_id (the tokenizer the
-/// prompts were built with: vLLM's is always the model's, here only where
-/// a local copy was found), and a note where goodput's own is used.
+/// The tokenizer: `--tokenizer`, else the model's, from a local copy;
+/// else, for prompts goodput builds (`build`), the server's own through its
+/// `/tokenize` (when it answers); the name written as the result file's
+/// tokenizer_id (the tokenizer the prompts were built with: vLLM's is always
+/// the model's), and a note where goodput's own is used.
 fn tokenizer(
     a: &VllmServeArgs,
     argv: &mut Vec<String>,
     notes: &mut Vec<String>,
-) -> Result<String, String> {
+    build: Option<Build>,
+) -> Result<(String, Option<ByServer>), String> {
     let default = goodput_core::tokenizer::DEFAULT_TOKENIZER;
     let Some(name) = a.tokenizer.as_deref().or(a.model.as_deref()) else {
-        return Ok(default.to_string());
+        return Ok((default.to_string(), None));
     };
-    match local_tokenizer(name) {
-        Some(path) => {
-            flag(argv, "--tokenizer", path.display().to_string());
-            Ok(name.to_string())
+    if let Some(path) = local_tokenizer(name) {
+        flag(argv, "--tokenizer", path.display().to_string());
+        return Ok((name.to_string(), None));
+    }
+    let required = a.tokenizer.is_some();
+    let model = a.served_model_name.as_ref().or(a.model.as_ref());
+    match (build, model) {
+        (Some(build), Some(model)) => {
+            let model = model.clone();
+            let by_server = ByServer { model, required, build };
+            Ok((name.to_string(), Some(by_server)))
         }
-        None if a.tokenizer.is_some() => Err(format!(
-            "--tokenizer {name}: no local copy (a tokenizer.json, a directory holding one, or the model in the Hugging Face cache, $HF_HOME/hub); goodput downloads nothing. Without --tokenizer, prompts are built with goodput's own tokenizer and counts come from the server's usage"
+        _ if required => Err(format!(
+            "--tokenizer {name}: no local copy (a tokenizer.json, a directory holding one, or the model in the Hugging Face cache, $HF_HOME/hub); goodput downloads nothing, and asks the server's /tokenize only for the prompts it builds (random, prefix_repetition, sonnet). Without --tokenizer, prompts are built with goodput's own tokenizer and counts come from the server's usage"
         )),
-        None => {
-            notes.push(format!(
-                "no local tokenizer for {name} (none in the Hugging Face cache): prompts are built with goodput's {default} and every count comes from the server's usage, where vLLM would load the model's tokenizer"
-            ));
-            Ok(default.to_string())
+        _ => {
+            notes.push(no_local_tokenizer(name));
+            Ok((default.to_string(), None))
         }
     }
+}
+
+/// The note where goodput's own tokenizer stands in for the model's.
+pub fn no_local_tokenizer(name: &str) -> String {
+    format!(
+        "no local tokenizer for {name} (none in the Hugging Face cache): prompts are built with goodput's {} and every count comes from the server's usage, where vLLM would load the model's tokenizer",
+        goodput_core::tokenizer::DEFAULT_TOKENIZER
+    )
 }
 
 /// `KEY=VALUE` items (`--header`, `--metadata`), split at the first `=`
@@ -372,22 +291,6 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<(String, String)>, String> 
             )),
         })
         .collect()
-}
-
-/// The `--dataset-name`s goodput reads.
-const READ_DATASETS: [&str; 5] = [
-    "random",
-    "prefix_repetition",
-    "sharegpt",
-    "custom",
-    "sonnet",
-];
-
-fn unread_dataset(name: &str) -> String {
-    refuse(
-        &format!("--dataset-name {name}"),
-        "goodput bench serve reads random, prefix_repetition, and sharegpt, custom and sonnet from a local file",
-    )
 }
 
 /// The whole translation.
@@ -417,7 +320,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         return Err(unread_dataset(&a.dataset_name));
     }
     load(a, &mut argv)?;
-    let (data, pinned) = dataset(a, endpoint == "chat")?;
+    let (data, pinned, shape) = dataset(a, endpoint == "chat")?;
     argv.extend(data);
     if !pinned && !a.ignore_eos {
         argv.push("--no-pin-output".into());
@@ -433,11 +336,24 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     }
     let (percentile_metrics, metric_percentiles) = reported(a, endpoint, &mut argv)?;
     let mut notes = Vec::new();
-    let tokenizer_id = Some(tokenizer(a, &mut argv, &mut notes)?);
-    let prompts = match a.dataset_name.as_str() {
-        "sonnet" => Some(sonnet_prompts(a, &argv, &mut notes)?),
+    let sonnet = match a.dataset_name.as_str() {
+        "sonnet" => Some(sonnet_source(a)?),
         _ => None,
     };
+    let build = match (&sonnet, shape) {
+        (Some((text, shape)), _) => Some(Build::Sonnet(text.clone(), *shape)),
+        (None, shape) => shape.map(Build::Lengths),
+    };
+    let (tokenizer_id, by_server) = tokenizer(a, &mut argv, &mut notes, build)?;
+    // Built here with goodput's tokenizer too, should the server's not answer.
+    let mut said = Vec::new();
+    let prompts = match sonnet {
+        Some((text, shape)) => Some(sonnet_prompts(&text, shape, &argv, &mut said)?),
+        None => None,
+    };
+    if by_server.is_none() {
+        notes.extend(said);
+    }
     if a.insecure {
         argv.push("--insecure".into());
     }
@@ -454,7 +370,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         backend: a.backend.clone(),
         label: a.label.clone(),
         model_id: a.model.clone().unwrap_or_default(),
-        tokenizer_id,
+        tokenizer_id: Some(tokenizer_id),
         num_prompts: a.num_prompts as u64,
         request_rate: a.request_rate,
         burstiness: a.burstiness,
@@ -470,111 +386,8 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         save,
         notes,
         prompts,
+        by_server,
     })
-}
-
-/// `sharegpt` or `custom` from a local file: goodput's dataset flags.
-fn file_dataset(a: &VllmServeArgs, name: &str, chat: bool) -> Result<Vec<String>, String> {
-    let mut v: Vec<String> = Vec::new();
-    let mut push = |k: &str, x: String| {
-        v.push(k.to_string());
-        v.push(x);
-    };
-    let Some(path) = &a.dataset_path else {
-        return Err(format!(
-            "--dataset-name {name} needs --dataset-path (a local file)"
-        ));
-    };
-    if !Path::new(path).is_file() {
-        return Err(format!(
-            "--dataset-path {path}: no such local file (goodput downloads nothing: give the path of the {name} file)"
-        ));
-    }
-    if name == "custom" && !chat && !a.skip_chat_template {
-        return Err(refuse(
-            "--dataset-name custom without --skip-chat-template",
-            "vLLM applies the model's chat template on the client before a completions request, which goodput cannot; add --skip-chat-template to send each prompt as written, or use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
-        ));
-    }
-    push("--dataset", path.clone());
-    push(
-        "--dataset-format",
-        if name == "sharegpt" {
-            "sharegpt"
-        } else {
-            "jsonl"
-        }
-        .into(),
-    );
-    let output = match name {
-        "sharegpt" => a.output_len.or(a.sharegpt_output_len),
-        _ => a
-            .output_len
-            .or(Some(a.custom_output_len).filter(|&n| n != -1)),
-    };
-    if let Some(n) = output {
-        push(
-            "--output-tokens",
-            positive("the output length", n)?.to_string(),
-        );
-    }
-    push(
-        "--dataset-sampling",
-        if a.disable_shuffle {
-            "sequential"
-        } else {
-            "random"
-        }
-        .into(),
-    );
-    push(
-        "--dataset-exhausted",
-        if a.no_oversample { "truncate" } else { "cycle" }.into(),
-    );
-    Ok(v)
-}
-/// What the sonnet dataset needs: a local file, and the chat route.
-fn sonnet_checks(a: &VllmServeArgs, chat: bool) -> Result<(), String> {
-    if a.dataset_path.is_none() {
-        return Err("--dataset-name sonnet needs --dataset-path (a local text file of poem lines, as vLLM's benchmarks/sonnet.txt)".into());
-    }
-    if !chat {
-        return Err(refuse(
-            "--dataset-name sonnet with a completions backend",
-            "vLLM sends sonnet prompts through the model's chat template on the client for completions, which goodput cannot apply; use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
-        ));
-    }
-    Ok(())
-}
-
-/// The sonnet dataset's prompts, counted with the run's tokenizer.
-fn sonnet_prompts(
-    a: &VllmServeArgs,
-    argv: &[String],
-    notes: &mut Vec<String>,
-) -> Result<Vec<String>, String> {
-    let path = a.dataset_path.as_deref().unwrap_or_default();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        format!("--dataset-path {path}: {e} (goodput downloads nothing: give the path of the sonnet text file)")
-    })?;
-    let spec = argv
-        .windows(2)
-        .find(|w| w[0] == "--tokenizer")
-        .map_or(goodput_core::tokenizer::DEFAULT_TOKENIZER, |w| {
-            w[1].as_str()
-        });
-    let tokenizer =
-        goodput_core::tokenizer::Tokenizer::from_spec(spec).map_err(|e| e.to_string())?;
-    let shape = super::sonnet::Shape {
-        input_len: positive("--sonnet-input-len", a.sonnet_input_len)? as usize,
-        prefix_len: a.sonnet_prefix_len.max(0) as usize,
-        prompts: a.num_prompts.max(0) as usize,
-        seed: a.seed.max(0) as u64,
-    };
-    notes.push(format!(
-        "sonnet prompts counted with {spec} on their text alone (vLLM counts them after the model's chat template, a few tokens more); the server's usage counts what was sent"
-    ));
-    super::sonnet::prompts(&text, &tokenizer, shape)
 }
 
 #[cfg(test)]

@@ -147,7 +147,8 @@ pub fn reply(script: &Script, req: &Incoming) -> Reply {
     let v = &req.body;
     // No Prometheus endpoint here, as on a hosted API: goodput's default
     // look at the target's /metrics finds nothing and scrapes nothing.
-    if req.path == "/metrics" {
+    // Nor a /tokenize: the model's tokenizer is not asked of a hosted API.
+    if req.path == "/metrics" || req.path == "/tokenize" {
         return Reply::json(404, r#"{"detail":"Not Found"}"#);
     }
     if req.path.ends_with("/models") {
