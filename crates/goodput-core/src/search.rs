@@ -727,6 +727,15 @@ impl Search {
                 xmin.exp(),
                 xmax.exp()
             ));
+            // The points' scatter still bounds where the edge lies: the
+            // fit's interval, where it holds the rate answered (a slow
+            // llama.cpp search answered 2.73 req/s bare, its points' TTFT
+            // scattering 262 to 959 ms at 2.6 to 2.8 req/s, and 200
+            // requests at 2.73 then missed the SLO).
+            answer.interval = fit
+                .interval()
+                .map(|(a, b)| (a.exp(), b.exp().min(ceiling)))
+                .filter(|&(lo, hi)| lo <= answer.rate && answer.rate <= hi);
             return answer;
         }
         // Never at or above a hard fail; an interval that no longer holds

@@ -50,11 +50,22 @@ pub fn estimate(e: &Estimate) -> String {
 pub fn intervals_apart(text: &str) -> String {
     let mut body = String::with_capacity(text.len());
     let mut block = String::new();
+    // A figure whose label repeats under another section (the TTFT from
+    // the scheduled arrival beside the TTFT) is named with its section.
+    let (mut section, mut keys) = (String::new(), Vec::new());
     for line in text.lines() {
+        let title = line.trim_matches(|c| c == '-' || c == '=');
+        if title.len() < line.len() && !title.trim().is_empty() {
+            section = title.trim().to_lowercase();
+        }
         match split_interval(line) {
-            Some((figure, interval, key)) => {
+            Some((figure, interval, mut key)) => {
                 body.push_str(&figure);
                 body.push('\n');
+                if keys.contains(&key) {
+                    key = format!("{key} ({section})");
+                }
+                keys.push(key.clone());
                 let _ = writeln!(block, "{key:<40} {interval}");
             }
             None => {

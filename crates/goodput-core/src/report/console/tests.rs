@@ -115,6 +115,8 @@ fn estimates_show_open_bounds() {
 fn intervals_apart_leave_vllm_s_lines_as_vllm_prints_them() {
     let text = "Request throughput (req/s):              12.34 [12.28, 12.40]\n\
                 P99 E2EL (ms):                           310.20 [300.10, -]\n\
+                -----------TTFT from scheduled arrival------------\n\
+                P99 E2EL (ms):                           320.50 [305.00, -]\n\
                 Request goodput (req/s):                 11.00\n\
                 Steady-state output throughput (tok/s):  1636.5 (0.1-15.0 s)\n";
     let out = super::intervals_apart(text);
@@ -130,6 +132,13 @@ fn intervals_apart_leave_vllm_s_lines_as_vllm_prints_them() {
         .collect();
     assert_eq!(throughput.len(), 1, "{out}");
     assert_eq!(digits(throughput[0]), "12.34");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("p99_e2el (ttft from scheduled arrival)")
+                && l.ends_with(" [305.00, -]")),
+        "a label under a second section is named with it: {out}"
+    );
     let e2el = lines.iter().find(|l| l.contains("P99 E2EL (ms)")).unwrap();
     assert_eq!(e2el.split_whitespace().last(), Some("310.20"));
     assert!(
