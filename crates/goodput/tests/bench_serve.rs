@@ -595,3 +595,102 @@ async fn without_a_local_tokenizer_prompts_are_built_to_the_server_s_counts() {
         "tiktoken:o200k_base"
     );
 }
+
+/// vLLM's question files from a local path: spec_bench's `turns` (one
+/// category's rows, every row for `--num-prompts -1`) and speed_bench's
+/// directory of `<subset>.jsonl` (`messages`), each answer the flag's
+/// length; spec_bench on a completions backend is refused by name (vLLM
+/// templates it on the client).
+#[test]
+fn spec_bench_and_speed_bench_run_from_local_files() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("questions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = dir.join("question.jsonl");
+    let rows: String = (0..5)
+        .map(|i| {
+            let category = if i < 3 { "math" } else { "writing" };
+            format!("{{\"question_id\": {i}, \"category\": \"{category}\", \"turns\": [\"Question {i}: what is {i} plus {i}?\", \"And times two?\"]}}\n")
+        })
+        .collect();
+    std::fs::write(&spec, rows).unwrap();
+    let speed = dir.join("speed");
+    std::fs::create_dir_all(&speed).unwrap();
+    let rows: String = (0..4)
+        .map(|i| format!("{{\"category\": \"coding\", \"messages\": [{{\"role\": \"user\", \"content\": \"Write function {i}.\"}}]}}\n"))
+        .collect();
+    std::fs::write(speed.join("qualitative.jsonl"), rows).unwrap();
+    let d = dir.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "serve",
+            "--base-url",
+            &url,
+            "--backend",
+            "openai-chat",
+            "--endpoint",
+            "/v1/chat/completions",
+            "--ignore-eos",
+            "--save-result",
+            "--save-detailed",
+            "--result-dir",
+            d,
+            "--result-filename",
+            "q.json",
+            "--disable-tqdm",
+        ];
+        args.extend_from_slice(extra);
+        goodput(&args)
+    };
+    let s = spec.to_str().unwrap();
+    let (code, stdout, stderr) = run(&[
+        "--dataset-name",
+        "spec_bench",
+        "--dataset-path",
+        s,
+        "--num-prompts",
+        "-1",
+        "--spec-bench-category",
+        "math",
+        "--spec-bench-output-len",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&dir.join("q.json"));
+    assert_eq!(
+        (v["num_prompts"].clone(), v["completed"].clone()),
+        (3.into(), 3.into())
+    );
+    assert_eq!(v["output_lens"], serde_json::json!([8, 8, 8]));
+    let p = speed.to_str().unwrap();
+    let (code, stdout, stderr) = run(&[
+        "--dataset-name",
+        "speed_bench",
+        "--dataset-path",
+        p,
+        "--num-prompts",
+        "6",
+        "--speed-bench-output-len",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let v = read_json(&dir.join("q.json"));
+    assert_eq!(v["completed"], 6, "4 rows, 2 repeated");
+    assert_eq!(v["output_lens"], serde_json::json!(vec![5; 6]));
+    let (code, _, stderr) = goodput(&[
+        "bench",
+        "serve",
+        "--base-url",
+        &url,
+        "--dataset-name",
+        "spec_bench",
+        "--dataset-path",
+        s,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("spec_bench with a completions backend"),
+        "{stderr}"
+    );
+}

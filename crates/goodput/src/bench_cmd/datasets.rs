@@ -52,7 +52,7 @@ pub(super) fn positive(flag: &str, v: i64) -> Result<i64, String> {
     } else if flag == "--num-prompts" && v == -1 {
         Err(refuse(
             "--num-prompts -1",
-            "every sample of a file is vLLM's for spec_bench and speed_bench, which goodput does not read; give a count",
+            "every row of the file is for spec_bench and speed_bench; give a count",
         ))
     } else {
         Err(format!("{flag} must be at least 1 (got {v})"))
@@ -146,6 +146,9 @@ pub(super) fn dataset(
             );
             a.ignore_eos
         }
+        "spec_bench" | "speed_bench" => {
+            return Ok((question_flags(a, chat)?, a.ignore_eos, None));
+        }
         "sharegpt" | "custom" => {
             v.extend(file_dataset(a, name, chat)?);
             return Ok((v, a.ignore_eos, None));
@@ -156,18 +159,20 @@ pub(super) fn dataset(
 }
 
 /// The `--dataset-name`s goodput reads.
-pub(super) const READ_DATASETS: [&str; 5] = [
+pub(super) const READ_DATASETS: [&str; 7] = [
     "random",
     "prefix_repetition",
     "sharegpt",
     "custom",
     "sonnet",
+    "spec_bench",
+    "speed_bench",
 ];
 
 pub(super) fn unread_dataset(name: &str) -> String {
     refuse(
         &format!("--dataset-name {name}"),
-        "goodput bench serve reads random, prefix_repetition, and sharegpt, custom and sonnet from a local file",
+        "goodput bench serve reads random and prefix_repetition, and sharegpt, custom, sonnet, spec_bench and speed_bench from a local path",
     )
 }
 
@@ -279,4 +284,23 @@ pub(super) fn sonnet_source(
         seed: a.seed.max(0) as u64,
     };
     Ok((text, shape))
+}
+
+/// goodput's flags for the question file's answers; refused on a
+/// completions backend where vLLM would apply the model's chat template on
+/// the client (spec_bench always, speed_bench unless told not to).
+fn question_flags(a: &VllmServeArgs, chat: bool) -> Result<Vec<String>, String> {
+    let name = a.dataset_name.as_str();
+    if !chat && (name == "spec_bench" || !a.skip_chat_template) {
+        return Err(refuse(
+            &format!("--dataset-name {name} with a completions backend"),
+            "vLLM applies the model's chat template on the client, which goodput cannot; use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
+        ));
+    }
+    let (flag, n) = match name {
+        "spec_bench" => ("--spec-bench-output-len", a.spec_bench_output_len),
+        _ => ("--speed-bench-output-len", a.speed_bench_output_len),
+    };
+    let n = positive(flag, n)?;
+    Ok(vec!["--output-tokens".into(), n.to_string()])
 }

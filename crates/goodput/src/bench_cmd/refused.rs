@@ -13,13 +13,11 @@ const HF: &str =
     "Hugging Face datasets are not downloaded; give a local file with --dataset-name sharegpt or custom";
 const MULTIMODAL: &str =
     "multimodal datasets are not read (goodput run --images N:WIDTHxHEIGHT sends synthetic images)";
-const SPEC: &str = "spec_bench is not read";
 const TRACE: &str =
     "timed_trace is not read (goodput run --trace replays Mooncake and Azure traces)";
 const AUDIO: &str = "audio is not benchmarked here";
 const RERANK: &str =
     "random-rerank is not read (goodput run --endpoint rerank sends synthetic documents)";
-const SPEED: &str = "speed_bench is not read";
 const SAMPLING: &str = "sampling parameters other than --temperature are not sent";
 const LORA: &str =
     "use goodput run --model 'base=0.5,adapter=0.5' (a weighted list of model names)";
@@ -45,12 +43,10 @@ const BATCH: &str = "it applies to the embeddings and rerank backends only";
 pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
     let pooling = a.backend.contains("embeddings") || a.backend == "vllm-rerank";
     #[rustfmt::skip]
-    let rules: [(bool, &str, &str); 51] = [
+    let rules: [(bool, &str, &str); 46] = [
         (a.no_stream, "--no-stream", HF),
         (a.enable_multimodal_chat, "--enable-multimodal-chat", MULTIMODAL),
         (a.custom_ensure_client_side_data, "--custom-ensure-client-side-data", MULTIMODAL),
-        (a.spec_bench_output_len != 256, "--spec-bench-output-len", SPEC),
-        (a.spec_bench_category.is_some(), "--spec-bench-category", SPEC),
         (a.timed_trace_chunk_hash_size != 16, "--timed-trace-chunk-hash-size", TRACE),
         (a.timed_trace_sec_multiplier != 1.0, "--timed-trace-sec-multiplier", TRACE),
         (a.timed_trace_label_timestamp != "timestamp", "--timed-trace-label-timestamp", TRACE),
@@ -73,9 +69,6 @@ pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
         (a.hf_name.is_some(), "--hf-name", HF),
         (a.hf_output_len.is_some(), "--hf-output-len", HF),
         (a.bfcl_categories.is_some(), "--bfcl-categories", HF),
-        (a.speed_bench_dataset_subset != "qualitative", "--speed-bench-dataset-subset", SPEED),
-        (a.speed_bench_output_len != 4096, "--speed-bench-output-len", SPEED),
-        (a.speed_bench_category.is_some(), "--speed-bench-category", SPEED),
         (a.tokenizer_mode != "auto", "--tokenizer-mode", TOKENIZER_MODE),
         (a.logprobs.is_some(), "--logprobs", LOGPROBS),
         (a.probe_request_rate != 0.0, "--probe-request-rate", PROBE),

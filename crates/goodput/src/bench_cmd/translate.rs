@@ -154,10 +154,13 @@ fn flag(argv: &mut Vec<String>, k: &str, x: String) {
     argv.push(x);
 }
 
-/// The load: prompts, seed, arrivals, the cap on requests in flight and
-/// the warm-up.
-fn load(a: &VllmServeArgs, argv: &mut Vec<String>) -> Result<(), String> {
-    let n = positive("--num-prompts", a.num_prompts)?;
+/// The load: prompts (`count` where a file's rows set it), seed,
+/// arrivals, the cap on requests in flight and the warm-up.
+fn load(a: &VllmServeArgs, count: Option<usize>, argv: &mut Vec<String>) -> Result<(), String> {
+    let n = match count {
+        Some(n) => n as i64,
+        None => positive("--num-prompts", a.num_prompts)?,
+    };
     flag(argv, "--num-prompts", n.to_string());
     if a.seed < 0 {
         return Err(format!("--seed must be 0 or more (got {})", a.seed));
@@ -319,7 +322,12 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     if !READ_DATASETS.contains(&a.dataset_name.as_str()) {
         return Err(unread_dataset(&a.dataset_name));
     }
-    load(a, &mut argv)?;
+    let questions = match a.dataset_name.as_str() {
+        "spec_bench" | "speed_bench" => Some(super::questions::prompts(a)?),
+        _ => None,
+    };
+    let count = questions.as_ref().map(Vec::len);
+    load(a, count, &mut argv)?;
     let (data, pinned, shape) = dataset(a, endpoint == "chat")?;
     argv.extend(data);
     if !pinned && !a.ignore_eos {
@@ -349,7 +357,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     let mut said = Vec::new();
     let prompts = match sonnet {
         Some((text, shape)) => Some(sonnet_prompts(&text, shape, &argv, &mut said)?),
-        None => None,
+        None => questions,
     };
     if by_server.is_none() {
         notes.extend(said);
@@ -371,7 +379,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         label: a.label.clone(),
         model_id: a.model.clone().unwrap_or_default(),
         tokenizer_id: Some(tokenizer_id),
-        num_prompts: a.num_prompts as u64,
+        num_prompts: count.map_or(a.num_prompts as u64, |n| n as u64),
         request_rate: a.request_rate,
         burstiness: a.burstiness,
         max_concurrency: a.max_concurrency.map(|c| c as u64),
@@ -391,13 +399,14 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use clap::Parser;
 
     use super::*;
     use crate::cli::{BenchCommand, Cli, Command};
 
-    fn args(extra: &[&str]) -> VllmServeArgs {
+    /// The parsed `goodput bench serve` flags of `extra`.
+    pub(in crate::bench_cmd) fn args(extra: &[&str]) -> VllmServeArgs {
         let mut argv = vec!["goodput", "bench", "serve"];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv) {
@@ -424,17 +433,8 @@ mod tests {
     /// even with the `--num-prompts -1` that only it takes.
     #[test]
     fn an_unread_dataset_is_named_before_its_num_prompts() {
-        let e = translate(&args(&[
-            "--dataset-name",
-            "spec_bench",
-            "--num-prompts",
-            "-1",
-        ]))
-        .unwrap_err();
-        assert!(
-            e.contains("--dataset-name spec_bench is not supported"),
-            "{e}"
-        );
+        let e = translate(&args(&["--dataset-name", "hf", "--num-prompts", "-1"])).unwrap_err();
+        assert!(e.contains("--dataset-name hf is not supported"), "{e}");
     }
 
     #[test]

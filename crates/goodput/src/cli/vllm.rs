@@ -69,8 +69,7 @@ pub struct VllmServeArgs {
     /// Seed of the prompts and the arrival times.
     #[arg(long, default_value_t = 0, help_heading = "Dataset")]
     pub seed: i64,
-    /// Requests to send (vLLM's -1, all of a spec_bench or speed_bench file, parses and is
-    /// refused with those datasets).
+    /// Requests to send (-1: every row of a spec_bench or speed_bench file).
     #[arg(
         long,
         default_value_t = 1000,
@@ -78,7 +77,8 @@ pub struct VllmServeArgs {
         help_heading = "Dataset"
     )]
     pub num_prompts: i64,
-    /// random, sharegpt, custom or prefix_repetition here; the others are refused by name.
+    /// random, prefix_repetition, sharegpt, custom, sonnet, spec_bench and speed_bench here;
+    /// the others are refused by name.
     #[arg(long, default_value = "random", value_parser = [
         "sharegpt", "burstgpt", "sonnet", "random", "random-mm", "random-rerank", "hf", "custom",
         "custom_audio", "custom_image", "prefix_repetition", "spec_bench", "speed_bench", "timed_trace",
@@ -109,10 +109,10 @@ pub struct VllmServeArgs {
     /// Refused (custom_image is not read here).
     #[arg(long, help_heading = "Dataset")]
     pub custom_ensure_client_side_data: bool,
-    /// Refused (spec_bench is not read here).
+    /// spec_bench: output tokens per request.
     #[arg(long, default_value_t = 256, help_heading = "Dataset")]
     pub spec_bench_output_len: i64,
-    /// Refused (spec_bench is not read here).
+    /// spec_bench: only the rows of this category.
     #[arg(long, help_heading = "Dataset")]
     pub spec_bench_category: Option<String>,
     /// sonnet: input tokens of each prompt (at most).
@@ -214,15 +214,15 @@ pub struct VllmServeArgs {
     /// prefix_repetition: output tokens.
     #[arg(long, default_value_t = 128, help_heading = "Dataset")]
     pub prefix_repetition_output_len: i64,
-    /// Refused (speed_bench is not read here).
+    /// speed_bench: the subset's file in --dataset-path.
     #[arg(long, default_value = "qualitative", value_parser = [
         "qualitative", "throughput_1k", "throughput_2k", "throughput_8k", "throughput_16k", "throughput_32k",
     ], help_heading = "Dataset")]
     pub speed_bench_dataset_subset: String,
-    /// Refused (speed_bench is not read here).
+    /// speed_bench: output tokens per request.
     #[arg(long, default_value_t = 4096, help_heading = "Dataset")]
     pub speed_bench_output_len: i64,
-    /// Refused (speed_bench is not read here).
+    /// speed_bench: only the rows of this category.
     #[arg(long, help_heading = "Dataset")]
     pub speed_bench_category: Option<String>,
 
