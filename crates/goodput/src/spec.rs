@@ -92,7 +92,18 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
         (Some(_), n) => n,
         _ => num_prompts(bounds),
     };
-    let mut spec = workload_spec(workload, bounds.seed, num_prompts)?;
+    // A pooling request takes its inputs (and a rerank or score query)
+    // from the dataset's rows, each a row.
+    let endpoint = flags.target.endpoint;
+    let rows_per_request = match workload.batch_size {
+        _ if !endpoint.is_pooling() => 1,
+        batch => {
+            u64::from(batch.unwrap_or(1).max(1))
+                + u64::from(endpoint != goodput_core::protocol::Endpoint::Embeddings)
+        }
+    };
+    let rows = num_prompts.map(|n| n.saturating_mul(rows_per_request));
+    let mut spec = workload_spec(workload, bounds.seed, rows)?;
     spec.mix = request_mix(&flags.target);
     if let Some(rate) = spec.trace_rate() {
         load = Load::Open {

@@ -694,3 +694,59 @@ fn spec_bench_and_speed_bench_run_from_local_files() {
         "{stderr}"
     );
 }
+
+/// random-rerank: one query shared by every request and `--num-prompts`
+/// documents, `--random-batch-size` a request (the last the documents
+/// left), query and document filling the input length; other backends
+/// refuse it by name.
+#[test]
+fn random_rerank_sends_a_shared_query_and_batches_of_documents() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("rerank");
+    let d = dir.to_str().unwrap();
+    let mut args = vec![
+        "bench",
+        "serve",
+        "--base-url",
+        &url,
+        "--dataset-name",
+        "random-rerank",
+        "--random-input-len",
+        "128",
+        "--random-batch-size",
+        "4",
+        "--num-prompts",
+        "10",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        d,
+        "--result-filename",
+        "r.json",
+        "--disable-tqdm",
+    ];
+    let (code, _, stderr) = goodput(&[
+        "bench",
+        "serve",
+        "--base-url",
+        &url,
+        "--dataset-name",
+        "random-rerank",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("random-rerank without --backend vllm-rerank"),
+        "{stderr}"
+    );
+    args.extend(["--backend", "vllm-rerank", "--endpoint", "/v1/rerank"]);
+    let (code, stdout, stderr) = goodput(&args);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("Total inputs:                            10"),
+        "{stdout}"
+    );
+    let v = read_json(&dir.join("r.json"));
+    assert_eq!(v["completed"], 3);
+    // The server's usage: the query (63 tokens) with each document (64).
+    assert_eq!(v["input_lens"], serde_json::json!([508, 508, 254]));
+}

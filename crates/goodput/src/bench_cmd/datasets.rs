@@ -10,7 +10,7 @@ use super::refused::refuse;
 use super::server_tokens::Shape;
 
 /// `--random-range-ratio`: one ratio, or `{"input": r, "output": r}`.
-fn range_ratios(s: &str) -> Result<(f64, f64), String> {
+pub(super) fn range_ratios(s: &str) -> Result<(f64, f64), String> {
     let bad = || {
         format!("--random-range-ratio '{s}': expected a number in [0, 1) or {{\"input\": r, \"output\": r}}")
     };
@@ -146,6 +146,9 @@ pub(super) fn dataset(
             );
             a.ignore_eos
         }
+        // Its query and documents are built with the run's tokenizer
+        // (`super::rerank`).
+        "random-rerank" => return Ok((v, true, None)),
         "spec_bench" | "speed_bench" => {
             return Ok((question_flags(a, chat)?, a.ignore_eos, None));
         }
@@ -159,7 +162,8 @@ pub(super) fn dataset(
 }
 
 /// The `--dataset-name`s goodput reads.
-pub(super) const READ_DATASETS: [&str; 7] = [
+pub(super) const READ_DATASETS: [&str; 8] = [
+    "random-rerank",
     "random",
     "prefix_repetition",
     "sharegpt",
@@ -172,7 +176,7 @@ pub(super) const READ_DATASETS: [&str; 7] = [
 pub(super) fn unread_dataset(name: &str) -> String {
     refuse(
         &format!("--dataset-name {name}"),
-        "goodput bench serve reads random and prefix_repetition, and sharegpt, custom, sonnet, spec_bench and speed_bench from a local path",
+        "goodput bench serve reads random, prefix_repetition and random-rerank, and sharegpt, custom, sonnet, spec_bench and speed_bench from a local path",
     )
 }
 
@@ -250,6 +254,17 @@ fn sonnet_checks(a: &VllmServeArgs, chat: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// The tokenizer the run's `--tokenizer` names (goodput's own without one).
+pub(super) fn run_tokenizer(argv: &[String]) -> Result<goodput_core::tokenizer::Tokenizer, String> {
+    let spec = argv
+        .windows(2)
+        .find(|w| w[0] == "--tokenizer")
+        .map_or(goodput_core::tokenizer::DEFAULT_TOKENIZER, |w| {
+            w[1].as_str()
+        });
+    goodput_core::tokenizer::Tokenizer::from_spec(spec).map_err(|e| e.to_string())
+}
+
 /// The sonnet dataset's prompts, counted with the run's tokenizer.
 pub(super) fn sonnet_prompts(
     text: &str,
@@ -257,15 +272,8 @@ pub(super) fn sonnet_prompts(
     argv: &[String],
     notes: &mut Vec<String>,
 ) -> Result<Vec<String>, String> {
-    let spec = argv
-        .windows(2)
-        .find(|w| w[0] == "--tokenizer")
-        .map_or(goodput_core::tokenizer::DEFAULT_TOKENIZER, |w| {
-            w[1].as_str()
-        });
-    let tokenizer =
-        goodput_core::tokenizer::Tokenizer::from_spec(spec).map_err(|e| e.to_string())?;
-    notes.push(super::sonnet::counted_note(spec));
+    let tokenizer = run_tokenizer(argv)?;
+    notes.push(super::sonnet::counted_note(tokenizer.spec()));
     super::sonnet::prompts(text, &tokenizer, shape)
 }
 

@@ -10,6 +10,7 @@
 mod datasets;
 mod questions;
 mod refused;
+mod rerank;
 mod server_tokens;
 mod sonnet;
 mod translate;
@@ -109,7 +110,8 @@ fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option
         return Ok(None);
     };
     let name = plan.meta.tokenizer_id.clone().unwrap_or_default();
-    let run = parse_run(argv)?;
+    // The connection's flags, before the dataset the prompts will be.
+    let run = parse_run(&without(argv, &["--dataset-exhausted"]))?;
     let t = &run.common.target;
     let url = t.url.clone().unwrap_or_default();
     let kind = goodput_core::config::Target::Server;
@@ -136,6 +138,9 @@ fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option
             .prompts(&tokenizer)
             .map(|v| v.into_iter().map(|(p, o)| (p, Some(o))).collect()),
         translate::Build::Sonnet(text, shape) => sonnet::prompts(text, &tokenizer, *shape)
+            .map(|v| v.into_iter().map(|p| (p, None)).collect()),
+        translate::Build::Rerank(shape) => shape
+            .rows(&tokenizer)
             .map(|v| v.into_iter().map(|p| (p, None)).collect()),
     }
     .map_err(|e| usage(anyhow!(e)))?;

@@ -17,7 +17,7 @@ const TRACE: &str =
     "timed_trace is not read (goodput run --trace replays Mooncake and Azure traces)";
 const AUDIO: &str = "audio is not benchmarked here";
 const RERANK: &str =
-    "random-rerank is not read (goodput run --endpoint rerank sends synthetic documents)";
+    "random-rerank's embeddings variant is not built (with --backend vllm-rerank, random-rerank is)";
 const SAMPLING: &str = "sampling parameters other than --temperature are not sent";
 const LORA: &str =
     "use goodput run --model 'base=0.5,adapter=0.5' (a weighted list of model names)";

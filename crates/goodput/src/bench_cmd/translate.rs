@@ -53,6 +53,8 @@ pub enum Build {
     Lengths(Shape),
     /// sonnet: its file's text.
     Sonnet(String, super::sonnet::Shape),
+    /// random-rerank: a shared query and documents.
+    Rerank(super::rerank::Shape),
 }
 
 #[derive(Debug, Clone)]
@@ -296,20 +298,22 @@ fn pairs(flag: &str, items: &[String]) -> Result<Vec<(String, String)>, String> 
         .collect()
 }
 
+/// Every flag goodput does not honour, named at once.
+fn refusals(a: &VllmServeArgs) -> Result<(), String> {
+    let errors = refused(a);
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors[0].clone()),
+        n => Err(format!(
+            "{n} flags are not supported:\n  {}",
+            errors.join("\n  ")
+        )),
+    }
+}
+
 /// The whole translation.
 pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
-    let errors = refused(a);
-    if let Some(first) = errors.first() {
-        return Err(if errors.len() == 1 {
-            first.clone()
-        } else {
-            format!(
-                "{} flags are not supported:\n  {}",
-                errors.len(),
-                errors.join("\n  ")
-            )
-        });
-    }
+    refusals(a)?;
     let (endpoint, ending) = route(&a.backend)?;
     let mut argv: Vec<String> = vec!["run".into()];
     flag(&mut argv, "--url", base_url(a, ending)?);
@@ -326,10 +330,20 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         "spec_bench" | "speed_bench" => Some(super::questions::prompts(a)?),
         _ => None,
     };
-    let count = questions.as_ref().map(Vec::len);
+    let rerank = rerank_shape(a, endpoint)?;
+    let questions_count = questions.as_ref().map(Vec::len);
+    let count = questions_count.or(rerank.map(|r| r.requests()));
     load(a, count, &mut argv)?;
     let (data, pinned, shape) = dataset(a, endpoint == "chat")?;
     argv.extend(data);
+    if endpoint == "embeddings" || endpoint == "rerank" {
+        let batch = positive("--random-batch-size", a.random_batch_size)?;
+        flag(&mut argv, "--batch-size", batch.to_string());
+    }
+    if rerank.is_some() {
+        // The last request takes the documents left, not the next query.
+        flag(&mut argv, "--dataset-exhausted", "truncate".into());
+    }
     if !pinned && !a.ignore_eos {
         argv.push("--no-pin-output".into());
     }
@@ -344,24 +358,12 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
     }
     let (percentile_metrics, metric_percentiles) = reported(a, endpoint, &mut argv)?;
     let mut notes = Vec::new();
-    let sonnet = match a.dataset_name.as_str() {
-        "sonnet" => Some(sonnet_source(a)?),
-        _ => None,
+    let built = Built {
+        shape,
+        rerank,
+        questions,
     };
-    let build = match (&sonnet, shape) {
-        (Some((text, shape)), _) => Some(Build::Sonnet(text.clone(), *shape)),
-        (None, shape) => shape.map(Build::Lengths),
-    };
-    let (tokenizer_id, by_server) = tokenizer(a, &mut argv, &mut notes, build)?;
-    // Built here with goodput's tokenizer too, should the server's not answer.
-    let mut said = Vec::new();
-    let prompts = match sonnet {
-        Some((text, shape)) => Some(sonnet_prompts(&text, shape, &argv, &mut said)?),
-        None => questions,
-    };
-    if by_server.is_none() {
-        notes.extend(said);
-    }
+    let (tokenizer_id, prompts, by_server) = prompts_of(a, &mut argv, &mut notes, built)?;
     if a.insecure {
         argv.push("--insecure".into());
     }
@@ -379,7 +381,10 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         label: a.label.clone(),
         model_id: a.model.clone().unwrap_or_default(),
         tokenizer_id: Some(tokenizer_id),
-        num_prompts: count.map_or(a.num_prompts as u64, |n| n as u64),
+        num_prompts: match &questions_count {
+            Some(n) => *n as u64,
+            None => a.num_prompts as u64,
+        },
         request_rate: a.request_rate,
         burstiness: a.burstiness,
         max_concurrency: a.max_concurrency.map(|c| c as u64),
@@ -396,6 +401,70 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         prompts,
         by_server,
     })
+}
+
+/// The tokenizer's id, the prompts built here, those to build by the server.
+type PromptsOf = (String, Option<Vec<String>>, Option<ByServer>);
+
+/// What the dataset's prompts are built from, where goodput builds them.
+struct Built {
+    shape: Option<Shape>,
+    rerank: Option<super::rerank::Shape>,
+    questions: Option<Vec<String>>,
+}
+
+/// The tokenizer's id for the result file, the prompts built here (with
+/// the run's tokenizer, kept should the server's not answer) and those to
+/// build through the server's `/tokenize` instead.
+fn prompts_of(
+    a: &VllmServeArgs,
+    argv: &mut Vec<String>,
+    notes: &mut Vec<String>,
+    built: Built,
+) -> Result<PromptsOf, String> {
+    let sonnet = match a.dataset_name.as_str() {
+        "sonnet" => Some(sonnet_source(a)?),
+        _ => None,
+    };
+    let build = match (&sonnet, built.shape, built.rerank) {
+        (Some((text, shape)), ..) => Some(Build::Sonnet(text.clone(), *shape)),
+        (None, _, Some(r)) => Some(Build::Rerank(r)),
+        (None, shape, None) => shape.map(Build::Lengths),
+    };
+    let (tokenizer_id, by_server) = tokenizer(a, argv, notes, build)?;
+    let mut said = Vec::new();
+    let prompts = match (sonnet, built.rerank) {
+        (Some((text, shape)), _) => Some(sonnet_prompts(&text, shape, argv, &mut said)?),
+        (None, Some(r)) => Some(r.rows(&super::datasets::run_tokenizer(argv)?)?),
+        (None, None) => built.questions,
+    };
+    if by_server.is_none() {
+        notes.extend(said);
+    }
+    Ok((tokenizer_id, prompts, by_server))
+}
+
+/// random-rerank's shape, on the rerank route only (its query and
+/// documents are what `/v1/rerank` reads).
+fn rerank_shape(a: &VllmServeArgs, endpoint: &str) -> Result<Option<super::rerank::Shape>, String> {
+    if a.dataset_name != "random-rerank" {
+        return Ok(None);
+    }
+    if endpoint != "rerank" {
+        return Err(refuse(
+            "--dataset-name random-rerank without --backend vllm-rerank",
+            "its shared query and documents are a /v1/rerank request's",
+        ));
+    }
+    let (ratio, _) = super::datasets::range_ratios(&a.random_range_ratio)?;
+    let input = a.input_len.unwrap_or(a.random_input_len);
+    Ok(Some(super::rerank::Shape {
+        documents: positive("--num-prompts", a.num_prompts)? as usize,
+        batch: positive("--random-batch-size", a.random_batch_size)? as usize,
+        input_len: positive("--random-input-len", input)? as u32,
+        range_ratio: ratio,
+        seed: a.seed.max(0) as u64,
+    }))
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ pub struct VllmServeArgs {
     /// Inputs per request of an embeddings or rerank benchmark.
     #[arg(long, default_value_t = 1, help_heading = "Dataset")]
     pub random_batch_size: i64,
-    /// Refused (random-rerank is not read here).
+    /// Refused (random-rerank's embeddings variant is not built here).
     #[arg(long, help_heading = "Dataset")]
     pub no_reranker: bool,
     /// Refused (random-mm is not read here).
