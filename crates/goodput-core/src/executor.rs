@@ -112,7 +112,7 @@ pub struct RunPlan {
     /// This process's part of a plan sharded over several processes
     /// ([`crate::shard`]); None: the whole plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::shard::ShardOf>,
+    pub shard: Option<crate::schedule::ShardOf>,
 }
 
 /// What the executor knows when it returns (records went to the channel).

@@ -11,6 +11,7 @@
 //! [`target`] prepares a target once (client, model, probe, tokenizer) and
 //! runs any number of plans against it, as a sweep does.
 pub mod aggregate;
+mod background;
 pub mod client;
 pub mod clock;
 pub mod config;

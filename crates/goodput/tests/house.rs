@@ -207,9 +207,9 @@ fn test_modules(code: &str) -> Vec<(usize, usize)> {
         let rest = &code[at + "#[cfg(test)]".len()..];
         let trimmed = rest.trim_start();
         let skip = rest.len() - trimmed.len();
-        let t = trimmed
-            .strip_prefix("pub(crate) ")
-            .or_else(|| trimmed.strip_prefix("pub "))
+        let t = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| trimmed.strip_prefix(v))
             .unwrap_or(trimmed);
         if let Some(after_mod) = t.strip_prefix("mod ") {
             let name_len = after_mod
@@ -347,13 +347,41 @@ fn module_of(src: &Path, root_file: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
+/// The modules a file declares (`mod x;`, of any visibility): a bare
+/// `x::…` path in it names the file of `x`, as `self::x::…` does.
+fn child_modules(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = ["pub(crate) ", "pub(super) ", "pub "]
+                .iter()
+                .find_map(|v| l.strip_prefix(v))
+                .unwrap_or(l);
+            let name = l.strip_prefix("mod ")?.strip_suffix(';')?;
+            name.chars()
+                .all(|c| c.is_alphanumeric() || c == '_')
+                .then(|| name.to_string())
+        })
+        .collect()
+}
+
 /// The `crate::`/`super::`/`self::` paths a file names outside its test
-/// modules, each as a list of segments (braced groups expanded one level).
+/// modules, and the bare paths into the modules it declares (`pub use
+/// plan::ShardOf`, `wire::LinkError`), each as a list of segments (braced
+/// groups expanded one level; a bare path starts `self`).
 fn import_paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let tests = test_modules(code);
     let b = code.as_bytes();
-    for start in ["crate::", "super::", "self::"] {
+    let mut starts: Vec<(String, Vec<String>)> = ["crate", "super", "self"]
+        .iter()
+        .map(|s| (format!("{s}::"), vec![s.to_string()]))
+        .collect();
+    for child in child_modules(code) {
+        starts.push((format!("{child}::"), vec!["self".into(), child]));
+    }
+    for (start, first) in &starts {
+        let start = start.as_str();
         let mut from = 0;
         while let Some(p) = code[from..].find(start) {
             let at = from + p;
@@ -364,10 +392,10 @@ fn import_paths(code: &str) -> Vec<Vec<String>> {
                 continue;
             }
             let line = line_of(code, at);
-            if tests.iter().any(|&(a, z)| a <= line && line <= z) {
+            if tests.iter().any(|&(a, z)| a <= line && line <= z) || in_reexport(code, at) {
                 continue;
             }
-            let mut segs = vec![start.trim_end_matches("::").to_string()];
+            let mut segs = first.clone();
             let mut k = at + start.len();
             loop {
                 if code[k..].starts_with('{') {
@@ -409,7 +437,141 @@ fn import_paths(code: &str) -> Vec<Vec<String>> {
     out
 }
 
-/// Import edges between the files of one crate's `src/`.
+/// Whether `at` lies in a `pub use …;` statement (of any visibility): a
+/// re-export, which makes the file a door to the item's own file
+/// ([`reexports`]), not a user of it.
+fn in_reexport(code: &str, at: usize) -> bool {
+    let start = code[..at].rfind(';').map_or(0, |i| i + 1);
+    let start = code[..at].rfind('}').map_or(start, |i| start.max(i + 1));
+    let stmt = code[start..at].trim_start();
+    ["pub use ", "pub(crate) use ", "pub(super) use "]
+        .iter()
+        .any(|p| stmt.starts_with(p))
+}
+
+/// A file's re-exports: (the path's segments up to the item, the name it
+/// is exported under), for `pub use a::b::{C, D as E};`, `pub use
+/// child::F;` (a declared child module's path starts `self`).
+fn reexports(code: &str) -> Vec<(Vec<String>, String)> {
+    let children = child_modules(code);
+    let mut out = Vec::new();
+    let tests = test_modules(code);
+    for vis in ["pub use ", "pub(crate) use ", "pub(super) use "] {
+        let mut from = 0;
+        while let Some(p) = code[from..].find(vis) {
+            let at = from + p;
+            from = at + vis.len();
+            let line = line_of(code, at);
+            if tests.iter().any(|&(a, z)| a <= line && line <= z) {
+                continue;
+            }
+            let Some(end) = code[from..].find(';') else {
+                break;
+            };
+            let stmt: String = code[from..from + end]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let (head, items) = match stmt.find('{') {
+                Some(b) => (
+                    stmt[..b].trim_end_matches("::").to_string(),
+                    stmt[b + 1..stmt.rfind('}').unwrap_or(stmt.len())].to_string(),
+                ),
+                None => match stmt.rfind("::") {
+                    Some(c) => (stmt[..c].to_string(), stmt[c + 2..].to_string()),
+                    None => continue,
+                },
+            };
+            let mut base: Vec<String> = head.split("::").map(|x| x.trim().to_string()).collect();
+            if children.contains(&base[0]) {
+                base.insert(0, "self".into());
+            }
+            if !["crate", "self", "super"].contains(&base[0].as_str()) {
+                continue;
+            }
+            for item in items.split(',') {
+                let item = item.trim();
+                let (path, name) = match item.split_once(" as ") {
+                    Some((p, n)) => (p.trim(), n.trim()),
+                    None => (item, item.rsplit("::").next().unwrap_or(item)),
+                };
+                if path.is_empty() || path.contains('*') || path == "self" {
+                    continue;
+                }
+                let mut segs = base.clone();
+                let inner: Vec<&str> = path.split("::").collect();
+                segs.extend(inner[..inner.len() - 1].iter().map(|x| x.to_string()));
+                out.push((segs, name.to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// The module a path's leading `crate`/`self`/`super` segments name from
+/// module `here`, and the rest of the path.
+fn anchored(here: &[String], path: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut module: Vec<String> = match path[0].as_str() {
+        "crate" => Vec::new(),
+        // `self` in a.rs/mod.rs is the module itself; `super` its parent.
+        "self" => here.to_vec(),
+        _ => {
+            let mut m = here.to_vec();
+            m.pop();
+            m
+        }
+    };
+    let mut rest = &path[1..];
+    while let Some(s) = rest.first() {
+        if s == "super" {
+            module.pop();
+            rest = &rest[1..];
+        } else {
+            break;
+        }
+    }
+    (module, rest.to_vec())
+}
+
+/// The file a path names: the deepest module file along it, or, where the
+/// next segment is an item that module re-exports, the file it comes from
+/// (through re-exports of re-exports).
+fn resolve(
+    src: &Path,
+    root_file: &Path,
+    doors: &BTreeMap<(Vec<String>, String), Vec<String>>,
+    mut module: Vec<String>,
+    rest: &[String],
+) -> Option<PathBuf> {
+    let mut best = module_file(src, root_file, &module);
+    let mut next = None;
+    for s in rest {
+        module.push(s.clone());
+        match module_file(src, root_file, &module) {
+            Some(f) => best = Some(f),
+            None => {
+                module.pop();
+                next = Some(s.clone());
+                break;
+            }
+        }
+    }
+    for _ in 0..4 {
+        let Some(item) = next.take() else { break };
+        let Some(from) = doors.get(&(module.clone(), item.clone())) else {
+            break;
+        };
+        module = from.clone();
+        best = module_file(src, root_file, &module).or(best);
+        next = Some(item);
+    }
+    best
+}
+
+/// Import edges between the files of one crate's `src/`: every path a
+/// file names, resolved through re-exports to the file that defines the
+/// item (`crate::shard::ShardOf`, re-exported by `shard/mod.rs` from
+/// `shard/plan.rs`, is an edge to `shard/plan.rs`).
 fn import_graph(krate: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
     let src = krate.join("src");
     let mut graph = BTreeMap::new();
@@ -422,52 +584,43 @@ fn import_graph(krate: &Path) -> BTreeMap<PathBuf, BTreeSet<PathBuf>> {
         rust_files(&src, &mut files);
         // With both lib.rs and main.rs, main.rs's own modules are the files
         // it declares; lib.rs owns the rest. Keep it simple: a crate here has one root.
-        for f in files {
-            if f.file_name()
+        files.retain(|f| {
+            !(f.file_name()
                 .is_some_and(|n| n == "main.rs" || n == "lib.rs")
-                && f != root_file
-            {
-                continue;
+                && *f != root_file)
+        });
+        let codes: Vec<(PathBuf, Vec<String>, String)> = files
+            .into_iter()
+            .map(|f| {
+                let code = code_only(&std::fs::read_to_string(&f).expect("readable"));
+                let here = module_of(&src, &root_file, &f);
+                (f, here, code)
+            })
+            .collect();
+        let mut doors = BTreeMap::new();
+        for (_, here, code) in &codes {
+            for (path, name) in reexports(code) {
+                let (mut module, rest) = anchored(here, &path);
+                module.extend(rest);
+                doors.insert((here.clone(), name), module);
             }
-            let code = code_only(&std::fs::read_to_string(&f).expect("readable"));
-            let here = module_of(&src, &root_file, &f);
+        }
+        for (f, here, code) in &codes {
             let mut targets = BTreeSet::new();
-            for path in import_paths(&code) {
-                let mut module: Vec<String> = match path[0].as_str() {
-                    "crate" => Vec::new(),
-                    // `self` in a.rs/mod.rs is the module itself; `super` its parent.
-                    "self" => here.clone(),
-                    _ => {
-                        let mut m = here.clone();
-                        m.pop();
-                        m
-                    }
+            for path in import_paths(code) {
+                let (module, rest) = anchored(here, &path);
+                // A module declares its own submodules and may use them
+                // (a room and its parts); a submodule's use of its parent,
+                // and any use across rooms, is an edge.
+                let Some(t) = resolve(&src, &root_file, &doors, module, &rest) else {
+                    continue;
                 };
-                let mut rest = &path[1..];
-                while let Some(s) = rest.first() {
-                    if s == "super" {
-                        module.pop();
-                        rest = &rest[1..];
-                    } else {
-                        break;
-                    }
-                }
-                // The deepest module file the path names.
-                let mut best = module_file(&src, &root_file, &module);
-                for s in rest {
-                    module.push(s.clone());
-                    match module_file(&src, &root_file, &module) {
-                        Some(f) => best = Some(f),
-                        None => break,
-                    }
-                }
-                if let Some(t) = best {
-                    if t != f {
-                        targets.insert(t);
-                    }
+                let inside = module_of(&src, &root_file, &t).starts_with(here);
+                if t != *f && !inside {
+                    targets.insert(t);
                 }
             }
-            graph.insert(f, targets);
+            graph.insert(f.clone(), targets);
         }
         break;
     }
@@ -584,6 +737,18 @@ mod tests {
     assert!(paths.contains(&vec!["crate".into(), "a".into(), "c".into()]));
     assert!(paths.contains(&vec!["super".into(), "x".into()]));
     assert!(paths.contains(&vec!["crate".into(), "m".into(), "f".into()]));
+    // A re-export is a door to the item's file, not an import of it; a
+    // bare path into a declared child module is an import.
+    let facade = "mod plan;\npub mod wire;\npub use plan::ShardOf;\npub use crate::x::{Y, z::W as V};\nfn f() -> wire::LinkError { todo!() }\n";
+    let paths = import_paths(facade);
+    assert_eq!(
+        paths,
+        vec![vec!["self".to_string(), "wire".into(), "LinkError".into()]]
+    );
+    let doors = reexports(facade);
+    assert!(doors.contains(&(vec!["self".into(), "plan".into()], "ShardOf".into())));
+    assert!(doors.contains(&(vec!["crate".into(), "x".into()], "Y".into())));
+    assert!(doors.contains(&(vec!["crate".into(), "x".into(), "z".into()], "V".into())));
 }
 
 /// The README starts like a tool's front door: what it is, Install and the

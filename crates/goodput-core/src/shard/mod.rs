@@ -13,7 +13,7 @@
 
 pub mod plan;
 
-pub use plan::ShardOf;
+pub use crate::schedule::ShardOf;
 pub mod coordinator;
 pub mod follower;
 pub mod merge;

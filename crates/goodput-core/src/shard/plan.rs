@@ -26,71 +26,8 @@
 //! split like a closed loop's concurrency (and likewise leaves shards
 //! idle when it is smaller than N).
 
-use serde::{Deserialize, Serialize};
-
 use crate::executor::{RunPlan, Warmup};
-use crate::schedule::Load;
-
-/// Which part of the plan a process sends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ShardOf {
-    /// N, the number of shards.
-    pub shards: u32,
-    /// This shard's index, 0..N.
-    pub shard: u32,
-    /// How many shards send (the first `senders`): N, or fewer when the
-    /// plan holds fewer slots than shards.
-    pub senders: u32,
-    /// The whole plan's warm-up requests (`W`), when the warm-up is a
-    /// count: request `W` is the first measured one, on whichever shard.
-    #[serde(default)]
-    pub warmup_requests: Option<u64>,
-}
-
-impl ShardOf {
-    /// A shard's place in `shards` (a usage error when `shard` is not below `shards`).
-    pub fn new(shards: u32, shard: u32) -> Result<ShardOf, String> {
-        if shards == 0 {
-            return Err("--shards must be at least 1".into());
-        }
-        if shard >= shards {
-            return Err(format!(
-                "--shard {shard} is not below --shards {shards} (shards are numbered 0 to {})",
-                shards - 1
-            ));
-        }
-        Ok(ShardOf {
-            shards,
-            shard,
-            senders: shards,
-            warmup_requests: None,
-        })
-    }
-
-    /// This shard sends nothing (the plan has fewer slots than shards).
-    pub fn idle(&self) -> bool {
-        self.shard >= self.senders
-    }
-
-    /// Whether this shard sends the source's `k`th new item.
-    pub fn owns(&self, k: u64) -> bool {
-        !self.idle() && k % self.senders as u64 == self.shard as u64
-    }
-
-    /// How many of `0..n` this shard owns.
-    pub fn share_below(&self, n: u64) -> u64 {
-        if self.idle() {
-            return 0;
-        }
-        let senders = self.senders as u64;
-        n / senders + u64::from((self.shard as u64) < n % senders)
-    }
-
-    /// `n` split as evenly as possible: this shard's part.
-    pub fn split(&self, n: usize) -> usize {
-        self.share_below(n as u64) as usize
-    }
-}
+use crate::schedule::{Load, ShardOf};
 
 impl RunPlan {
     /// This shard's part of the plan (see the module's documentation). An

@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::{mpsc, watch};
 
 use super::source::{FollowUps, Planned, RequestSource};
-use crate::shard::ShardOf;
+use crate::schedule::ShardOf;
 
 /// Bytes of built requests held ahead of the executor beyond the first
 /// [`COUNT_AHEAD`]: 3,800 short prompts (some 0.2 s of a 20,000 req/s open
@@ -188,7 +188,7 @@ impl Prefetch {
             .spawn(move || {
                 let level = shared;
                 let mut primed = false;
-                let mut offer = crate::aggregate::CoreOffer::default();
+                let mut offer = crate::background::CoreOffer::default();
                 while let Some((k, p)) = source.next() {
                     if primed {
                         offer.tick();
@@ -207,7 +207,7 @@ impl Prefetch {
                             primed_tx.send_replace(true);
                             // The run is about to start: from here on the
                             // request path comes first.
-                            crate::aggregate::lower_thread_priority();
+                            crate::background::lower_thread_priority();
                         }
                         level.wait_for_room(|| tx.is_closed());
                         if tx.is_closed() {
