@@ -55,6 +55,19 @@ fn everyday<'a>(url: &'a str, dir: &'a str) -> Vec<&'a str> {
     ]
 }
 
+/// The flags that write a detailed result file `file` in `dir`, quietly.
+fn detailed<'a>(dir: &'a str, file: &'a str) -> [&'a str; 7] {
+    [
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        dir,
+        "--result-filename",
+        file,
+        "--disable-tqdm",
+    ]
+}
+
 fn json_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -530,31 +543,29 @@ async fn without_a_local_tokenizer_prompts_are_built_to_the_server_s_counts() {
     let dir = tmp("results");
     let model = "meta-llama/Llama-3.1-8B-Instruct";
     let random = |url: &str, model: &str| -> Vec<String> {
-        argv(&[
-            "bench",
-            "serve",
-            "--base-url",
-            url,
-            "--model",
-            model,
-            "--dataset-name",
-            "random",
-            "--random-input-len",
-            "200",
-            "--random-prefix-len",
-            "10",
-            "--random-output-len",
-            "8",
-            "--num-prompts",
-            "12",
-            "--save-result",
-            "--save-detailed",
-            "--result-dir",
-            dir.to_str().unwrap(),
-            "--result-filename",
-            "r.json",
-            "--disable-tqdm",
-        ])
+        argv(
+            &[
+                "bench",
+                "serve",
+                "--base-url",
+                url,
+                "--model",
+                model,
+                "--dataset-name",
+                "random",
+                "--random-input-len",
+                "200",
+                "--random-prefix-len",
+                "10",
+                "--random-output-len",
+                "8",
+                "--num-prompts",
+                "12",
+            ]
+            .into_iter()
+            .chain(detailed(dir.to_str().unwrap(), "r.json"))
+            .collect::<Vec<_>>(),
+        )
     };
     let (code, stdout, stderr) = goodput_async(random(&url, model)).await;
     assert_eq!(code, 0, "{stdout}\n{stderr}");
@@ -632,14 +643,8 @@ fn spec_bench_and_speed_bench_run_from_local_files() {
             "--endpoint",
             "/v1/chat/completions",
             "--ignore-eos",
-            "--save-result",
-            "--save-detailed",
-            "--result-dir",
-            d,
-            "--result-filename",
-            "q.json",
-            "--disable-tqdm",
         ];
+        args.extend(detailed(d, "q.json"));
         args.extend_from_slice(extra);
         goodput(&args)
     };
@@ -717,14 +722,8 @@ fn random_rerank_sends_a_shared_query_and_batches_of_documents() {
         "4",
         "--num-prompts",
         "10",
-        "--save-result",
-        "--save-detailed",
-        "--result-dir",
-        d,
-        "--result-filename",
-        "r.json",
-        "--disable-tqdm",
     ];
+    args.extend(detailed(d, "r.json"));
     let (code, _, stderr) = goodput(&[
         "bench",
         "serve",

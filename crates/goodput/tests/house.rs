@@ -739,7 +739,7 @@ mod tests {
     assert!(paths.contains(&vec!["crate".into(), "m".into(), "f".into()]));
     // A re-export is a door to the item's file, not an import of it; a
     // bare path into a declared child module is an import.
-    let facade = "mod plan;\npub mod wire;\npub use plan::ShardOf;\npub use crate::x::{Y, z::W as V};\nfn f() -> wire::LinkError { todo!() }\n";
+    let facade = "mod plan;\npub mod wire;\npub use plan::ShardOf;\npub use crate::x::{Y, z::W as V};\nfn f(e: wire::LinkError) { drop(e) }\n";
     let paths = import_paths(facade);
     assert_eq!(
         paths,

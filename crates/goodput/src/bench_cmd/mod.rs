@@ -61,6 +61,11 @@ impl Drop for Scratch {
 /// A prompt built here, and its answer's length where it sets one.
 type Row = (String, Option<u32>);
 
+/// Prompts whose answers' length the run's flags set.
+fn rows(prompts: Vec<String>) -> Vec<Row> {
+    prompts.into_iter().map(|p| (p, None)).collect()
+}
+
 /// Prompts built here, one `{"prompt": …, "output_tokens": …}` a line.
 fn write_prompts(path: &Path, prompts: &[Row]) -> Result<(), Exit> {
     let mut text = String::new();
@@ -137,11 +142,10 @@ fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option
         translate::Build::Lengths(shape) => shape
             .prompts(&tokenizer)
             .map(|v| v.into_iter().map(|(p, o)| (p, Some(o))).collect()),
-        translate::Build::Sonnet(text, shape) => sonnet::prompts(text, &tokenizer, *shape)
-            .map(|v| v.into_iter().map(|p| (p, None)).collect()),
-        translate::Build::Rerank(shape) => shape
-            .rows(&tokenizer)
-            .map(|v| v.into_iter().map(|p| (p, None)).collect()),
+        translate::Build::Sonnet(text, shape) => {
+            sonnet::prompts(text, &tokenizer, *shape).map(rows)
+        }
+        translate::Build::Rerank(shape) => shape.rows(&tokenizer).map(rows),
     }
     .map_err(|e| usage(anyhow!(e)))?;
     let counted = format!("{name}'s tokenizer, through the server's /tokenize");
@@ -177,10 +181,7 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     }
     let mut argv = vec!["goodput".to_string()];
     argv.extend(plan.argv.iter().cloned());
-    let mut prompts: Option<Vec<Row>> = plan
-        .prompts
-        .take()
-        .map(|v| v.into_iter().map(|p| (p, None)).collect());
+    let mut prompts: Option<Vec<Row>> = plan.prompts.take().map(rows);
     if let Some(rows) = built_by_server(&mut plan, &argv)? {
         if prompts.is_none() {
             argv = without(&argv, &SYNTHETIC);
