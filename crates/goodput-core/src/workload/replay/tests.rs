@@ -11,8 +11,15 @@ fn tok() -> Tokenizer {
     Tokenizer::from_spec("tiktoken:o200k_base").unwrap()
 }
 
+/// `text` written as `name` in a directory of its own: tests run at once,
+/// and one rewriting a file another is reading (`mooncake()` is written by
+/// several) gave the reader a cut file.
 fn file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("goodput-replay-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir()
+        .join(format!("goodput-replay-{}", std::process::id()))
+        .join(call.to_string());
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
