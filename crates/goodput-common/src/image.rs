@@ -19,43 +19,189 @@ use base64::Engine as _;
 pub const MAX_SIDE: u32 = 8192;
 /// Most images per request.
 pub const MAX_IMAGES: u32 = 64;
+/// Quality of the synthetic JPEGs: PIL's default, which vLLM's random-mm
+/// images are saved at.
+pub const JPEG_QUALITY: u8 = 75;
 
-/// `--images N:WIDTHxHEIGHT`: N synthetic images of that size per request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageSpec {
-    pub count: u32,
+/// How a synthetic image is encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageFormat {
+    /// Stored (uncompressed) PNG: the weight of the raw pixels.
+    #[default]
+    Png,
+    /// Baseline JPEG at [`JPEG_QUALITY`], as vLLM's random-mm sends.
+    Jpeg,
+}
+
+impl ImageFormat {
+    pub fn media_type(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+        }
+    }
+}
+
+/// One size an image may take, and its weight among the spec's sizes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ImageSize {
     pub width: u32,
     pub height: u32,
+    /// Share of the images drawn at this size (the weights sum to 1).
+    pub weight: f64,
+}
+
+/// `--images COUNT:SIZES[:FORMAT]`: synthetic images in every chat
+/// request. COUNT is `N`, or `LO-HI` for a count drawn uniformly per
+/// request (LO may be 0); SIZES is `WIDTHxHEIGHT`, or several
+/// `WIDTHxHEIGHT@WEIGHT` joined by commas, each image's size drawn by
+/// weight; FORMAT is `png` (the default) or `jpeg`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImageSpec {
+    /// Fewest and most images a request carries.
+    pub count: (u32, u32),
+    pub sizes: Vec<ImageSize>,
+    pub format: ImageFormat,
+}
+
+impl ImageSpec {
+    /// N images of one size, as PNG.
+    pub fn fixed(count: u32, width: u32, height: u32) -> ImageSpec {
+        ImageSpec {
+            count: (count, count),
+            sizes: vec![ImageSize {
+                width,
+                height,
+                weight: 1.0,
+            }],
+            format: ImageFormat::Png,
+        }
+    }
+
+    /// The sizes of one request's images, drawn from `seed`: a count in
+    /// the range, then each image's size by weight.
+    pub fn draw(&self, seed: u64) -> Vec<(u32, u32)> {
+        let mut x = seed;
+        let mut next = || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let (lo, hi) = self.count;
+        let n = lo + (next() % u64::from(hi - lo + 1)) as u32;
+        (0..n)
+            .map(|_| {
+                let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                let mut acc = 0.0;
+                let pick = self
+                    .sizes
+                    .iter()
+                    .find(|s| {
+                        acc += s.weight;
+                        u < acc
+                    })
+                    .unwrap_or(&self.sizes[self.sizes.len() - 1]);
+                (pick.width, pick.height)
+            })
+            .collect()
+    }
 }
 
 impl fmt::Display for ImageSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}x{}", self.count, self.width, self.height)
+        match self.count {
+            (lo, hi) if lo == hi => write!(f, "{lo}:")?,
+            (lo, hi) => write!(f, "{lo}-{hi}:")?,
+        }
+        for (i, s) in self.sizes.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            write!(f, "{sep}{}x{}", s.width, s.height)?;
+            if self.sizes.len() > 1 {
+                write!(f, "@{}", (s.weight * 1e6).round() / 1e6)?;
+            }
+        }
+        if self.format == ImageFormat::Jpeg {
+            write!(f, ":jpeg")?;
+        }
+        Ok(())
     }
 }
 
 impl FromStr for ImageSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || {
+        let bad = |why: &str| {
             format!(
-                "invalid image spec '{s}': expected N:WIDTHxHEIGHT, e.g. 1:448x448 (1 <= N <= {MAX_IMAGES}, sides 1 to {MAX_SIDE} px)"
+                "invalid image spec '{s}': {why}; expected N:WIDTHxHEIGHT, e.g. 1:448x448, or LO-HI:WxH@P,WxH@P[:jpeg], e.g. 1:256x256@0.5,1280x720@0.5:jpeg (N 1 to {MAX_IMAGES}, sides 1 to {MAX_SIDE} px)"
             )
         };
-        let (n, size) = s.trim().split_once(':').ok_or_else(bad)?;
-        let (w, h) = size.split_once(['x', 'X']).ok_or_else(bad)?;
-        let parse = |t: &str| t.trim().parse::<u32>().map_err(|_| bad());
-        let (count, width, height) = (parse(n)?, parse(w)?, parse(h)?);
-        if !(1..=MAX_IMAGES).contains(&count)
-            || !(1..=MAX_SIDE).contains(&width)
-            || !(1..=MAX_SIDE).contains(&height)
-        {
-            return Err(bad());
+        let mut parts = s.trim().split(':');
+        let (n, sizes) = match (parts.next(), parts.next()) {
+            (Some(n), Some(sizes)) => (n, sizes),
+            _ => return Err(bad("no count")),
+        };
+        let format = match parts.next().map(str::trim) {
+            None | Some("png") => ImageFormat::Png,
+            Some("jpeg" | "jpg") => ImageFormat::Jpeg,
+            Some(_) => return Err(bad("the format is png or jpeg")),
+        };
+        if parts.next().is_some() {
+            return Err(bad("too many ':'"));
+        }
+        let int = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| bad("not a whole number"))
+        };
+        let count = match n.split_once('-') {
+            Some((lo, hi)) => (int(lo)?, int(hi)?),
+            None => (int(n)?, int(n)?),
+        };
+        // A range may start at 0 (some requests carry none); N may not.
+        let lowest = u32::from(!n.contains('-'));
+        if count.0 > count.1 || count.0 < lowest || !(1..=MAX_IMAGES).contains(&count.1) {
+            return Err(bad("the count is out of range"));
+        }
+        let mut list = Vec::new();
+        for item in sizes.split(',') {
+            let (size, weight) = match item.split_once('@') {
+                Some((size, w)) => {
+                    let w: f64 = w.trim().parse().map_err(|_| bad("a weight is no number"))?;
+                    (size, w)
+                }
+                None => (item, 1.0),
+            };
+            let (w, h) = size
+                .split_once(['x', 'X'])
+                .ok_or_else(|| bad("a size is no WIDTHxHEIGHT"))?;
+            let (width, height) = (int(w)?, int(h)?);
+            if !(1..=MAX_SIDE).contains(&width) || !(1..=MAX_SIDE).contains(&height) {
+                return Err(bad("a side out of range"));
+            }
+            if !(weight.is_finite() && weight >= 0.0) {
+                return Err(bad("a weight is negative"));
+            }
+            if weight > 0.0 {
+                list.push(ImageSize {
+                    width,
+                    height,
+                    weight,
+                });
+            }
+        }
+        let total: f64 = list.iter().map(|s| s.weight).sum();
+        if list.is_empty() || total <= 0.0 {
+            return Err(bad("no size has a weight above 0"));
+        }
+        for s in &mut list {
+            s.weight /= total;
         }
         Ok(ImageSpec {
             count,
-            width,
-            height,
+            sizes: list,
+            format,
         })
     }
 }
@@ -100,14 +246,14 @@ fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
     out.extend_from_slice(&crc32(&[kind, data]).to_be_bytes());
 }
 
-/// A `width`×`height` RGB PNG of seeded noise: the same seed gives the same
-/// bytes, another seed another image.
-pub fn synthetic_png(width: u32, height: u32, seed: u64) -> Vec<u8> {
-    let row = 1 + 3 * width as usize;
+/// `width`×`height` RGB pixels of seeded noise, row by row, each row
+/// after `lead` zero bytes (a PNG row's filter byte).
+fn noise(width: u32, height: u32, seed: u64, lead: usize) -> Vec<u8> {
+    let row = lead + 3 * width as usize;
     let mut raw = Vec::with_capacity(row * height as usize);
     let mut x = seed ^ 0x9e37_79b9_7f4a_7c15;
     for _ in 0..height {
-        raw.extend_from_slice(&[0]); // filter: none
+        raw.extend(std::iter::repeat_n(0u8, lead));
         for _ in 0..width {
             // splitmix64, three bytes a pixel.
             x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -118,6 +264,45 @@ pub fn synthetic_png(width: u32, height: u32, seed: u64) -> Vec<u8> {
             raw.extend_from_slice(&z.to_le_bytes()[..3]);
         }
     }
+    raw
+}
+
+/// A `width`×`height` baseline JPEG of seeded noise at [`JPEG_QUALITY`]
+/// (4:2:0, libjpeg's tables and chroma average), as PIL saves vLLM's
+/// random-mm images: the same seed gives the
+/// same bytes, another seed another image.
+pub fn synthetic_jpeg(width: u32, height: u32, seed: u64) -> Vec<u8> {
+    let pixels = noise(width, height, seed, 0);
+    let mut out = Vec::with_capacity(pixels.len() / 2);
+    let mut encoder = jpeg_encoder::Encoder::new(&mut out, JPEG_QUALITY);
+    // libjpeg's box average for 4:2:0, as PIL: the nearest pixel keeps
+    // noise's full chroma and weighs about 12 % more.
+    encoder.set_chroma_subsampling_method(jpeg_encoder::ChromaSubsamplingMethod::Average);
+    // Sides are at most MAX_SIDE, within a JPEG's u16; encoding into a Vec
+    // of pixels of the stated size cannot fail.
+    encoder
+        .encode(
+            &pixels,
+            width as u16,
+            height as u16,
+            jpeg_encoder::ColorType::Rgb,
+        )
+        .expect("a JPEG of noise within MAX_SIDE");
+    out
+}
+
+/// A synthetic image in `format`: its bytes.
+pub fn synthetic(format: ImageFormat, width: u32, height: u32, seed: u64) -> Vec<u8> {
+    match format {
+        ImageFormat::Png => synthetic_png(width, height, seed),
+        ImageFormat::Jpeg => synthetic_jpeg(width, height, seed),
+    }
+}
+
+/// A `width`×`height` RGB PNG of seeded noise: the same seed gives the same
+/// bytes, another seed another image.
+pub fn synthetic_png(width: u32, height: u32, seed: u64) -> Vec<u8> {
+    let raw = noise(width, height, seed, 1);
     // zlib: header, stored deflate blocks of at most 65535 bytes, Adler-32.
     let mut z = vec![0x78, 0x01];
     let blocks: Vec<&[u8]> = raw.chunks(65_535).collect();
@@ -254,12 +439,77 @@ mod tests {
     #[test]
     fn specs_parse_and_bad_ones_say_what_is_valid() {
         let s: ImageSpec = "2:448x336".parse().unwrap();
-        assert_eq!((s.count, s.width, s.height), (2, 448, 336));
+        assert_eq!(s, ImageSpec::fixed(2, 448, 336));
         assert_eq!(s.to_string(), "2:448x336");
-        for bad in ["448x448", "0:1x1", "1:0x5", "1:10", "a:1x1", "1:9000x1"] {
+        for bad in [
+            "448x448",
+            "0:1x1",
+            "1:0x5",
+            "1:10",
+            "a:1x1",
+            "1:9000x1",
+            "3-2:1x1",
+            "0-0:1x1",
+            "1:1x1@-1",
+            "1:1x1@0",
+            "1:1x1:gif",
+            "1:1x1:png:png",
+            "0-65:1x1",
+        ] {
             let e = bad.parse::<ImageSpec>().unwrap_err();
-            assert!(e.contains("N:WIDTHxHEIGHT"), "{e}");
+            assert!(e.contains("N:WIDTHxHEIGHT"), "{bad}: {e}");
         }
+        // vLLM's random-mm default: two sizes at half each, as JPEG; a
+        // zero weight drops its size, the others are normalised.
+        let mix: ImageSpec = "0-2:256x256@1,1280x720@1,64x64@0:jpeg".parse().unwrap();
+        assert_eq!(mix.count, (0, 2));
+        assert_eq!(mix.format, ImageFormat::Jpeg);
+        assert_eq!(mix.sizes.len(), 2);
+        assert_eq!(mix.to_string(), "0-2:256x256@0.5,1280x720@0.5:jpeg");
+        assert_eq!(mix.to_string().parse::<ImageSpec>(), Ok(mix));
+    }
+
+    #[test]
+    fn draws_follow_the_count_range_and_the_weights() {
+        let spec: ImageSpec = "0-2:10x10@0.25,20x20@0.75".parse().unwrap();
+        let mut counts = [0u32; 3];
+        let mut big = 0u32;
+        let mut all = 0u32;
+        for seed in 0..4000 {
+            let d = spec.draw(seed);
+            counts[d.len()] += 1;
+            all += d.len() as u32;
+            big += d.iter().filter(|s| **s == (20, 20)).count() as u32;
+            assert!(d.iter().all(|s| *s == (10, 10) || *s == (20, 20)));
+        }
+        // Uniform over 0, 1, 2 (about 1,333 each); sizes 3 : 1.
+        assert!(
+            counts.iter().all(|c| (1200..1470).contains(c)),
+            "{counts:?}"
+        );
+        let share = f64::from(big) / f64::from(all);
+        assert!((0.72..0.78).contains(&share), "{share}");
+        assert_eq!(spec.draw(7), spec.draw(7));
+    }
+
+    #[test]
+    fn synthetic_jpegs_are_valid_sized_and_distinct() {
+        let a = synthetic_jpeg(64, 48, 1);
+        assert!(a.starts_with(&[0xff, 0xd8]) && a.ends_with(&[0xff, 0xd9]));
+        assert_eq!(image_size(&a), Some((64, 48)));
+        assert_eq!(synthetic_jpeg(64, 48, 1), a);
+        assert_ne!(synthetic_jpeg(64, 48, 2), a);
+        let url = data_url(ImageFormat::Jpeg.media_type(), &a);
+        assert_eq!(data_url_size(&url), Ok((64, 48)));
+        // Noise barely compresses at quality 75: PIL's JPEG of it weighs
+        // 0.20 of the raw pixels (256×256 and 1280×720, numpy noise).
+        let big = synthetic_jpeg(256, 256, 3);
+        let raw = 256.0 * 256.0 * 3.0;
+        assert!(
+            (0.18..0.23).contains(&(big.len() as f64 / raw)),
+            "{}",
+            big.len()
+        );
     }
 
     #[test]

@@ -257,7 +257,7 @@ fn workload_spec(
             !w.no_cache_bust
         },
         batch: w.batch_size,
-        images: w.images,
+        images: w.images.clone(),
     };
     if let Some(p) = &synthetic.prefix {
         if synthetic.input_tokens.min() < synthetic.head_tokens().max(p.tokens + 1) {

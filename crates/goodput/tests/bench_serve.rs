@@ -633,17 +633,8 @@ fn spec_bench_and_speed_bench_run_from_local_files() {
     std::fs::write(speed.join("qualitative.jsonl"), rows).unwrap();
     let d = dir.to_str().unwrap();
     let run = |extra: &[&str]| {
-        let mut args = vec![
-            "bench",
-            "serve",
-            "--base-url",
-            &url,
-            "--backend",
-            "openai-chat",
-            "--endpoint",
-            "/v1/chat/completions",
-            "--ignore-eos",
-        ];
+        let mut args = chat(&url);
+        args.push("--ignore-eos");
         args.extend(detailed(d, "q.json"));
         args.extend_from_slice(extra);
         goodput(&args)
@@ -683,20 +674,10 @@ fn spec_bench_and_speed_bench_run_from_local_files() {
     let v = read_json(&dir.join("q.json"));
     assert_eq!(v["completed"], 6, "4 rows, 2 repeated");
     assert_eq!(v["output_lens"], serde_json::json!(vec![5; 6]));
-    let (code, _, stderr) = goodput(&[
-        "bench",
-        "serve",
-        "--base-url",
+    refused_on_the_default_backend(
         &url,
-        "--dataset-name",
-        "spec_bench",
-        "--dataset-path",
-        s,
-    ]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("spec_bench with a completions backend"),
-        "{stderr}"
+        &["spec_bench", "--dataset-path", s],
+        "spec_bench with a completions backend",
     );
 }
 
@@ -724,18 +705,10 @@ fn random_rerank_sends_a_shared_query_and_batches_of_documents() {
         "10",
     ];
     args.extend(detailed(d, "r.json"));
-    let (code, _, stderr) = goodput(&[
-        "bench",
-        "serve",
-        "--base-url",
+    refused_on_the_default_backend(
         &url,
-        "--dataset-name",
-        "random-rerank",
-    ]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("random-rerank without --backend vllm-rerank"),
-        "{stderr}"
+        &["random-rerank"],
+        "random-rerank without --backend vllm-rerank",
     );
     args.extend(["--backend", "vllm-rerank", "--endpoint", "/v1/rerank"]);
     let (code, stdout, stderr) = goodput(&args);
@@ -748,4 +721,90 @@ fn random_rerank_sends_a_shared_query_and_batches_of_documents() {
     assert_eq!(v["completed"], 3);
     // The server's usage: the query (63 tokens) with each document (64).
     assert_eq!(v["input_lens"], serde_json::json!([508, 508, 254]));
+}
+
+/// vLLM's random-mm: random text with JPEG images drawn per request from
+/// the bucket config, sent on the chat backend only; the server's usage
+/// counts each image by its size (the simulator reads the JPEG's header).
+#[test]
+fn random_mm_sends_jpeg_images_drawn_from_the_buckets() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("random-mm");
+    let d = dir.to_str().unwrap();
+    let run = |items: &str, file: &str| {
+        let mut args = chat(&url);
+        args.extend([
+            "--dataset-name",
+            "random-mm",
+            "--random-input-len",
+            "32",
+            "--random-output-len",
+            "4",
+            "--num-prompts",
+            "12",
+            "--random-mm-base-items-per-request",
+            items,
+            "--random-mm-num-mm-items-range-ratio",
+            "0.5",
+            // (H, W, T): 56×56 costs 2·2 + 2 = 6 tokens, 280 wide by 28
+            // high 10·1 + 2 = 12.
+            "--random-mm-bucket-config",
+            "{(56, 56, 1): 0.5, (28, 280, 1): 0.5, (720, 1280, 16): 0.0}",
+        ]);
+        args.extend(detailed(d, file));
+        let (code, stdout, stderr) = goodput(&args);
+        assert_eq!(code, 0, "{stdout}\n{stderr}");
+        read_json(&dir.join(file))
+    };
+    // Text alone (a count of 0): every prompt the same length.
+    let text = run("0", "t.json");
+    let base = text["input_lens"][0].as_u64().unwrap();
+    assert!(text["input_lens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l == base));
+    // One to three images a request (2 spread by half).
+    let mm = run("2", "mm.json");
+    let extra: Vec<u64> = mm["input_lens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_u64().unwrap() - base)
+        .collect();
+    let sums: Vec<u64> = (1..=3u64)
+        .flat_map(|n| (0..=n).map(move |big| 12 * big + 6 * (n - big)))
+        .collect();
+    assert!(extra.iter().all(|e| sums.contains(e)), "{extra:?}");
+    assert!(extra.iter().any(|e| *e != extra[0]), "{extra:?}");
+    // Only the chat backend takes them, as vLLM says.
+    refused_on_the_default_backend(
+        &url,
+        &["random-mm"],
+        "only supported on 'openai-chat' backend",
+    );
+}
+
+/// `bench serve` against `url` on vLLM's chat backend.
+fn chat(url: &str) -> Vec<&str> {
+    vec![
+        "bench",
+        "serve",
+        "--base-url",
+        url,
+        "--backend",
+        "openai-chat",
+        "--endpoint",
+        "/v1/chat/completions",
+    ]
+}
+
+/// `--dataset-name` and what follows it, on vLLM's default (completions)
+/// backend: refused before any request, saying `said`.
+fn refused_on_the_default_backend(url: &str, dataset: &[&str], said: &str) {
+    let mut args = vec!["bench", "serve", "--base-url", url, "--dataset-name"];
+    args.extend_from_slice(dataset);
+    let (code, _, stderr) = goodput(&args);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(said), "{stderr}");
 }

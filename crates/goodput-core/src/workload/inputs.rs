@@ -19,7 +19,7 @@ use super::source::{FollowUps, Planned, RequestSource};
 use crate::protocol::images::with_images;
 use crate::protocol::pooling::pooling_body;
 use crate::protocol::{Endpoint, PreparedRequest, RequestParams};
-use goodput_common::image::{data_url, synthetic_png, ImageSpec};
+use goodput_common::image::{data_url, synthetic, ImageSpec};
 
 /// The params the inner source builds its bodies with: a pooling run's
 /// prompts are made as completions (their text is taken from `prompt`).
@@ -149,21 +149,30 @@ impl RequestSource for ImageSource {
         let mut p = self.inner.next()?;
         let r = &mut p.request;
         let mut bytes = 0u64;
-        let urls: Vec<String> = (0..self.spec.count)
-            .map(|k| {
+        let sizes = self
+            .spec
+            .draw(super::synthetic::mix_seed(self.nonce ^ r.id));
+        let urls: Vec<String> = sizes
+            .iter()
+            .zip(0u64..)
+            .map(|(&(w, h), k)| {
                 let seed = super::synthetic::mix_seed(
-                    self.nonce ^ super::synthetic::mix_seed(r.id ^ (u64::from(k) << 48)),
+                    self.nonce ^ super::synthetic::mix_seed(r.id ^ (k << 48)),
                 );
-                let png = synthetic_png(self.spec.width, self.spec.height, seed);
-                bytes += png.len() as u64;
-                data_url("image/png", &png)
+                let image = synthetic(self.spec.format, w, h, seed);
+                bytes += image.len() as u64;
+                data_url(self.spec.format.media_type(), &image)
             })
             .collect();
         // A chat body always has its user message; were it missing, the
-        // request goes out without images and its record says none.
+        // request goes out without images and its record says none. A
+        // request drawn no images (a count range from 0) goes out as text.
+        if urls.is_empty() {
+            return Some(p);
+        }
         if let Ok(body) = with_images(&r.body, &urls) {
             r.body = body;
-            r.images = Some((self.spec.count, bytes));
+            r.images = Some((urls.len() as u32, bytes));
         }
         Some(p)
     }
@@ -217,7 +226,7 @@ mod tests {
         assert_eq!(parts.len(), 3);
         let url = parts[1]["image_url"]["url"].as_str().unwrap();
         assert_eq!(goodput_common::image::data_url_size(url), Ok((32, 16)));
-        let png = synthetic_png(32, 16, 0).len() as u64;
+        let png = goodput_common::image::synthetic_png(32, 16, 0).len() as u64;
         assert_eq!(a.images, Some((2, 2 * png)));
         assert_ne!(a.body, b.body);
         let w: serde_json::Value = serde_json::from_slice(&b.body).unwrap();

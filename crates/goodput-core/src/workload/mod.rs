@@ -27,7 +27,7 @@ use std::sync::Arc;
 use crate::protocol::RequestParams;
 use goodput_common::tokenizer::Tokenizer;
 
-pub use goodput_common::image::ImageSpec;
+pub use goodput_common::image::{ImageSpec, MAX_IMAGES, MAX_SIDE};
 pub use goodput_common::lengths::LengthSpec;
 pub use prefetch::Prefetch;
 pub use prompt::TextBuilder;
@@ -145,7 +145,7 @@ impl WorkloadSpec {
                 build(),
             )),
         };
-        inputs::wrap(inner, outer, s.batch, s.images, nonce)
+        inputs::wrap(inner, outer, s.batch, s.images.clone(), nonce)
     }
 
     /// Whether two runs of this workload (same seed) send the same prompt

@@ -72,7 +72,7 @@ pub(super) fn dataset(
         v.push(x);
     };
     let name = a.dataset_name.as_str();
-    if matches!(name, "random" | "prefix_repetition") && a.dataset_path.is_some() {
+    if matches!(name, "random" | "random-mm" | "prefix_repetition") && a.dataset_path.is_some() {
         return Err(format!(
             "Cannot use '{name}' dataset with --dataset-path (as vLLM says): it makes its own prompts"
         ));
@@ -86,25 +86,8 @@ pub(super) fn dataset(
         seed: a.seed.max(0) as u64,
     };
     let pinned = match name {
-        "random" => {
-            let (ri, ro) = range_ratios(&a.random_range_ratio)?;
-            let input = positive(
-                "--random-input-len",
-                a.input_len.unwrap_or(a.random_input_len),
-            )?;
-            let output = positive(
-                "--random-output-len",
-                a.output_len.unwrap_or(a.random_output_len),
-            )?;
-            let prefix = a.random_prefix_len.max(0);
-            push("--input-tokens", length(input, ri, prefix));
-            push("--output-tokens", length(output, ro, 0));
-            if prefix > 0 {
-                push("--prefix-tokens", prefix.to_string());
-            }
-            shape.prefixes = usize::from(prefix > 0);
-            shape.prefix_len = prefix as u32;
-            (shape.input, shape.output) = (bounds(input, ri), bounds(output, ro));
+        "random" | "random-mm" => {
+            v.extend(random(a, chat, &mut shape)?);
             true
         }
         "prefix_repetition" => {
@@ -162,8 +145,9 @@ pub(super) fn dataset(
 }
 
 /// The `--dataset-name`s goodput reads.
-pub(super) const READ_DATASETS: [&str; 8] = [
+pub(super) const READ_DATASETS: [&str; 9] = [
     "random-rerank",
+    "random-mm",
     "random",
     "prefix_repetition",
     "sharegpt",
@@ -176,8 +160,45 @@ pub(super) const READ_DATASETS: [&str; 8] = [
 pub(super) fn unread_dataset(name: &str) -> String {
     refuse(
         &format!("--dataset-name {name}"),
-        "goodput bench serve reads random, prefix_repetition and random-rerank, and sharegpt, custom, sonnet, spec_bench and speed_bench from a local path",
+        "goodput bench serve reads random, random-mm, prefix_repetition and random-rerank, and sharegpt, custom, sonnet, spec_bench and speed_bench from a local path",
     )
+}
+
+/// `random` and `random-mm`: goodput's flags for the text (and the images),
+/// its lengths in `shape`.
+fn random(a: &VllmServeArgs, chat: bool, shape: &mut Shape) -> Result<Vec<String>, String> {
+    let mut v: Vec<String> = Vec::new();
+    let mut push = |k: &str, x: String| {
+        v.push(k.to_string());
+        v.push(x);
+    };
+    if a.dataset_name == "random-mm" {
+        if !chat {
+            return Err("Multi-modal content (images) is only supported on 'openai-chat' backend (as vLLM says).".into());
+        }
+        if let Some(spec) = super::multimodal::images(a)? {
+            push("--images", spec);
+        }
+    }
+    let (ri, ro) = range_ratios(&a.random_range_ratio)?;
+    let input = positive(
+        "--random-input-len",
+        a.input_len.unwrap_or(a.random_input_len),
+    )?;
+    let output = positive(
+        "--random-output-len",
+        a.output_len.unwrap_or(a.random_output_len),
+    )?;
+    let prefix = a.random_prefix_len.max(0);
+    push("--input-tokens", length(input, ri, prefix));
+    push("--output-tokens", length(output, ro, 0));
+    if prefix > 0 {
+        push("--prefix-tokens", prefix.to_string());
+    }
+    shape.prefixes = usize::from(prefix > 0);
+    shape.prefix_len = prefix as u32;
+    (shape.input, shape.output) = (bounds(input, ri), bounds(output, ro));
+    Ok(v)
 }
 
 /// `sharegpt` or `custom` from a local file: goodput's dataset flags.

@@ -8,6 +8,7 @@
 //! ([`goodput_core::report::vllm`]), and the scratch directory is removed.
 
 mod datasets;
+mod multimodal;
 mod questions;
 mod refused;
 mod rerank;

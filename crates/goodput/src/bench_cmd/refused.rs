@@ -12,7 +12,7 @@ pub(super) fn refuse(flag: &str, why: &str) -> String {
 const HF: &str =
     "Hugging Face datasets are not downloaded; give a local file with --dataset-name sharegpt or custom";
 const MULTIMODAL: &str =
-    "multimodal datasets are not read (goodput run --images N:WIDTHxHEIGHT sends synthetic images)";
+    "multimodal chat transformations and a custom dataset's client-side media are not applied (random-mm's images are sent as vLLM sends them)";
 const TRACE: &str =
     "timed_trace is not read (goodput run --trace replays Mooncake and Azure traces)";
 const AUDIO: &str = "audio is not benchmarked here";
@@ -43,7 +43,7 @@ const BATCH: &str = "it applies to the embeddings and rerank backends only";
 pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
     let pooling = a.backend.contains("embeddings") || a.backend == "vllm-rerank";
     #[rustfmt::skip]
-    let rules: [(bool, &str, &str); 46] = [
+    let rules: [(bool, &str, &str); 42] = [
         (a.no_stream, "--no-stream", HF),
         (a.enable_multimodal_chat, "--enable-multimodal-chat", MULTIMODAL),
         (a.custom_ensure_client_side_data, "--custom-ensure-client-side-data", MULTIMODAL),
@@ -60,10 +60,6 @@ pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
         (a.asr_max_audio_len_sec != f64::INFINITY, "--asr-max-audio-len-sec", AUDIO),
         (a.asr_min_audio_len_sec != 0.0, "--asr-min-audio-len-sec", AUDIO),
         (a.no_reranker, "--no-reranker", RERANK),
-        (a.random_mm_base_items_per_request != 1, "--random-mm-base-items-per-request", MULTIMODAL),
-        (a.random_mm_num_mm_items_range_ratio != 0.0, "--random-mm-num-mm-items-range-ratio", MULTIMODAL),
-        (a.random_mm_limit_mm_per_prompt.is_some(), "--random-mm-limit-mm-per-prompt", MULTIMODAL),
-        (a.random_mm_bucket_config.is_some(), "--random-mm-bucket-config", MULTIMODAL),
         (a.hf_subset.is_some(), "--hf-subset", HF),
         (a.hf_split.is_some(), "--hf-split", HF),
         (a.hf_name.is_some(), "--hf-name", HF),

@@ -175,16 +175,16 @@ pub struct VllmServeArgs {
     /// Refused (random-rerank's embeddings variant is not built here).
     #[arg(long, help_heading = "Dataset")]
     pub no_reranker: bool,
-    /// Refused (random-mm is not read here).
+    /// random-mm: images a request carries (spread by the range ratio).
     #[arg(long, default_value_t = 1, help_heading = "Dataset")]
     pub random_mm_base_items_per_request: i64,
-    /// Refused (random-mm is not read here).
+    /// random-mm: the count drawn from [floor(n(1-r)), ceil(n(1+r))].
     #[arg(long, default_value_t = 0.0, help_heading = "Dataset")]
     pub random_mm_num_mm_items_range_ratio: f64,
-    /// Refused (random-mm is not read here).
+    /// random-mm: most items a request, by modality (JSON).
     #[arg(long, help_heading = "Dataset")]
     pub random_mm_limit_mm_per_prompt: Option<String>,
-    /// Refused (random-mm is not read here).
+    /// random-mm: {(H, W, T): probability}; video buckets (T > 1) refused.
     #[arg(long, help_heading = "Dataset")]
     pub random_mm_bucket_config: Option<String>,
     /// Refused (Hugging Face datasets are not downloaded).
