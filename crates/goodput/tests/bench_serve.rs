@@ -808,3 +808,132 @@ fn refused_on_the_default_backend(url: &str, dataset: &[&str], said: &str) {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains(said), "{stderr}");
 }
+
+/// A parquet file of MMStar's columns, snappy-compressed as the Hub
+/// writes them: `question` and an embedded `image` (`{bytes}`).
+fn mmstar_parquet(path: &Path, rows: &[(&str, Vec<u8>)]) {
+    use parquet::basic::Compression;
+    use parquet::data_type::{ByteArray, ByteArrayType};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    let schema = "message schema { required binary question (UTF8); required group image { required binary bytes; } }";
+    let schema = std::sync::Arc::new(parquet::schema::parser::parse_message_type(schema).unwrap());
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .build();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = SerializedFileWriter::new(file, schema, props.into()).unwrap();
+    let mut group = writer.next_row_group().unwrap();
+    let columns: [Vec<ByteArray>; 2] = [
+        rows.iter().map(|(q, _)| ByteArray::from(*q)).collect(),
+        rows.iter()
+            .map(|(_, b)| ByteArray::from(b.clone()))
+            .collect(),
+    ];
+    for values in columns {
+        let mut col = group.next_column().unwrap().unwrap();
+        col.typed::<ByteArrayType>()
+            .write_batch(&values, None, None)
+            .unwrap();
+        col.close().unwrap();
+    }
+    group.close().unwrap();
+    writer.close().unwrap();
+}
+
+/// The first bytes of a PNG of `w`×`h` pixels: what a server reads its
+/// size from.
+fn png_header(w: u32, h: u32) -> Vec<u8> {
+    let mut b = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    b.extend_from_slice(&w.to_be_bytes());
+    b.extend_from_slice(&h.to_be_bytes());
+    b.extend_from_slice(&[8, 2, 0, 0, 0, 0, 0, 0, 0]);
+    b
+}
+
+/// `--dataset-name hf` by id, from the Hub cache's snapshot (the one
+/// `refs/main` names; the dataset card's configs give the split's file):
+/// MMStar's question before its options, its image sent after the text
+/// (the server counts the image's tokens by its size).
+#[test]
+fn a_hugging_face_id_is_read_from_the_hub_cache() {
+    let (_sim, url) = simulator(1.0);
+    let dir = tmp("hf-cache");
+    let repo = dir.join("hub/datasets--Lin-Chen--MMStar");
+    let snap = repo.join("snapshots/abc123");
+    std::fs::create_dir_all(&snap).unwrap();
+    std::fs::create_dir_all(repo.join("refs")).unwrap();
+    std::fs::write(repo.join("refs/main"), "abc123").unwrap();
+    std::fs::write(
+        snap.join("README.md"),
+        "---\nconfigs:\n- config_name: val\n  data_files:\n  - split: val\n    path: mmstar.parquet\n---\n",
+    )
+    .unwrap();
+    let rows: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "Which shape is shown? Options: A: circle, B: square",
+            png_header(56, 56),
+        ),
+        (
+            "What colour is the sky here? Options: A: blue, B: red",
+            png_header(280, 28),
+        ),
+    ];
+    mmstar_parquet(&snap.join("mmstar.parquet"), &rows);
+    let d = dir.to_str().unwrap();
+    let mut args = chat(&url);
+    args.extend([
+        "--dataset-name",
+        "hf",
+        "--dataset-path",
+        "Lin-Chen/MMStar",
+        "--num-prompts",
+        "2",
+        "--disable-shuffle",
+        "--hf-output-len",
+        "5",
+    ]);
+    args.extend(detailed(d, "hf.json"));
+    let with_cache = |hub: &str| {
+        let out = goodput_command()
+            .args(&args)
+            .env("HF_HUB_CACHE", dir.join(hub))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr,
+        )
+    };
+    let (code, stdout, stderr) = with_cache("hub");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("Lin-Chen/MMStar read from the local copy"),
+        "{stderr}"
+    );
+    let v = read_json(&dir.join("hf.json"));
+    assert_eq!(v["completed"], 2);
+    assert_eq!(v["output_lens"], serde_json::json!([5, 5]));
+    let lens: Vec<i64> = v["input_lens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_i64().unwrap())
+        .collect();
+    // Their questions ("Which shape is shown?", "What colour is the sky
+    // here?") differ by about two tokens, their images by 12 - 6.
+    assert!((lens[1] - lens[0] - 6).abs() <= 3, "{lens:?}");
+    assert!(
+        stdout.contains("Images (requests with images):           2 (2)"),
+        "{stdout}"
+    );
+    // Without a copy, the command says how to get one, before any request.
+    let (code, _, stderr) = with_cache("empty");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hf download Lin-Chen/MMStar --repo-type dataset"),
+        "{stderr}"
+    );
+}

@@ -135,6 +135,8 @@ pub(super) fn dataset(
         "spec_bench" | "speed_bench" => {
             return Ok((question_flags(a, chat)?, a.ignore_eos, None));
         }
+        // Read and sent as rows built here (`super::hf`).
+        "hf" => return Ok((v, a.ignore_eos, None)),
         "sharegpt" | "custom" => {
             v.extend(file_dataset(a, name, chat)?);
             return Ok((v, a.ignore_eos, None));
@@ -145,7 +147,8 @@ pub(super) fn dataset(
 }
 
 /// The `--dataset-name`s goodput reads.
-pub(super) const READ_DATASETS: [&str; 9] = [
+pub(super) const READ_DATASETS: [&str; 10] = [
+    "hf",
     "random-rerank",
     "random-mm",
     "random",
@@ -160,7 +163,7 @@ pub(super) const READ_DATASETS: [&str; 9] = [
 pub(super) fn unread_dataset(name: &str) -> String {
     refuse(
         &format!("--dataset-name {name}"),
-        "goodput bench serve reads random, random-mm, prefix_repetition and random-rerank, and sharegpt, custom, sonnet, spec_bench and speed_bench from a local path",
+        "goodput bench serve reads random, random-mm, prefix_repetition and random-rerank, and sharegpt, custom, sonnet, spec_bench, speed_bench and hf from a local path",
     )
 }
 

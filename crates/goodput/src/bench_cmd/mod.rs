@@ -8,6 +8,7 @@
 //! ([`goodput_core::report::vllm`]), and the scratch directory is removed.
 
 mod datasets;
+mod hf;
 mod multimodal;
 mod questions;
 mod refused;
@@ -59,26 +60,65 @@ impl Drop for Scratch {
     }
 }
 
-/// A prompt built here, and its answer's length where it sets one.
-type Row = (String, Option<u32>);
+/// A prompt built here: its answer's length where it sets one, a system
+/// prompt before it, an image after it (a chat request's).
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    pub prompt: String,
+    pub output: Option<u32>,
+    pub system: Option<String>,
+    /// An image file's bytes (PNG, JPEG, GIF or WebP).
+    pub image: Option<Vec<u8>>,
+}
 
 /// Prompts whose answers' length the run's flags set.
 fn rows(prompts: Vec<String>) -> Vec<Row> {
-    prompts.into_iter().map(|p| (p, None)).collect()
+    prompts
+        .into_iter()
+        .map(|prompt| Row {
+            prompt,
+            ..Row::default()
+        })
+        .collect()
 }
 
-/// Prompts built here, one `{"prompt": …, "output_tokens": …}` a line.
+/// An image's file extension, from its first bytes.
+fn image_extension(b: &[u8]) -> &'static str {
+    match b {
+        [0x89, b'P', b'N', b'G', ..] => "png",
+        [0xff, 0xd8, ..] => "jpg",
+        [b'G', b'I', b'F', ..] => "gif",
+        _ => "webp",
+    }
+}
+
+/// Prompts built here, one `{"prompt": …, "output_tokens": …}` a line (or
+/// `messages` with the system prompt first; an image written beside the
+/// file and named by `images`).
 fn write_prompts(path: &Path, prompts: &[Row]) -> Result<(), Exit> {
+    let failed = |p: &Path, e: std::io::Error| usage(anyhow!("writing {}: {e}", p.display()));
     let mut text = String::new();
-    for (p, output) in prompts {
-        let row = match output {
-            Some(n) => serde_json::json!({ "prompt": p, "output_tokens": n }),
-            None => serde_json::json!({ "prompt": p }),
+    for (i, r) in prompts.iter().enumerate() {
+        let mut row = match &r.system {
+            Some(s) => serde_json::json!({ "messages": [
+                { "role": "system", "content": s },
+                { "role": "user", "content": r.prompt },
+            ] }),
+            None => serde_json::json!({ "prompt": r.prompt }),
         };
+        if let Some(n) = r.output {
+            row["output_tokens"] = n.into();
+        }
+        if let Some(img) = &r.image {
+            let name = format!("image-{i}.{}", image_extension(img));
+            let file = path.with_file_name(&name);
+            std::fs::write(&file, img).map_err(|e| failed(&file, e))?;
+            row["images"] = serde_json::json!([name]);
+        }
         text.push_str(&row.to_string());
         text.push('\n');
     }
-    std::fs::write(path, text).map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))
+    std::fs::write(path, text).map_err(|e| failed(path, e))
 }
 
 /// Flags of goodput's synthetic prompts, which a dataset of prompts built
@@ -140,9 +180,15 @@ fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option
         }
     };
     let rows: Vec<Row> = match &by.build {
-        translate::Build::Lengths(shape) => shape
-            .prompts(&tokenizer)
-            .map(|v| v.into_iter().map(|(p, o)| (p, Some(o))).collect()),
+        translate::Build::Lengths(shape) => shape.prompts(&tokenizer).map(|v| {
+            v.into_iter()
+                .map(|(prompt, o)| Row {
+                    prompt,
+                    output: Some(o),
+                    ..Row::default()
+                })
+                .collect()
+        }),
         translate::Build::Sonnet(text, shape) => {
             sonnet::prompts(text, &tokenizer, *shape).map(rows)
         }
@@ -182,7 +228,7 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     }
     let mut argv = vec!["goodput".to_string()];
     argv.extend(plan.argv.iter().cloned());
-    let mut prompts: Option<Vec<Row>> = plan.prompts.take().map(rows);
+    let mut prompts: Option<Vec<Row>> = plan.prompts.take();
     if let Some(rows) = built_by_server(&mut plan, &argv)? {
         if prompts.is_none() {
             argv = without(&argv, &SYNTHETIC);

@@ -10,11 +10,12 @@ pub(super) fn refuse(flag: &str, why: &str) -> String {
 }
 
 const HF: &str =
-    "Hugging Face datasets are not downloaded; give a local file with --dataset-name sharegpt or custom";
+    "its Hugging Face dataset's prompts are built with vLLM's template, which goodput does not reproduce";
 const MULTIMODAL: &str =
     "multimodal chat transformations and a custom dataset's client-side media are not applied (random-mm's images are sent as vLLM sends them)";
 const TRACE: &str =
     "timed_trace is not read (goodput run --trace replays Mooncake and Azure traces)";
+const BFCL: &str = "function-calling requests are not built from BFCL here";
 const AUDIO: &str = "audio is not benchmarked here";
 const RERANK: &str =
     "random-rerank's embeddings variant is not built (with --backend vllm-rerank, random-rerank is)";
@@ -43,8 +44,7 @@ const BATCH: &str = "it applies to the embeddings and rerank backends only";
 pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
     let pooling = a.backend.contains("embeddings") || a.backend == "vllm-rerank";
     #[rustfmt::skip]
-    let rules: [(bool, &str, &str); 42] = [
-        (a.no_stream, "--no-stream", HF),
+    let rules: [(bool, &str, &str); 37] = [
         (a.enable_multimodal_chat, "--enable-multimodal-chat", MULTIMODAL),
         (a.custom_ensure_client_side_data, "--custom-ensure-client-side-data", MULTIMODAL),
         (a.timed_trace_chunk_hash_size != 16, "--timed-trace-chunk-hash-size", TRACE),
@@ -60,11 +60,7 @@ pub(super) fn refused(a: &VllmServeArgs) -> Vec<String> {
         (a.asr_max_audio_len_sec != f64::INFINITY, "--asr-max-audio-len-sec", AUDIO),
         (a.asr_min_audio_len_sec != 0.0, "--asr-min-audio-len-sec", AUDIO),
         (a.no_reranker, "--no-reranker", RERANK),
-        (a.hf_subset.is_some(), "--hf-subset", HF),
-        (a.hf_split.is_some(), "--hf-split", HF),
-        (a.hf_name.is_some(), "--hf-name", HF),
-        (a.hf_output_len.is_some(), "--hf-output-len", HF),
-        (a.bfcl_categories.is_some(), "--bfcl-categories", HF),
+        (a.bfcl_categories.is_some(), "--bfcl-categories", BFCL),
         (a.tokenizer_mode != "auto", "--tokenizer-mode", TOKENIZER_MODE),
         (a.logprobs.is_some(), "--logprobs", LOGPROBS),
         (a.probe_request_rate != 0.0, "--probe-request-rate", PROBE),

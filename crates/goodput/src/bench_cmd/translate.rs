@@ -29,9 +29,10 @@ pub struct Plan {
     pub save: Option<SaveTo>,
     /// What the user should know about the translation, said on stderr.
     pub notes: Vec<String>,
-    /// Prompts built here (the sonnet dataset), to be written as a JSONL
-    /// dataset the run reads in order.
-    pub prompts: Option<Vec<String>>,
+    /// Prompts built here (sonnet, spec_bench, speed_bench, random-rerank,
+    /// a Hugging Face dataset), to be written as a JSONL dataset the run
+    /// reads in order.
+    pub prompts: Option<Vec<super::Row>>,
     /// Prompts to build with the server's own tokenizer instead, where no
     /// local copy of the model's was found.
     pub by_server: Option<ByServer>,
@@ -119,22 +120,8 @@ fn local_tokenizer(name: &str) -> Option<PathBuf> {
     if p.join("tokenizer.json").is_file() {
         return Some(p.join("tokenizer.json"));
     }
-    let hub = std::env::var_os("HF_HUB_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HF_HOME").map(|h| PathBuf::from(h).join("hub")))
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/huggingface/hub"))
-        })?;
-    let snapshots = hub
-        .join(format!("models--{}", name.replace('/', "--")))
-        .join("snapshots");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(snapshots)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path().join("tokenizer.json")))
-        .filter(|p| p.is_file())
-        .collect();
-    found.sort();
-    found.pop()
+    let file = super::hf::snapshot("models", name)?.join("tokenizer.json");
+    file.is_file().then_some(file)
 }
 
 /// `--metric-percentiles`: numbers in (0, 100].
@@ -404,7 +391,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
 }
 
 /// The tokenizer's id, the prompts built here, those to build by the server.
-type PromptsOf = (String, Option<Vec<String>>, Option<ByServer>);
+type PromptsOf = (String, Option<Vec<super::Row>>, Option<ByServer>);
 
 /// What the dataset's prompts are built from, where goodput builds them.
 struct Built {
@@ -436,8 +423,20 @@ fn prompts_of(
     let prompts = match (sonnet, built.rerank) {
         (Some((text, shape)), _) => Some(sonnet_prompts(&text, shape, argv, &mut said)?),
         (None, Some(r)) => Some(r.rows(&super::datasets::run_tokenizer(argv)?)?),
+        (None, None) if a.dataset_name == "hf" => {
+            let tokenizer = super::datasets::run_tokenizer(argv)?;
+            let chat = argv.windows(2).any(|w| w == ["--endpoint", "chat"]);
+            let (rows, note) = super::hf::rows(a, chat, &tokenizer)?;
+            notes.push(note);
+            // A short set kept short (--no-oversample) is sent once.
+            if let Some(i) = argv.iter().position(|x| x == "--num-prompts") {
+                argv[i + 1] = rows.len().to_string();
+            }
+            return Ok((tokenizer_id, Some(rows), by_server));
+        }
         (None, None) => built.questions,
-    };
+    }
+    .map(super::rows);
     if by_server.is_none() {
         notes.extend(said);
     }
@@ -502,8 +501,17 @@ pub(super) mod tests {
     /// even with the `--num-prompts -1` that only it takes.
     #[test]
     fn an_unread_dataset_is_named_before_its_num_prompts() {
-        let e = translate(&args(&["--dataset-name", "hf", "--num-prompts", "-1"])).unwrap_err();
-        assert!(e.contains("--dataset-name hf is not supported"), "{e}");
+        let e = translate(&args(&[
+            "--dataset-name",
+            "burstgpt",
+            "--num-prompts",
+            "-1",
+        ]))
+        .unwrap_err();
+        assert!(
+            e.contains("--dataset-name burstgpt is not supported"),
+            "{e}"
+        );
     }
 
     #[test]
