@@ -290,7 +290,7 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096), help_heading = "Workload")]
     pub batch_size: Option<u32>,
     /// N synthetic PNG images of WIDTHxHEIGHT pixels in every chat request (data URLs, distinct
-    /// per request), e.g. 1:448x448; or a mix, LO-HI:WxH@P,WxH@P[:jpeg], e.g.
+    /// per request), e.g. 1:448x448; or a mix, LO-HI:WxH@P,WxH@P (then :jpeg for JPEG), e.g.
     /// 1:256x256@0.5,1280x720@0.5:jpeg (vLLM's random-mm).
     #[arg(long, value_name = "N:WIDTHxHEIGHT", help_heading = "Workload")]
     pub images: Option<goodput_core::workload::ImageSpec>,
