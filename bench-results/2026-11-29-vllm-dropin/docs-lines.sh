@@ -42,6 +42,53 @@ with open(f"{out}/BurstGPT_without_fails_2.csv", "w") as f:
 with open(f"{out}/custom.jsonl", "w") as f:
     for _ in range(300):
         f.write(json.dumps({"prompt": text(20, 200)}) + "\n")
+import os
+os.makedirs(f"{out}/data/spec_bench", exist_ok=True)
+os.makedirs(f"{out}/data/speed_bench", exist_ok=True)
+with open(f"{out}/data/spec_bench/question.jsonl", "w") as f:
+    for i in range(80):
+        f.write(json.dumps({"question_id": i, "category": "writing", "turns": [text(10, 80), text(5, 20)]}) + "\n")
+with open(f"{out}/data/speed_bench/qualitative.jsonl", "w") as f:
+    for i in range(80):
+        f.write(json.dumps({"category": "coding", "messages": [{"role": "user", "content": text(10, 80)}]}) + "\n")
+PY
+# Hugging Face stand-ins in a Hub cache of their own (the ids the lines
+# name, in the layout `hf download ID --repo-type dataset` leaves), written
+# with pyarrow and PIL, the writers the Hub's files come from
+# (pip install pyarrow pillow numpy).
+export HF_HUB_CACHE=$OUT/hub
+python3 - "$OUT/hub" <<'PY'
+import io, os, random, sys
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from PIL import Image
+hub = sys.argv[1]
+random.seed(11)
+words = "the a serving model token latency batch cache prefill decode request answer".split()
+def text(lo, hi):
+    return " ".join(random.choice(words) for _ in range(random.randint(lo, hi)))
+def snapshot(repo, files):
+    root = os.path.join(hub, "datasets--" + repo.replace("/", "--"))
+    os.makedirs(os.path.join(root, "refs"), exist_ok=True)
+    open(os.path.join(root, "refs", "main"), "w").write("0" * 40)
+    for rel, table in files.items():
+        path = os.path.join(root, "snapshots", "0" * 40, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        pq.write_table(table, path)  # snappy, pyarrow's default
+def jpeg(h, w):
+    b = io.BytesIO()
+    Image.fromarray(np.random.default_rng(random.randrange(1 << 30)).integers(0, 256, (h, w, 3), dtype=np.uint8)).save(b, format="JPEG")
+    return b.getvalue()
+n = 60
+snapshot("lmarena-ai/VisionArena-Chat", {"data/train-00000-of-00001.parquet": pa.table({
+    "images": [[{"bytes": jpeg(random.choice([224, 448]), 448), "path": None}] for _ in range(n)],
+    "conversation": [[[{"role": "user", "content": text(5, 40)}, {"role": "assistant", "content": text(5, 40)}]] for _ in range(n)],
+})})
+snapshot("likaixin/InstructCoder", {"data/train-00000-of-00001.parquet": pa.table({
+    "input": [text(20, 120) for _ in range(n)], "instruction": [text(5, 20) for _ in range(n)],
+})})
+snapshot("AI-MO/aimo-validation-aime", {"data/train-00000-of-00001.parquet": pa.table({
+    "problem": [text(20, 120) for _ in range(n)], "solution": [text(30, 300) for _ in range(n)],
+})})
 PY
 # The simulator serves one model, under the name each line asks for (as the
 # user's vLLM server would), restarted for each line.
