@@ -272,8 +272,8 @@ fn flags_goodput_cannot_honour_stop_before_any_request_naming_them() {
         (&["--profile"], "--profile is not supported"),
         (&["--top-p", "0.9"], "--top-p is not supported"),
         (
-            &["--dataset-name", "sonnet", "--dataset-path", "x"],
-            "--dataset-name sonnet with a completions backend is not supported",
+            &["--dataset-name", "burstgpt"],
+            "--dataset-name burstgpt is not supported",
         ),
         (
             &["--backend", "openai-audio"],
@@ -601,6 +601,32 @@ async fn without_a_local_tokenizer_prompts_are_built_to_the_server_s_counts() {
         stderr.contains("no local tokenizer for m") && stderr.contains("answers no /tokenize"),
         "{stderr}"
     );
+    // Where vLLM's client would template (spec_bench on completions) and
+    // the server applies no template: refused before any request.
+    let spec = dir.join("question.jsonl");
+    std::fs::write(
+        &spec,
+        "{\"category\": \"math\", \"turns\": [\"What is 2 + 2?\"]}\n",
+    )
+    .unwrap();
+    let spec = spec.to_str().unwrap();
+    let mut args = random(&server.url(), "m");
+    args.truncate(8);
+    args.extend(argv(&[
+        "--dataset-name",
+        "spec_bench",
+        "--dataset-path",
+        spec,
+    ]));
+    let before = measured(&server);
+    let (code, _, stderr) = goodput_async(args).await;
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("spec_bench with a completions backend")
+            && stderr.contains("applies no chat template"),
+        "{stderr}"
+    );
+    assert_eq!(measured(&server), before, "stopped before any request");
     assert_eq!(
         read_json(&dir.join("r.json"))["tokenizer_id"],
         "tiktoken:o200k_base"
@@ -674,10 +700,25 @@ fn spec_bench_and_speed_bench_run_from_local_files() {
     let v = read_json(&dir.join("q.json"));
     assert_eq!(v["completed"], 6, "4 rows, 2 repeated");
     assert_eq!(v["output_lens"], serde_json::json!(vec![5; 6]));
-    refused_on_the_default_backend(
+    // On vLLM's default completions backend vLLM's client templates each
+    // prompt; goodput asks the server for the same template.
+    let (code, stdout, stderr) = goodput(&[
+        "bench",
+        "serve",
+        "--base-url",
         &url,
-        &["spec_bench", "--dataset-path", s],
-        "spec_bench with a completions backend",
+        "--dataset-name",
+        "spec_bench",
+        "--dataset-path",
+        s,
+        "--num-prompts",
+        "4",
+    ]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("4 prompts put through")
+            && stderr.contains("chat template by the server (its /tokenize"),
+        "{stderr}"
     );
 }
 

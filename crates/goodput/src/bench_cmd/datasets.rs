@@ -121,7 +121,7 @@ pub(super) fn dataset(
             a.ignore_eos
         }
         "sonnet" => {
-            sonnet_checks(a, chat)?;
+            sonnet_checks(a)?;
             let output = a.output_len.unwrap_or(a.sonnet_output_len);
             push(
                 "--output-tokens",
@@ -133,7 +133,7 @@ pub(super) fn dataset(
         // (`super::rerank`).
         "random-rerank" => return Ok((v, true, None)),
         "spec_bench" | "speed_bench" => {
-            return Ok((question_flags(a, chat)?, a.ignore_eos, None));
+            return Ok((question_flags(a)?, a.ignore_eos, None));
         }
         // Read and sent as rows built here (`super::hf`).
         "hf" => return Ok((v, a.ignore_eos, None)),
@@ -264,16 +264,10 @@ fn file_dataset(a: &VllmServeArgs, name: &str, chat: bool) -> Result<Vec<String>
     );
     Ok(v)
 }
-/// What the sonnet dataset needs: a local file, and the chat route.
-fn sonnet_checks(a: &VllmServeArgs, chat: bool) -> Result<(), String> {
+/// What the sonnet dataset needs: a local file.
+fn sonnet_checks(a: &VllmServeArgs) -> Result<(), String> {
     if a.dataset_path.is_none() {
         return Err("--dataset-name sonnet needs --dataset-path (a local text file of poem lines, as vLLM's benchmarks/sonnet.txt)".into());
-    }
-    if !chat {
-        return Err(refuse(
-            "--dataset-name sonnet with a completions backend",
-            "vLLM sends sonnet prompts through the model's chat template on the client for completions, which goodput cannot apply; use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
-        ));
     }
     Ok(())
 }
@@ -318,17 +312,9 @@ pub(super) fn sonnet_source(
     Ok((text, shape))
 }
 
-/// goodput's flags for the question file's answers; refused on a
-/// completions backend where vLLM would apply the model's chat template on
-/// the client (spec_bench always, speed_bench unless told not to).
-fn question_flags(a: &VllmServeArgs, chat: bool) -> Result<Vec<String>, String> {
+/// goodput's flags for the question file's answers.
+fn question_flags(a: &VllmServeArgs) -> Result<Vec<String>, String> {
     let name = a.dataset_name.as_str();
-    if !chat && (name == "spec_bench" || !a.skip_chat_template) {
-        return Err(refuse(
-            &format!("--dataset-name {name} with a completions backend"),
-            "vLLM applies the model's chat template on the client, which goodput cannot; use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)",
-        ));
-    }
     let (flag, n) = match name {
         "spec_bench" => ("--spec-bench-output-len", a.spec_bench_output_len),
         _ => ("--speed-bench-output-len", a.speed_bench_output_len),

@@ -15,6 +15,7 @@ mod refused;
 mod rerank;
 mod server_tokens;
 mod sonnet;
+mod template;
 mod translate;
 
 use std::io::Write;
@@ -147,6 +148,37 @@ fn without(argv: &[String], names: &[&str]) -> Vec<String> {
     out
 }
 
+/// The client's settings for asking the server before the run (its
+/// `/tokenize`, its chat template): the run's connection flags.
+fn client_options(argv: &[String]) -> Result<goodput_core::client::ClientOptions, Exit> {
+    // The connection's flags, before the dataset the prompts will be.
+    let run = parse_run(&without(argv, &["--dataset-exhausted"]))?;
+    let t = &run.common.target;
+    let url = t.url.clone().unwrap_or_default();
+    let kind = goodput_core::config::Target::Server;
+    let opts = crate::spec::target_options(t, &run.common.workload, url, None, false, kind);
+    Ok(opts.client)
+}
+
+/// The prompts through the model's chat template, asked of the server
+/// where vLLM's client applies it; the plan's refusal where it applies none.
+fn templated(plan: &translate::Plan, argv: &[String], prompts: &mut [Row]) -> Result<(), Exit> {
+    let Some(refusal) = &plan.template else {
+        return Ok(());
+    };
+    let model = argv
+        .windows(2)
+        .find(|w| w[0] == "--model")
+        .map_or("", |w| w[1].as_str());
+    match template::apply(client_options(argv)?, model, prompts) {
+        Ok(note) => {
+            eprintln!("goodput: note: {note}");
+            Ok(())
+        }
+        Err(why) => Err(usage(anyhow!("{refusal} ({why})"))),
+    }
+}
+
 /// The prompts the plan builds with the server's own tokenizer, its
 /// `/tokenize` asked through the run's connection settings; `None` where
 /// the server counts nothing and the plan may do without (said, and the
@@ -156,13 +188,7 @@ fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option
         return Ok(None);
     };
     let name = plan.meta.tokenizer_id.clone().unwrap_or_default();
-    // The connection's flags, before the dataset the prompts will be.
-    let run = parse_run(&without(argv, &["--dataset-exhausted"]))?;
-    let t = &run.common.target;
-    let url = t.url.clone().unwrap_or_default();
-    let kind = goodput_core::config::Target::Server;
-    let opts = crate::spec::target_options(t, &run.common.workload, url, None, false, kind);
-    let tokenizer = match server_tokens::connect(opts.client, &by.model) {
+    let tokenizer = match server_tokens::connect(client_options(argv)?, &by.model) {
         Ok(t) => t,
         Err(why) if by.required => {
             return Err(usage(anyhow!(
@@ -234,6 +260,9 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
             argv = without(&argv, &SYNTHETIC);
         }
         prompts = Some(rows);
+    }
+    if let Some(rows) = prompts.as_mut() {
+        templated(&plan, &argv, rows)?;
     }
     let scratch = Scratch::new()?;
     let results = scratch.0.join("results.json");

@@ -113,9 +113,11 @@ impl Server {
     }
 }
 
-/// The server's tokenizer for `model`, through its `/tokenize`; `Err` says
-/// why there is none (no such route, or no answer).
-pub fn connect(options: ClientOptions, model: &str) -> Result<Tokenizer, String> {
+/// A client of the server for asking it things before the run, and the
+/// runtime that drives it from this thread.
+pub(super) fn blocking_client(
+    options: ClientOptions,
+) -> Result<(tokio::runtime::Runtime, Client), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -124,6 +126,13 @@ pub fn connect(options: ClientOptions, model: &str) -> Result<Tokenizer, String>
     let client = runtime
         .block_on(Client::new(options, clock))
         .map_err(|e| e.to_string())?;
+    Ok((runtime, client))
+}
+
+/// The server's tokenizer for `model`, through its `/tokenize`; `Err` says
+/// why there is none (no such route, or no answer).
+pub fn connect(options: ClientOptions, model: &str) -> Result<Tokenizer, String> {
+    let (runtime, client) = blocking_client(options)?;
     let probe = "Pick as many lines as you can";
     let dialect = [Dialect::Vllm, Dialect::Llama]
         .into_iter()

@@ -36,6 +36,10 @@ pub struct Plan {
     /// Prompts to build with the server's own tokenizer instead, where no
     /// local copy of the model's was found.
     pub by_server: Option<ByServer>,
+    /// The prompts go through the model's chat template, which vLLM's
+    /// client applies before a completions request and goodput asks of the
+    /// server; the refusal should the server apply none.
+    pub template: Option<String>,
 }
 
 /// Prompts to build through the server's `/tokenize` before the run.
@@ -387,6 +391,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         notes,
         prompts,
         by_server,
+        template: super::template::needed(a, endpoint == "chat"),
     })
 }
 
@@ -425,8 +430,7 @@ fn prompts_of(
         (None, Some(r)) => Some(r.rows(&super::datasets::run_tokenizer(argv)?)?),
         (None, None) if a.dataset_name == "hf" => {
             let tokenizer = super::datasets::run_tokenizer(argv)?;
-            let chat = argv.windows(2).any(|w| w == ["--endpoint", "chat"]);
-            let (rows, note) = super::hf::rows(a, chat, &tokenizer)?;
+            let (rows, note) = super::hf::rows(a, &tokenizer)?;
             notes.push(note);
             // A short set kept short (--no-oversample) is sent once.
             if let Some(i) = argv.iter().position(|x| x == "--num-prompts") {

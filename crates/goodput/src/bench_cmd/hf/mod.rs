@@ -311,35 +311,25 @@ fn valid(prompt: usize, output: usize, max_prompt: usize, max_total: usize) -> b
 }
 
 /// The class's checks against the backend, before anything is read.
-fn check_backend(a: &VllmServeArgs, c: &Class, chat: bool) -> Result<(), String> {
+fn check_backend(a: &VllmServeArgs, c: &Class) -> Result<(), String> {
     if c.images && a.backend != "openai-chat" {
         return Err(format!(
             "Multi-modal content is not supported on backend '{}'; use one of ['openai-audio', 'openai-chat'] (as vLLM says; goodput runs openai-chat)",
             a.backend
         ));
     }
-    let templated = match c.template {
+    Ok(())
+}
+
+/// vLLM's class for the id applies the model's chat template on the
+/// client (where the backend is a completions one, goodput asks the
+/// server to: `super::template`).
+pub(super) fn templated(a: &VllmServeArgs) -> bool {
+    class_of(a).is_ok_and(|c| match c.template {
         Template::Never => false,
         Template::Unless => !a.skip_chat_template,
         Template::Always => true,
-    };
-    if templated && !chat {
-        let how = if c.template == Template::Always {
-            "use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template; vLLM applies it here even with --skip-chat-template)"
-        } else {
-            "add --skip-chat-template to send each prompt as written, or use --backend openai-chat --endpoint /v1/chat/completions (the server applies the template)"
-        };
-        return Err(refuse(
-            &format!(
-                "--dataset-name hf for {} with a completions backend",
-                c.ids[0]
-            ),
-            &format!(
-                "vLLM applies the model's chat template on the client, which goodput cannot; {how}"
-            ),
-        ));
-    }
-    Ok(())
+    })
 }
 
 /// HF's streaming shuffle: a buffer of `size` rows, each new row taking
@@ -370,11 +360,10 @@ fn buffered<I: Iterator>(it: I, size: usize, mut rng: StdRng) -> impl Iterator<I
 /// The rows to send, in order, and a note on where they came from.
 pub(super) fn rows(
     a: &VllmServeArgs,
-    chat: bool,
     tokenizer: &goodput_core::tokenizer::Tokenizer,
 ) -> Result<(Vec<Row>, String), String> {
     let c = class_of(a)?;
-    check_backend(a, c, chat)?;
+    check_backend(a, c)?;
     let id = id_of(a, c);
     let split = a.hf_split.as_deref().unwrap_or(c.split);
     let subset = if c.no_subset {
@@ -506,7 +495,7 @@ mod tests {
                 "--disable-shuffle",
             ];
             v.extend_from_slice(extra);
-            rows(&args(&v), false, &o200k())
+            rows(&args(&v), &o200k())
         };
         let (got, note) = read(&["--num-prompts", "2", "--no-oversample"]).unwrap();
         // "Hi" is under 4 tokens: vLLM's filter drops the row.
@@ -547,36 +536,36 @@ mod tests {
 
     #[test]
     fn ids_vllm_does_not_know_and_those_refused_here_say_so() {
-        let e = |extra: &[&str], chat: bool| {
+        let e = |extra: &[&str]| {
             let mut v = vec!["--dataset-name", "hf", "--num-prompts", "2"];
             v.extend_from_slice(extra);
-            rows(&args(&v), chat, &o200k()).unwrap_err()
+            rows(&args(&v), &o200k()).unwrap_err()
         };
-        assert!(e(&["--dataset-path", "someone/else"], true)
+        assert!(e(&["--dataset-path", "someone/else"])
             .contains("Unsupported dataset path: someone/else"));
-        assert!(e(&["--dataset-path", "yale-nlp/MMVU"], true).contains("videos"));
-        assert!(e(&["--dataset-path", "vdaita/edit_5k_char"], true).contains("code-edit template"));
-        let mt = e(&["--dataset-path", "philschmid/mt-bench"], false);
-        assert!(mt.contains("add --skip-chat-template"), "{mt}");
-        let mlperf = e(
-            &[
-                "--dataset-path",
-                "mgoin/mlperf-inference-llama2-data",
-                "--skip-chat-template",
-            ],
-            false,
-        );
-        assert!(
-            mlperf.contains("even with --skip-chat-template"),
-            "{mlperf}"
-        );
-        let arena = e(&["--dataset-path", "lmarena-ai/VisionArena-Chat"], false);
+        assert!(e(&["--dataset-path", "yale-nlp/MMVU"]).contains("videos"));
+        assert!(e(&["--dataset-path", "vdaita/edit_5k_char"]).contains("code-edit template"));
+        let arena = e(&["--dataset-path", "lmarena-ai/VisionArena-Chat"]);
         assert!(
             arena.contains("Multi-modal content is not supported on backend 'openai'"),
             "{arena}"
         );
+        // Where vLLM's client templates, a completions backend asks the
+        // server to (MLPerf's class templates even with the flag).
+        let mt = |extra: &[&str]| {
+            let mut v = vec!["--dataset-name", "hf", "--dataset-path"];
+            v.extend_from_slice(extra);
+            templated(&args(&v))
+        };
+        assert!(mt(&["philschmid/mt-bench"]));
+        assert!(!mt(&["philschmid/mt-bench", "--skip-chat-template"]));
+        assert!(mt(&[
+            "mgoin/mlperf-inference-llama2-data",
+            "--skip-chat-template"
+        ]));
+        assert!(!mt(&["AI-MO/aimo-validation-aime"]));
         // Known, allowed, but not here: how to get a copy.
-        let missing = e(&["--dataset-path", "philschmid/mt-bench"], true);
+        let missing = e(&["--dataset-path", "philschmid/mt-bench"]);
         assert!(
             missing.contains("hf download philschmid/mt-bench --repo-type dataset"),
             "{missing}"
