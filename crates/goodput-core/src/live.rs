@@ -33,7 +33,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
 use crate::executor::Progress;
-use crate::metrics::RequestMetrics;
+use crate::metrics::{Metric, RequestMetrics};
 use crate::record::RequestRecord;
 use crate::schedule::Load;
 
@@ -59,26 +59,6 @@ struct Outcome {
     kind: &'static str,
 }
 
-/// Bucket bounds (seconds). TTFT: 1 ms to 2 min; per-token figures: 0.5 ms
-/// to 2 s; E2EL: 10 ms to 20 min; schedule lag: 50 µs (a client keeping
-/// its schedule) to 10 s (one that cannot).
-const TTFT: &[f64] = &[
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0,
-    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0, 120.0,
-];
-const PER_TOKEN: &[f64] = &[
-    0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
-    0.15, 0.2, 0.3, 0.5, 1.0, 2.0,
-];
-const E2EL: &[f64] = &[
-    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0,
-    120.0, 300.0, 600.0, 1200.0,
-];
-const LAG: &[f64] = &[
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
-    2.5, 5.0, 10.0,
-];
-
 type Hists = Family<Phase, Histogram, fn() -> Histogram>;
 
 /// The current run's send counters, and what earlier runs sent.
@@ -95,11 +75,8 @@ pub struct LiveMetrics {
     requests: Family<Outcome, Counter>,
     sent: Family<Phase, Counter>,
     in_flight: Gauge,
-    ttft: Hists,
-    tpot: Hists,
-    e2el: Hists,
-    itl: Hists,
-    lag: Hists,
+    /// The registry's live histograms, in its order.
+    hists: Vec<(Metric, Hists)>,
     input_tokens: Family<Phase, Counter>,
     output_tokens: Family<Phase, Counter>,
     run: Gauge,
@@ -125,20 +102,25 @@ impl From<crate::record::Phase> for PhaseLabel {
 }
 
 impl LiveMetrics {
+    /// The live histogram of `metric` (one the registry exposes live).
+    fn hist(&self, metric: Metric) -> &Hists {
+        &self
+            .hists
+            .iter()
+            .find(|(m, _)| *m == metric)
+            .expect("the registry exposes it live")
+            .1
+    }
+
     pub fn new() -> Self {
-        fn hists(new: fn() -> Histogram) -> Hists {
-            Family::new_with_constructor(new)
-        }
         let mut live = LiveMetrics {
             registry: Registry::with_prefix("goodput"),
             requests: Family::default(),
             sent: Family::default(),
             in_flight: Gauge::default(),
-            ttft: hists(|| Histogram::new(TTFT.iter().copied())),
-            tpot: hists(|| Histogram::new(PER_TOKEN.iter().copied())),
-            e2el: hists(|| Histogram::new(E2EL.iter().copied())),
-            itl: hists(|| Histogram::new(PER_TOKEN.iter().copied())),
-            lag: hists(|| Histogram::new(LAG.iter().copied())),
+            hists: Metric::live()
+                .map(|(m, l)| (m, Family::new_with_constructor(l.histogram)))
+                .collect(),
             input_tokens: Family::default(),
             output_tokens: Family::default(),
             run: Gauge::default(),
@@ -168,34 +150,9 @@ impl LiveMetrics {
             "Requests sent and not yet finished",
             self.in_flight.clone(),
         );
-        for (name, help, h) in [
-            (
-                "ttft",
-                "Time to first token (from the send) of completed requests",
-                &self.ttft,
-            ),
-            (
-                "tpot",
-                "Time per output token after the first, one value per completed request",
-                &self.tpot,
-            ),
-            (
-                "e2el",
-                "End-to-end latency (from the send) of completed requests",
-                &self.e2el,
-            ),
-            (
-                "itl",
-                "Inter-token latency, one value per output token after the first",
-                &self.itl,
-            ),
-            (
-                "schedule_lag",
-                "How late the client sent each request after its scheduled time",
-                &self.lag,
-            ),
-        ] {
-            registry.register_with_unit(name, help, Unit::Seconds, h.clone());
+        for (m, h) in &self.hists {
+            let help = m.info().live.as_ref().map_or("", |l| l.help);
+            registry.register_with_unit(m.key(), help, Unit::Seconds, h.clone());
         }
         registry.register(
             "input_tokens",
@@ -255,7 +212,9 @@ impl LiveMetrics {
             .inc();
         let labels = Phase { phase };
         if let Some(lag) = m.schedule_lag_ms {
-            self.lag.get_or_create(&labels).observe(lag.max(0.0) / 1e3);
+            self.hist(Metric::ScheduleLag)
+                .get_or_create(&labels)
+                .observe(lag.max(0.0) / 1e3);
         }
         if !rec.ok() {
             return;
@@ -265,11 +224,11 @@ impl LiveMetrics {
                 h.get_or_create(&labels).observe(v / 1e3);
             }
         };
-        secs(&self.ttft, m.ttft_ms);
-        secs(&self.tpot, m.tpot_ms);
-        secs(&self.e2el, m.e2el_ms);
+        secs(self.hist(Metric::Ttft), m.ttft_ms);
+        secs(self.hist(Metric::Tpot), m.tpot_ms);
+        secs(self.hist(Metric::E2el), m.e2el_ms);
         if !m.itl_ms.is_empty() {
-            let itl = self.itl.get_or_create(&labels);
+            let itl = self.hist(Metric::Itl).get_or_create(&labels);
             for v in &m.itl_ms {
                 itl.observe(f64::from(*v) / 1e3);
             }

@@ -128,7 +128,7 @@ pub fn summarize(
             r.metrics.slo.as_ref().map(|s| s.request_goodput)
         });
     }
-    for metric in [Metric::Ttft, Metric::Tpot, Metric::Itl, Metric::E2el] {
+    for metric in Metric::headline() {
         let key = metric.key();
         push(&format!("mean_{key}_ms"), "ms", &|r| {
             r.metrics.get(metric).map(|d| d.mean.value)

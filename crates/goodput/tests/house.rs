@@ -774,3 +774,85 @@ fn the_readme_is_a_front_door() {
         assert!(readme.contains(command), "README lacks `{command}`");
     }
 }
+
+/// The metric registry (`metrics/registry.rs`) is the one list of the
+/// metrics: no other bracketed list in the code names three or more of its
+/// keys as strings, or four or more of its `Metric::` variants (a second
+/// list is how adding a metric came to touch fourteen files). Lists inside
+/// test modules are left alone.
+#[test]
+fn the_metric_registry_is_the_only_list_of_metrics() {
+    let root = workspace();
+    let registry_path = root.join("crates/goodput-core/src/metrics/registry.rs");
+    let registry = std::fs::read_to_string(&registry_path).unwrap();
+    let keys: BTreeSet<String> = registry
+        .match_indices("key: \"")
+        .map(|(i, m)| {
+            let rest = &registry[i + m.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect();
+    assert!(keys.len() >= 10, "{keys:?}");
+    let variants: BTreeSet<String> = registry
+        .match_indices("Metric::")
+        .map(|(i, m)| {
+            registry[i + m.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric())
+                .collect()
+        })
+        .filter(|v: &String| v.starts_with(|c: char| c.is_uppercase()))
+        .collect();
+    let mut lists = Vec::new();
+    for file in sources() {
+        if file == registry_path {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let tests = test_modules(&code_only(&text));
+        let b = text.as_bytes();
+        for (open, _) in text.match_indices('[') {
+            let line = line_of(&text, open);
+            if tests.iter().any(|&(a, z)| (a..=z).contains(&line)) {
+                continue;
+            }
+            let mut depth = 0usize;
+            let mut close = open;
+            for (j, &c) in b.iter().enumerate().skip(open) {
+                match c {
+                    b'[' => depth += 1,
+                    b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            close = j;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let inner = &text[open + 1..close.max(open + 1)];
+            let named_keys = keys
+                .iter()
+                .filter(|k| inner.contains(&format!("\"{k}\"")))
+                .count();
+            let named_variants = variants
+                .iter()
+                .filter(|v| {
+                    inner.match_indices(&format!("Metric::{v}")).any(|(i, m)| {
+                        !inner[i + m.len()..].starts_with(|c: char| c.is_alphanumeric())
+                    })
+                })
+                .count();
+            if named_keys >= 3 || named_variants >= 4 {
+                let shown = file.strip_prefix(&root).unwrap_or(&file).display();
+                lists.push(format!("{shown}:{line}"));
+            }
+        }
+    }
+    lists.dedup();
+    assert!(
+        lists.is_empty(),
+        "lists of metrics beside the registry (give the registry a column and read it instead): {lists:?}"
+    );
+}

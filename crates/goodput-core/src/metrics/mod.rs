@@ -23,7 +23,7 @@ use crate::tokenizer::Tokenizer;
 pub use collector::{
     Collector, Crowding, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups,
     ImagesSummary, InputsSummary, RunMetrics, SchemaViolation, SteadyState, StructuredOutput,
-    Throughput, TimeSeries, TokenSummary, BUCKET_S, CROWDING_LIMIT, GROUPINGS, GROUP_METRICS,
+    Throughput, TimeSeries, TokenSummary, BUCKET_S, CROWDING_LIMIT, GROUPINGS,
 };
 pub use registry::Metric;
 

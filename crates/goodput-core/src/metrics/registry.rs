@@ -1,8 +1,12 @@
 //! The metric registry: each per-request metric's name, unit, JSON key,
 //! console label, whether an SLO can judge it and how its value is read off a
 //! request, defined once. The console table, the results JSON (and its
-//! reader), the CSV and the SLO grammar all iterate this list, so adding a
-//! metric touches this file and the derivation of its value, nothing else.
+//! reader), the CSV, the SLO grammar, compare's figures and `--fail-on`'s
+//! names, the HTML report's CDFs and headline rows, the repeat summary, the
+//! vLLM result file and the live histograms all iterate this list, so
+//! adding a metric touches this file, the derivation of its value (and, to
+//! expose it live, where the live registry observes it) and its definition
+//! in docs/metrics.md. `tests/house.rs` fails when a second list appears.
 
 use serde::{Deserialize, Serialize};
 
@@ -56,12 +60,52 @@ pub struct Info {
     pub note: &'static str,
     /// The name an SLO term uses (`ttft:p99<=200ms`), if an SLO can judge it.
     pub slo_name: Option<&'static str>,
-    /// Written also as vLLM's flat keys (`mean_ttft_ms`, `p99_ttft_ms`, ...).
+    /// Written also as vLLM's flat keys (`mean_ttft_ms`, `p99_ttft_ms`, ...):
+    /// the headline figures ([`Metric::headline`]) every report leads with.
     pub vllm_keys: bool,
+    /// Compared by `goodput compare` and gated by `--fail-on` under those
+    /// flat keys ([`Metric::compared`]).
+    pub compared: bool,
+    /// Exposed live (`--metrics-listen`) as a histogram in seconds: its help
+    /// text and bucket bounds.
+    pub live: Option<Live>,
     /// Pooled per token or per chunk over all requests (bootstrap intervals),
     /// rather than one value per request (binomial intervals).
     pub pooled: bool,
     pub shown: Shown,
+}
+
+/// A metric's live histogram: the exposition's help text and the bucket
+/// bounds, seconds.
+#[derive(Debug)]
+pub struct Live {
+    pub help: &'static str,
+    /// A histogram with the metric's bucket bounds.
+    pub histogram: fn() -> prometheus_client::metrics::histogram::Histogram,
+}
+
+/// Bucket bounds (seconds). TTFT: 1 ms to 2 min; per-token figures: 0.5 ms
+/// to 2 s; E2EL: 10 ms to 20 min; schedule lag: 50 µs (a client keeping
+/// its schedule) to 10 s (one that cannot).
+const TTFT_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0,
+    3.0, 5.0, 7.5, 10.0, 20.0, 30.0, 60.0, 120.0,
+];
+const PER_TOKEN_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1,
+    0.15, 0.2, 0.3, 0.5, 1.0, 2.0,
+];
+const E2EL_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 60.0,
+    120.0, 300.0, 600.0, 1200.0,
+];
+const LAG_BUCKETS: &[f64] = &[
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 5.0, 10.0,
+];
+
+fn histogram(bounds: &[f64]) -> prometheus_client::metrics::histogram::Histogram {
+    prometheus_client::metrics::histogram::Histogram::new(bounds.iter().copied())
 }
 
 /// The registry: one row per metric, in the order of [`Metric`]'s variants
@@ -75,6 +119,11 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: Some("ttft"),
         vllm_keys: true,
+        compared: true,
+        live: Some(Live {
+            help: "Time to first token (from the send) of completed requests",
+            histogram: || histogram(TTFT_BUCKETS),
+        }),
         pooled: false,
         shown: Shown::Always,
     },
@@ -86,6 +135,8 @@ static REGISTRY: [Info; 15] = [
         note: "latency a user arriving on schedule saw (corrects coordinated omission)",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::OpenLoop,
     },
@@ -97,6 +148,8 @@ static REGISTRY: [Info; 15] = [
         note: "first answer token, after the reasoning",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Always,
     },
@@ -108,6 +161,8 @@ static REGISTRY: [Info; 15] = [
         note: "reasoning models: the first reasoning delta",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Always,
     },
@@ -119,6 +174,11 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: Some("tpot"),
         vllm_keys: true,
+        compared: true,
+        live: Some(Live {
+            help: "Time per output token after the first, one value per completed request",
+            histogram: || histogram(PER_TOKEN_BUCKETS),
+        }),
         pooled: false,
         shown: Shown::Always,
     },
@@ -130,6 +190,8 @@ static REGISTRY: [Info; 15] = [
         note: "over the reasoning: (last - first reasoning event) / (reasoning tokens - 1)",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Always,
     },
@@ -141,6 +203,8 @@ static REGISTRY: [Info; 15] = [
         note: "over the answer after the reasoning",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Always,
     },
@@ -152,6 +216,11 @@ static REGISTRY: [Info; 15] = [
         note: "per token; a chunk of k tokens counts k gaps of gap/k",
         slo_name: Some("itl"),
         vllm_keys: true,
+        compared: true,
+        live: Some(Live {
+            help: "Inter-token latency, one value per output token after the first",
+            histogram: || histogram(PER_TOKEN_BUCKETS),
+        }),
         pooled: true,
         shown: Shown::Always,
     },
@@ -163,6 +232,8 @@ static REGISTRY: [Info; 15] = [
         note: "per chunk (what vLLM calls ITL)",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: true,
         shown: Shown::UnlessSameAsItl,
     },
@@ -174,6 +245,11 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: Some("e2el"),
         vllm_keys: true,
+        compared: true,
+        live: Some(Live {
+            help: "End-to-end latency (from the send) of completed requests",
+            histogram: || histogram(E2EL_BUCKETS),
+        }),
         pooled: false,
         shown: Shown::Always,
     },
@@ -185,6 +261,8 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Never,
     },
@@ -196,6 +274,8 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Never,
     },
@@ -207,6 +287,11 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: Some(Live {
+            help: "How late the client sent each request after its scheduled time",
+            histogram: || histogram(LAG_BUCKETS),
+        }),
         pooled: false,
         shown: Shown::Never,
     },
@@ -218,6 +303,8 @@ static REGISTRY: [Info; 15] = [
         note: "",
         slo_name: None,
         vllm_keys: false,
+        compared: false,
+        live: None,
         pooled: false,
         shown: Shown::Never,
     },
@@ -230,6 +317,8 @@ static REGISTRY: [Info; 15] = [
             "from send to the first piece of a tool call's arguments; requests that called a tool",
         slo_name: None,
         vllm_keys: false,
+        compared: true,
+        live: None,
         pooled: false,
         shown: Shown::Always,
     },
@@ -254,6 +343,25 @@ impl Metric {
         Metric::ScheduleLag,
         Metric::Connect,
     ];
+
+    /// The headline figures every report leads with (vLLM's keys): TTFT,
+    /// TPOT, ITL, E2EL, in the registry's order.
+    pub fn headline() -> impl Iterator<Item = Metric> {
+        REGISTRY.iter().filter(|i| i.vllm_keys).map(|i| i.metric)
+    }
+
+    /// The figures `goodput compare` judges and `--fail-on` gates, in the
+    /// registry's order.
+    pub fn compared() -> impl Iterator<Item = Metric> {
+        REGISTRY.iter().filter(|i| i.compared).map(|i| i.metric)
+    }
+
+    /// The metrics exposed live as histograms, in the registry's order.
+    pub fn live() -> impl Iterator<Item = (Metric, &'static Live)> {
+        REGISTRY
+            .iter()
+            .filter_map(|i| i.live.as_ref().map(|l| (i.metric, l)))
+    }
 
     /// What the registry says of this metric.
     pub fn info(self) -> &'static Info {

@@ -209,7 +209,7 @@ fn peak_in_flight(records: &[Value]) -> u64 {
 /// goodput's distribution of it (vLLM's itl: goodput's icl, the gaps
 /// between chunks, or its itl where no chunk gaps were kept).
 fn insert_percentiles(o: &mut Map<String, Value>, doc: &Value, meta: &VllmMeta) {
-    for metric in ["ttft", "tpot", "itl", "e2el"] {
+    for metric in crate::metrics::Metric::headline().map(crate::metrics::Metric::key) {
         if !meta.percentile_metrics.iter().any(|m| m == metric) {
             continue;
         }

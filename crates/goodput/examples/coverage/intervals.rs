@@ -19,7 +19,6 @@ const TRUTH_REQUESTS: u64 = 12_500;
 /// Measured requests of each replication.
 pub const SIZES: [u64; 2] = [400, 2000];
 const PERCENTILES: [f64; 3] = [50.0, 90.0, 99.0];
-const METRICS: [Metric; 4] = [Metric::Ttft, Metric::Tpot, Metric::E2el, Metric::Itl];
 
 /// A figure's name in the table: `p99 ttft`, `mean itl`, `request_throughput`.
 type Figure = String;
@@ -36,7 +35,7 @@ impl Pool {
         let tokenizer = Tokenizer::from_spec("none").expect("the null tokenizer");
         for rec in records.iter().filter(|r| !r.warmup && r.error.is_none()) {
             let m = RequestMetrics::derive(rec, &tokenizer);
-            for metric in METRICS {
+            for metric in Metric::headline() {
                 let v = self.values.entry(metric).or_default();
                 if metric == Metric::Itl {
                     v.extend(m.itl_ms.iter().map(|&x| x as f64));
@@ -69,7 +68,7 @@ impl Pool {
 /// A run's printed estimates, by figure.
 pub fn estimates(m: &RunMetrics) -> BTreeMap<Figure, Estimate> {
     let mut out = BTreeMap::new();
-    for metric in METRICS {
+    for metric in Metric::headline() {
         let Some(d) = m.get(metric) else { continue };
         let key = metric.key();
         out.insert(format!("mean {key}"), d.mean);

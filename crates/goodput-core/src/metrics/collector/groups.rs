@@ -20,9 +20,6 @@ use crate::record::RequestRecord;
 use crate::slo::{Slo, Threshold};
 use crate::stats::{Distribution, Estimate};
 
-/// The latency metrics a group reports.
-pub const GROUP_METRICS: [Metric; 4] = [Metric::Ttft, Metric::Tpot, Metric::Itl, Metric::E2el];
-
 /// The groupings, as the results JSON names them.
 pub const GROUPINGS: [&str; 2] = ["by_model", "by_class"];
 
@@ -212,7 +209,7 @@ impl GroupFigures {
         }
     }
 
-    /// The distribution of `metric` (one of [`GROUP_METRICS`]).
+    /// The distribution of `metric` (one of [`Metric::headline`]).
     pub fn get(&self, metric: Metric) -> Option<&Distribution> {
         match metric {
             Metric::Ttft => self.ttft.as_ref(),

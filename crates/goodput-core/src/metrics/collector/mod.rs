@@ -65,7 +65,7 @@ use window::{SendWindow, WindowFigures};
 
 pub use crowding::{Crowding, LIMIT as CROWDING_LIMIT};
 pub use early_stop::EarlyStop;
-pub use groups::{GroupFigures, GroupSlo, Groups, GROUPINGS, GROUP_METRICS};
+pub use groups::{GroupFigures, GroupSlo, Groups, GROUPINGS};
 pub use inputs::{ImagesSummary, InputsSummary};
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;

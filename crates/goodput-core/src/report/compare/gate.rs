@@ -26,8 +26,13 @@ const FIXED: [&str; 7] = [
     "inputs_throughput",
     "schema_invalid_share",
 ];
-/// Latency metrics with figures, by their key.
-const LATENCY: [&str; 5] = ["ttft", "tpot", "itl", "e2el", "time_to_first_tool_call"];
+/// Latency metrics with figures, by their key (the registry's compared
+/// ones).
+fn latency() -> Vec<&'static str> {
+    crate::metrics::Metric::compared()
+        .map(crate::metrics::Metric::key)
+        .collect()
+}
 /// A sweep's headline figure.
 pub const GOODPUT: &str = "goodput";
 
@@ -36,7 +41,7 @@ pub fn valid_names() -> String {
     format!(
         "{}, {GOODPUT} (sweeps), and mean_X_ms, median_X_ms, pNN_X_ms for X in {} (e.g. p99_ttft_ms, p99.9_itl_ms); a group's as by_model.NAME.FIGURE or by_class.NAME.FIGURE (e.g. by_class.interactive.p99_ttft_ms)",
         FIXED.join(", "),
-        LATENCY.join(", ")
+        latency().join(", ")
     )
 }
 
@@ -51,7 +56,7 @@ pub fn canonical_name(name: &str) -> Option<String> {
     }
     let rest = name.strip_suffix("_ms")?;
     let (stat, metric) = rest.split_once('_')?;
-    if !LATENCY.contains(&metric) {
+    if !latency().contains(&metric) {
         return None;
     }
     match stat {

@@ -29,17 +29,6 @@ fn schema_figure(b: &RunMetrics, n: &RunMetrics) -> Option<Figure> {
     ))
 }
 
-/// The latency metrics compared, in the summary's order. (A run without
-/// tool calls has no time to first tool call: its figures
-/// appear only where either side has one.)
-const LATENCY: [Metric; 5] = [
-    Metric::Ttft,
-    Metric::Tpot,
-    Metric::Itl,
-    Metric::E2el,
-    Metric::TimeToFirstToolCall,
-];
-
 fn by_intervals(base: Option<&Estimate>, new: Option<&Estimate>) -> Significance {
     match (base, new) {
         (Some(b), Some(n)) => significance::by_intervals(b, n),
@@ -176,7 +165,7 @@ fn latency_figures(
     samples: Option<(&Samples, &Samples)>,
 ) -> Vec<Figure> {
     let mut out = Vec::new();
-    for metric in LATENCY {
+    for metric in Metric::compared() {
         let (db, dn) = (b.get(metric), n.get(metric));
         if db.is_none() && dn.is_none() {
             continue;
@@ -275,7 +264,7 @@ fn group_figures(b: &RunMetrics, n: &RunMetrics, percentiles: &[f64]) -> Vec<Fig
                     xn.completed + xn.failed,
                 ),
             ));
-            for metric in LATENCY {
+            for metric in Metric::compared() {
                 let (db, dn) = (xb.get(metric), xn.get(metric));
                 if db.is_none() && dn.is_none() {
                     continue;

@@ -14,13 +14,11 @@ const MAX_BINS: usize = 60;
 /// handful of completions and its rate is mostly noise.
 const MIN_BIN_S: f64 = 0.5;
 
-/// The metrics drawn as CDFs, with their chart IDs.
-pub(super) const CDFS: [(Metric, &str); 4] = [
-    (Metric::Ttft, "cdf-ttft"),
-    (Metric::Tpot, "cdf-tpot"),
-    (Metric::Itl, "cdf-itl"),
-    (Metric::E2el, "cdf-e2el"),
-];
+/// The metrics drawn as CDFs (the headline ones), with their chart IDs
+/// (`cdf-ttft`, …).
+pub(super) fn cdfs() -> impl Iterator<Item = (Metric, String)> {
+    Metric::headline().map(|m| (m, format!("cdf-{}", m.key())))
+}
 
 /// The CDF's points: `(value, % at or below)`, from the saved quantiles,
 /// else from what older files hold (min, the percentiles, max).

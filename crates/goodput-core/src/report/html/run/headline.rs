@@ -2,7 +2,7 @@
 //! duration, requests, throughput, quality, latency percentiles, the SLO
 //! verdict, errors, cost and saturation.
 
-use super::charts::CDFS;
+use crate::metrics::Metric;
 use crate::metrics::RunMetrics;
 use crate::report::html::format::{badge, escape, estimate, ms, num, row, share, short, Source};
 use crate::result::RunResult;
@@ -235,7 +235,7 @@ fn structured_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
 fn latency_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
     let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
     let mut rows = Vec::new();
-    for (metric, _) in CDFS {
+    for metric in Metric::headline() {
         let mut ps: Vec<f64> = Vec::new();
         for (_, r) in runs {
             if let Some(d) = r.metrics.get(metric) {

@@ -15,7 +15,7 @@ mod server;
 use crate::report::html::chart::Chart;
 use crate::report::html::format::{table_by_source, Source};
 use crate::result::RunResult;
-use charts::{cdf_chart, time_charts, CDFS};
+use charts::{cdf_chart, cdfs, time_charts};
 use detail::detail;
 use headline::headline_rows;
 use server::server_block;
@@ -32,9 +32,8 @@ pub(super) fn section(runs: &[(Source, &RunResult)]) -> String {
     let sources: Vec<Source> = runs.iter().map(|(s, _)| *s).collect();
     out.push_str(&table_by_source("Figure", &sources, &headline_rows(runs)));
 
-    let cdfs: Vec<Chart> = CDFS
-        .iter()
-        .map(|&(m, id)| cdf_chart(runs, m, id))
+    let cdfs: Vec<Chart> = cdfs()
+        .map(|(m, id)| cdf_chart(runs, m, &id))
         .filter(Chart::has_points)
         .collect();
     if !cdfs.is_empty() {
