@@ -410,8 +410,11 @@ pub(super) fn rows(
         let output = match (fixed, &completion) {
             (Some(n), _) if c.shape != Shape::MlPerf => n,
             (given, Some(done)) => {
+                // MLPerf's prompt is its system prompt and question (vLLM
+                // counts them after the template, a few tokens more).
+                let system = system.as_deref().map_or(Ok(0), count)?;
                 let (p, o) = (
-                    count(&prompt)?,
+                    count(&prompt)? + system,
                     given.map_or_else(|| count(done), |n| Ok(n as usize))?,
                 );
                 let (max_p, max_t) = if c.shape == Shape::Aimo {
