@@ -47,7 +47,9 @@ impl ImageFormat {
 pub struct ImageSize {
     pub width: u32,
     pub height: u32,
-    /// Share of the images drawn at this size (the weights sum to 1).
+    /// Weight of this size among the spec's (its share is the weight over
+    /// their sum), as given: printed back as given, so a spec reads back
+    /// equal.
     pub weight: f64,
 }
 
@@ -91,9 +93,10 @@ impl ImageSpec {
         };
         let (lo, hi) = self.count;
         let n = lo + (next() % u64::from(hi - lo + 1)) as u32;
+        let total: f64 = self.sizes.iter().map(|s| s.weight).sum();
         (0..n)
             .map(|_| {
-                let u = (next() >> 11) as f64 / (1u64 << 53) as f64;
+                let u = total * (next() >> 11) as f64 / (1u64 << 53) as f64;
                 let mut acc = 0.0;
                 let pick = self
                     .sizes
@@ -119,7 +122,7 @@ impl fmt::Display for ImageSpec {
             let sep = if i == 0 { "" } else { "," };
             write!(f, "{sep}{}x{}", s.width, s.height)?;
             if self.sizes.len() > 1 {
-                write!(f, "@{}", (s.weight * 1e6).round() / 1e6)?;
+                write!(f, "@{}", s.weight)?;
             }
         }
         if self.format == ImageFormat::Jpeg {
@@ -192,11 +195,8 @@ impl FromStr for ImageSpec {
             }
         }
         let total: f64 = list.iter().map(|s| s.weight).sum();
-        if list.is_empty() || total <= 0.0 {
+        if list.is_empty() || !total.is_finite() {
             return Err(bad("no size has a weight above 0"));
-        }
-        for s in &mut list {
-            s.weight /= total;
         }
         Ok(ImageSpec {
             count,
@@ -465,8 +465,10 @@ mod tests {
         assert_eq!(mix.count, (0, 2));
         assert_eq!(mix.format, ImageFormat::Jpeg);
         assert_eq!(mix.sizes.len(), 2);
-        assert_eq!(mix.to_string(), "0-2:256x256@0.5,1280x720@0.5:jpeg");
+        assert_eq!(mix.to_string(), "0-2:256x256@1,1280x720@1:jpeg");
         assert_eq!(mix.to_string().parse::<ImageSpec>(), Ok(mix));
+        let odd: ImageSpec = "1:1x1@2,2x2@3,3x3@5,4x4@7,5x5@0.0000001".parse().unwrap();
+        assert_eq!(odd.to_string().parse::<ImageSpec>(), Ok(odd));
     }
 
     #[test]

@@ -83,13 +83,15 @@ fn rows(prompts: Vec<String>) -> Vec<Row> {
         .collect()
 }
 
-/// An image's file extension, from its first bytes.
-fn image_extension(b: &[u8]) -> &'static str {
+/// An image's file extension, from its first bytes: PNG, JPEG, GIF or
+/// WebP, the formats a chat request's data URL carries.
+fn image_extension(b: &[u8]) -> Option<&'static str> {
     match b {
-        [0x89, b'P', b'N', b'G', ..] => "png",
-        [0xff, 0xd8, ..] => "jpg",
-        [b'G', b'I', b'F', ..] => "gif",
-        _ => "webp",
+        [0x89, b'P', b'N', b'G', ..] => Some("png"),
+        [0xff, 0xd8, ..] => Some("jpg"),
+        [b'G', b'I', b'F', ..] => Some("gif"),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("webp"),
+        _ => None,
     }
 }
 
@@ -111,7 +113,13 @@ fn write_prompts(path: &Path, prompts: &[Row]) -> Result<(), Exit> {
             row["output_tokens"] = n.into();
         }
         if let Some(img) = &r.image {
-            let name = format!("image-{i}.{}", image_extension(img));
+            let ext = image_extension(img).ok_or_else(|| {
+                usage(anyhow!(
+                    "row {}: its image is no PNG, JPEG, GIF or WebP, which goodput sends as they are (vLLM re-encodes every image as JPEG)",
+                    i + 1
+                ))
+            })?;
+            let name = format!("image-{i}.{ext}");
             let file = path.with_file_name(&name);
             std::fs::write(&file, img).map_err(|e| failed(&file, e))?;
             row["images"] = serde_json::json!([name]);

@@ -67,7 +67,11 @@ fn buckets(s: &str) -> Result<Vec<Bucket>, String> {
             .trim()
             .parse()
             .map_err(|_| format!("bucket ({key}): {value:?} is not a probability"))?;
-        out.push(((h, w, t), p));
+        // A key given twice keeps its last value, as Python's dict does.
+        match out.iter_mut().find(|(k, _)| *k == (h, w, t)) {
+            Some(kept) => kept.1 = p,
+            None => out.push(((h, w, t), p)),
+        }
         rest = next.trim();
     }
     Ok(out)
@@ -193,7 +197,7 @@ mod tests {
             "--random-mm-limit-mm-per-prompt",
             r#"{"image": 4, "video": 0}"#,
             "--random-mm-bucket-config",
-            "{(64, 32, 1): 1, '(8, 8, 1)': 3.0, (720, 1280, 16): 0.0}",
+            "{(64, 32, 1): 5, '(8, 8, 1)': 3.0, (720, 1280, 16): 0.0, (64, 32, 1): 1}",
         ]);
         // floor(1.5) = 1 to min(4, ceil(4.5)) = 4; (H, W) become WxH.
         assert_eq!(images(&a).unwrap().unwrap(), "1-4:32x64@1,8x8@3:jpeg");

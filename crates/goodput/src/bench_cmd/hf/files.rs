@@ -65,6 +65,17 @@ fn split_named(word: &str) -> Option<&'static str> {
         .map(|(s, _)| *s)
 }
 
+/// The split a shard's file name gives: `train_sft` of
+/// `train_sft-00000-of-00003.parquet` (a hash may follow the count).
+fn sharded_split(path: &Path) -> Option<String> {
+    let stem = path.file_name()?.to_str()?.split('.').next()?;
+    let parts: Vec<&str> = stem.split('-').collect();
+    let digits = |s: &str| s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit());
+    (1..parts.len().saturating_sub(2))
+        .find(|&j| digits(parts[j]) && parts[j + 1] == "of" && digits(parts[j + 2]))
+        .map(|j| parts[..j].join("-"))
+}
+
 /// The words of a path below the root: directory names and the file's
 /// name cut at every character that is not a letter or digit.
 fn words(rel: &Path) -> Vec<String> {
@@ -124,6 +135,13 @@ pub(super) fn locate(path: &str, subset: Option<&str>, split: &str) -> Result<So
             from: given.to_path_buf(),
         });
     }
+    let local = path.starts_with(['.', '/', '~'])
+        || path.ends_with(".parquet")
+        || path.ends_with(".json")
+        || path.ends_with(".jsonl");
+    if local && !given.is_dir() {
+        return Err(format!("--dataset-path {path}: no such file or directory"));
+    }
     let root = if given.is_dir() {
         given.to_path_buf()
     } else {
@@ -148,6 +166,30 @@ pub(super) fn locate(path: &str, subset: Option<&str>, split: &str) -> Result<So
                 root.display()
             ));
         }
+    }
+    // The Hub's own layout first: `{split}-00000-of-00003.parquet`, whatever
+    // the split's name (`train_sft`).
+    let sharded: Vec<(PathBuf, String)> = all
+        .iter()
+        .filter_map(|p| sharded_split(p).map(|s| (p.clone(), s)))
+        .collect();
+    if !sharded.is_empty() {
+        let mut names: Vec<&str> = sharded.iter().map(|(_, s)| s.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let files: Vec<PathBuf> = sharded
+            .iter()
+            .filter(|(_, s)| s == split)
+            .map(|(p, _)| p.clone())
+            .collect();
+        if files.is_empty() {
+            return Err(format!(
+                "{}: no split '{split}' (its files hold {})",
+                root.display(),
+                names.join(", ")
+            ));
+        }
+        return Ok(Source { files, from: root });
     }
     let wanted = split_named(split);
     let named: Vec<(PathBuf, Option<&str>)> = all
@@ -191,7 +233,9 @@ fn glob(pattern: &str, path: &str) -> bool {
                 Some(t) => (true, t),
                 None => (false, tail),
             };
-            (0..=rest.len())
+            // `**/` also matches no directory at all.
+            let none = deep && tail.starts_with('/') && glob(&tail[1..], rest);
+            none || (0..=rest.len())
                 .filter(|&i| rest.is_char_boundary(i))
                 .take_while(|&i| deep || !rest[..i].contains('/'))
                 .any(|i| glob(tail, &rest[i..]))
@@ -206,22 +250,34 @@ fn config_name(c: &serde_norway::Value) -> Option<String> {
 }
 
 /// The card's config named `subset`, else the one marked `default`, else
-/// the one named `default`, else the first.
+/// the one named `default`, else the only one.
 fn config<'a>(
     root: &Path,
     configs: &'a [serde_norway::Value],
     subset: Option<&str>,
 ) -> Result<&'a serde_norway::Value, String> {
     let Some(sub) = subset else {
-        return Ok(configs
+        let chosen = configs
             .iter()
             .find(|c| c.get("default").and_then(|d| d.as_bool()) == Some(true))
             .or_else(|| {
                 configs
                     .iter()
                     .find(|c| config_name(c).as_deref() == Some("default"))
-            })
-            .unwrap_or(&configs[0]));
+            });
+        return match (chosen, configs) {
+            (Some(c), _) | (None, [c]) => Ok(c),
+            // As the datasets library: several configs and none the
+            // default is a question only --hf-subset answers.
+            _ => {
+                let names: Vec<String> = configs.iter().filter_map(config_name).collect();
+                Err(format!(
+                    "{}: the dataset has several configs and none is the default: name one with --hf-subset ({})",
+                    root.display(),
+                    names.join(", ")
+                ))
+            }
+        };
     };
     configs
         .iter()
@@ -259,7 +315,11 @@ fn card_files(
     let Ok(meta) = serde_norway::from_str::<serde_norway::Value>(yaml) else {
         return Ok(None);
     };
-    let Some(configs) = meta.get("configs").and_then(|c| c.as_sequence()) else {
+    let Some(configs) = meta
+        .get("configs")
+        .and_then(|c| c.as_sequence())
+        .filter(|c| !c.is_empty())
+    else {
         return Ok(None);
     };
     let config = config(root, configs, subset)?;
@@ -273,6 +333,11 @@ fn card_files(
             _ => Vec::new(),
         }
     };
+    // A config without data_files (a data_dir, a builder's arguments):
+    // the files' names say their split, as for a card without configs.
+    if config.get("data_files").is_none() {
+        return Ok(None);
+    }
     let mut patterns = Vec::new();
     match config.get("data_files") {
         Some(serde_norway::Value::Sequence(entries))
@@ -451,7 +516,7 @@ mod tests {
         }
         std::fs::write(
             carded.join("README.md"),
-            "---\nconfigs:\n- config_name: val\n  data_files:\n  - split: val\n    path: mmstar.parquet\n- config_name: extra\n  data_files: data/*\n---\n# MMStar\n",
+            "---\nconfigs:\n- config_name: val\n  default: true\n  data_files:\n  - split: val\n    path: mmstar.parquet\n- config_name: extra\n  data_files: data/*\n---\n# MMStar\n",
         )
         .unwrap();
         let c = carded.to_str().unwrap();
@@ -463,9 +528,33 @@ mod tests {
         assert!(locate(c, None, "test")
             .unwrap_err()
             .contains("no split 'test'"));
+        // The Hub's shard names carry any split's name.
+        let sft = root.join("sft/data");
+        std::fs::create_dir_all(&sft).unwrap();
+        for f in [
+            "train_sft-00000-of-00001.parquet",
+            "train_gen-00000-of-00001.parquet",
+        ] {
+            std::fs::write(sft.join(f), b"").unwrap();
+        }
+        let t = root.join("sft");
+        let t = t.to_str().unwrap();
+        assert_eq!(
+            locate(t, None, "train_sft").unwrap().files,
+            [sft.join("train_sft-00000-of-00001.parquet")]
+        );
+        assert!(locate(t, None, "train")
+            .unwrap_err()
+            .contains("no split 'train'"));
         assert!(glob("data/train-*", "data/train-00000-of-00001.parquet"));
         assert!(!glob("*.parquet", "data/x.parquet"));
         assert!(glob("**/*.parquet", "a/b/x.parquet"));
+        assert!(glob("data/**/*.parquet", "data/x.parquet"));
+        assert_eq!(
+            sharded_split(Path::new("d/train_sft-00000-of-00003-abc.parquet")).as_deref(),
+            Some("train_sft")
+        );
+        assert_eq!(sharded_split(Path::new("d/train.parquet")), None);
         let e = locate("nobody/nothing-here", None, "train").unwrap_err();
         assert!(
             e.contains("hf download nobody/nothing-here --repo-type dataset"),

@@ -61,6 +61,8 @@ struct Class {
     subset: Option<&'static str>,
     /// The class ignores `--hf-subset`.
     no_subset: bool,
+    /// The class takes `--hf-split` (vLLM sets the split of the others).
+    any_split: bool,
     images: bool,
     template: Template,
     /// The output length without `--hf-output-len`; `None`: the
@@ -75,6 +77,7 @@ const fn class(ids: &'static [&'static str], shape: Shape, split: &'static str) 
         split,
         subset: None,
         no_subset: false,
+        any_split: false,
         images: false,
         template: Template::Never,
         output: None,
@@ -86,6 +89,7 @@ const CLASSES: [Class; 9] = [
     Class {
         images: true,
         no_subset: true,
+        any_split: true,
         output: Some(128),
         ..class(
             &[
@@ -123,17 +127,21 @@ const CLASSES: [Class; 9] = [
     },
     Class {
         images: true,
+        any_split: true,
         ..class(
             &["lmms-lab/LLaVA-OneVision-Data"],
             Shape::Conversation,
             "train",
         )
     },
-    class(
-        &["Aeala/ShareGPT_Vicuna_unfiltered"],
-        Shape::Conversation,
-        "train",
-    ),
+    Class {
+        any_split: true,
+        ..class(
+            &["Aeala/ShareGPT_Vicuna_unfiltered"],
+            Shape::Conversation,
+            "train",
+        )
+    },
     class(
         &[
             "AI-MO/aimo-validation-aime",
@@ -357,6 +365,25 @@ fn buffered<I: Iterator>(it: I, size: usize, mut rng: StdRng) -> impl Iterator<I
     })
 }
 
+/// The rows in the order they are read: as stored with
+/// `--disable-shuffle`, all shuffled with `--no-stream`, else through the
+/// streaming loader's buffer of 1,000.
+fn shuffled(
+    a: &VllmServeArgs,
+    read: impl Iterator<Item = Result<Value, String>> + 'static,
+    rng: &mut StdRng,
+) -> Box<dyn Iterator<Item = Result<Value, String>>> {
+    if a.disable_shuffle {
+        Box::new(read)
+    } else if a.no_stream {
+        let mut all: Vec<_> = read.collect();
+        all.shuffle(rng);
+        Box::new(all.into_iter())
+    } else {
+        Box::new(buffered(read, 1000, StdRng::seed_from_u64(rng.random())))
+    }
+}
+
 /// The rows to send, in order, and a note on where they came from.
 pub(super) fn rows(
     a: &VllmServeArgs,
@@ -365,7 +392,10 @@ pub(super) fn rows(
     let c = class_of(a)?;
     check_backend(a, c)?;
     let id = id_of(a, c);
-    let split = a.hf_split.as_deref().unwrap_or(c.split);
+    let split = match a.hf_split.as_deref() {
+        Some(s) if c.any_split => s,
+        _ => c.split,
+    };
     let subset = if c.no_subset {
         None
     } else {
@@ -386,15 +416,7 @@ pub(super) fn rows(
     };
     let mut rng = StdRng::seed_from_u64(a.seed.max(0) as u64);
     let read = files::rows(source.files);
-    let mut ordered: Box<dyn Iterator<Item = Result<Value, String>>> = if a.disable_shuffle {
-        Box::new(read)
-    } else if a.no_stream {
-        let mut all: Vec<_> = read.collect();
-        all.shuffle(&mut rng);
-        Box::new(all.into_iter())
-    } else {
-        Box::new(buffered(read, 1000, StdRng::seed_from_u64(rng.random())))
-    };
+    let mut ordered = shuffled(a, read, &mut rng);
     let mut out: Vec<Row> = Vec::new();
     while out.len() < want {
         let Some(row) = ordered.next() else { break };
