@@ -225,6 +225,8 @@ pub struct Observation {
     /// Its verdict was settled by the SLO percentiles' intervals (the
     /// point ended early on it), whatever its size.
     pub settled: bool,
+    /// At its end no term's interval straddled its threshold.
+    pub bounded: bool,
     /// Completed requests/s over the point, when any completed: what a
     /// saturated point achieved is what the server can serve.
     pub achieved: Option<f64>,
@@ -736,6 +738,18 @@ impl Search {
                 .interval()
                 .map(|(a, b)| (a.exp(), b.exp().min(ceiling)))
                 .filter(|&(lo, hi)| lo <= answer.rate && answer.rate <= hi);
+            // Below every fitted point, the line puts the pass past the
+            // edge too: it decides only if settled (BENCHMARKS, 2026-11-30).
+            let unsettled = (self.seen.iter())
+                .filter(|o| o.rate == l && o.passes())
+                .all(|o| !o.settled && !o.bounded);
+            if x0 < xmin && unsettled && answer.interval.is_none() {
+                answer.inconclusive = true;
+                answer.notes.push(format!(
+                    "inconclusive: the fit puts the edge at {:.2} req/s, below every point it fitted, and the pass at {l:.3} req/s did not settle (its percentiles' intervals reach the threshold): a longer --search-time measures more points",
+                    x0.exp()
+                ));
+            }
             return answer;
         }
         // Never at or above a hard fail; an interval that no longer holds

@@ -467,7 +467,16 @@ async fn a_searched_goodput_holds_when_sustained_on_a_slow_server() {
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     let v = read_json(&out);
     let g = &v["goodput"];
-    assert_eq!(g["inconclusive"], false, "{g}\n{stdout}");
+    if g["inconclusive"] == true {
+        // No settled rate, said as such: what issue 34 allows of a server
+        // this noisy ("a settled goodput ... or no rate at all"; one CI
+        // run's search passed once at p90 TTFT 573 ms against 600, its fit
+        // putting the edge below that point, and 200 requests there then
+        // read 1,300 ms). Nothing is claimed, so nothing is held.
+        assert!(stdout.contains("INCONCLUSIVE"), "{stdout}");
+        eprintln!("the search settled no rate:\n{stdout}");
+        return;
+    }
     // The claim: the interval, or without one (a fit whose slope the
     // points could not bound) the bracket of measuring points that passed
     // and failed.

@@ -80,6 +80,7 @@ pub fn observe_metrics(
         wall_s,
         measuring,
         settled: early_stop.is_some(),
+        bounded: m.slo.as_ref().is_some_and(|s| !s.inconclusive),
         achieved: (m.completed > 0).then_some(m.throughput.request.value),
     }
 }
