@@ -113,15 +113,24 @@ pub fn prompts(a: &VllmServeArgs) -> Result<Vec<String>, String> {
         n if n <= 0 => rows.len(),
         n => n as usize,
     };
-    if want <= rows.len() {
-        rows.truncate(want);
-    } else if !a.no_oversample {
-        let extra: Vec<String> = (rows.len()..want)
-            .map(|_| rows[rng.random_range(0..rows.len())].clone())
-            .collect();
-        rows.extend(extra);
+    rows.truncate(want);
+    if !a.no_oversample {
+        oversample(&mut rows, want, &mut rng);
     }
     Ok(rows)
+}
+
+/// vLLM's oversampling: rows drawn at random from those read, repeated
+/// until there are `want` (a set of at least `want` is left as it is).
+pub(super) fn oversample<T: Clone>(rows: &mut Vec<T>, want: usize, rng: &mut StdRng) {
+    let n = rows.len();
+    if n == 0 {
+        return;
+    }
+    let extra: Vec<T> = (n..want)
+        .map(|_| rows[rng.random_range(0..n)].clone())
+        .collect();
+    rows.extend(extra);
 }
 
 #[cfg(test)]

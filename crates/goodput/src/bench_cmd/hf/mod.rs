@@ -463,12 +463,8 @@ pub(super) fn rows(
             "{from}: no row of {id}'s split '{split}' could be sent"
         ));
     }
-    if out.len() < want && !a.no_oversample {
-        let n = out.len();
-        let extra: Vec<Row> = (n..want)
-            .map(|_| out[rng.random_range(0..n)].clone())
-            .collect();
-        out.extend(extra);
+    if !a.no_oversample {
+        super::questions::oversample(&mut out, want, &mut rng);
     }
     let note = format!(
         "{id} read from the local copy {from} (split '{split}'{}): {} rows{}",
