@@ -10,13 +10,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use goodput_core::protocol::{Endpoint, RequestParams};
-use goodput_core::tokenizer::Tokenizer;
-use goodput_core::workload::dataset::{load_dataset, DatasetOptions, Exhausted, Sampling};
-use goodput_core::workload::trace::{load_trace, TraceOptions};
-use goodput_core::workload::{
+use goodput_core::load::workload::dataset::{load_dataset, DatasetOptions, Exhausted, Sampling};
+use goodput_core::load::workload::trace::{load_trace, TraceOptions};
+use goodput_core::load::workload::{
     GroupChoice, LengthSpec, PrefixSpec, SourceSpec, SyntheticSpec, WorkloadSpec,
 };
+use goodput_core::request::protocol::{Endpoint, RequestParams};
+use goodput_core::tokenizer::Tokenizer;
 
 fn main() {
     let n: usize = std::env::args()

@@ -16,9 +16,9 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::client::h1::{parse_head, BodyDecoder, BodyKind};
-use crate::client::sse::SseParser;
-use crate::protocol::chunk::Chunk;
+use crate::request::client::h1::{parse_head, BodyDecoder, BodyKind};
+use crate::request::client::sse::SseParser;
+use crate::request::protocol::chunk::Chunk;
 
 /// One parser under test.
 pub struct Target {
@@ -117,14 +117,14 @@ fn text(input: &[u8]) -> String {
 
 fn check_expressions(input: &[u8], _: &mut StdRng) {
     let s = text(input);
-    let _ = s.parse::<crate::slo::SloTerm>();
-    let _ = crate::slo::parse_terms(std::slice::from_ref(&s));
+    let _ = s.parse::<crate::measure::slo::SloTerm>();
+    let _ = crate::measure::slo::parse_terms(std::slice::from_ref(&s));
     let _ = s.parse::<goodput_common::LengthSpec>();
     let _ = goodput_common::units::parse_duration(&s);
     let _ = s.parse::<goodput_common::units::DurationSpec>();
-    let _ = s.parse::<crate::schedule::Arrival>();
-    let _ = s.parse::<crate::workload::GroupChoice>();
-    let _ = crate::client::target::BaseUrl::parse(&s);
+    let _ = s.parse::<crate::load::schedule::Arrival>();
+    let _ = s.parse::<crate::load::workload::GroupChoice>();
+    let _ = crate::request::client::target::BaseUrl::parse(&s);
 }
 
 /// Write `input` to this thread's scratch file with extension `ext`.
@@ -137,7 +137,7 @@ fn scratch(input: &[u8], ext: &str) -> std::path::PathBuf {
 }
 
 fn check_files(input: &[u8], rng: &mut StdRng) {
-    use crate::workload::{dataset, trace};
+    use crate::load::workload::{dataset, trace};
     let tok = goodput_common::tokenizer::Tokenizer::from_spec("none").expect("none");
     let ext = ["jsonl", "csv", "json"][rng.random_range(0..3)];
     let path = scratch(input, ext);

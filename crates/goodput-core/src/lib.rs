@@ -1,47 +1,27 @@
 //! goodput-core: the engine of goodput, with no terminal I/O.
 //!
-//! Data flows one way: [`workload`] (a [`workload::RequestSource`] of
-//! [`protocol`] requests) → [`schedule`] (intended send times) → [`executor`]
-//! (one engine for every load shape) over a [`transport::Transport`] (the
-//! HTTP/1.1 [`client`]) → [`record`] (raw timestamps) → [`aggregate`] →
-//! [`metrics`] (every derived figure, in one place; [`metrics::registry`]
-//! names each metric once) → [`result`] (what a run produced; it
-//! round-trips through JSON) → [`report`] (pure exporters).
+//! Five wings, and data flows one way through them:
 //!
-//! [`target`] prepares a target once (client, model, probe, tokenizer) and
-//! runs any number of plans against it, as a sweep does.
-pub mod aggregate;
-mod background;
-pub mod client;
-pub mod clock;
-pub mod config;
-pub mod cost;
-pub mod executor;
+//! - [`load`]: a [`load::workload`] of requests, a [`load::schedule`] of
+//!   intended send times, and the one [`load::executor`] for every load
+//!   shape;
+//! - [`request`]: each request built by [`request::protocol`], sent by the
+//!   HTTP/1.1 [`request::client`] and kept as a [`request::record`] of raw
+//!   timestamps;
+//! - [`measure`]: records folded by [`measure::aggregate`] into every
+//!   derived figure ([`measure::metrics`]; [`measure::metrics::registry`]
+//!   names each metric once), with intervals and verdicts;
+//! - [`output`]: the [`output::result`] of a run (it round-trips through
+//!   JSON) and the pure exporters of [`output::report`];
+//! - [`plan`]: many runs against one prepared [`plan::target`] — a sweep, a
+//!   search, repeats, shards.
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
-pub mod knee;
-pub mod live;
-pub mod metrics;
-pub mod protocol;
-pub mod quality;
-pub mod record;
-pub mod repeat;
-pub mod report;
-pub mod result;
-pub mod schedule;
-pub mod search;
-pub mod server_metrics;
-pub mod shard;
-pub mod slo;
-pub mod stats;
-pub mod sweep;
-pub mod target;
-pub mod timer;
-pub mod tools;
-pub mod transport;
-pub mod traps;
-pub mod verdict;
-pub mod workload;
+pub mod load;
+pub mod measure;
+pub mod output;
+pub mod plan;
+pub mod request;
 
 pub use goodput_common::{tokenizer, units, words};
 

@@ -8,10 +8,10 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use goodput_core::aggregate::RecordsSink;
-use goodput_core::report::saved::Saved;
-use goodput_core::report::{self, Exporter};
-use goodput_core::shard::part::Part;
+use goodput_core::measure::aggregate::RecordsSink;
+use goodput_core::output::report::saved::Saved;
+use goodput_core::output::report::{self, Exporter};
+use goodput_core::plan::shard::part::Part;
 
 use crate::cli::MergeArgs;
 use crate::exit::{usage, Code, Exit};
@@ -29,7 +29,7 @@ pub fn main(args: MergeArgs) -> Result<Code, Exit> {
         None => None,
     };
     let mut sink = RecordsSink::new(records, false);
-    let runs = goodput_core::shard::offline::merge_parts(parts, &mut sink)
+    let runs = goodput_core::plan::shard::offline::merge_parts(parts, &mut sink)
         .map_err(|e| usage(anyhow!(e)))?;
     drop(sink);
     let mut code = Code::Ok;

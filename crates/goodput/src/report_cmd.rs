@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use goodput_core::report::saved::Saved;
-use goodput_core::report::{self, Exporter};
+use goodput_core::output::report::saved::Saved;
+use goodput_core::output::report::{self, Exporter};
 
 use crate::cli::ReportArgs;
 use crate::exit::{usage, Code, Exit};

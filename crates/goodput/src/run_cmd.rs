@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use goodput_core::executor::Progress;
-use goodput_core::report::saved::Saved;
-use goodput_core::report::{self, Exporter};
-use goodput_core::target::RunError;
+use goodput_core::load::executor::Progress;
+use goodput_core::output::report::saved::Saved;
+use goodput_core::output::report::{self, Exporter};
+use goodput_core::plan::target::RunError;
 
 use crate::cli::RunArgs;
 use crate::exit::{run_error, usage, Code, Exit};
@@ -40,8 +40,8 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
     let mut spec = spec::run_spec(spec::run_load(&args.common.load), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
-    let unstarted = |o: &goodput_core::target::TargetOptions| {
-        let r = goodput_core::target::unstarted(o, &spec);
+    let unstarted = |o: &goodput_core::plan::target::TargetOptions| {
+        let r = goodput_core::plan::target::unstarted(o, &spec);
         report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
     };
     let (quiet, place) = (args.common.output.quiet, sharded(&mut args)?);
@@ -102,7 +102,7 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
 async fn finish_run(
     args: &RunArgs,
     mut session: Session,
-    results: Vec<goodput_core::result::RunResult>,
+    results: Vec<goodput_core::output::result::RunResult>,
 ) -> Result<Code, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
@@ -171,15 +171,15 @@ fn sharded(args: &mut RunArgs) -> Result<Option<crate::sharding::Place>, Exit> {
 async fn finish_repeats(
     args: RunArgs,
     mut session: Session,
-    results: Vec<goodput_core::result::RunResult>,
-    spec: &goodput_core::target::RunSpec,
+    results: Vec<goodput_core::output::result::RunResult>,
+    spec: &goodput_core::plan::target::RunSpec,
 ) -> Result<Code, Exit> {
-    let summary = goodput_core::repeat::summarize(
+    let summary = goodput_core::plan::repeat::summarize(
         &results,
         args.common.target.temperature,
         spec.workload.same_prompts_every_run(),
     );
-    let repeat = goodput_core::repeat::RepeatResult {
+    let repeat = goodput_core::plan::repeat::RepeatResult {
         runs: results,
         summary,
     };
@@ -210,7 +210,10 @@ async fn finish_repeats(
 
 /// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,
 /// or the error rate above `--max-error-rate`.
-pub fn gate(result: &goodput_core::result::RunResult, max_error_rate: f64) -> Result<Code, Exit> {
+pub fn gate(
+    result: &goodput_core::output::result::RunResult,
+    max_error_rate: f64,
+) -> Result<Code, Exit> {
     let m = &result.metrics;
     if m.completed == 0 {
         return Err(Exit(

@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use goodput_core::aggregate::RecordsSink;
-use goodput_core::executor::RunControl;
-use goodput_core::report::saved::Saved;
-use goodput_core::report::{self, Exporter};
-use goodput_core::target::{PreparedTarget, RunError, TargetOptions};
+use goodput_core::load::executor::RunControl;
+use goodput_core::measure::aggregate::RecordsSink;
+use goodput_core::output::report::saved::Saved;
+use goodput_core::output::report::{self, Exporter};
+use goodput_core::plan::target::{PreparedTarget, RunError, TargetOptions};
 
 use crate::cli::{CommonArgs, TargetArgs};
 use crate::exit::{output_failed, run_error, usage, Exit};
@@ -260,7 +260,7 @@ struct Server {
     /// The built-in simulator, held (and serving) as long as the session.
     sim: Option<goodput_sim::SimServer>,
     /// What answers, as the results will say.
-    target: goodput_core::config::Target,
+    target: goodput_core::output::config::Target,
 }
 
 impl Server {
@@ -272,13 +272,13 @@ impl Server {
                 url: url.clone(),
                 model: target.model.clone(),
                 sim: None,
-                target: goodput_core::config::Target::Server,
+                target: goodput_core::output::config::Target::Server,
             });
         }
         let preset = target.sim.as_ref();
         let config = preset.map(|p| p.config.clone()).unwrap_or_default();
         let describe = preset.map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
-        let simulated = goodput_core::config::Target::Simulated {
+        let simulated = goodput_core::output::config::Target::Simulated {
             preset: Some(describe.clone()),
             settings: serde_json::to_value(&config).ok(),
         };

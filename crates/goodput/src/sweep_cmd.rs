@@ -4,10 +4,10 @@
 //! so an interrupted sweep keeps what it measured.
 
 use anyhow::anyhow;
-use goodput_core::report::saved::Saved;
-use goodput_core::report::{self, Exporter};
-use goodput_core::schedule::Load;
-use goodput_core::sweep::{self, SweepResult, SweepSpec};
+use goodput_core::load::schedule::Load;
+use goodput_core::output::report::saved::Saved;
+use goodput_core::output::report::{self, Exporter};
+use goodput_core::plan::sweep::{self, SweepResult, SweepSpec};
 
 use crate::cli::{SearchKind, SweepArgs};
 use crate::exit::{run_error, usage, Code, Exit};
@@ -37,7 +37,7 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
 
 async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
     let spec = spec::sweep_spec(&args.common)?;
-    let unstarted = |_: &goodput_core::target::TargetOptions| {
+    let unstarted = |_: &goodput_core::plan::target::TargetOptions| {
         document_bytes(&SweepResult {
             mode: Some(spec.mode.clone()),
             stopped: Some(sweep::StopReason::InterruptedBeforeSending),
@@ -100,7 +100,7 @@ async fn run_points(
     } = session;
     let mut write_error = None;
     let (mut said_points, mut said_sizing) = (0, false);
-    let mut on_point = |r: &SweepResult, _: &goodput_core::executor::Progress| {
+    let mut on_point = |r: &SweepResult, _: &goodput_core::load::executor::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet || r.points.len() == said_points) {
             eprintln!("{}", point_line(r.points.len(), p));
         }

@@ -438,9 +438,9 @@ async fn bad_input_exits_2_before_any_work() {
 /// "no request completed".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
-    use goodput_core::aggregate::RecordsSink;
-    use goodput_core::executor::{Progress, RunControl, RunPlan, Warmup};
-    use goodput_core::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
+    use goodput_core::load::executor::{Progress, RunControl, RunPlan, Warmup};
+    use goodput_core::measure::aggregate::RecordsSink;
+    use goodput_core::plan::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
 
     struct Panics;
     impl Write for Panics {
@@ -455,9 +455,9 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
     let control = RunControl::new();
     let target = PreparedTarget::prepare(
         TargetOptions {
-            client: goodput_core::client::ClientOptions {
+            client: goodput_core::request::client::ClientOptions {
                 url: server.url(),
-                endpoint: goodput_core::protocol::Endpoint::Chat,
+                endpoint: goodput_core::request::protocol::Endpoint::Chat,
                 headers: vec![],
                 api_key: None,
                 timeout: Duration::from_secs(10),
@@ -471,9 +471,9 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             pin_output: true,
             temperature: None,
             server_in_process: false,
-            target: goodput_core::config::Target::Server,
+            target: goodput_core::output::config::Target::Server,
             tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
-            server_metrics: goodput_core::target::ServerMetricsChoice::Off,
+            server_metrics: goodput_core::plan::target::ServerMetricsChoice::Off,
             output: None,
         },
         &control,
@@ -484,15 +484,15 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
         plan: RunPlan {
             ramp_up: None,
             shard: None,
-            load: goodput_core::schedule::Load::Closed { concurrency: 2 },
+            load: goodput_core::load::schedule::Load::Closed { concurrency: 2 },
             num_prompts: Some(6),
             duration: None,
             warmup: Warmup::None,
             drain_timeout: Duration::from_secs(10),
             seed: 0,
         },
-        workload: goodput_core::workload::WorkloadSpec::synthetic(
-            goodput_core::workload::SyntheticSpec::new(
+        workload: goodput_core::load::workload::WorkloadSpec::synthetic(
+            goodput_core::load::workload::SyntheticSpec::new(
                 "8".parse().unwrap(),
                 "4".parse().unwrap(),
                 0,

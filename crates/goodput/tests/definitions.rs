@@ -43,7 +43,7 @@ fn files(dir: &str, ext: &str) -> Vec<(PathBuf, String)> {
 
 /// The body of every snapshot of the report whose file name contains `part`.
 fn snapshots(part: &str) -> Vec<String> {
-    let found: Vec<String> = files("crates/goodput-core/src/report", "snap")
+    let found: Vec<String> = files("crates/goodput-core/src/output/report", "snap")
         .into_iter()
         .filter(|(p, _)| {
             p.file_name()
@@ -154,7 +154,7 @@ fn every_csv_column_is_defined() {
 #[test]
 fn every_registry_metric_is_defined() {
     let doc = doc();
-    let missing: Vec<_> = goodput_core::metrics::Metric::ALL
+    let missing: Vec<_> = goodput_core::measure::metrics::Metric::ALL
         .iter()
         .map(|m| m.key())
         .filter(|k| !doc.contains(&format!("### `{k}`")))
@@ -422,9 +422,9 @@ fn every_number_in_the_results_json_is_defined() {
 /// family appears with its first sample): every `# TYPE` line's name, a
 /// counter's with the `_total` its samples carry.
 fn live_series() -> Vec<String> {
-    use goodput_core::record::{Event, RequestRecord};
-    let live = goodput_core::live::LiveMetrics::new();
-    let load = goodput_core::schedule::Load::Closed { concurrency: 1 };
+    use goodput_core::request::record::{Event, RequestRecord};
+    let live = goodput_core::measure::live::LiveMetrics::new();
+    let load = goodput_core::load::schedule::Load::Closed { concurrency: 1 };
     live.begin_run(&load, Default::default());
     let ms = 1_000_000;
     let mut r = RequestRecord {
@@ -445,7 +445,7 @@ fn live_series() -> Vec<String> {
     let none = goodput_core::tokenizer::Tokenizer::from_spec("none").expect("a tokenizer");
     live.observe(
         &r,
-        &goodput_core::metrics::RequestMetrics::derive(&r, &none),
+        &goodput_core::measure::metrics::RequestMetrics::derive(&r, &none),
     );
     live.render()
         .lines()
@@ -463,7 +463,7 @@ fn live_series() -> Vec<String> {
 fn live_names_in_source() -> Vec<String> {
     let mut names = Vec::new();
     for file in [
-        "crates/goodput-core/src/live.rs",
+        "crates/goodput-core/src/measure/live.rs",
         "crates/goodput/src/exposition.rs",
     ] {
         let text = std::fs::read_to_string(workspace().join(file)).expect(file);
@@ -510,7 +510,7 @@ fn every_live_series_is_defined() {
 fn every_label_the_console_code_prints_is_defined() {
     let doc = doc();
     let (mut seen, mut missing) = (0, Vec::new());
-    for (path, text) in files("crates/goodput-core/src/report", "rs") {
+    for (path, text) in files("crates/goodput-core/src/output/report", "rs") {
         if !path.to_string_lossy().contains("console") {
             continue;
         }

@@ -783,7 +783,7 @@ fn the_readme_is_a_front_door() {
 #[test]
 fn the_metric_registry_is_the_only_list_of_metrics() {
     let root = workspace();
-    let registry_path = root.join("crates/goodput-core/src/metrics/registry.rs");
+    let registry_path = root.join("crates/goodput-core/src/measure/metrics/registry.rs");
     let registry = std::fs::read_to_string(&registry_path).unwrap();
     let keys: BTreeSet<String> = registry
         .match_indices("key: \"")

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use goodput_core::server_metrics::fixtures;
+use goodput_core::measure::server_metrics::fixtures;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -1,7 +1,7 @@
 //! The goodput search run against the simulator's engine in virtual time:
-//! the same search ([`goodput_core::search`]), the same metrics
-//! ([`goodput_core::metrics::Collector`], with the schedule adjustment) and
-//! the same arrival schedules ([`goodput_core::schedule::Schedule`]) as a
+//! the same search ([`goodput_core::plan::search`]), the same metrics
+//! ([`goodput_core::measure::metrics::Collector`], with the schedule adjustment) and
+//! the same arrival schedules ([`goodput_core::load::schedule::Schedule`]) as a
 //! real sweep, with the HTTP round trips replaced by the engine's token
 //! times. A whole search takes milliseconds, so its accuracy can be judged
 //! over many arrival samples against the sustained reference
@@ -13,14 +13,14 @@
 
 use std::time::Duration;
 
-use goodput_core::metrics::control::ControlSpec;
-use goodput_core::metrics::{Collector, EarlyStop, Metric, RequestMetrics, RunMetrics};
-use goodput_core::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
-use goodput_core::schedule::{Arrival, Load, Schedule};
-use goodput_core::search::{Answer, Search, Step};
-use goodput_core::slo::Slo;
+use goodput_core::load::schedule::{Arrival, Load, Schedule};
+use goodput_core::measure::metrics::control::ControlSpec;
+use goodput_core::measure::metrics::{Collector, EarlyStop, Metric, RequestMetrics, RunMetrics};
+use goodput_core::measure::slo::Slo;
+use goodput_core::measure::verdict::Verdict;
+use goodput_core::plan::search::{Answer, Search, Step};
+use goodput_core::request::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
 use goodput_core::tokenizer::Tokenizer;
-use goodput_core::verdict::Verdict;
 use goodput_sim::closed_loop::simulate_closed_loop_with;
 use goodput_sim::virtual_time::{simulate, VirtualOutcome, VirtualRequest};
 use goodput_sim::{reference_goodput, RefMetric, RefPlan, RefTerm, RefWorkload, SimConfig};
@@ -52,8 +52,10 @@ impl Virtual {
             cooldown: false,
             early_stop: true,
             slo: Slo {
-                terms: goodput_core::slo::parse_terms(&["ttft:p99<=200ms,tpot:p99<=50ms".into()])
-                    .expect("the README's SLO"),
+                terms: goodput_core::measure::slo::parse_terms(&[
+                    "ttft:p99<=200ms,tpot:p99<=50ms".into()
+                ])
+                .expect("the README's SLO"),
                 max_error_rate: 0.01,
                 ..Default::default()
             },
@@ -409,18 +411,20 @@ impl Virtual {
                 let at = |k: f64| Duration::from_secs_f64(k * answer_s);
                 (plan.explore.max(at(k[0])), plan.measure.max(at(k[1])))
             }
-            Err(_) => goodput_core::sweep::search_windows(plan.explore, plan.measure, answer_s),
+            Err(_) => {
+                goodput_core::plan::sweep::search_windows(plan.explore, plan.measure, answer_s)
+            }
         };
-        let (config, control) = goodput_core::sweep::search_config(
+        let (config, control) = goodput_core::plan::sweep::search_config(
             Some(ttft_ms),
             throughput,
             &self.slo,
             plan.precision,
             plan.budget.map_or(
-                goodput_core::search::Budget::Sized {
+                goodput_core::plan::search::Budget::Sized {
                     cap_s: f64::INFINITY,
                 },
-                |b| goodput_core::search::Budget::Fixed(b.as_secs_f64()),
+                |b| goodput_core::plan::search::Budget::Fixed(b.as_secs_f64()),
             ),
             explore,
             measure,
@@ -457,7 +461,7 @@ impl Virtual {
                 arrival: Arrival::Poisson,
                 max_concurrency: None,
             };
-            search.record(goodput_core::sweep::observe_metrics(
+            search.record(goodput_core::plan::sweep::observe_metrics(
                 &run.metrics,
                 &load,
                 run.early,

@@ -14,8 +14,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use goodput_core::load::workload::TextBuilder;
 use goodput_core::tokenizer::Tokenizer;
-use goodput_core::workload::TextBuilder;
 
 /// The dataset's shape, as vLLM's flags give it.
 #[derive(Debug, Clone, Copy, PartialEq)]

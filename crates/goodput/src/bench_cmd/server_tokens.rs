@@ -19,10 +19,10 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use goodput_core::client::{Client, ClientOptions};
+use goodput_core::load::workload::TextBuilder;
+use goodput_core::request::client::{Client, ClientOptions};
 use goodput_core::tokenizer::Tokenizer;
 use goodput_core::words::words;
-use goodput_core::workload::TextBuilder;
 
 /// Counts asked at once while learning the word list's costs.
 const AT_ONCE: usize = 16;
@@ -122,7 +122,7 @@ pub(super) fn blocking_client(
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let clock = goodput_core::clock::RunClock::start();
+    let clock = goodput_core::request::clock::RunClock::start();
     let client = runtime
         .block_on(Client::new(options, clock))
         .map_err(|e| e.to_string())?;

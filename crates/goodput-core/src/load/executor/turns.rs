@@ -1,0 +1,65 @@
+//! Sessions' next turns, waiting for their ready time: each holds its
+//! session's slot through the think time.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::request::protocol::PreparedRequest;
+
+/// A session's next turn, waiting for its ready time, holding its session's slot.
+pub(super) struct FollowUp {
+    pub(super) ready: Instant,
+    pub(super) request: PreparedRequest,
+    pub(super) permit: OwnedSemaphorePermit,
+}
+
+/// Sessions' turns waiting for their ready time, earliest first (then in
+/// arrival order).
+#[derive(Default)]
+pub(super) struct PendingTurns {
+    heap: BinaryHeap<Reverse<(Instant, u64, FollowUpSlot)>>,
+    seq: u64,
+}
+
+/// A follow-up in the heap (ordered by the tuple's first two fields only).
+struct FollowUpSlot(FollowUp);
+
+impl PartialEq for FollowUpSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for FollowUpSlot {}
+impl PartialOrd for FollowUpSlot {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for FollowUpSlot {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl PendingTurns {
+    pub(super) fn push(&mut self, f: FollowUp) {
+        self.seq += 1;
+        self.heap
+            .push(Reverse((f.ready, self.seq, FollowUpSlot(f))));
+    }
+
+    pub(super) fn next_ready(&self) -> Option<Instant> {
+        self.heap.peek().map(|r| r.0 .0)
+    }
+
+    pub(super) fn pop(&mut self) -> Option<FollowUp> {
+        self.heap.pop().map(|r| r.0 .2 .0)
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.heap.clear();
+    }
+}

@@ -1,0 +1,44 @@
+//! The seam between a workload and the executor: a [`RequestSource`]
+//! yields requests (with their own send time where the workload carries
+//! one), and [`FollowUps`] builds a session's next turn from the last
+//! response.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::request::protocol::PreparedRequest;
+use crate::request::record::RequestRecord;
+
+/// A request and, for a workload that carries its own timing (a trace), when
+/// it should be sent as an offset from the start of sending. `None`: the
+/// run's schedule decides.
+#[derive(Debug)]
+pub struct Planned {
+    pub request: PreparedRequest,
+    pub at: Option<Duration>,
+}
+
+/// Where requests come from. Sources run on a thread of their own
+/// ([`prefetch`](super::prefetch)), ahead of the executor.
+pub trait RequestSource: Send {
+    /// The next new request (for a session workload, the first turn of a new
+    /// session); `None` when the source is exhausted. The executor marks it
+    /// warm-up or measured when it takes it.
+    fn next(&mut self) -> Option<Planned>;
+
+    /// The builder of sessions' follow-up turns; `None` when every request
+    /// stands alone.
+    fn follow_ups(&self) -> Option<Arc<dyn FollowUps>>;
+}
+
+/// Builds a session's next turn from the previous one's response.
+pub trait FollowUps: Send + Sync {
+    /// The turn after `prev`, which finished as `rec`, and the think time
+    /// before it is sent; `None` when the session is over (its last turn, or
+    /// a failed turn: a conversation cannot go on without the answer).
+    fn next_turn(
+        &self,
+        prev: &PreparedRequest,
+        rec: &RequestRecord,
+    ) -> Option<(PreparedRequest, Duration)>;
+}

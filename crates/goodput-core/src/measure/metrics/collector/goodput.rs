@@ -1,0 +1,172 @@
+//! Goodput: the completed requests that met every per-request threshold
+//! (good requests and their output tokens), and the run judged against its
+//! SLO — each term's percentile with its interval, the error rate, the
+//! attainment — at the end of the run.
+
+use super::latency::{Distributions, LatencySamples};
+use super::outcomes::OutcomeCounts;
+use crate::measure::metrics::RequestMetrics;
+use crate::measure::slo::{self, Slo, SloOutcome, SloTerm, TermOutcome, Threshold};
+use crate::measure::stats;
+use crate::measure::verdict::Verdict;
+
+#[derive(Debug, Default)]
+pub(super) struct Goodput {
+    /// Per-request thresholds of a good request.
+    thresholds: Vec<Threshold>,
+    good: u64,
+    good_output_tokens: u64,
+}
+
+impl Goodput {
+    pub(super) fn new(thresholds: Vec<Threshold>) -> Self {
+        Goodput {
+            thresholds,
+            ..Default::default()
+        }
+    }
+
+    /// A completed request, judged from the schedule in open loop.
+    pub(super) fn add(&mut self, m: &RequestMetrics, open_loop: bool) {
+        if slo::is_good(m, &self.thresholds, open_loop) {
+            self.good += 1;
+            self.good_output_tokens += u64::from(m.output_tokens);
+        }
+    }
+
+    /// How the run did against `slo` over `duration_s`.
+    pub(super) fn judge(
+        &self,
+        slo: &Slo,
+        latency: &LatencySamples,
+        d: &Distributions,
+        outcomes: &OutcomeCounts,
+        duration_s: f64,
+        open_loop: bool,
+    ) -> SloOutcome {
+        let mut reasons = Vec::new();
+        let terms: Vec<TermOutcome> = slo
+            .terms
+            .iter()
+            .map(|&term| {
+                let outcome = judge_term(term, latency, d, open_loop);
+                if !outcome.passes {
+                    reasons.push(match outcome.estimate {
+                        Some(e) => format!(
+                            "p{} {} {} > {}",
+                            stats::pct_label(term.percentile),
+                            term.metric.info().short,
+                            slo::format_ms(e.value),
+                            slo::format_ms(term.threshold_ms)
+                        ),
+                        None => format!("no {} values to judge {term}", term.metric.info().short),
+                    });
+                }
+                outcome
+            })
+            .collect();
+        let done = outcomes.done();
+        let error_rate = outcomes.error_rate();
+        let error_rate_ok = done > 0 && error_rate <= slo.max_error_rate;
+        if !error_rate_ok {
+            reasons.push(format!(
+                "error rate {:.2}% > {:.2}%",
+                error_rate * 100.0,
+                slo.max_error_rate * 100.0
+            ));
+        }
+        let attainment = if done > 0 {
+            self.good as f64 / done as f64
+        } else {
+            0.0
+        };
+        if let Some(a) = slo.attainment.filter(|&a| attainment < a) {
+            reasons.push(format!(
+                "SLO attainment {:.1}% < {:.1}%",
+                attainment * 100.0,
+                a * 100.0
+            ));
+        }
+        let per_s = |x: u64| {
+            if duration_s > 0.0 {
+                x as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        SloOutcome {
+            slo: slo.clone(),
+            inconclusive: terms.iter().any(|t| t.verdict == Verdict::Inconclusive),
+            meets: reasons.is_empty(),
+            terms,
+            request_goodput: per_s(self.good),
+            token_goodput: per_s(self.good_output_tokens),
+            attainment,
+            good_requests: self.good,
+            error_rate_ok,
+            reasons,
+        }
+    }
+}
+
+/// One term on the latency a user saw: per-request values by binomial
+/// order statistics, pooled ITL by its bootstrap interval.
+fn judge_term(
+    term: SloTerm,
+    latency: &LatencySamples,
+    d: &Distributions,
+    open_loop: bool,
+) -> TermOutcome {
+    let judged = slo::judged_metric(term.metric, open_loop);
+    let mut out = TermOutcome {
+        term,
+        judged,
+        estimate: None,
+        passes: false,
+        verdict: Verdict::Inconclusive,
+        more_requests_to_settle: None,
+    };
+    if judged.info().pooled {
+        let e = d
+            .get(&judged)
+            .and_then(|d| d.percentiles.iter().find(|p| p.0 == term.percentile))
+            .map(|p| p.1);
+        out.estimate = e;
+        out.passes = e.is_some_and(|e| e.value <= term.threshold_ms);
+        out.verdict = match e {
+            Some(e) if e.hi.is_some_and(|h| h <= term.threshold_ms) => Verdict::Pass,
+            Some(e) if e.lo.is_some_and(|l| l > term.threshold_ms) => Verdict::Fail,
+            _ => Verdict::Inconclusive,
+        };
+        return out;
+    }
+    let Some(v) = latency.values(judged).filter(|v| !v.is_empty()) else {
+        return out;
+    };
+    let j = v.judge(term.percentile / 100.0, term.threshold_ms);
+    out.estimate = Some(j.estimate);
+    out.passes = j.point_passes;
+    out.verdict = j.verdict;
+    out.more_requests_to_settle = j
+        .more_requests_to_settle
+        .filter(|_| j.verdict == Verdict::Inconclusive);
+    out
+}
+
+/// A long-memory run ([`super::crowding`]) bounds each term's long-run
+/// value from below only: its estimate loses its upper end, and a pass it
+/// settled is no longer settled (the point estimate, and the exit code with
+/// it, still decide).
+pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
+    // The verdicts keep the two-sided rule (a settled fail: the 97.5 %
+    // lower end over the threshold), and the estimate that lower end.
+    for t in &mut outcome.terms {
+        if let Some(e) = t.estimate.as_mut() {
+            e.hi = None;
+        }
+        if t.verdict == Verdict::Pass {
+            t.verdict = Verdict::Inconclusive;
+            t.more_requests_to_settle = None;
+        }
+    }
+}

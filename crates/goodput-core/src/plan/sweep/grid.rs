@@ -1,0 +1,92 @@
+//! A grid sweep's goodput: the highest offered rate among the points that
+//! met the SLO, and whether the pass it rests on is large enough for the
+//! SLO's percentiles (else the sweep confirms it with a larger point, and
+//! a failing confirmation outweighs the small pass).
+
+use super::observe;
+use super::{Goodput, PointRole, SweepPoint, SweepResult, SweepSpec};
+
+/// Without a search: the highest offered rate among the points that met the
+/// SLO, bracketed by the lowest failing rate above it.
+pub(super) fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput {
+    let open: Vec<&SweepPoint> = r
+        .points
+        .iter()
+        .filter(|p| p.result.load.is_open())
+        .collect();
+    let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
+    let need = spec.base.slo.as_ref().map_or(0, observe::min_requests);
+    let best = best_passing(&r.points, need).map_or(0.0, |b| b.0);
+    let fail = open
+        .iter()
+        .filter(|p| p.meets == Some(false) && rate_of(p) > best)
+        .map(|p| rate_of(p))
+        .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.min(x))));
+    let mut notes = Vec::new();
+    if let Some(why) = &r.stopped {
+        notes.push(format!(
+            "the sweep stopped early ({why}): goodput is among the points measured"
+        ));
+    }
+    if open.is_empty() {
+        notes.push("no open-loop point: goodput is a request rate; use --rates, sweep alone, or --search goodput".into());
+    } else if best == 0.0 {
+        notes.push("no point met the SLO".into());
+    }
+    // A pass on fewer requests than the percentiles need, unsettled, is no
+    // answer (unless a point of the same rate large enough passed too).
+    let weak = best_passing(&r.points, need).filter(|b| b.1).and_then(|_| {
+        open.iter()
+            .find(|p| p.meets == Some(true) && rate_of(p) == best && is_weak(p, need))
+    });
+    if let Some(p) = weak {
+        notes.push(format!(
+            "inconclusive: the best passing point held {} requests, fewer than the {need} the SLO's percentiles need to be bounded (a longer --point-time, or --search goodput, sizes points for it)",
+            p.result.metrics.completed
+        ));
+    }
+    Goodput {
+        rate: best,
+        bracket: (best, fail),
+        slo: spec
+            .base
+            .slo
+            .as_ref()
+            .map(|s| s.describe())
+            .unwrap_or_default(),
+        workload: r.workload.clone(),
+        notes,
+        confirmed: false,
+        interval: None,
+        method: Some(crate::plan::search::Method::Bracket),
+        inconclusive: weak.is_some(),
+    }
+}
+
+/// A point too small to bound the SLO's percentiles, its verdict unsettled.
+fn is_weak(p: &SweepPoint, need: u64) -> bool {
+    p.result.early_stop.is_none() && p.result.metrics.completed < need
+}
+
+/// The highest open-loop rate that met the SLO, and whether every pass at
+/// it is [weak](is_weak). A weak pass at a rate where a confirming point
+/// failed does not count.
+pub(super) fn best_passing(points: &[SweepPoint], need: u64) -> Option<(f64, bool)> {
+    let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
+    let open = points.iter().filter(|p| p.result.load.is_open());
+    let refuted = |rate: f64| {
+        points
+            .iter()
+            .any(|q| q.role == PointRole::Confirm && q.meets == Some(false) && rate_of(q) == rate)
+    };
+    let passing: Vec<&SweepPoint> = open
+        .filter(|p| p.meets == Some(true))
+        .filter(|p| !(is_weak(p, need) && refuted(rate_of(p))))
+        .collect();
+    let best = passing.iter().map(|p| rate_of(p)).reduce(f64::max)?;
+    let weak = passing
+        .iter()
+        .filter(|p| rate_of(p) == best)
+        .all(|p| is_weak(p, need));
+    Some((best, weak))
+}

@@ -1,0 +1,202 @@
+//! What a sweep finds: its points (and how each one's start was made
+//! clean), the latency–throughput curve and its knees drawn from them, and
+//! the goodput answer. Serialized as the sweep document.
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::SweepMode;
+use super::stop::StopReason;
+use crate::output::result::RunResult;
+
+/// Why a point was run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointRole {
+    /// Concurrency 1: the latency floor.
+    Floor,
+    /// Closed loop, doubling concurrency: the capacity probe.
+    Probe,
+    /// A point of the curve.
+    Grid,
+    /// A rate tried by the goodput search while it locates the edge
+    /// (short, ending as soon as its verdict is settled).
+    Search,
+    /// A long point near the edge whose margin the search's fit uses.
+    Measure,
+    /// The full-length rerun at an earlier search's answer (documents
+    /// written before the fitted search).
+    Confirm,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub role: PointRole,
+    /// Whether it met the SLO (the settled early verdict, else the point estimate).
+    pub meets: Option<bool>,
+    pub wall_s: f64,
+    pub result: RunResult,
+    /// How the server was brought back to idle before it (every point but
+    /// the first).
+    #[serde(default)]
+    pub start: Option<PointStart>,
+}
+
+/// One point of the latency–throughput curve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Index into `points`.
+    pub point: usize,
+    /// Offered rate (req/s, open loop) or concurrency (closed loop).
+    pub offered: f64,
+    /// Completed requests / duration (first send to last response end),
+    /// req/s: the run's `request_throughput`.
+    pub request_throughput: f64,
+    /// Output tokens streamed by every measured request per second, counted
+    /// as they arrived: the run's `streamed_output_throughput`.
+    pub output_throughput: f64,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p99_ms: Option<f64>,
+    pub tpot_p50_ms: Option<f64>,
+    pub tpot_p99_ms: Option<f64>,
+    pub e2el_p50_ms: Option<f64>,
+    pub e2el_p99_ms: Option<f64>,
+    pub saturated: bool,
+    pub meets: Option<bool>,
+    pub cost_per_million_good_output_tokens: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KneeAt {
+    /// Index into `curve`.
+    pub curve_index: usize,
+    pub offered: f64,
+}
+
+/// Where the curve bends, by two methods.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Knees {
+    /// Kneedle on throughput against offered load.
+    pub throughput: Option<KneeAt>,
+    /// The first load whose p99 TTFT exceeds the floor by `degradation_factor`.
+    pub degradation: Option<KneeAt>,
+    pub degradation_factor: f64,
+    pub floor_ttft_p99_ms: Option<f64>,
+}
+
+/// The headline: the highest offered rate meeting the SLO.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// req/s; 0 when even the lowest load misses the SLO.
+    pub rate: f64,
+    /// [highest passing, lowest failing] (a search bracket, not a confidence interval).
+    pub bracket: (f64, Option<f64>),
+    pub slo: String,
+    pub workload: String,
+    /// Why it is 0, or what to know about it.
+    pub notes: Vec<String>,
+    /// A measuring point within the precision of `rate` met the SLO.
+    pub confirmed: bool,
+    /// 95 % interval of the rate at which the SLO's margin crosses zero:
+    /// the rates the measurements do not settle as pass or fail.
+    #[serde(default)]
+    pub interval: Option<(f64, f64)>,
+    /// How `rate` was reached: `fit` (the margin's zero fitted over the
+    /// points near the edge) or `bracket` (the highest passing rate).
+    #[serde(default)]
+    pub method: Option<crate::plan::search::Method>,
+    /// The rate rests on points too small to bound the SLO's percentiles,
+    /// whose verdicts were not settled either: it is no answer (the notes
+    /// say why and what would make one).
+    #[serde(default)]
+    pub inconclusive: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub mode: Option<SweepMode>,
+    pub points: Vec<SweepPoint>,
+    pub curve: Vec<CurvePoint>,
+    pub knees: Knees,
+    /// Request throughput at the top of the capacity probe (req/s).
+    pub capacity: Option<f64>,
+    pub goodput: Option<Goodput>,
+    /// What settling a goodput search's answer takes, said once exploring
+    /// had found the edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_sizing: Option<crate::plan::search::Sizing>,
+    /// Why the sweep stopped before its plan was done.
+    pub stopped: Option<StopReason>,
+    /// Seconds spent running points (load time).
+    pub load_time_s: f64,
+    pub workload: String,
+    pub seconds_per_point: f64,
+}
+
+impl SweepResult {
+    /// What answered the sweep's points (the first point's; every point
+    /// of a sweep has the same target).
+    pub fn target(&self) -> Option<&crate::output::config::Target> {
+        self.points.first()?.result.config.target.as_ref()
+    }
+}
+
+/// How a point's start was made clean: a point must not inherit the
+/// previous point's backlog (a server that does not abort a request when
+/// its client goes away keeps working on the ones a point abandoned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointStart {
+    /// `gauges`: the server's running + waiting gauges were polled until
+    /// zero; `estimate`: without gauges, the client waited for the
+    /// requests it abandoned to have had time to finish.
+    pub by: String,
+    /// Requests the previous point abandoned at its end (still running at
+    /// the server, unless it aborts them).
+    pub abandoned: u64,
+    /// Seconds waited before the point.
+    pub waited_s: f64,
+    /// The server's running + waiting when the point started (gauges only).
+    pub server_queue: Option<f64>,
+    /// The server was idle when the point started: known from the gauges,
+    /// None without them.
+    pub idle: Option<bool>,
+    /// The point was run again because its first run started over a queue.
+    #[serde(default)]
+    pub redone: bool,
+}
+
+/// The line that ends every sweep: the rate, its interval (where the
+/// search could bound it) and bracket, the SLO and the workload.
+pub fn headline(r: &SweepResult) -> Option<String> {
+    let g = r.goodput.as_ref()?;
+    let bracket = match g.bracket.1 {
+        Some(hi) => format!("bracket {:.2}–{:.2}", g.bracket.0, hi),
+        None => format!("bracket {:.2}–untested", g.bracket.0),
+    };
+    let interval = g
+        .interval
+        .map(|(a, b)| format!("95% interval {a:.2}–{b:.2}; "))
+        .unwrap_or_default();
+    let verdict = if g.inconclusive {
+        "INCONCLUSIVE, points too small for the SLO's percentiles; "
+    } else {
+        ""
+    };
+    // A simulated sweep says so in the line people copy.
+    let simulated = r
+        .target()
+        .filter(|t| t.is_simulated())
+        .map(|t| format!(", {}", t.describe()))
+        .unwrap_or_default();
+    // An inconclusive answer rests on no point that could decide it: no
+    // rate is headlined (a user copies the headline into a capacity plan),
+    // only the bracket of the points too small to decide.
+    let rate = if g.inconclusive {
+        "no settled rate".to_string()
+    } else {
+        format!("{:.2} req/s", g.rate)
+    };
+    Some(format!(
+        "goodput: {rate} ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load{simulated})",
+        g.slo, g.workload, r.load_time_s
+    ))
+}
