@@ -368,13 +368,13 @@ pub fn open_loop_floor(
     tokens: u64,
 ) -> anyhow::Result<ClientRun> {
     let requests = (rate * duration_s).round().max(1.0) as usize;
-    let load = goodput_core::load::schedule::Load::Open {
+    let load = goodput_core::load::Load::Open {
         rate,
-        arrival: goodput_core::load::schedule::Arrival::Poisson,
+        arrival: goodput_core::load::Arrival::Poisson,
         max_concurrency: None,
     };
-    let warmup = match goodput_core::load::executor::WarmupPolicy::Auto.resolve(&load) {
-        goodput_core::load::executor::Warmup::Requests(n) => n as usize,
+    let warmup = match goodput_core::load::WarmupPolicy::Auto.resolve(&load) {
+        goodput_core::load::Warmup::Requests(n) => n as usize,
         _ => 0,
     };
     let label = format!("bytes-open-{rate}");

@@ -20,13 +20,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Args;
-use goodput_core::load::executor::{ExecSummary, Warmup};
-use goodput_core::load::schedule::{Arrival, Load};
-use goodput_core::output::config::RunConfig;
-use goodput_core::plan::shard::part::{write_line, PartEnd, PartHeader, PartLine};
-use goodput_core::plan::shard::ShardOf;
-use goodput_core::request::protocol::Endpoint;
-use goodput_core::request::record::{Event, RequestRecord, ServerUsage};
+use goodput_core::load::{Arrival, Load};
+use goodput_core::load::{ExecSummary, Warmup};
+use goodput_core::output::RunConfig;
+use goodput_core::plan::ShardOf;
+use goodput_core::plan::{write_line, PartEnd, PartHeader, PartLine};
+use goodput_core::request::Endpoint;
+use goodput_core::request::{Event, RequestRecord, ServerUsage};
 
 use crate::child::{self, ChildCommand, ChildUsage};
 use crate::experiments::BenchEnv;
@@ -407,7 +407,7 @@ fn header(args: &MergeArgs, tokenizer: &str, shard: u32) -> PartHeader {
         slo: None,
         cache_bust: true,
         mix: None,
-        target: Some(goodput_core::output::config::Target::Server),
+        target: Some(goodput_core::output::Target::Server),
     };
     // What `RunPlan::for_shard` makes of an open loop without warm-up.
     let of = ShardOf {
@@ -493,7 +493,7 @@ pub fn report(runs: &[MergeRun]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use goodput_core::plan::shard::part::Part;
+    use goodput_core::plan::Part;
 
     #[test]
     fn synthetic_parts_read_back_as_whole_parts_of_their_shard() {

@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::Context as _;
-use goodput_core::load::executor::{Warmup, WarmupPolicy};
-use goodput_core::load::schedule::{Arrival, Load, Schedule};
-use goodput_core::load::timer::{PreciseTimer, Timer as _};
+use goodput_core::load::{Arrival, Load, Schedule};
+use goodput_core::load::{PreciseTimer, Timer as _};
+use goodput_core::load::{Warmup, WarmupPolicy};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use goodput_core::plan::shard::merge::ShardsReport;
+use goodput_core::plan::ShardsReport;
 
 use crate::child::{self, ChildCommand, ChildUsage};
 use crate::experiments::{self as exp, BenchEnv};

@@ -10,12 +10,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use goodput_core::load::workload::dataset::{load_dataset, DatasetOptions, Exhausted, Sampling};
-use goodput_core::load::workload::trace::{load_trace, TraceOptions};
-use goodput_core::load::workload::{
+use goodput_core::load::{load_dataset, DatasetOptions, Exhausted, Sampling};
+use goodput_core::load::{load_trace, TraceOptions};
+use goodput_core::load::{
     GroupChoice, LengthSpec, PrefixSpec, SourceSpec, SyntheticSpec, WorkloadSpec,
 };
-use goodput_core::request::protocol::{Endpoint, RequestParams};
+use goodput_core::request::{Endpoint, RequestParams};
 use goodput_core::tokenizer::Tokenizer;
 
 fn main() {

@@ -123,7 +123,7 @@ fn check_expressions(input: &[u8], _: &mut StdRng) {
     let _ = goodput_common::units::parse_duration(&s);
     let _ = s.parse::<goodput_common::units::DurationSpec>();
     let _ = s.parse::<crate::load::schedule::Arrival>();
-    let _ = s.parse::<crate::load::workload::GroupChoice>();
+    let _ = s.parse::<crate::load::workload::synthetic::GroupChoice>();
     let _ = crate::request::client::target::BaseUrl::parse(&s);
 }
 

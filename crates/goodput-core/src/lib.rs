@@ -1,20 +1,26 @@
 //! goodput-core: the engine of goodput, with no terminal I/O.
 //!
-//! Five wings, and data flows one way through them:
+//! Five wings, and data flows one way through them. Each wing's page lists
+//! what it offers; nothing else in it is public.
 //!
-//! - [`load`]: a [`load::workload`] of requests, a [`load::schedule`] of
-//!   intended send times, and the one [`load::executor`] for every load
-//!   shape;
-//! - [`request`]: each request built by [`request::protocol`], sent by the
-//!   HTTP/1.1 [`request::client`] and kept as a [`request::record`] of raw
-//!   timestamps;
-//! - [`measure`]: records folded by [`measure::aggregate`] into every
-//!   derived figure ([`measure::metrics`]; [`measure::metrics::registry`]
-//!   names each metric once), with intervals and verdicts;
-//! - [`output`]: the [`output::result`] of a run (it round-trips through
-//!   JSON) and the pure exporters of [`output::report`];
-//! - [`plan`]: many runs against one prepared [`plan::target`] — a sweep, a
-//!   search, repeats, shards.
+//! - [`load`]: a [`WorkloadSpec`](load::WorkloadSpec) of requests, a
+//!   [`Schedule`](load::Schedule) of intended send times, and the one
+//!   executor every load shape runs on ([`RunPlan`](load::RunPlan));
+//! - [`request`]: each request ([`RequestParams`](request::RequestParams))
+//!   sent by the HTTP/1.1 [`Client`](request::Client) and kept as a
+//!   [`RequestRecord`](request::RequestRecord) of raw timestamps;
+//! - [`measure`]: records folded into every derived figure
+//!   ([`RunMetrics`](measure::RunMetrics); [`Metric`](measure::Metric) names
+//!   each one once), with intervals ([`Distribution`](measure::Distribution))
+//!   and verdicts ([`Slo`](measure::Slo));
+//! - [`output`]: the [`RunResult`](output::RunResult) of a run (it
+//!   round-trips through JSON) and the pure exporters
+//!   ([`Console`](output::Console), [`Json`](output::Json),
+//!   [`Csv`](output::Csv), [`Html`](output::Html), [`output::compare`]);
+//! - [`plan`]: many runs against one
+//!   [`PreparedTarget`](plan::PreparedTarget): a [`sweep`](plan::sweep()), a
+//!   [`Search`](plan::Search), repeats, shards.
+
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod load;
@@ -26,7 +32,7 @@ pub mod request;
 pub use goodput_common::{tokenizer, units, words};
 
 /// Serde for `Duration` as fractional seconds.
-pub mod serde_secs {
+pub(crate) mod serde_secs {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 

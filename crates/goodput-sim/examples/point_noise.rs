@@ -1,7 +1,7 @@
 //! How much one open-loop point's p99 TTFT varies from one Poisson sample
 //! of arrivals to the next, raw and adjusted by the schedule's own
 //! burstiness (the control variate of goodput's search,
-//! `goodput_core::measure::metrics::control`, computed here independently: a
+//! `goodput_core::measure::control`, computed here independently: a
 //! surrogate FIFO queue whose every request takes S seconds, its p99 wait
 //! over the run against the p99 over one long schedule, and the per-request
 //! slope of TTFT on that wait).

@@ -192,7 +192,7 @@ fn deployment() -> Result<(Virtual, f64), Box<dyn std::error::Error>> {
 fn dump(
     path: &std::ffi::OsStr,
     seed: u64,
-    points: &[goodput_core::plan::search::Observation],
+    points: &[goodput_core::plan::Observation],
 ) -> std::io::Result<()> {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()

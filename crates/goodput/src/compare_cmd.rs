@@ -2,7 +2,7 @@
 //! significance of every change, and a pass/fail exit code for CI.
 //!
 //! Reads the two results files (and, when given, their records files),
-//! compares them ([`goodput_core::output::report::compare`]), prints the comparison
+//! compares them ([`goodput_core::output::compare`]), prints the comparison
 //! on stdout in the chosen format, and says on stderr which `--fail-on`
 //! gate failed and by how much. Exit codes: 0 every gate passed (or none was
 //! given), 1 a gate failed, 2 an unreadable or mismatched input or a bad
@@ -11,8 +11,8 @@
 use std::path::Path;
 
 use anyhow::anyhow;
-use goodput_core::output::report::compare::{self, render, Input, RecordSamples};
-use goodput_core::output::report::saved::Saved;
+use goodput_core::output::compare::{self, render, Input, RecordSamples};
+use goodput_core::output::Saved;
 
 use crate::cli::{CompareArgs, Format};
 use crate::exit::{usage, Code, Exit};

@@ -6,7 +6,7 @@
 //! codes"); every exit of the binary goes through [`Code`], so a code
 //! cannot be used in one place with another meaning than in the rest.
 
-use goodput_core::plan::target::RunError;
+use goodput_core::plan::RunError;
 
 /// The exit code of the process. Ordered by number, so of two gates'
 /// outcomes (`Ok`, `GateFailed`) the greater is the worse.

@@ -1,5 +1,5 @@
 //! `--metrics-listen ADDR`: serve the client's live figures
-//! ([`goodput_core::measure::live`]) at `http://ADDR/metrics` for Prometheus, from
+//! ([`goodput_core::measure::LiveMetrics`]) at `http://ADDR/metrics` for Prometheus, from
 //! before the first request until the command ends (plus `--metrics-linger`,
 //! so a scraper's last look sees the final counts).
 
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use goodput_core::measure::live::{LiveMetrics, CONTENT_TYPE};
+use goodput_core::measure::{LiveMetrics, LIVE_CONTENT_TYPE as CONTENT_TYPE};
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -45,7 +45,7 @@ impl Exposition {
     }
 
     /// Keep serving for `--metrics-linger` (cut short by a signal), then stop.
-    pub async fn finish(self, control: &goodput_core::load::executor::RunControl) {
+    pub async fn finish(self, control: &goodput_core::load::RunControl) {
         if !self.linger.is_zero() && !control.is_stopping() {
             eprintln!(
                 "goodput: serving the final figures at http://{}/metrics for {:?} (--metrics-linger)",

@@ -8,10 +8,10 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
-use goodput_core::measure::aggregate::RecordsSink;
-use goodput_core::output::report::saved::Saved;
-use goodput_core::output::report::{self, Exporter};
-use goodput_core::plan::shard::part::Part;
+use goodput_core::measure::RecordsSink;
+use goodput_core::output::Saved;
+use goodput_core::output::{self, Exporter};
+use goodput_core::plan::Part;
 
 use crate::cli::MergeArgs;
 use crate::exit::{usage, Code, Exit};
@@ -29,8 +29,7 @@ pub fn main(args: MergeArgs) -> Result<Code, Exit> {
         None => None,
     };
     let mut sink = RecordsSink::new(records, false);
-    let runs = goodput_core::plan::shard::offline::merge_parts(parts, &mut sink)
-        .map_err(|e| usage(anyhow!(e)))?;
+    let runs = goodput_core::plan::merge_parts(parts, &mut sink).map_err(|e| usage(anyhow!(e)))?;
     drop(sink);
     let mut code = Code::Ok;
     for (i, run) in runs.iter().enumerate() {
@@ -39,14 +38,14 @@ pub fn main(args: MergeArgs) -> Result<Code, Exit> {
         if !args.quiet {
             print!(
                 "{}",
-                String::from_utf8_lossy(&report::Console.to_bytes(&items))
+                String::from_utf8_lossy(&output::Console.to_bytes(&items))
             );
         }
         if let Some(out) = &args.out {
-            write(&numbered(out, i), &report::Json.to_bytes(&items))?;
+            write(&numbered(out, i), &output::Json.to_bytes(&items))?;
         }
         if let Some(html) = &args.html {
-            write(&numbered(html, i), &report::Html.to_bytes(&items))?;
+            write(&numbered(html, i), &output::Html.to_bytes(&items))?;
         }
         if let Some(e) = crate::sharding::missing(run) {
             eprintln!("goodput: {:#}", e.1);

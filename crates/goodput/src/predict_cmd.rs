@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context};
-use goodput_core::load::workload::trace::{load_trace, TraceStats};
-use goodput_core::measure::metrics::Metric;
+use goodput_core::load::{load_trace, TraceStats};
+use goodput_core::measure::Metric;
 use goodput_sim::calibrate::Profile;
 use goodput_sim::forecast::{
     evaluate_rates, forecast_goodput, forecast_goodput_near, Deployment, ForecastAnswer,

@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goodput_core::load::executor::Progress;
-use goodput_core::plan::sweep::SweepLive;
+use goodput_core::load::Progress;
+use goodput_core::plan::SweepLive;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// What to show progress of.

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 
-use goodput_core::output::report::saved::Saved;
-use goodput_core::output::report::{self, Exporter};
+use goodput_core::output::Saved;
+use goodput_core::output::{self, Exporter};
 
 use crate::cli::ReportArgs;
 use crate::exit::{usage, Code, Exit};
@@ -38,15 +38,15 @@ pub fn main(args: ReportArgs) -> Result<Code, Exit> {
         // Each result's summary, under `# label` when there are several.
         print!(
             "{}",
-            String::from_utf8_lossy(&report::Console.to_bytes(&items))
+            String::from_utf8_lossy(&output::Console.to_bytes(&items))
         );
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, report::Html.to_bytes(&items))
+        std::fs::write(path, output::Html.to_bytes(&items))
             .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, report::Csv.to_bytes(&items))
+        std::fs::write(path, output::Csv.to_bytes(&items))
             .map_err(|e| usage(anyhow!("writing {}: {e}", path.display())))?;
     }
     Ok(Code::Ok)

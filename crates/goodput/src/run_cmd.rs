@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use anyhow::anyhow;
-use goodput_core::load::executor::Progress;
-use goodput_core::output::report::saved::Saved;
-use goodput_core::output::report::{self, Exporter};
-use goodput_core::plan::target::RunError;
+use goodput_core::load::Progress;
+use goodput_core::output::Saved;
+use goodput_core::output::{self, Exporter};
+use goodput_core::plan::RunError;
 
 use crate::cli::RunArgs;
 use crate::exit::{run_error, usage, Code, Exit};
@@ -40,9 +40,9 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
     let mut spec = spec::run_spec(spec::run_load(&args.common.load), &args.common)?;
     let repeats = args.repeat as usize;
     spec.keep_outputs = repeats > 1;
-    let unstarted = |o: &goodput_core::plan::target::TargetOptions| {
-        let r = goodput_core::plan::target::unstarted(o, &spec);
-        report::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
+    let unstarted = |o: &goodput_core::plan::TargetOptions| {
+        let r = goodput_core::plan::unstarted(o, &spec);
+        output::Json.to_bytes(&[("run".into(), Saved::Run(Box::new(r)))])
     };
     let (quiet, place) = (args.common.output.quiet, sharded(&mut args)?);
     let mut session = Session::start(&args.common, &unstarted).await?;
@@ -102,7 +102,7 @@ async fn run_async(mut args: RunArgs) -> Result<Code, Exit> {
 async fn finish_run(
     args: &RunArgs,
     mut session: Session,
-    results: Vec<goodput_core::output::result::RunResult>,
+    results: Vec<goodput_core::output::RunResult>,
 ) -> Result<Code, Exit> {
     // A signal during the warm-up: no measured request was sent, so there
     // is no result to judge (exit 130), but what ran is written all the same.
@@ -112,9 +112,9 @@ async fn finish_run(
         Saved::Run(Box::new(results[0].clone())),
     )];
     if !args.common.output.quiet {
-        let text = String::from_utf8_lossy(&report::Console.to_bytes(&items)).into_owned();
+        let text = String::from_utf8_lossy(&output::Console.to_bytes(&items)).into_owned();
         session.say(&if args.common.output.intervals_apart {
-            report::console::intervals_apart(&text)
+            output::intervals_apart(&text)
         } else {
             text
         });
@@ -171,15 +171,15 @@ fn sharded(args: &mut RunArgs) -> Result<Option<crate::sharding::Place>, Exit> {
 async fn finish_repeats(
     args: RunArgs,
     mut session: Session,
-    results: Vec<goodput_core::output::result::RunResult>,
-    spec: &goodput_core::plan::target::RunSpec,
+    results: Vec<goodput_core::output::RunResult>,
+    spec: &goodput_core::plan::RunSpec,
 ) -> Result<Code, Exit> {
-    let summary = goodput_core::plan::repeat::summarize(
+    let summary = goodput_core::plan::summarize(
         &results,
         args.common.target.temperature,
         spec.workload.same_prompts_every_run(),
     );
-    let repeat = goodput_core::plan::repeat::RepeatResult {
+    let repeat = goodput_core::plan::RepeatResult {
         runs: results,
         summary,
     };
@@ -194,7 +194,7 @@ async fn finish_repeats(
     let ran = repeat.runs.len();
     let items = [(session.label("repeat"), Saved::Repeat(Box::new(repeat)))];
     if !args.common.output.quiet {
-        session.say(&String::from_utf8_lossy(&report::Console.to_bytes(&items)));
+        session.say(&String::from_utf8_lossy(&output::Console.to_bytes(&items)));
     }
     let interrupted = session.control.is_stopping();
     if ran < args.repeat as usize {
@@ -210,10 +210,7 @@ async fn finish_repeats(
 
 /// Exit 1 when a gate failed: an SLO term's point estimate, the attainment,
 /// or the error rate above `--max-error-rate`.
-pub fn gate(
-    result: &goodput_core::output::result::RunResult,
-    max_error_rate: f64,
-) -> Result<Code, Exit> {
+pub fn gate(result: &goodput_core::output::RunResult, max_error_rate: f64) -> Result<Code, Exit> {
     let m = &result.metrics;
     if m.completed == 0 {
         return Err(Exit(

@@ -8,11 +8,11 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
-use goodput_core::load::executor::RunControl;
-use goodput_core::measure::aggregate::RecordsSink;
-use goodput_core::output::report::saved::Saved;
-use goodput_core::output::report::{self, Exporter};
-use goodput_core::plan::target::{PreparedTarget, RunError, TargetOptions};
+use goodput_core::load::RunControl;
+use goodput_core::measure::RecordsSink;
+use goodput_core::output::Saved;
+use goodput_core::output::{self, Exporter};
+use goodput_core::plan::{PreparedTarget, RunError, TargetOptions};
 
 use crate::cli::{CommonArgs, TargetArgs};
 use crate::exit::{output_failed, run_error, usage, Exit};
@@ -210,9 +210,9 @@ impl Session {
     /// `--html` by the same exporters `goodput report` uses. Each is tried
     /// whatever became of the others; the first failure is returned (exit 7).
     pub fn save(&mut self, items: &[(String, Saved)]) -> Result<(), Exit> {
-        let out = self.out.write_final(&report::Json.to_bytes(items));
-        let csv = self.csv.write_final(&report::Csv.to_bytes(items));
-        let html = self.html.write_final(&report::Html.to_bytes(items));
+        let out = self.out.write_final(&output::Json.to_bytes(items));
+        let csv = self.csv.write_final(&output::Csv.to_bytes(items));
+        let html = self.html.write_final(&output::Html.to_bytes(items));
         out?;
         csv?;
         html
@@ -260,7 +260,7 @@ struct Server {
     /// The built-in simulator, held (and serving) as long as the session.
     sim: Option<goodput_sim::SimServer>,
     /// What answers, as the results will say.
-    target: goodput_core::output::config::Target,
+    target: goodput_core::output::Target,
 }
 
 impl Server {
@@ -272,13 +272,13 @@ impl Server {
                 url: url.clone(),
                 model: target.model.clone(),
                 sim: None,
-                target: goodput_core::output::config::Target::Server,
+                target: goodput_core::output::Target::Server,
             });
         }
         let preset = target.sim.as_ref();
         let config = preset.map(|p| p.config.clone()).unwrap_or_default();
         let describe = preset.map_or("llama-3.1-8b,h100-sxm,tp=1".to_string(), |p| p.spec.clone());
-        let simulated = goodput_core::output::config::Target::Simulated {
+        let simulated = goodput_core::output::Target::Simulated {
             preset: Some(describe.clone()),
             settings: serde_json::to_value(&config).ok(),
         };

@@ -2,7 +2,7 @@
 //! open-file limit, the async runtime, and the watch on SIGINT and SIGTERM.
 
 use anyhow::{anyhow, Context};
-use goodput_core::load::executor::RunControl;
+use goodput_core::load::RunControl;
 
 use crate::exit::{usage, Exit};
 
@@ -147,7 +147,7 @@ fn prepare_tokenizer(tokenizer: &goodput_core::tokenizer::Tokenizer) {
     let spawned = std::thread::Builder::new()
         .name("goodput-split".into())
         .spawn(move || {
-            goodput_core::measure::aggregate::lower_thread_priority();
+            goodput_core::load::lower_thread_priority();
             tokenizer.prepare();
         });
     // Without the thread the first count compiles it.

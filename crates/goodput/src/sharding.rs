@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use goodput_core::load::executor::Progress;
-use goodput_core::plan::shard::{Coordinator, Follower, ShardError, ShardOf};
-use goodput_core::plan::target::{Role, RunSpec, Sharding};
+use goodput_core::load::Progress;
+use goodput_core::plan::{Coordinator, Follower, ShardError, ShardOf};
+use goodput_core::plan::{Role, RunSpec, Sharding};
 
 use crate::cli::{OutputArgs, ShardArgs};
 use crate::exit::{run_error, usage, Code, Exit};
@@ -138,10 +138,7 @@ pub async fn join(place: &Place, session: &mut Session) -> Result<(), Exit> {
     Ok(())
 }
 
-async fn connect(
-    place: &Place,
-    clock: goodput_core::request::clock::RunClock,
-) -> Result<Role, Exit> {
+async fn connect(place: &Place, clock: goodput_core::request::RunClock) -> Result<Role, Exit> {
     // Every way of not getting one's place is a shard missing from the run.
     let shard_error = |e: ShardError| Exit(Code::ShardMissing, anyhow::Error::new(e));
     if place.coordinates() {
@@ -261,7 +258,7 @@ pub async fn finish(session: &Session) {
 }
 
 /// The exit code a merged result calls for: 6 when a shard is missing.
-pub fn missing(r: &goodput_core::output::result::RunResult) -> Option<Exit> {
+pub fn missing(r: &goodput_core::output::RunResult) -> Option<Exit> {
     let s = r.shards.as_ref()?;
     if s.lost.is_empty() {
         return None;

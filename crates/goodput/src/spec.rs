@@ -4,21 +4,21 @@
 
 use std::sync::Arc;
 
-use goodput_core::load::executor::{RunPlan, Warmup, WarmupPolicy};
-use goodput_core::load::schedule::{Arrival, Load, RampUp};
-use goodput_core::load::workload::dataset::{load_dataset, DatasetOptions, Exhausted};
-use goodput_core::load::workload::mixes::{parse_models, RequestMix};
-use goodput_core::load::workload::trace::load_trace;
-use goodput_core::load::workload::{
+use goodput_core::load::load_trace;
+use goodput_core::load::{load_dataset, DatasetOptions, Exhausted};
+use goodput_core::load::{parse_models, RequestMix};
+use goodput_core::load::{Arrival, Load, RampUp};
+use goodput_core::load::{
     PrefixSpec, SessionShape, SourceSpec, SyntheticSpec, TextBuilder, WorkloadSpec,
 };
-use goodput_core::measure::cost::CostSpec;
-use goodput_core::measure::server_metrics::ScrapeOptions;
-use goodput_core::measure::slo::Slo;
-use goodput_core::plan::sweep::{SweepMode, SweepSpec};
-use goodput_core::plan::target::{RunSpec, ServerMetricsChoice, TargetOptions};
-use goodput_core::request::client::tls::TlsOptions;
-use goodput_core::request::client::ClientOptions;
+use goodput_core::load::{RunPlan, Warmup, WarmupPolicy};
+use goodput_core::measure::CostSpec;
+use goodput_core::measure::ScrapeOptions;
+use goodput_core::measure::Slo;
+use goodput_core::plan::{RunSpec, ServerMetricsChoice, TargetOptions};
+use goodput_core::plan::{SweepMode, SweepSpec};
+use goodput_core::request::ClientOptions;
+use goodput_core::request::TlsOptions;
 
 use crate::cli::{
     BoundsArgs, CommonArgs, CostArgs, LoadArgs, SearchKind, SloArgs, SweepPlanArgs, TargetArgs,
@@ -99,7 +99,7 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
         _ if !endpoint.is_pooling() => 1,
         batch => {
             u64::from(batch.unwrap_or(1).max(1))
-                + u64::from(endpoint != goodput_core::request::protocol::Endpoint::Embeddings)
+                + u64::from(endpoint != goodput_core::request::Endpoint::Embeddings)
         }
     };
     let rows = num_prompts.map(|n| n.saturating_mul(rows_per_request));
@@ -205,7 +205,7 @@ pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> 
 /// they apply to.
 fn check_inputs(target: &TargetArgs, w: &WorkloadArgs) -> Result<(), Exit> {
     let e = target.endpoint;
-    if w.images.is_some() && e != goodput_core::request::protocol::Endpoint::Chat {
+    if w.images.is_some() && e != goodput_core::request::Endpoint::Chat {
         return Err(usage(anyhow::anyhow!(
             "--images adds image_url parts to chat messages: it needs --endpoint chat, not {e}"
         )));
@@ -238,7 +238,7 @@ fn workload_spec(
         output_tokens: w
             .output_tokens
             .clone()
-            .unwrap_or(goodput_core::load::workload::LengthSpec::Fixed(128)),
+            .unwrap_or(goodput_core::load::LengthSpec::Fixed(128)),
         seed,
         sessions: w.turns.clone().map(|turns| SessionShape {
             turns,
@@ -310,8 +310,8 @@ fn workload_spec(
 /// answer; `None` when none was given.
 pub fn output_spec(
     target: &TargetArgs,
-) -> Result<Option<std::sync::Arc<goodput_core::request::tools::OutputSpec>>, String> {
-    use goodput_core::request::tools::{OutputSpec, ToolChoice};
+) -> Result<Option<std::sync::Arc<goodput_core::request::OutputSpec>>, String> {
+    use goodput_core::request::{OutputSpec, ToolChoice};
     let tools = target
         .tools
         .as_ref()
@@ -341,7 +341,7 @@ pub fn target_options(
     url: String,
     model: Option<String>,
     server_in_process: bool,
-    kind: goodput_core::output::config::Target,
+    kind: goodput_core::output::Target,
 ) -> TargetOptions {
     let api_key = std::env::var(&target.api_key_env)
         .ok()

@@ -4,10 +4,10 @@
 //! so an interrupted sweep keeps what it measured.
 
 use anyhow::anyhow;
-use goodput_core::load::schedule::Load;
-use goodput_core::output::report::saved::Saved;
-use goodput_core::output::report::{self, Exporter};
-use goodput_core::plan::sweep::{self, SweepResult, SweepSpec};
+use goodput_core::load::Load;
+use goodput_core::output::Saved;
+use goodput_core::output::{self, Exporter};
+use goodput_core::plan::{self, SweepResult, SweepSpec};
 
 use crate::cli::{SearchKind, SweepArgs};
 use crate::exit::{run_error, usage, Code, Exit};
@@ -37,12 +37,12 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
 
 async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
     let spec = spec::sweep_spec(&args.common)?;
-    let unstarted = |_: &goodput_core::plan::target::TargetOptions| {
+    let unstarted = |_: &goodput_core::plan::TargetOptions| {
         document_bytes(&SweepResult {
             mode: Some(spec.mode.clone()),
-            stopped: Some(sweep::StopReason::InterruptedBeforeSending),
+            stopped: Some(plan::StopReason::InterruptedBeforeSending),
             seconds_per_point: spec.point_time.as_secs_f64(),
-            workload: sweep::describe_workload(args.common.target.endpoint, &spec.base),
+            workload: plan::describe_workload(args.common.target.endpoint, &spec.base),
             ..SweepResult::default()
         })
     };
@@ -65,8 +65,8 @@ async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
     )];
     let saved = session.save(&items);
     if !quiet {
-        session.say(&String::from_utf8_lossy(&report::Console.to_bytes(&items)));
-    } else if let Some(h) = sweep::headline(&result) {
+        session.say(&String::from_utf8_lossy(&output::Console.to_bytes(&items)));
+    } else if let Some(h) = plan::headline(&result) {
         session.say(&format!("{h}\n"));
     }
     saved?;
@@ -100,7 +100,7 @@ async fn run_points(
     } = session;
     let mut write_error = None;
     let (mut said_points, mut said_sizing) = (0, false);
-    let mut on_point = |r: &SweepResult, _: &goodput_core::load::executor::Progress| {
+    let mut on_point = |r: &SweepResult, _: &goodput_core::load::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet || r.points.len() == said_points) {
             eprintln!("{}", point_line(r.points.len(), p));
         }
@@ -116,7 +116,7 @@ async fn run_points(
             write_error.get_or_insert(e);
         }
     };
-    let live = std::sync::Arc::new(sweep::SweepLive::default());
+    let live = std::sync::Arc::new(plan::SweepLive::default());
     let (done_tx, done_rx) = tokio::sync::watch::channel(false);
     crate::progress::spawn(
         crate::progress::Watched::Sweep(live.clone()),
@@ -127,7 +127,7 @@ async fn run_points(
         quiet || no_progress,
         done_rx,
     );
-    let result = sweep::sweep(target, spec, sink, control, &live, &mut on_point).await;
+    let result = plan::sweep(target, spec, sink, control, &live, &mut on_point).await;
     let _ = done_tx.send(true);
     tokio::task::yield_now().await;
     let result = result.map_err(run_error)?;
@@ -139,7 +139,7 @@ async fn run_points(
 
 /// The line said on stderr when the `n`th point finishes: its role, load,
 /// throughput, and whether it met the SLO or saturated the server.
-fn point_line(n: usize, p: &sweep::SweepPoint) -> String {
+fn point_line(n: usize, p: &plan::SweepPoint) -> String {
     let m = &p.result.metrics;
     format!(
         "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
@@ -212,7 +212,7 @@ fn verdict(result: &SweepResult, stopping: bool, search: Option<SearchKind>) -> 
         );
         // A signal's code for a signal; the time limit has its own.
         return Ok(match why {
-            Some(sweep::StopReason::MaxTime(_)) => Code::TimeLimit,
+            Some(plan::StopReason::MaxTime(_)) => Code::TimeLimit,
             _ => Code::Interrupted,
         });
     }
@@ -234,5 +234,5 @@ fn describe_load(l: &Load) -> String {
 
 /// The sweep's results JSON so far (written again as each point finishes).
 fn document_bytes(r: &SweepResult) -> Vec<u8> {
-    report::Json.to_bytes(&[(String::new(), Saved::Sweep(Box::new(r.clone())))])
+    output::Json.to_bytes(&[(String::new(), Saved::Sweep(Box::new(r.clone())))])
 }

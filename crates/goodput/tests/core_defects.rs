@@ -438,9 +438,9 @@ async fn bad_input_exits_2_before_any_work() {
 /// "no request completed".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
-    use goodput_core::load::executor::{Progress, RunControl, RunPlan, Warmup};
-    use goodput_core::measure::aggregate::RecordsSink;
-    use goodput_core::plan::target::{PreparedTarget, RunError, RunSpec, TargetOptions};
+    use goodput_core::load::{Progress, RunControl, RunPlan, Warmup};
+    use goodput_core::measure::RecordsSink;
+    use goodput_core::plan::{PreparedTarget, RunError, RunSpec, TargetOptions};
 
     struct Panics;
     impl Write for Panics {
@@ -455,9 +455,9 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
     let control = RunControl::new();
     let target = PreparedTarget::prepare(
         TargetOptions {
-            client: goodput_core::request::client::ClientOptions {
+            client: goodput_core::request::ClientOptions {
                 url: server.url(),
-                endpoint: goodput_core::request::protocol::Endpoint::Chat,
+                endpoint: goodput_core::request::Endpoint::Chat,
                 headers: vec![],
                 api_key: None,
                 timeout: Duration::from_secs(10),
@@ -471,9 +471,9 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             pin_output: true,
             temperature: None,
             server_in_process: false,
-            target: goodput_core::output::config::Target::Server,
+            target: goodput_core::output::Target::Server,
             tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
-            server_metrics: goodput_core::plan::target::ServerMetricsChoice::Off,
+            server_metrics: goodput_core::plan::ServerMetricsChoice::Off,
             output: None,
         },
         &control,
@@ -484,19 +484,15 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
         plan: RunPlan {
             ramp_up: None,
             shard: None,
-            load: goodput_core::load::schedule::Load::Closed { concurrency: 2 },
+            load: goodput_core::load::Load::Closed { concurrency: 2 },
             num_prompts: Some(6),
             duration: None,
             warmup: Warmup::None,
             drain_timeout: Duration::from_secs(10),
             seed: 0,
         },
-        workload: goodput_core::load::workload::WorkloadSpec::synthetic(
-            goodput_core::load::workload::SyntheticSpec::new(
-                "8".parse().unwrap(),
-                "4".parse().unwrap(),
-                0,
-            ),
+        workload: goodput_core::load::WorkloadSpec::synthetic(
+            goodput_core::load::SyntheticSpec::new("8".parse().unwrap(), "4".parse().unwrap(), 0),
         ),
         percentiles: vec![50.0, 99.0],
         slo: None,

@@ -21,8 +21,8 @@
 #[path = "../examples/virtual_search/mod.rs"]
 mod virtual_search;
 
-use goodput_core::measure::metrics::{Metric, RequestMetrics};
-use goodput_core::output::report::compare::{metrics_figures, Figure};
+use goodput_core::measure::{Metric, RequestMetrics};
+use goodput_core::output::compare::{metrics_figures, Figure};
 use goodput_core::tokenizer::Tokenizer;
 use virtual_search::{Lengths, Run, Virtual};
 
@@ -56,18 +56,18 @@ fn a_runs_intervals_cover_the_long_run_truth() {
     let tpot = pooled(&truth_runs, Metric::Tpot);
     let ttft = pooled(&truth_runs, Metric::Ttft);
     let mean_tpot = tpot.iter().sum::<f64>() / tpot.len() as f64;
-    let p90_ttft = goodput_core::measure::stats::percentile_of(ttft.as_slice(), 90.0).unwrap();
-    let p50_tpot = goodput_core::measure::stats::percentile_of(tpot.as_slice(), 50.0).unwrap();
+    let p90_ttft = goodput_core::measure::percentile_of(ttft.as_slice(), 90.0).unwrap();
+    let p50_tpot = goodput_core::measure::percentile_of(tpot.as_slice(), 50.0).unwrap();
     let reps = 60;
     let (mut mean_in, mut p90_in, mut p50_in) = (0, 0, 0);
-    let covers = |e: &goodput_core::measure::stats::Estimate, t: f64| {
+    let covers = |e: &goodput_core::measure::Estimate, t: f64| {
         e.lo.is_none_or(|l| l <= t) && e.hi.is_none_or(|h| t <= h)
     };
     for seed in 0..reps {
         let m = open(&v, 400, seed).metrics;
         let (d_tpot, d_ttft) = (m.get(Metric::Tpot).unwrap(), m.get(Metric::Ttft).unwrap());
         mean_in += usize::from(covers(&d_tpot.mean, mean_tpot));
-        let at = |d: &goodput_core::measure::stats::Distribution, p: f64| {
+        let at = |d: &goodput_core::measure::Distribution, p: f64| {
             d.percentiles.iter().find(|x| x.0 == p).unwrap().1
         };
         p90_in += usize::from(covers(&at(d_ttft, 90.0), p90_ttft));
@@ -115,15 +115,13 @@ fn throughput_intervals_are_as_wide_as_the_runs_vary() {
                 .collect(),
         ),
     ] {
-        type Of = fn(
-            &goodput_core::measure::metrics::RunMetrics,
-        ) -> goodput_core::measure::stats::Estimate;
+        type Of = fn(&goodput_core::measure::RunMetrics) -> goodput_core::measure::Estimate;
         let figures: [(&str, Of); 2] = [
             ("request", |m| m.throughput.request),
             ("output", |m| m.throughput.output),
         ];
         for (figure, of) in figures {
-            let e: Vec<goodput_core::measure::stats::Estimate> = runs.iter().map(of).collect();
+            let e: Vec<goodput_core::measure::Estimate> = runs.iter().map(of).collect();
             let n = e.len() as f64;
             let mean = e.iter().map(|x| x.value).sum::<f64>() / n;
             let sd = (e.iter().map(|x| (x.value - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
@@ -184,7 +182,7 @@ fn near_capacity_a_run_bounds_the_long_run_latency_from_below_and_says_so() {
             assert!(mean.hi.is_none() && mean.lo.is_some(), "{mean:?}");
             let slo = m.slo.as_ref().unwrap();
             assert!(slo.terms.iter().all(|t| t.estimate.unwrap().hi.is_none()
-                && t.verdict != goodput_core::measure::verdict::Verdict::Pass));
+                && t.verdict != goodput_core::measure::Verdict::Pass));
         }
         if mean.lo.is_none_or(|l| l <= truth) && mean.hi.is_none_or(|h| truth <= h) {
             covered += 1;

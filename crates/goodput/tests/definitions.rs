@@ -154,7 +154,7 @@ fn every_csv_column_is_defined() {
 #[test]
 fn every_registry_metric_is_defined() {
     let doc = doc();
-    let missing: Vec<_> = goodput_core::measure::metrics::Metric::ALL
+    let missing: Vec<_> = goodput_core::measure::Metric::ALL
         .iter()
         .map(|m| m.key())
         .filter(|k| !doc.contains(&format!("### `{k}`")))
@@ -422,9 +422,9 @@ fn every_number_in_the_results_json_is_defined() {
 /// family appears with its first sample): every `# TYPE` line's name, a
 /// counter's with the `_total` its samples carry.
 fn live_series() -> Vec<String> {
-    use goodput_core::request::record::{Event, RequestRecord};
-    let live = goodput_core::measure::live::LiveMetrics::new();
-    let load = goodput_core::load::schedule::Load::Closed { concurrency: 1 };
+    use goodput_core::request::{Event, RequestRecord};
+    let live = goodput_core::measure::LiveMetrics::new();
+    let load = goodput_core::load::Load::Closed { concurrency: 1 };
     live.begin_run(&load, Default::default());
     let ms = 1_000_000;
     let mut r = RequestRecord {
@@ -445,7 +445,7 @@ fn live_series() -> Vec<String> {
     let none = goodput_core::tokenizer::Tokenizer::from_spec("none").expect("a tokenizer");
     live.observe(
         &r,
-        &goodput_core::measure::metrics::RequestMetrics::derive(&r, &none),
+        &goodput_core::measure::RequestMetrics::derive(&r, &none),
     );
     live.render()
         .lines()

@@ -856,3 +856,36 @@ fn the_metric_registry_is_the_only_list_of_metrics() {
         "lists of metrics beside the registry (give the registry a column and read it instead): {lists:?}"
     );
 }
+
+/// goodput-core has a front door: its root is the five wings, and each
+/// wing's `mod.rs` lists what it offers with `pub use`; every module inside
+/// a wing is `pub(crate)`, so nothing else is public (the whole surface is
+/// what `cargo doc -p goodput-core` shows).
+#[test]
+fn goodput_core_is_five_wings_with_a_front_door() {
+    let src = workspace().join("crates/goodput-core/src");
+    let lib = code_only(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
+    let public: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';'))
+        .map(str::to_string)
+        .collect();
+    let wings = ["load", "measure", "output", "plan", "request"];
+    let mut expected: BTreeSet<String> = wings.iter().map(|w| w.to_string()).collect();
+    expected.insert("fuzz".into()); // behind cfg(test) or the fuzz feature
+    assert_eq!(public, expected, "goodput-core's root modules");
+    for wing in wings {
+        let text = std::fs::read_to_string(src.join(wing).join("mod.rs")).unwrap();
+        let code = code_only(&text);
+        let open: Vec<&str> = code
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("pub mod ") && l.ends_with(';'))
+            .collect();
+        assert!(
+            open.is_empty(),
+            "{wing}/mod.rs opens a whole module ({open:?}): make it pub(crate) and `pub use` what it offers"
+        );
+        assert!(code.contains("pub use "), "{wing}/mod.rs lists nothing");
+    }
+}

@@ -63,8 +63,8 @@ async fn the_goodput_search_agrees_with_the_same_search_in_virtual_time() {
         output_tokens: OUTPUT,
         cooldown: false,
         early_stop: true,
-        slo: goodput_core::measure::slo::Slo {
-            terms: goodput_core::measure::slo::parse_terms(std::slice::from_ref(&slo)).unwrap(),
+        slo: goodput_core::measure::Slo {
+            terms: goodput_core::measure::parse_terms(std::slice::from_ref(&slo)).unwrap(),
             max_error_rate: 0.01,
             ..Default::default()
         },

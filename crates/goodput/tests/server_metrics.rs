@@ -8,8 +8,12 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+// The exposition bodies the core's own tests read, as files.
+#[allow(dead_code, unused_imports)]
+#[path = "../../goodput-core/src/measure/server_metrics/fixtures/mod.rs"]
+mod fixtures;
+
 use common::*;
-use goodput_core::measure::server_metrics::fixtures;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -110,7 +110,7 @@ pub struct RunPlan {
     #[serde(default)]
     pub ramp_up: Option<RampUp>,
     /// This process's part of a plan sharded over several processes
-    /// ([`crate::plan::shard`]); None: the whole plan.
+    /// (`crate::plan::shard`); None: the whole plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::load::schedule::ShardOf>,
 }

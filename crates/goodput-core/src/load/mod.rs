@@ -1,11 +1,25 @@
 //! The load wing: what is sent, and when.
 //!
-//! [`workload`] turns a source (synthetic lengths, a dataset, a trace) into
-//! requests; [`schedule`] gives each its intended send time; [`executor`]
-//! is the one engine that runs every load shape, waking on [`timer`].
+//! A [`WorkloadSpec`] says what the requests are (synthetic lengths, a
+//! dataset, a trace); a [`Load`] and its [`Schedule`] say when each is
+//! sent; a [`RunPlan`] hands both to the one executor every load shape runs
+//! on, which waits on a [`Timer`].
 
 pub(crate) mod background;
-pub mod executor;
-pub mod schedule;
-pub mod timer;
-pub mod workload;
+pub(crate) mod executor;
+pub(crate) mod schedule;
+pub(crate) mod timer;
+pub(crate) mod workload;
+
+pub use self::background::lower_thread_priority;
+pub use self::executor::{ExecSummary, Progress, RunControl, RunPlan, Warmup, WarmupPolicy};
+pub use self::schedule::{Arrival, Load, RampStrategy, RampUp, Schedule};
+pub use self::timer::{PreciseTimer, Timer};
+pub use self::workload::dataset::{
+    load_dataset, DatasetFormat, DatasetOptions, Exhausted, Sampling,
+};
+pub use self::workload::mixes::{parse_models, PriorityMix, RequestMix};
+pub use self::workload::prompt::TextBuilder;
+pub use self::workload::synthetic::{GroupChoice, PrefixSpec, SessionShape, SyntheticSpec};
+pub use self::workload::trace::{load_trace, TimeUnit, TraceFormat, TraceOptions, TraceStats};
+pub use self::workload::{ImageSpec, LengthSpec, SourceSpec, WorkloadSpec, MAX_IMAGES, MAX_SIDE};

@@ -26,9 +26,11 @@ pub trait Timer: Send + Sync + 'static {
 }
 
 /// tokio's timer only (millisecond granularity; honours paused test time).
+#[cfg(test)]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TokioTimer;
 
+#[cfg(test)]
 impl Timer for TokioTimer {
     fn sleep_until(&self, t: Instant) -> impl Future<Output = ()> + Send {
         tokio::time::sleep_until(tokio::time::Instant::from_std(t))

@@ -1,18 +1,38 @@
 //! The measure wing: from records to figures, intervals and verdicts.
 //!
-//! [`aggregate`] folds records as they arrive; [`metrics`] derives every
-//! figure ([`metrics::registry`] names each once); [`stats`] gives their
-//! intervals; [`slo`] and [`verdict`] judge them; [`live`] exposes them
-//! while a run lasts; [`server_metrics`] reads the server's own; [`traps`],
-//! [`cost`] and [`quality`] add what a run's numbers alone do not say.
+//! A [`Collector`] folds records as they arrive into the run's
+//! [`RunMetrics`] (every figure [`Metric`] names, each with a
+//! [`Distribution`] and its intervals); an [`Slo`] judges them into a
+//! [`Verdict`]; [`LiveMetrics`] exposes them while the run lasts;
+//! [`ScrapeOptions`] reads the server's own.
 
-pub mod aggregate;
-pub mod cost;
-pub mod live;
-pub mod metrics;
-pub mod quality;
-pub mod server_metrics;
-pub mod slo;
-pub mod stats;
-pub mod traps;
-pub mod verdict;
+pub(crate) mod aggregate;
+pub(crate) mod cost;
+pub(crate) mod live;
+pub(crate) mod metrics;
+pub(crate) mod quality;
+pub(crate) mod server_metrics;
+pub(crate) mod slo;
+pub(crate) mod stats;
+pub(crate) mod traps;
+pub(crate) mod verdict;
+
+pub use self::aggregate::RecordsSink;
+pub use self::cost::CostSpec;
+pub use self::live::{LiveMetrics, CONTENT_TYPE as LIVE_CONTENT_TYPE};
+pub use self::metrics::control::ControlSpec;
+pub use self::metrics::registry::Metric;
+pub use self::metrics::{
+    Collector, EarlyStop, RequestMetrics, RunMetrics, TokenSource, CROWDING_LIMIT,
+};
+pub use self::server_metrics::scrape::{check_url, ScrapeOptions};
+pub use self::slo::{parse_terms, Slo, SloTerm, Threshold};
+pub use self::stats::{
+    pct_label, percentile_of, t_975, Distribution, Estimate, Level, QUANTILE_COUNT,
+};
+pub use self::verdict::Verdict;
+
+/// Batch means: the spread of a mean over a run's dependent requests.
+pub mod batch {
+    pub use crate::measure::stats::batch::{spread, Spread};
+}

@@ -120,6 +120,7 @@ impl LogHistogram {
         self.max = self.max.max(v);
     }
 
+    #[cfg(test)]
     pub fn bins(&self) -> usize {
         self.bins.len()
     }

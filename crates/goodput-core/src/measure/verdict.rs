@@ -29,15 +29,15 @@
 //!
 //! **Multiple looks: Bonferroni over a pre-planned set of looks.** Stopping a
 //! sweep point as soon as its interval clears the threshold, and looking
-//! again and again, would inflate the 5 % error. [`SequentialTest`] fixes at
-//! construction a schedule of at most K looks (by default geometric:
-//! `n0, 2·n0, 4·n0, …, planned`, so K stays small, e.g. 5) and uses at each
-//! look a two-sided interval at confidence `1 − alpha/K`. By the union
-//! bound, P(some look settles wrongly) <= K · alpha/K = alpha, for any
-//! dependence between looks. This is the Bonferroni group-sequential design;
-//! it is conservative compared with Pocock (1977) or O'Brien–Fleming (1979)
-//! boundaries, which need the joint distribution of the looks, and it needs
-//! nothing but the per-look binomial bound.
+//! again and again, would inflate the 5 % error. The early stop
+//! (`metrics::collector::early_stop`) fixes a geometric schedule of K looks
+//! before the point starts and uses at each look a two-sided interval at
+//! confidence `1 − alpha/K`. By the union bound, P(some look settles
+//! wrongly) <= K · alpha/K = alpha, for any dependence between looks. This
+//! is the Bonferroni group-sequential design; it is conservative compared
+//! with Pocock (1977) or O'Brien–Fleming (1979) boundaries, which need the
+//! joint distribution of the looks, and it needs nothing but the per-look
+//! binomial bound.
 //!
 //! **More requests to settle.** Assuming the share `p̂ = #{x <= T}/n` stays
 //! fixed as the run grows, [`judge`] finds the smallest total N at which the
@@ -49,10 +49,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::measure::stats::{binomial_ci_ranks, percentile_of, Estimate, Ordered};
-
-/// Default overall probability of a wrong settled verdict in a
-/// [`SequentialTest`].
-pub const DEFAULT_ALPHA: f64 = 0.05;
 
 /// Largest number of additional requests [`judge`] will suggest; beyond it
 /// the term is reported as practically unsettleable (`None`).
@@ -217,167 +213,6 @@ fn more_to_settle(n: usize, within: usize, q: f64) -> Option<u64> {
     Some((hi - n) as u64)
 }
 
-/// What a [`SequentialTest`] says at a look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// The term is settled (`Pass` or `Fail`); the sweep point may stop.
-    Settled(Verdict),
-    /// Not settled at this look: keep sending requests if looks remain
-    /// ([`SequentialTest::is_exhausted`] says when none do).
-    Continue,
-}
-
-/// Early stopping for one SLO term of a sweep point, with the overall
-/// probability of a wrong settled verdict at most `alpha` despite repeated
-/// looks (Bonferroni over a fixed schedule of K looks; see module docs).
-///
-/// The caller sends requests, and each time the completed count reaches the
-/// next scheduled size ([`SequentialTest::next_look`]) passes the sorted
-/// values to [`SequentialTest::look`]. The schedule must not depend on the
-/// values seen; looks are counted, never more than K are evaluated, and a
-/// settled verdict is final.
-#[derive(Debug, Clone)]
-pub struct SequentialTest {
-    q: f64,
-    threshold: f64,
-    alpha: f64,
-    looks: Vec<usize>,
-    confidence: f64,
-    /// Ranks at each scheduled size, at `confidence`.
-    ranks: Vec<(usize, usize)>,
-    taken: usize,
-    settled: Option<Verdict>,
-}
-
-impl SequentialTest {
-    /// Looks at `n0, 2·n0, 4·n0, …` below `planned`, and at `planned`.
-    /// `None` when `n0 == 0`, `planned < n0`, or an argument is invalid (see
-    /// [`SequentialTest::with_looks`]).
-    pub fn geometric(
-        q: f64,
-        threshold: f64,
-        n0: usize,
-        planned: usize,
-        alpha: f64,
-    ) -> Option<Self> {
-        if n0 == 0 || planned < n0 {
-            return None;
-        }
-        let mut looks = Vec::new();
-        let mut size = n0;
-        while size < planned {
-            looks.push(size);
-            size = size.saturating_mul(2);
-        }
-        looks.push(planned);
-        Self::with_looks(q, threshold, looks, alpha)
-    }
-
-    /// Looks at the given sizes (strictly increasing, the first >= 1). `None`
-    /// when the schedule is empty or not increasing, `q` or `alpha` is not
-    /// in (0, 1), or the threshold is NaN.
-    pub fn with_looks(q: f64, threshold: f64, looks: Vec<usize>, alpha: f64) -> Option<Self> {
-        let valid = (q > 0.0 && q < 1.0)
-            && (alpha > 0.0 && alpha < 1.0)
-            && !threshold.is_nan()
-            && looks.first().is_some_and(|&s| s >= 1)
-            && looks.windows(2).all(|w| w[0] < w[1]);
-        if !valid {
-            return None;
-        }
-        let confidence = 1.0 - alpha / looks.len() as f64;
-        let ranks = looks
-            .iter()
-            .map(|&s| binomial_ci_ranks(s, q, confidence))
-            .collect();
-        Some(SequentialTest {
-            q,
-            threshold,
-            alpha,
-            looks,
-            confidence,
-            ranks,
-            taken: 0,
-            settled: None,
-        })
-    }
-
-    /// The scheduled sample sizes.
-    pub fn looks(&self) -> &[usize] {
-        &self.looks
-    }
-
-    /// Two-sided confidence of each look's interval, `1 − alpha/K`.
-    pub fn per_look_confidence(&self) -> f64 {
-        self.confidence
-    }
-
-    /// The overall error budget.
-    pub fn alpha(&self) -> f64 {
-        self.alpha
-    }
-
-    /// Looks evaluated so far.
-    pub fn looks_taken(&self) -> usize {
-        self.taken
-    }
-
-    /// The settled verdict, if any.
-    pub fn settled(&self) -> Option<Verdict> {
-        self.settled
-    }
-
-    /// Sample size of the next look; `None` when settled or exhausted.
-    pub fn next_look(&self) -> Option<usize> {
-        match self.settled {
-            Some(_) => None,
-            None => self.looks.get(self.taken).copied(),
-        }
-    }
-
-    /// Every look has been used without settling: the point runs to its
-    /// planned size and is reported with [`judge`].
-    pub fn is_exhausted(&self) -> bool {
-        self.settled.is_none() && self.taken >= self.looks.len()
-    }
-
-    /// Take the next look at `sorted` (the values so far, ascending).
-    ///
-    /// A sample smaller than the next scheduled size is not a look: it
-    /// returns `Continue` and uses nothing. A larger one (requests that
-    /// completed meanwhile) is judged as it is, still as one look at the
-    /// per-look confidence. Once settled, every call returns the settled
-    /// verdict; once exhausted, every call returns `Continue`.
-    pub fn look(&mut self, sorted: &[f64]) -> Decision {
-        if let Some(v) = self.settled {
-            return Decision::Settled(v);
-        }
-        let (Some(&size), Some(&scheduled_ranks)) =
-            (self.looks.get(self.taken), self.ranks.get(self.taken))
-        else {
-            return Decision::Continue;
-        };
-        let n = sorted.len();
-        if n < size {
-            return Decision::Continue;
-        }
-        self.taken += 1;
-        let (l, u) = if n == size {
-            scheduled_ranks
-        } else {
-            binomial_ci_ranks(n, self.q, self.confidence)
-        };
-        let (lo, hi) = bounds(sorted, l, u);
-        match verdict_of(lo, hi, self.threshold) {
-            Verdict::Inconclusive => Decision::Continue,
-            v => {
-                self.settled = Some(v);
-                Decision::Settled(v)
-            }
-        }
-    }
-}
-
 /// The fewest values whose `q`-quantile (a fraction) has a finite 95 %
 /// interval on both sides ([`binomial_ci_ranks`]): 368 for p99, 72 for
 /// p95, 36 for p90 (`docs/metrics.md#requests-a-percentile-needs`). Below it a run cannot settle a term of that percentile
@@ -415,14 +250,12 @@ mod tests {
     use super::*;
     use crate::measure::stats::exact_coverage;
     use rand::rngs::StdRng;
-    use rand::{Rng, SeedableRng};
+    use rand::SeedableRng;
     use rand_distr::{Distribution, LogNormal};
 
     /// z for the standard normal's 0.99 quantile (true p99 of LogNormal(0, σ)
     /// is exp(σ·z)).
     const Z99: f64 = 2.326_347_874_040_841;
-    /// z for 0.9995.
-    const Z9995: f64 = 3.290_526_731_491_926;
 
     fn sorted_sample<D: Distribution<f64>>(rng: &mut StdRng, d: &D, n: usize) -> Vec<f64> {
         let mut v: Vec<f64> = (0..n).map(|_| d.sample(rng)).collect();
@@ -547,119 +380,6 @@ mod tests {
         let j = judge(&v, None, 0.99, 99_001.5);
         assert_eq!(j.verdict, Verdict::Inconclusive);
         assert_eq!(j.more_requests_to_settle, None);
-    }
-
-    #[test]
-    fn sequential_schedule() {
-        let t = SequentialTest::geometric(0.99, 1.0, 100, 1600, DEFAULT_ALPHA).unwrap();
-        assert_eq!(t.looks(), &[100, 200, 400, 800, 1600]);
-        assert!((t.per_look_confidence() - 0.99).abs() < 1e-12);
-        let t = SequentialTest::geometric(0.99, 1.0, 100, 1000, DEFAULT_ALPHA).unwrap();
-        assert_eq!(t.looks(), &[100, 200, 400, 800, 1000]);
-        assert!(SequentialTest::geometric(0.99, 1.0, 0, 1000, 0.05).is_none());
-        assert!(SequentialTest::with_looks(0.99, 1.0, vec![10, 10], 0.05).is_none());
-        assert!(SequentialTest::with_looks(0.99, f64::NAN, vec![10], 0.05).is_none());
-
-        // Too-small samples are not looks; settled is final; exhausted stays.
-        let mut t = SequentialTest::with_looks(0.5, 10.0, vec![20, 40], 0.05).unwrap();
-        assert_eq!(t.look(&[1.0; 5]), Decision::Continue);
-        assert_eq!(t.looks_taken(), 0);
-        assert_eq!(t.look(&[1.0; 20]), Decision::Settled(Verdict::Pass));
-        assert_eq!(t.look(&[100.0; 40]), Decision::Settled(Verdict::Pass));
-        assert_eq!(t.next_look(), None);
-        let mut t = SequentialTest::with_looks(0.5, 10.0, vec![20, 40], 0.05).unwrap();
-        let straddle: Vec<f64> = (0..40).map(|i| if i < 20 { 1.0 } else { 100.0 }).collect();
-        assert_eq!(t.look(&straddle[..20]), Decision::Settled(Verdict::Pass));
-        let mut t = SequentialTest::with_looks(0.5, 10.0, vec![20, 40], 0.05).unwrap();
-        assert_eq!(t.look(&straddle), Decision::Continue);
-        assert_eq!(t.look(&straddle), Decision::Continue);
-        assert!(t.is_exhausted());
-        assert_eq!(t.look(&[1.0; 400]), Decision::Continue);
-    }
-
-    /// Runs `experiments` sequential tests with looks at 100..1600 and
-    /// returns (share settled Pass, share settled Fail, share settled
-    /// before the last look).
-    fn simulate<F: FnMut(&mut StdRng) -> f64>(
-        seed: u64,
-        experiments: usize,
-        threshold: f64,
-        mut draw: F,
-    ) -> (f64, f64, f64) {
-        let mut rng = StdRng::seed_from_u64(seed);
-        let (mut pass, mut fail, mut early) = (0, 0, 0);
-        for _ in 0..experiments {
-            let mut t =
-                SequentialTest::geometric(0.99, threshold, 100, 1600, DEFAULT_ALPHA).unwrap();
-            let mut v: Vec<f64> = Vec::with_capacity(1600);
-            while let Some(size) = t.next_look() {
-                while v.len() < size {
-                    v.push(draw(&mut rng));
-                }
-                v.sort_by(f64::total_cmp);
-                if let Decision::Settled(verdict) = t.look(&v) {
-                    match verdict {
-                        Verdict::Pass => pass += 1,
-                        _ => fail += 1,
-                    }
-                    if t.looks_taken() < t.looks().len() {
-                        early += 1;
-                    }
-                }
-            }
-        }
-        let share = |c: usize| c as f64 / experiments as f64;
-        (share(pass), share(fail), share(early))
-    }
-
-    #[test]
-    fn sequential_error_rate_at_the_boundary() {
-        // Uniform(0,1): the true p99 is exactly the threshold 0.99, the worst
-        // case for both wrong verdicts. Bonferroni bounds each side by
-        // alpha/2 = 0.025; with 2,000 experiments the Monte-Carlo standard
-        // error at 0.025 is 0.0035, so allow 3 of them (0.0105).
-        let experiments = 2000;
-        let (pass, fail, _) = simulate(11, experiments, 0.99, |r| r.random::<f64>());
-        println!(
-            "boundary: settled Pass {pass:.4}, settled Fail {fail:.4}, total {:.4}",
-            pass + fail
-        );
-        let margin = 3.0 * (0.025f64 * 0.975 / experiments as f64).sqrt();
-        assert!(pass <= DEFAULT_ALPHA / 2.0 + margin, "pass {pass}");
-        assert!(fail <= DEFAULT_ALPHA / 2.0 + margin, "fail {fail}");
-        assert!(
-            pass + fail <= DEFAULT_ALPHA + margin,
-            "total {}",
-            pass + fail
-        );
-    }
-
-    #[test]
-    fn sequential_settles_early_when_clearly_on_one_side() {
-        // LogNormal(0, 0.5): true p99 = 3.20. A threshold at the true
-        // p99.95 (5.18, 60 % above the p99) expects 0.4 exceedances in 800
-        // requests, and the look at 800 (per-look 99 % interval) passes with
-        // at most one: P ≈ 0.94. The looks at 100–400 cannot pass a p99 (the
-        // upper bound is still open). 1,000 experiments: standard error 0.008.
-        let d = LogNormal::new(0.0, 0.5).unwrap();
-        let experiments = 1000;
-        let (pass, fail, early) = simulate(12, experiments, (0.5 * Z9995).exp(), |r| d.sample(r));
-        println!("p99 well below T: settled Pass {pass:.4}, Fail {fail:.4}, before the last look {early:.4}");
-        assert!(early > 0.85, "{early}");
-        assert!(pass > 0.99 && fail == 0.0, "{pass} {fail}");
-
-        // Threshold at the true p95: 5 % exceed it, settles Fail early.
-        let (pass, fail, early) = simulate(
-            13,
-            experiments,
-            (0.5 * 1.644_853_626_951_472_f64).exp(),
-            |r| d.sample(r),
-        );
-        println!("p99 well above T: settled Pass {pass:.4}, Fail {fail:.4}, before the last look {early:.4}");
-        assert!(
-            early > 0.95 && fail > 0.99 && pass == 0.0,
-            "{pass} {fail} {early}"
-        );
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub struct RunResult {
     pub cost: Option<crate::measure::cost::Cost>,
     /// Things the user should know (dropped fields, flags).
     pub notes: Vec<String>,
-    /// The classic traps the run fell into ([`crate::measure::traps`]).
+    /// The classic traps the run fell into (`crate::measure::traps`).
     pub warnings: Vec<crate::measure::traps::Warning>,
     /// Wall-clock start of the run (RFC 3339, UTC).
     pub started_at: String,

@@ -1,13 +1,32 @@
 //! The plan wing: many runs against one target.
 //!
-//! [`target`] prepares a target once and runs plans against it; [`sweep`]
-//! walks a range of loads, [`search`] finds the highest load that holds the
-//! SLO, [`knee`] reads where the curve bends, [`repeat`] runs one plan
-//! several times, and [`shard`] splits one plan across machines.
+//! A [`PreparedTarget`] is prepared once and runs any number of
+//! [`RunSpec`]s; [`sweep()`] walks a range of loads for a [`SweepSpec`], a
+//! [`Search`] finds the highest load that holds the SLO, [`summarize`] reads
+//! repeats of one plan, and a [`Coordinator`] with its [`Follower`]s splits
+//! one plan across machines.
 
-pub mod knee;
-pub mod repeat;
-pub mod search;
-pub mod shard;
-pub mod sweep;
-pub mod target;
+pub(crate) mod knee;
+pub(crate) mod repeat;
+pub(crate) mod search;
+pub(crate) mod shard;
+pub(crate) mod sweep;
+pub(crate) mod target;
+
+pub use self::repeat::{summarize, RepeatResult};
+pub use self::search::{Answer, Budget, Observation, Search, Step};
+pub use self::shard::coordinator::Coordinator;
+pub use self::shard::follower::Follower;
+pub use self::shard::merge::ShardsReport;
+pub use self::shard::offline::merge_parts;
+pub use self::shard::part::{write_line, Part, PartEnd, PartHeader, PartLine};
+pub use self::shard::ShardError;
+pub use self::sweep::{
+    describe_workload, headline, observe_metrics, search_config, search_windows, sweep, StopReason,
+    SweepLive, SweepMode, SweepPoint, SweepResult, SweepSpec,
+};
+pub use self::target::{
+    unstarted, PreparedTarget, Role, RunError, RunSpec, ServerMetricsChoice, Sharding,
+    TargetOptions,
+};
+pub use crate::load::schedule::ShardOf;

@@ -100,7 +100,7 @@ pub enum Budget {
     /// This many seconds (`--search-time`).
     Fixed(f64),
     /// What a settled answer takes: once exploring has found the edge, its
-    /// exploring time and [`SIZED_POINTS`] measuring points there, however
+    /// exploring time and `SIZED_POINTS` measuring points there, however
     /// long that is, within `cap_s` (what `--max-time` leaves; infinite
     /// without it).
     Sized { cap_s: f64 },
@@ -211,7 +211,7 @@ pub struct Observation {
     /// Failed on errors or attainment: a fail whatever the margin, and a
     /// veto — no answer at or above its rate.
     pub hard_fail: bool,
-    /// Its queue grew ([`crate::measure::metrics::saturation`]): a fail whatever the
+    /// Its queue grew (`crate::measure::metrics::saturation`): a fail whatever the
     /// margin, and a ceiling on the answer unless a measuring point passed
     /// above it (the detector reads a queue that wanders near capacity as
     /// growth in a few percent of points). It enters the fit with its

@@ -93,7 +93,7 @@ pub struct RunSpec {
     /// Keep a hash of every output (`--repeat` compares them across repeats).
     pub keep_outputs: bool,
     /// Adjust the SLO terms' percentiles for the run's own arrival
-    /// schedule (a goodput search's points; [`crate::measure::metrics::control`]).
+    /// schedule (a goodput search's points; `crate::measure::metrics::control`).
     pub schedule_control: Option<crate::measure::metrics::control::ControlSpec>,
 }
 
@@ -146,7 +146,7 @@ mod sharded;
 
 use probe::{discover_model, probe_pinning, slot_context, token_notes};
 
-pub use sharded::{PartSummary, Role, Sharding};
+pub use sharded::{Role, Sharding};
 
 /// A target ready to run plans against.
 pub struct PreparedTarget {

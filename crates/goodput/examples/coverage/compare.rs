@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use goodput_core::measure::metrics::{Metric, RequestMetrics};
-use goodput_core::output::report::compare::{metrics_figures, Figure, Samples};
+use goodput_core::measure::{Metric, RequestMetrics};
+use goodput_core::output::compare::{metrics_figures, Figure, Samples};
 use goodput_core::tokenizer::Tokenizer;
 
 use crate::loads::Cell;

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use goodput_core::measure::metrics::{Metric, RequestMetrics, RunMetrics};
-use goodput_core::measure::stats::Estimate;
-use goodput_core::request::record::RequestRecord;
+use goodput_core::measure::Estimate;
+use goodput_core::measure::{Metric, RequestMetrics, RunMetrics};
+use goodput_core::request::RequestRecord;
 use goodput_core::tokenizer::Tokenizer;
 
 use crate::loads::Cell;
@@ -57,8 +57,7 @@ impl Pool {
                 v.iter().sum::<f64>() / v.len() as f64,
             );
             for p in PERCENTILES {
-                let x =
-                    goodput_core::measure::stats::percentile_of(v.as_slice(), p).expect("values");
+                let x = goodput_core::measure::percentile_of(v.as_slice(), p).expect("values");
                 out.insert(format!("p{p} {key}"), x);
             }
         }
@@ -267,7 +266,7 @@ pub fn study(v: &Virtual, cells: &[Cell], replications: u64) {
         print_table(cells, &columns);
         println!(
             "\ncrowding index (10th / 50th / 90th percentile of the runs; long memory above {}):",
-            goodput_core::measure::metrics::CROWDING_LIMIT
+            goodput_core::measure::CROWDING_LIMIT
         );
         for line in crowding {
             println!("  {line}");

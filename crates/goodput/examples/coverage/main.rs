@@ -7,7 +7,7 @@
 //! value of the same engine under the same load: the pooled percentiles
 //! and means of `TRUTH_SEEDS` runs of `TRUTH_REQUESTS` measured requests.
 //! Its replications are runs of the same plan with seeds the truth never
-//! used, summarised by the same [`goodput_core::measure::metrics::Collector`] a real
+//! used, summarised by the same [`goodput_core::measure::Collector`] a real
 //! run uses, so every interval is the one the console, the JSON and the
 //! CSV print.
 //!

@@ -2,9 +2,9 @@
 //! `COVERAGE_THROUGHPUT_ALT=1`: each keeps the run's own value and takes
 //! its half-width from another reading of the run's variation.
 
-use goodput_core::measure::stats::batch;
-use goodput_core::measure::stats::Estimate;
-use goodput_core::request::record::RequestRecord;
+use goodput_core::measure::batch;
+use goodput_core::measure::Estimate;
+use goodput_core::request::RequestRecord;
 
 use crate::virtual_search::Run;
 
@@ -506,7 +506,7 @@ fn little(run: &Run, out: &mut Vec<(String, Estimate)>) {
                 continue;
             };
             let ratio = s.amount / s.weight;
-            let rel = s.ratio_half_width(goodput_core::measure::stats::Level::TwoSided) / ratio;
+            let rel = s.ratio_half_width(goodput_core::measure::Level::TwoSided) / ratio;
             out.push((
                 format!("{name}_throughput~little-{order}"),
                 closed(value, value * rel),
@@ -547,7 +547,7 @@ fn sends_and_departures(run: &Run, out: &mut Vec<(String, Estimate)>) {
             // Variance of the ratio Σ amount / Σ gaps, plus the drain's.
             let var_ratio = s.variance / (s.weight * s.weight);
             let var_drain = value * value * var_e2el / (d * d);
-            let t = goodput_core::measure::stats::t_975(s.df);
+            let t = goodput_core::measure::t_975(s.df);
             let half = t * (var_ratio + var_drain).sqrt();
             out.push((format!("{name}_throughput~sends"), closed(value, half)));
             // The arrival clock alone (no drain term).
@@ -585,7 +585,7 @@ fn sends_and_departures(run: &Run, out: &mut Vec<(String, Estimate)>) {
             };
             let var_ratio = s.variance / (s.weight * s.weight);
             let var_first = value * value * var_e2el / (d * d);
-            let t = goodput_core::measure::stats::t_975(s.df);
+            let t = goodput_core::measure::t_975(s.df);
             out.push((
                 format!("{name}_throughput~departures"),
                 closed(value, t * (var_ratio + var_first).sqrt()),

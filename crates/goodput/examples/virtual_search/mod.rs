@@ -1,7 +1,7 @@
 //! The goodput search run against the simulator's engine in virtual time:
-//! the same search ([`goodput_core::plan::search`]), the same metrics
-//! ([`goodput_core::measure::metrics::Collector`], with the schedule adjustment) and
-//! the same arrival schedules ([`goodput_core::load::schedule::Schedule`]) as a
+//! the same search ([`goodput_core::plan::Search`]), the same metrics
+//! ([`goodput_core::measure::Collector`], with the schedule adjustment) and
+//! the same arrival schedules ([`goodput_core::load::Schedule`]) as a
 //! real sweep, with the HTTP round trips replaced by the engine's token
 //! times. A whole search takes milliseconds, so its accuracy can be judged
 //! over many arrival samples against the sustained reference
@@ -13,13 +13,13 @@
 
 use std::time::Duration;
 
-use goodput_core::load::schedule::{Arrival, Load, Schedule};
-use goodput_core::measure::metrics::control::ControlSpec;
-use goodput_core::measure::metrics::{Collector, EarlyStop, Metric, RequestMetrics, RunMetrics};
-use goodput_core::measure::slo::Slo;
-use goodput_core::measure::verdict::Verdict;
-use goodput_core::plan::search::{Answer, Search, Step};
-use goodput_core::request::record::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
+use goodput_core::load::{Arrival, Load, Schedule};
+use goodput_core::measure::ControlSpec;
+use goodput_core::measure::Slo;
+use goodput_core::measure::Verdict;
+use goodput_core::measure::{Collector, EarlyStop, Metric, RequestMetrics, RunMetrics};
+use goodput_core::plan::{Answer, Search, Step};
+use goodput_core::request::{ErrorKind, Event, RequestError, RequestRecord, ServerUsage};
 use goodput_core::tokenizer::Tokenizer;
 use goodput_sim::closed_loop::simulate_closed_loop_with;
 use goodput_sim::virtual_time::{simulate, VirtualOutcome, VirtualRequest};
@@ -52,7 +52,7 @@ impl Virtual {
             cooldown: false,
             early_stop: true,
             slo: Slo {
-                terms: goodput_core::measure::slo::parse_terms(&[
+                terms: goodput_core::measure::parse_terms(&[
                     "ttft:p99<=200ms,tpot:p99<=50ms".into()
                 ])
                 .expect("the README's SLO"),
@@ -411,20 +411,18 @@ impl Virtual {
                 let at = |k: f64| Duration::from_secs_f64(k * answer_s);
                 (plan.explore.max(at(k[0])), plan.measure.max(at(k[1])))
             }
-            Err(_) => {
-                goodput_core::plan::sweep::search_windows(plan.explore, plan.measure, answer_s)
-            }
+            Err(_) => goodput_core::plan::search_windows(plan.explore, plan.measure, answer_s),
         };
-        let (config, control) = goodput_core::plan::sweep::search_config(
+        let (config, control) = goodput_core::plan::search_config(
             Some(ttft_ms),
             throughput,
             &self.slo,
             plan.precision,
             plan.budget.map_or(
-                goodput_core::plan::search::Budget::Sized {
+                goodput_core::plan::Budget::Sized {
                     cap_s: f64::INFINITY,
                 },
-                |b| goodput_core::plan::search::Budget::Fixed(b.as_secs_f64()),
+                |b| goodput_core::plan::Budget::Fixed(b.as_secs_f64()),
             ),
             explore,
             measure,
@@ -461,7 +459,7 @@ impl Virtual {
                 arrival: Arrival::Poisson,
                 max_concurrency: None,
             };
-            search.record(goodput_core::plan::sweep::observe_metrics(
+            search.record(goodput_core::plan::observe_metrics(
                 &run.metrics,
                 &load,
                 run.early,

@@ -5,7 +5,7 @@
 //! executor, same metrics, same console summary, same exit codes — with its
 //! results and records written to a scratch directory. From those two
 //! files the result file is written where and as vLLM writes it
-//! ([`goodput_core::output::report::vllm`]), and the scratch directory is removed.
+//! ([`goodput_core::output::vllm`]), and the scratch directory is removed.
 
 mod datasets;
 mod hf;
@@ -158,12 +158,12 @@ fn without(argv: &[String], names: &[&str]) -> Vec<String> {
 
 /// The client's settings for asking the server before the run (its
 /// `/tokenize`, its chat template): the run's connection flags.
-fn client_options(argv: &[String]) -> Result<goodput_core::request::client::ClientOptions, Exit> {
+fn client_options(argv: &[String]) -> Result<goodput_core::request::ClientOptions, Exit> {
     // The connection's flags, before the dataset the prompts will be.
     let run = parse_run(&without(argv, &["--dataset-exhausted"]))?;
     let t = &run.common.target;
     let url = t.url.clone().unwrap_or_default();
-    let kind = goodput_core::output::config::Target::Server;
+    let kind = goodput_core::output::Target::Server;
     let opts = crate::spec::target_options(t, &run.common.workload, url, None, false, kind);
     Ok(opts.client)
 }
@@ -322,7 +322,7 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
 
 /// Read the run's files and write vLLM's result file; its path.
 fn write_result(
-    meta: &goodput_core::output::report::vllm::VllmMeta,
+    meta: &goodput_core::output::vllm::VllmMeta,
     save: &translate::SaveTo,
     results: &Path,
     records: &Path,
@@ -343,11 +343,11 @@ fn write_result(
     if meta.model_id.is_empty() {
         meta.model_id = doc["model_id"].as_str().unwrap_or_default().to_string();
     }
-    let out = goodput_core::output::report::vllm::document(&doc, &lines, &meta);
+    let out = goodput_core::output::vllm::document(&doc, &lines, &meta);
     let name = save
         .file_name
         .clone()
-        .unwrap_or_else(|| goodput_core::output::report::vllm::default_file_name(&meta));
+        .unwrap_or_else(|| goodput_core::output::vllm::default_file_name(&meta));
     let path = match &save.dir {
         Some(dir) => {
             std::fs::create_dir_all(dir)

@@ -143,7 +143,7 @@ pub(super) fn images(a: &VllmServeArgs) -> Result<Option<String>, String> {
     if most <= 0 {
         return Ok(None);
     }
-    let cap = i64::from(goodput_core::load::workload::MAX_IMAGES);
+    let cap = i64::from(goodput_core::load::MAX_IMAGES);
     if most > cap {
         return Err(refuse(
             &format!("random-mm with up to {most} images a request"),
@@ -152,7 +152,7 @@ pub(super) fn images(a: &VllmServeArgs) -> Result<Option<String>, String> {
     }
     let mut sides = Vec::new();
     for ((h, w, _), p) in &kept {
-        let side = i64::from(goodput_core::load::workload::MAX_SIDE);
+        let side = i64::from(goodput_core::load::MAX_SIDE);
         if !(1..=side).contains(h) || !(1..=side).contains(w) {
             return Err(refuse(
                 &format!("--random-mm-bucket-config ({h}, {w}, 1)"),
@@ -183,7 +183,7 @@ mod tests {
     fn the_defaults_are_vllm_s_two_image_sizes_one_a_request() {
         let spec = images(&parsed(&[])).unwrap().unwrap();
         assert_eq!(spec, "1:256x256@0.5,1280x720@0.5:jpeg");
-        let s: goodput_core::load::workload::ImageSpec = spec.parse().unwrap();
+        let s: goodput_core::load::ImageSpec = spec.parse().unwrap();
         assert_eq!(s.to_string(), "1:256x256@0.5,1280x720@0.5:jpeg");
     }
 

@@ -14,7 +14,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use goodput_core::load::workload::TextBuilder;
+use goodput_core::load::TextBuilder;
 use goodput_core::tokenizer::Tokenizer;
 
 /// The dataset's shape, as vLLM's flags give it.

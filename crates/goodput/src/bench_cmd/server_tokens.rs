@@ -19,8 +19,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use goodput_core::load::workload::TextBuilder;
-use goodput_core::request::client::{Client, ClientOptions};
+use goodput_core::load::TextBuilder;
+use goodput_core::request::{Client, ClientOptions};
 use goodput_core::tokenizer::Tokenizer;
 use goodput_core::words::words;
 
@@ -122,7 +122,7 @@ pub(super) fn blocking_client(
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let clock = goodput_core::request::clock::RunClock::start();
+    let clock = goodput_core::request::RunClock::start();
     let client = runtime
         .block_on(Client::new(options, clock))
         .map_err(|e| e.to_string())?;

@@ -10,7 +10,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 
-use goodput_core::request::client::{Client, ClientOptions};
+use goodput_core::request::{Client, ClientOptions};
 
 use crate::cli::VllmServeArgs;
 

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use goodput_core::output::report::vllm::VllmMeta;
+use goodput_core::output::vllm::VllmMeta;
 
 use crate::cli::VllmServeArgs;
 
@@ -214,7 +214,7 @@ fn reported(
     asked.sort_by(f64::total_cmp);
     let labels: Vec<String> = asked
         .iter()
-        .map(|p| goodput_core::measure::stats::pct_label(*p))
+        .map(|p| goodput_core::measure::pct_label(*p))
         .collect();
     flag(argv, "--percentiles", labels.join(","));
     let pooling = endpoint == "embeddings" || endpoint == "rerank";
@@ -367,7 +367,7 @@ pub fn translate(a: &VllmServeArgs) -> Result<Plan, String> {
         append: a.append_result,
     });
     let meta = VllmMeta {
-        date: goodput_core::output::report::vllm::now_date(),
+        date: goodput_core::output::vllm::now_date(),
         backend: a.backend.clone(),
         label: a.label.clone(),
         model_id: a.model.clone().unwrap_or_default(),

@@ -4,7 +4,7 @@
 //! llama.cpp's `/props` (slots, context, batch size). Anything it does not
 //! say is left `None` for the experiment to infer.
 
-use goodput_core::plan::target::PreparedTarget;
+use goodput_core::plan::PreparedTarget;
 use serde_json::Value;
 
 /// The limits a server published.

@@ -25,9 +25,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use anyhow::anyhow;
-use goodput_core::load::executor::{Progress, Warmup, WarmupPolicy};
-use goodput_core::load::workload::LengthSpec;
-use goodput_core::measure::aggregate::RecordsSink;
+use goodput_core::load::LengthSpec;
+use goodput_core::load::{Progress, Warmup, WarmupPolicy};
+use goodput_core::measure::RecordsSink;
 use serde_json::Value;
 
 use crate::cli::{CommonArgs, LoadArgs};
@@ -186,7 +186,7 @@ impl Runner<'_> {
             .run(&spec, &mut sink, &self.session.control, progress)
             .await
         {
-            Err(goodput_core::plan::target::RunError::Interrupted) => return Err(stopped()),
+            Err(goodput_core::plan::RunError::Interrupted) => return Err(stopped()),
             r => r.map_err(run_error)?,
         };
         if result.exec.interrupted {

@@ -150,7 +150,7 @@ pub fn fit_and_write(
         model,
         &limits,
         source,
-        &goodput_core::output::result::now_rfc3339(),
+        &goodput_core::output::now_rfc3339(),
     );
     for (what, l) in [
         ("largest batch", Some(&obs.limits.max_batch)),

@@ -28,12 +28,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::anyhow;
-use goodput_core::load::schedule::Load;
-use goodput_core::load::workload::LengthSpec;
-use goodput_core::measure::metrics::{Metric, TokenSource};
-use goodput_core::measure::stats::{Distribution, QUANTILE_COUNT};
-use goodput_core::output::config::WorkloadSource;
-use goodput_core::output::result::RunResult;
+use goodput_core::load::LengthSpec;
+use goodput_core::load::Load;
+use goodput_core::measure::{Distribution, QUANTILE_COUNT};
+use goodput_core::measure::{Metric, TokenSource};
+use goodput_core::output::RunResult;
+use goodput_core::output::WorkloadSource;
 use goodput_sim::calibrate::LimitSource;
 
 use super::{fit, step_tokens, Decode, Limit, Limits, Observations, Prefill};

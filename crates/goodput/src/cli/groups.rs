@@ -25,7 +25,7 @@ pub struct TargetArgs {
     /// embeddings (/v1/embeddings), rerank (/v1/rerank) or score (vLLM's /v1/score); the last
     /// three send --batch-size inputs per request and are answered whole.
     #[arg(long, default_value = "chat", help_heading = "Target")]
-    pub endpoint: goodput_core::request::protocol::Endpoint,
+    pub endpoint: goodput_core::request::Endpoint,
     /// Model name to send [default: the first model /v1/models lists]; or a mix of models or
     /// LoRA adapters: weighted, base:0.5,adapter-a:0.3,adapter-b:0.2 (drawn per request from
     /// --seed), or a plain list a,b,c (taken in turn). Figures per model in the result.
@@ -40,7 +40,7 @@ pub struct TargetArgs {
         value_name = "NAME:SHARE:priority=P,...",
         help_heading = "Target"
     )]
-    pub priority_mix: Option<goodput_core::load::workload::mixes::PriorityMix>,
+    pub priority_mix: Option<goodput_core::load::PriorityMix>,
     /// Environment variable holding the API key, sent as a Bearer token (never printed or written).
     #[arg(long, default_value = "OPENAI_API_KEY", help_heading = "Target")]
     pub api_key_env: String,
@@ -123,7 +123,7 @@ pub struct TargetArgs {
     /// Ask for structured output: json_object, or json_schema:FILE (a JSON schema, or
     /// OpenAI's {"name","schema"}); each answer is checked against it.
     #[arg(long, value_name = "FORMAT", value_parser = super::parse::response_format, help_heading = "Target")]
-    pub response_format: Option<goodput_core::request::tools::ResponseFormat>,
+    pub response_format: Option<goodput_core::request::ResponseFormat>,
 }
 
 /// The offered load of one run.
@@ -138,7 +138,7 @@ pub struct LoadArgs {
     pub request_rate: Option<f64>,
     /// Inter-arrival process of the open loop: poisson, constant or gamma:SHAPE.
     #[arg(long, default_value = "poisson", value_parser = arrival, help_heading = "Load")]
-    pub arrival: goodput_core::load::schedule::Arrival,
+    pub arrival: goodput_core::load::Arrival,
     /// vLLM's spelling of --arrival gamma:X (X < 1 burstier than Poisson, X > 1 smoother).
     #[arg(long, conflicts_with = "arrival", value_parser = burstiness, help_heading = "Load")]
     pub burstiness: Option<f64>,
@@ -161,7 +161,7 @@ pub struct BoundsArgs {
     /// a duration (10s), 0 for none, or auto: one request per slot in closed loop (at least 4),
     /// 2 s of arrivals in open loop (8 to 500 requests), so a cold server cannot distort the run.
     #[arg(long, default_value = "auto", value_parser = warmup, help_heading = "Load")]
-    pub warmup: goodput_core::load::executor::WarmupPolicy,
+    pub warmup: goodput_core::load::WarmupPolicy,
     /// How long in-flight requests may finish after sending ends [default: --timeout].
     #[arg(long, value_parser = duration, help_heading = "Load")]
     pub drain_timeout: Option<std::time::Duration>,
@@ -177,7 +177,7 @@ pub struct BoundsArgs {
         requires = "ramp_up",
         help_heading = "Load"
     )]
-    pub ramp_up_strategy: goodput_core::load::schedule::RampStrategy,
+    pub ramp_up_strategy: goodput_core::load::RampStrategy,
     /// Seed of the workload and the schedule (same seed, same prompts and arrival times).
     #[arg(long, default_value_t = 0, help_heading = "Load")]
     pub seed: u64,
@@ -191,7 +191,7 @@ pub struct WorkloadArgs {
     /// new user message of --input-tokens. Closed loop: --concurrency users going through
     /// sessions; open loop: sessions arrive at --request-rate.
     #[arg(long, value_name = "SPEC", help_heading = "Workload")]
-    pub turns: Option<goodput_core::load::workload::LengthSpec>,
+    pub turns: Option<goodput_core::load::LengthSpec>,
     /// Time between a turn's response and the session's next turn: 2s, uniform:1s,3s,
     /// exponential:2s (mean) or lognormal:2s,0.5.
     #[arg(
@@ -218,7 +218,7 @@ pub struct WorkloadArgs {
         requires = "prefix_tokens",
         help_heading = "Workload"
     )]
-    pub prefix_choice: goodput_core::load::workload::GroupChoice,
+    pub prefix_choice: goodput_core::load::GroupChoice,
     /// Give every prompt a unique salt after its shared prefix, so no prefix cache can hit beyond
     /// it (the default for synthetic prompts).
     #[arg(long, overrides_with = "no_cache_bust", help_heading = "Workload")]
@@ -228,11 +228,11 @@ pub struct WorkloadArgs {
     pub no_cache_bust: bool,
     /// Prompt length in tokens: 512, uniform:256,1024, normal:512,128 or lognormal:512,0.5.
     #[arg(long, default_value = "1024", help_heading = "Workload")]
-    pub input_tokens: goodput_core::load::workload::LengthSpec,
+    pub input_tokens: goodput_core::load::LengthSpec,
     /// Output length in tokens (sent as max_tokens, and min_tokens + ignore_eos where accepted)
     /// [default: 128; with --dataset or --trace, each row's own length unless this is given].
     #[arg(long, value_name = "SPEC", help_heading = "Workload")]
-    pub output_tokens: Option<goodput_core::load::workload::LengthSpec>,
+    pub output_tokens: Option<goodput_core::load::LengthSpec>,
     /// Prompts from a dataset: ShareGPT JSON, JSONL (prompt or messages, optional
     /// output_tokens and reference) or CSV with a header.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["trace", "turns", "prefix_tokens"], help_heading = "Dataset")]
@@ -244,7 +244,7 @@ pub struct WorkloadArgs {
         requires = "dataset",
         help_heading = "Dataset"
     )]
-    pub dataset_format: Option<goodput_core::load::workload::dataset::DatasetFormat>,
+    pub dataset_format: Option<goodput_core::load::DatasetFormat>,
     /// The CSV column holding the prompt.
     #[arg(
         long,
@@ -263,7 +263,7 @@ pub struct WorkloadArgs {
         requires = "dataset",
         help_heading = "Dataset"
     )]
-    pub dataset_sampling: goodput_core::load::workload::dataset::Sampling,
+    pub dataset_sampling: goodput_core::load::Sampling,
     /// When --num-prompts exceeds the usable rows: error, cycle (send rows again) or truncate
     /// (send each once, then stop).
     #[arg(
@@ -273,7 +273,7 @@ pub struct WorkloadArgs {
         requires = "dataset",
         help_heading = "Dataset"
     )]
-    pub dataset_exhausted: goodput_core::load::workload::dataset::Exhausted,
+    pub dataset_exhausted: goodput_core::load::Exhausted,
     /// Keep only rows whose prompt has MIN to MAX tokens (dropped rows are counted and reported).
     #[arg(long, value_name = "MIN,MAX", value_parser = token_range, requires = "dataset", help_heading = "Dataset")]
     pub dataset_input_filter: Option<(u32, u32)>,
@@ -293,7 +293,7 @@ pub struct WorkloadArgs {
     /// per request), e.g. 1:448x448; or a mix, LO-HI:WxH@P,WxH@P (then :jpeg for JPEG), e.g.
     /// 1:256x256@0.5,1280x720@0.5:jpeg (vLLM's random-mm).
     #[arg(long, value_name = "N:WIDTHxHEIGHT", help_heading = "Workload")]
-    pub images: Option<goodput_core::load::workload::ImageSpec>,
+    pub images: Option<goodput_core::load::ImageSpec>,
     /// Client-side tokenizer: tiktoken:o200k_base, tiktoken:cl100k_base, a path to the model's
     /// tokenizer.json, or none. One tokenizer does all client-side counting in a run.
     #[arg(long, default_value = goodput_core::tokenizer::DEFAULT_TOKENIZER, value_parser = tokenizer, help_heading = "Workload")]
@@ -315,10 +315,10 @@ pub struct TraceArgs {
         requires = "trace",
         help_heading = "Trace"
     )]
-    pub trace_format: Option<goodput_core::load::workload::trace::TraceFormat>,
+    pub trace_format: Option<goodput_core::load::TraceFormat>,
     /// Unit of a generic trace's timestamp column: s, ms or us (Mooncake: ms unless given).
     #[arg(long, value_name = "UNIT", requires = "trace", help_heading = "Trace")]
-    pub trace_time_unit: Option<goodput_core::load::workload::trace::TimeUnit>,
+    pub trace_time_unit: Option<goodput_core::load::TimeUnit>,
     /// Replay speed: 2 sends the trace twice as fast.
     #[arg(long, value_name = "X", default_value = "1", value_parser = speed, requires = "trace", help_heading = "Trace")]
     pub trace_speed: f64,
@@ -335,8 +335,8 @@ pub struct TraceArgs {
 
 impl TraceArgs {
     /// How goodput-core's loader reads and slices the trace.
-    pub fn options(&self) -> goodput_core::load::workload::trace::TraceOptions {
-        goodput_core::load::workload::trace::TraceOptions {
+    pub fn options(&self) -> goodput_core::load::TraceOptions {
+        goodput_core::load::TraceOptions {
             format: self.trace_format,
             time_unit: self.trace_time_unit,
             start: self.trace_start,
@@ -353,11 +353,11 @@ pub struct SloArgs {
     /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms (no quotes needed); metrics ttft,
     /// tpot, itl, e2el. A run that misses it exits 1.
     #[arg(long, value_name = "TERM", value_parser = slo_terms, help_heading = "SLO")]
-    pub slo: Vec<Vec<goodput_core::measure::slo::SloTerm>>,
+    pub slo: Vec<Vec<goodput_core::measure::SloTerm>>,
     /// vLLM's per-request thresholds in ms for request goodput, e.g. --goodput ttft:200 tpot:50
     /// (decides the exit code only together with --slo or --slo-attainment).
     #[arg(long, value_name = "METRIC:MS", num_args = 1.., value_parser = threshold, help_heading = "SLO")]
-    pub goodput: Vec<goodput_core::measure::slo::Threshold>,
+    pub goodput: Vec<goodput_core::measure::Threshold>,
     /// DistServe's joint form: at least this share (0 to 1) of requests must meet every
     /// per-request threshold at once.
     #[arg(long, value_name = "SHARE", value_parser = share, help_heading = "SLO")]

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use goodput_core::load::schedule::Arrival;
-use goodput_core::output::report::compare::FailOn;
+use goodput_core::load::Arrival;
+use goodput_core::output::compare::FailOn;
 
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
 pub use k8s::{CatArgs, K8sArgs, K8sHelper, ManifestArgs, PodArgs, SecretEnv};

@@ -98,7 +98,7 @@ pub struct PredictArgs {
     /// An SLO term METRIC:pQ:THRESHOLD or 'METRIC:pQ<=THRESHOLD' (repeatable, or
     /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms; metrics ttft, tpot, itl, e2el.
     #[arg(long, value_name = "TERM", value_parser = slo_terms, required = true, help_heading = "SLO")]
-    pub slo: Vec<Vec<goodput_core::measure::slo::SloTerm>>,
+    pub slo: Vec<Vec<goodput_core::measure::SloTerm>>,
     /// Largest share of failed requests (0 to 1) a passing rate may have.
     #[arg(long, default_value_t = 0.01, value_parser = share, help_heading = "SLO")]
     pub max_error_rate: f64,
@@ -109,7 +109,7 @@ pub struct PredictArgs {
         conflicts_with = "trace",
         help_heading = "Workload"
     )]
-    pub input_tokens: goodput_core::load::workload::LengthSpec,
+    pub input_tokens: goodput_core::load::LengthSpec,
     /// Output length in tokens (the model generates exactly this many).
     #[arg(
         long,
@@ -117,7 +117,7 @@ pub struct PredictArgs {
         conflicts_with = "trace",
         help_heading = "Workload"
     )]
-    pub output_tokens: goodput_core::load::workload::LengthSpec,
+    pub output_tokens: goodput_core::load::LengthSpec,
     /// Shared prefix: every prompt starts with one of --prefix-groups prefixes of N tokens
     /// (counted in --input-tokens).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000), help_heading = "Workload")]
@@ -128,7 +128,7 @@ pub struct PredictArgs {
     /// Multi-turn sessions: turns per session (3, uniform:2,6); each turn resends the
     /// conversation plus a new message of --input-tokens; sessions arrive at the rate.
     #[arg(long, value_name = "SPEC", help_heading = "Workload")]
-    pub turns: Option<goodput_core::load::workload::LengthSpec>,
+    pub turns: Option<goodput_core::load::LengthSpec>,
     /// Time between a turn's response and the session's next turn: 2s or exponential:2s.
     #[arg(
         long,

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use goodput_core::output::report::compare::FailOn;
+use goodput_core::output::compare::FailOn;
 
 /// `--percentiles`: the percentiles to report, each from 0 to 100.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ pub(super) fn positive_duration(s: &str) -> Result<std::time::Duration, String> 
 
 /// `--server-metrics`: an http(s) URL to scrape.
 pub(super) fn server_metrics_url(s: &str) -> Result<String, String> {
-    goodput_core::measure::server_metrics::check_url(s).map(|_| s.to_string())
+    goodput_core::measure::check_url(s).map(|_| s.to_string())
 }
 
 /// `--temperature`: a number >= 0.
@@ -159,23 +159,21 @@ pub(super) fn share(s: &str) -> Result<f64, String> {
 }
 
 /// `--warmup`: auto, a request count (0: none) or a duration.
-pub(super) fn warmup(s: &str) -> Result<goodput_core::load::executor::WarmupPolicy, String> {
-    use goodput_core::load::executor::Warmup;
+pub(super) fn warmup(s: &str) -> Result<goodput_core::load::WarmupPolicy, String> {
+    use goodput_core::load::Warmup;
     let s = s.trim();
     if s == "auto" {
-        return Ok(goodput_core::load::executor::WarmupPolicy::Auto);
+        return Ok(goodput_core::load::WarmupPolicy::Auto);
     }
     if let Ok(n) = s.parse::<u64>() {
-        return Ok(goodput_core::load::executor::WarmupPolicy::Fixed(
-            if n == 0 {
-                Warmup::None
-            } else {
-                Warmup::Requests(n)
-            },
-        ));
+        return Ok(goodput_core::load::WarmupPolicy::Fixed(if n == 0 {
+            Warmup::None
+        } else {
+            Warmup::Requests(n)
+        }));
     }
     goodput_core::units::parse_duration(s)
-        .map(|d| goodput_core::load::executor::WarmupPolicy::Fixed(Warmup::Duration(d)))
+        .map(|d| goodput_core::load::WarmupPolicy::Fixed(Warmup::Duration(d)))
         .map_err(|_| {
             format!(
                 "invalid warm-up '{s}': expected auto, a request count (20) or a duration (10s)"
@@ -184,12 +182,12 @@ pub(super) fn warmup(s: &str) -> Result<goodput_core::load::executor::WarmupPoli
 }
 
 /// `--slo`: one or more comma-separated terms METRIC:pQ:THRESHOLD (or `<=`).
-pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::measure::slo::SloTerm>, String> {
-    goodput_core::measure::slo::parse_terms(&[s.to_string()])
+pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::measure::SloTerm>, String> {
+    goodput_core::measure::parse_terms(&[s.to_string()])
 }
 
 /// `--goodput`: one per-request threshold METRIC:MS.
-pub(super) fn threshold(s: &str) -> Result<goodput_core::measure::slo::Threshold, String> {
+pub(super) fn threshold(s: &str) -> Result<goodput_core::measure::Threshold, String> {
     s.parse()
 }
 
@@ -227,13 +225,13 @@ pub(super) fn sim_preset(s: &str) -> Result<SimPreset, String> {
 /// `--ca-cert`, `--client-cert`: a PEM file holding certificates.
 pub(super) fn pem_certs(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
-    goodput_core::request::client::tls::read_certs(&p).map(|_| p)
+    goodput_core::request::read_certs(&p).map(|_| p)
 }
 
 /// `--client-key`: a PEM file holding a private key.
 pub(super) fn pem_key(s: &str) -> Result<PathBuf, String> {
     let p = PathBuf::from(s);
-    goodput_core::request::client::tls::read_key(&p).map(|_| p)
+    goodput_core::request::read_key(&p).map(|_| p)
 }
 
 /// `--dataset-input-filter`, `--dataset-output-filter`: MIN,MAX tokens.
@@ -264,7 +262,7 @@ pub(super) fn tokenizer(s: &str) -> Result<goodput_core::tokenizer::Tokenizer, S
 
 /// `--url`: the server's base URL.
 pub(super) fn url(s: &str) -> Result<String, String> {
-    goodput_core::request::client::BaseUrl::parse(s)
+    goodput_core::request::BaseUrl::parse(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
 }
@@ -285,13 +283,13 @@ pub(super) fn header(s: &str) -> Result<String, String> {
 }
 
 /// `--model`: one name, or a list of models (checked here; split by
-/// [`goodput_core::load::workload::mixes::parse_models`] where the run is built).
+/// [`goodput_core::load::parse_models`] where the run is built).
 pub(super) fn model_list(s: &str) -> Result<String, String> {
-    goodput_core::load::workload::mixes::parse_models(s).map(|_| s.to_string())
+    goodput_core::load::parse_models(s).map(|_| s.to_string())
 }
 
 /// `--arrival` (run and sweep): poisson, constant or gamma:SHAPE.
-pub(super) fn arrival(s: &str) -> Result<goodput_core::load::schedule::Arrival, String> {
+pub(super) fn arrival(s: &str) -> Result<goodput_core::load::Arrival, String> {
     s.parse()
 }
 
@@ -360,16 +358,14 @@ mod tests {
 
 /// The tools of a `--tools` file, read when the flag is parsed.
 #[derive(Debug, Clone)]
-pub struct ToolsFile(pub Vec<goodput_core::request::tools::ToolDef>);
+pub struct ToolsFile(pub Vec<goodput_core::request::ToolDef>);
 
 /// `--tools FILE`: the file's tool definitions.
 pub(super) fn tools_file(s: &str) -> Result<ToolsFile, String> {
-    goodput_core::request::tools::read_tools(std::path::Path::new(s)).map(ToolsFile)
+    goodput_core::request::read_tools(std::path::Path::new(s)).map(ToolsFile)
 }
 
 /// `--response-format json_object|json_schema:FILE`.
-pub(super) fn response_format(
-    s: &str,
-) -> Result<goodput_core::request::tools::ResponseFormat, String> {
-    goodput_core::request::tools::read_response_format(s)
+pub(super) fn response_format(s: &str) -> Result<goodput_core::request::ResponseFormat, String> {
+    goodput_core::request::read_response_format(s)
 }

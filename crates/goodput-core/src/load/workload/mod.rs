@@ -31,8 +31,10 @@ pub use goodput_common::image::{ImageSpec, MAX_IMAGES, MAX_SIDE};
 pub use goodput_common::lengths::LengthSpec;
 pub use prefetch::Prefetch;
 pub use prompt::TextBuilder;
-pub use source::{FollowUps, Planned, RequestSource};
-pub use synthetic::{GroupChoice, PrefixSpec, SessionShape, SyntheticSource, SyntheticSpec};
+#[cfg(test)]
+pub(crate) use source::Planned;
+pub use source::{FollowUps, RequestSource};
+pub use synthetic::{PrefixSpec, SessionShape, SyntheticSource, SyntheticSpec};
 
 /// What a run sends: where prompts come from, and the synthetic shape
 /// (lengths, seed, sessions, shared prefixes, cache busting) that applies
@@ -41,7 +43,7 @@ pub use synthetic::{GroupChoice, PrefixSpec, SessionShape, SyntheticSource, Synt
 pub struct WorkloadSpec {
     pub synthetic: SyntheticSpec,
     pub source: SourceSpec,
-    /// The models and priority classes requests are sent as ([`mixes`]);
+    /// The models and priority classes requests are sent as (`mixes`);
     /// `None` sends every request to the one model, without a class.
     pub mix: Option<Arc<mixes::RequestMix>>,
 }
@@ -49,15 +51,15 @@ pub struct WorkloadSpec {
 /// Where prompts come from.
 #[derive(Debug, Clone)]
 pub enum SourceSpec {
-    /// Generated text of exact lengths ([`synthetic`]).
+    /// Generated text of exact lengths (`synthetic`).
     Synthetic,
-    /// A dataset's rows ([`replay::DatasetSource`]); `output_override`:
+    /// A dataset's rows (`replay::DatasetSource`); `output_override`:
     /// `--output-tokens` given explicitly, which then applies to every row.
     Dataset {
         dataset: Arc<dataset::Dataset>,
         output_override: Option<LengthSpec>,
     },
-    /// A trace's arrivals and lengths ([`replay::TraceSource`]).
+    /// A trace's arrivals and lengths (`replay::TraceSource`).
     Trace {
         trace: Arc<trace::Trace>,
         speed: f64,

@@ -107,6 +107,7 @@ enum Inner {
     },
     /// Built on demand on the caller's task: for tests under paused time,
     /// where a thread's real time would let the paused clock run ahead.
+    #[cfg(test)]
     Inline(Numbered),
 }
 
@@ -141,6 +142,7 @@ impl Prefetch {
     /// Start building from `source`, at most `capacity` requests ahead (and,
     /// beyond the first [`COUNT_AHEAD`], at most [`BYTES_AHEAD`] bytes). The
     /// thread ends when the source is exhausted or the `Prefetch` is dropped.
+    #[cfg(test)]
     pub fn start(source: Box<dyn RequestSource>, capacity: usize) -> std::io::Result<Self> {
         Self::start_shard(source, capacity, None)
     }
@@ -224,11 +226,13 @@ impl Prefetch {
     }
 
     /// Build each request when it is asked for, on the caller's task.
+    #[cfg(test)]
     pub fn inline(source: Box<dyn RequestSource>) -> Self {
         Self::inline_shard(source, None)
     }
 
     /// The same for one shard of a sharded plan.
+    #[cfg(test)]
     pub fn inline_shard(source: Box<dyn RequestSource>, shard: Option<ShardOf>) -> Self {
         Prefetch {
             follow_ups: source.follow_ups(),
@@ -242,9 +246,13 @@ impl Prefetch {
 
     /// Resolves once the buffer is full or the source is exhausted.
     pub async fn primed(&mut self) {
-        if let Inner::Thread { primed, .. } = &mut self.inner {
+        match &mut self.inner {
             // An error means the thread ended, which primes too.
-            let _ = primed.wait_for(|p| *p).await;
+            Inner::Thread { primed, .. } => {
+                let _ = primed.wait_for(|p| *p).await;
+            }
+            #[cfg(test)]
+            Inner::Inline(_) => {}
         }
     }
 
@@ -257,6 +265,7 @@ impl Prefetch {
                 level.took(bytes);
                 Some((k, p))
             }
+            #[cfg(test)]
             Inner::Inline(source) => source.next(),
         }
     }
@@ -270,9 +279,13 @@ impl Prefetch {
 impl Drop for Prefetch {
     /// A builder asleep on a full buffer sees the channel closed and ends.
     fn drop(&mut self) {
-        if let Inner::Thread { rx, level, .. } = &mut self.inner {
-            rx.close();
-            level.wake_builder();
+        match &mut self.inner {
+            Inner::Thread { rx, level, .. } => {
+                rx.close();
+                level.wake_builder();
+            }
+            #[cfg(test)]
+            Inner::Inline(_) => {}
         }
     }
 }

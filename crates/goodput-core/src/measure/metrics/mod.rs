@@ -20,10 +20,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::request::record::RequestRecord;
 use crate::tokenizer::Tokenizer;
+#[cfg(test)]
+pub(crate) use collector::SchemaViolation;
 pub use collector::{
-    Collector, Crowding, Distributions, EarlyStop, ErrorSummary, GroupFigures, GroupSlo, Groups,
-    ImagesSummary, InputsSummary, RunMetrics, SchemaViolation, SteadyState, StructuredOutput,
-    Throughput, TimeSeries, TokenSummary, BUCKET_S, CROWDING_LIMIT, GROUPINGS,
+    Collector, Distributions, EarlyStop, GroupFigures, ImagesSummary, InputsSummary, RunMetrics,
+    StructuredOutput, Throughput, TimeSeries, TokenSummary, CROWDING_LIMIT, GROUPINGS,
 };
 pub use registry::Metric;
 

@@ -7,7 +7,7 @@
 //! intervals. Past that — 10 minutes
 //! at 80,000 tokens/s would hold 190 MB — the pool becomes bounded:
 //!
-//! - a log histogram whose bins are 0.1 % wide ([`REL_ERROR`]): every
+//! - a log histogram whose bins are 0.1 % wide (`LogHistogram::REL_ERROR`): every
 //!   percentile within 0.1 % relative of the exact one (`docs/metrics.md#long-runs`
 //!   allows it), with the count, sum, sum of squares, min and max kept
 //!   exactly, so the mean and standard deviation are exact;
@@ -30,7 +30,8 @@ pub const EXACT_LIMIT: usize = 1 << 20;
 pub const RESERVOIR_VALUES: usize = 1 << 19;
 /// The histogram's relative bin width: a percentile is within this share of
 /// the exact value.
-pub const REL_ERROR: f64 = LogHistogram::REL_ERROR;
+#[cfg(test)]
+const REL_ERROR: f64 = LogHistogram::REL_ERROR;
 
 #[derive(Debug, Default)]
 pub struct Pooled {

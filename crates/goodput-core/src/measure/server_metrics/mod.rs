@@ -31,11 +31,11 @@
 //! run keeps of it (the time series, the window's summary, the notes).
 
 pub mod engines;
-#[cfg(any(test, feature = "fixtures"))]
-pub mod fixtures;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod parse;
 pub mod results;
 pub mod scrape;
 
-pub use results::{HistSummary, ServerMetrics, ServerSample, ServerSummary};
-pub use scrape::{check_url, default_url, ScrapeError, ScrapeOptions, Scraper};
+pub use results::{ServerMetrics, ServerSample, ServerSummary};
+pub use scrape::{default_url, ScrapeOptions, Scraper};

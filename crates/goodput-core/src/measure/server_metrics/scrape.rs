@@ -116,14 +116,6 @@ impl Scraper {
         self.model = Some(model);
     }
 
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    pub fn engine(&self) -> Option<Engine> {
-        self.engine
-    }
-
     /// Requests the server holds right now (running + waiting), from one
     /// scrape; None when it exposes neither gauge or the scrape failed.
     pub async fn queue_now(&self) -> Option<f64> {

@@ -55,7 +55,7 @@ impl Spread {
 }
 
 /// The batch-means spread of `items` (in time order). `None` with fewer
-/// items than [`MIN_BATCHES`] or no weight.
+/// items than `MIN_BATCHES` or no weight.
 pub fn spread(items: &[(f64, f64)]) -> Option<Spread> {
     let n = items.len();
     if n < MIN_BATCHES {

@@ -457,8 +457,9 @@ fn group_columns(rows: &[Row<'_>]) -> Vec<Column<'static>> {
     cols
 }
 
-/// The header line alone (for documentation and the snapshot test).
-pub fn header(percentiles: &[f64]) -> String {
+/// The header line alone (for the snapshot test).
+#[cfg(test)]
+fn header(percentiles: &[f64]) -> String {
     columns(percentiles)
         .iter()
         .map(|c| c.header.as_str())

@@ -30,7 +30,7 @@ pub struct ShardsReport {
     /// Planned measured requests of the lost shards that no record
     /// accounts for (None: the plan was bounded by time, not by count).
     pub unaccounted_requests: Option<u64>,
-    /// Spread of the shards' starts ([`ShardFigures::start_ms`]), ms: how
+    /// Spread of the shards' starts (`ShardFigures::start_ms`), ms: how
     /// far apart the shards began sending, measured from their records.
     pub start_skew_ms: Option<f64>,
 }

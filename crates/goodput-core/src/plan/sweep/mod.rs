@@ -54,9 +54,9 @@ use curve::p;
 use grid::{best_passing, goodput_from_points};
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config, search_windows};
-pub use result::{
-    headline, CurvePoint, Goodput, KneeAt, Knees, PointRole, PointStart, SweepPoint, SweepResult,
-};
+pub use result::{headline, CurvePoint, Goodput, PointRole, PointStart, SweepPoint, SweepResult};
+#[cfg(test)]
+pub(crate) use result::{KneeAt, Knees};
 pub use spec::{SweepMode, SweepSpec};
 pub use stop::StopReason;
 

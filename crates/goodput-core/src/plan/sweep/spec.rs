@@ -37,7 +37,7 @@ pub struct SweepSpec {
     pub probe_time: Duration,
     pub max_time: Option<Duration>,
     /// Load time a goodput search may spend after its floor run; None:
-    /// sized to what a settled answer takes ([`crate::plan::search::Sizing`]).
+    /// sized to what a settled answer takes (`crate::plan::search::Sizing`).
     pub search_time: Option<Duration>,
     /// Least sending window of a search's measuring point.
     pub measure_time: Duration,

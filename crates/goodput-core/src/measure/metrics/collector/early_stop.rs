@@ -11,7 +11,7 @@ use crate::measure::verdict::Verdict;
 /// (up to the point's planned size), and each uses a binomial
 /// order-statistic interval at confidence 1 − α/K for K looks (Bonferroni),
 /// so the chance that any look settles a term wrongly stays below α whatever
-/// happens between looks (see [`crate::measure::verdict`]). Responses finish out of
+/// happens between looks (see `crate::measure::verdict`). Responses finish out of
 /// order — slow ones last — so a look counts the requests still in flight
 /// against a pass (as if they were infinitely slow) and in favour of a fail
 /// (as if they were instant), and failed requests against a pass: an early

@@ -65,12 +65,14 @@ use window::{SendWindow, WindowFigures};
 
 pub use crowding::{Crowding, LIMIT as CROWDING_LIMIT};
 pub use early_stop::EarlyStop;
-pub use groups::{GroupFigures, GroupSlo, Groups, GROUPINGS};
+pub use groups::{GroupFigures, Groups, GROUPINGS};
 pub use inputs::{ImagesSummary, InputsSummary};
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
-pub use structured::{SchemaViolation, StructuredOutput};
+#[cfg(test)]
+pub(crate) use structured::SchemaViolation;
+pub use structured::StructuredOutput;
 pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
 pub use tokens::TokenSummary;
 
@@ -121,7 +123,7 @@ impl Collector {
     }
 
     /// Adjust the SLO terms' percentiles for the burstiness of the run's own
-    /// arrival schedule ([`super::control`]); open loop only.
+    /// arrival schedule (`super::control`); open loop only.
     pub fn with_schedule_control(
         mut self,
         spec: Option<ControlSpec>,
@@ -134,7 +136,7 @@ impl Collector {
         self
     }
 
-    /// Read the crowding index ([`Crowding`]) for `load`'s arrivals: an open
+    /// Read the crowding index (`Crowding`) for `load`'s arrivals: an open
     /// loop at a constant rate.
     pub fn with_arrivals(mut self, load: &Load) -> Self {
         self.independent_dispersion = crowding::independent_dispersion(load);
@@ -212,13 +214,13 @@ impl Collector {
     }
 
     /// Whether the pooled ITL went past its exact limit and is kept as a
-    /// 0.1 %-resolution histogram (see [`super::pooled`]).
+    /// 0.1 %-resolution histogram (see `super::pooled`).
     pub fn itl_bounded(&self) -> bool {
         self.latency.pooled_bounded()
     }
 
     /// Whether per-request values went past their exact limit and are kept
-    /// as 0.1 %-resolution histograms (see [`super::samples`]).
+    /// as 0.1 %-resolution histograms (see `super::samples`).
     pub fn values_bounded(&self) -> bool {
         self.latency.values_bounded()
     }
@@ -550,12 +552,12 @@ pub struct RunMetrics {
     pub timeseries: TimeSeries,
     pub saturation: Saturation,
     /// Whether requests queued behind each other for longer than the run
-    /// could see ([`Crowding`]); open loops at a constant rate only.
+    /// could see (`Crowding`); open loops at a constant rate only.
     pub crowding: Option<Crowding>,
     /// Against the SLO, when one was given (`--slo`, `--goodput`).
     pub slo: Option<SloOutcome>,
     /// The SLO terms' percentiles adjusted for the burstiness of the run's
-    /// own arrival schedule (a goodput search's points; [`super::control`]).
+    /// own arrival schedule (a goodput search's points; `super::control`).
     pub schedule_control: Option<ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
@@ -576,7 +578,7 @@ impl RunMetrics {
     }
 
     /// Whether the run's latencies are bounded from below only
-    /// ([`Crowding::long_memory`]).
+    /// (`Crowding::long_memory`).
     pub fn long_memory(&self) -> bool {
         self.crowding.is_some_and(|c| c.long_memory)
     }

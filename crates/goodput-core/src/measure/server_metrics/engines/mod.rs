@@ -90,8 +90,7 @@ mod tests;
 
 pub use engine::Engine;
 pub use hist::Hist;
-pub use model::{select_model, MODEL_LABELS};
-pub use scope::REPLICA_LABELS;
+pub use model::select_model;
 pub use snapshot::{prefix_hit_share, window_notes, Snapshot};
 
 use super::parse::Sample;

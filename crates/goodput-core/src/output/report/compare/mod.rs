@@ -23,13 +23,16 @@ use serde::Serialize;
 
 use crate::output::report::saved::Saved;
 
-pub use comparability::{describe_load, run_warnings, Warning, WarningKind};
-pub use figure::{format_change, format_relative, format_signed, format_value, Figure, Unit};
+pub use comparability::{describe_load, run_warnings, Warning};
+pub use figure::Figure;
 pub use gate::{FailOn, GateError, GateOutcome};
 pub use run::{metrics_figures, run_figures};
-pub use samples::{RecordSamples, RecordsError, Samples};
-pub use significance::{Method, Significance, ALPHA};
-pub use sweep::{PointComparison, SweepComparison};
+pub use samples::{RecordSamples, Samples};
+pub use sweep::SweepComparison;
+#[cfg(test)]
+pub(crate) use {
+    comparability::WarningKind, figure::Unit, significance::Method, significance::Significance,
+};
 
 /// What was compared, on one side.
 #[derive(Debug, Clone, PartialEq, Serialize)]

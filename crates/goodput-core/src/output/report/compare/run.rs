@@ -87,7 +87,7 @@ pub fn run_figures(
     metrics_figures(&base.metrics, &new.metrics, &percentiles, samples)
 }
 
-/// [`run_figures`] from the two runs' metrics and the percentiles either
+/// `run_figures` from the two runs' metrics and the percentiles either
 /// reported (ascending, without repeats): what the coverage study compares.
 pub fn metrics_figures(
     b: &RunMetrics,

@@ -21,7 +21,9 @@ use crate::output::report::saved::Saved;
 
 #[cfg(test)]
 pub(crate) use groups::tests::grouped_result;
-pub use layout::{estimate, intervals_apart};
+#[cfg(test)]
+pub(crate) use layout::estimate;
+pub use layout::intervals_apart;
 pub use repeat::repeat_summary;
 pub use run::summary;
 pub use sweep::{start_note, sweep_summary};

@@ -11,7 +11,8 @@ use crate::measure::metrics::{Collector, RequestMetrics};
 use crate::measure::slo::{parse_terms, Slo};
 use crate::output::config::tests::{dataset_workload, sample_config, synthetic_workload};
 use crate::output::config::RunConfig;
-use crate::plan::sweep::{CurvePoint, Goodput, KneeAt, Knees, PointRole, SweepPoint};
+use crate::plan::sweep::{CurvePoint, Goodput, PointRole, SweepPoint};
+use crate::plan::sweep::{KneeAt, Knees};
 use crate::request::record::{ErrorKind, RequestError};
 use crate::tokenizer::Tokenizer;
 
