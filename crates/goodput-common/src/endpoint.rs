@@ -39,6 +39,8 @@ impl Endpoint {
         }
     }
 
+    /// Its name as `--endpoint` takes it and `Display` prints it (`chat`,
+    /// `completions`, ...), the same as its serde name.
     pub fn as_str(self) -> &'static str {
         match self {
             Endpoint::Chat => "chat",

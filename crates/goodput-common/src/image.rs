@@ -34,6 +34,7 @@ pub enum ImageFormat {
 }
 
 impl ImageFormat {
+    /// The MIME type of its data URLs: `image/png` or `image/jpeg`.
     pub fn media_type(self) -> &'static str {
         match self {
             ImageFormat::Png => "image/png",
@@ -45,7 +46,9 @@ impl ImageFormat {
 /// One size an image may take, and its weight among the spec's sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ImageSize {
+    /// Width, pixels.
     pub width: u32,
+    /// Height, pixels.
     pub height: u32,
     /// Weight of this size among the spec's (its share is the weight over
     /// their sum), as given: printed back as given, so a spec reads back
@@ -62,7 +65,9 @@ pub struct ImageSize {
 pub struct ImageSpec {
     /// Fewest and most images a request carries.
     pub count: (u32, u32),
+    /// `SIZES`: what each image's size is drawn from, by weight; never empty.
     pub sizes: Vec<ImageSize>,
+    /// `FORMAT`: how every image is encoded (PNG unless given).
     pub format: ImageFormat,
 }
 

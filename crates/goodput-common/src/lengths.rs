@@ -20,28 +20,47 @@ use serde::{Deserialize, Serialize};
 /// The largest length a spec may ask for or draw (tokens).
 pub const MAX_LENGTH: u32 = 10_000_000;
 
+/// How many tokens each prompt or output gets: fixed, or drawn from a
+/// distribution. Parsed from and printed as the grammar the module docs give,
+/// which is also its serde form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum LengthSpec {
+    /// `N` or `fixed:N`: always N tokens.
     Fixed(u32),
+    /// `uniform:MIN,MAX`: a whole number drawn uniformly from MIN to MAX,
+    /// both included.
     Uniform {
+        /// Smallest length, tokens (at least 1).
         min: u32,
+        /// Largest length, tokens (at least `min`).
         max: u32,
     },
+    /// `normal:MEAN,STD`: a normal draw, rounded and clamped.
     Normal {
+        /// Mean, tokens.
         mean: f64,
+        /// Standard deviation, tokens.
         std: f64,
     },
+    /// `lognormal:MEDIAN,SIGMA`: a log-normal draw, rounded and clamped.
     LogNormal {
+        /// Median, tokens (above 0).
         median: f64,
+        /// Standard deviation of the underlying normal (of the log length).
         sigma: f64,
     },
+    /// `exponential:MEAN`: an exponential draw, rounded and clamped.
     Exponential {
+        /// Mean, tokens (at least 1).
         mean: f64,
     },
     /// Lengths drawn uniformly from the values a file lists.
     Empirical {
+        /// The file, as given after `empirical:`; printed back as given.
         path: String,
+        /// The lengths read from it, tokens, each from 1 to `MAX_LENGTH`;
+        /// never empty.
         values: Arc<[u32]>,
     },
 }
@@ -58,6 +77,8 @@ impl LengthSpec {
         .max(1)
     }
 
+    /// Draw one length, tokens, from `rng`: never below 1; a continuous draw
+    /// is rounded and clamped to `1..=MAX_LENGTH`.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
         let x = match *self {
             LengthSpec::Fixed(n) => return n.max(1),

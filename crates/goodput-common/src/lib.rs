@@ -8,6 +8,8 @@
 //! on the client's HTTP and TLS stack. The definition of a percentile
 //! ([`percentile`]) is here so that goodput's metrics and its own benchmarks
 //! compute the same one.
+
+#![deny(missing_docs)]
 pub mod clock;
 pub mod endpoint;
 pub mod image;

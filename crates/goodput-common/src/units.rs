@@ -79,13 +79,19 @@ fn trim_float(x: f64) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(into = "String", try_from = "String")]
 pub enum DurationSpec {
+    /// `2s` or `fixed:2s`: always this duration.
     Fixed(Duration),
+    /// `uniform:LO,HI`: drawn uniformly from LO to HI (HI not below LO).
     Uniform(Duration, Duration),
+    /// `exponential:MEAN`: an exponential draw with this mean.
     Exponential(Duration),
+    /// `lognormal:MEDIAN,SIGMA`: a log-normal draw with this median and this
+    /// standard deviation of the underlying normal (0 to 10).
     LogNormal(Duration, f64),
 }
 
 impl DurationSpec {
+    /// Draw one duration from `rng`, capped at `MAX_DURATION`.
     pub fn sample<R: rand::Rng + ?Sized>(&self, rng: &mut R) -> Duration {
         use rand_distr::{Distribution, Exp, LogNormal};
         let secs = match *self {

@@ -22,7 +22,9 @@ use crate::request::protocol::chunk::Chunk;
 
 /// One parser under test.
 pub struct Target {
+    /// The parser's name, as the fuzz report prints it.
     pub name: &'static str,
+    /// Valid inputs the mutations start from.
     pub seeds: Vec<Vec<u8>>,
     /// Runs the parser on `input`, with `rng` to choose read splits;
     /// panics on a broken property (a panic of the parser itself counts).

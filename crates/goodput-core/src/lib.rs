@@ -21,6 +21,8 @@
 //!   [`PreparedTarget`](plan::PreparedTarget): a [`sweep`](plan::sweep()), a
 //!   [`Search`](plan::Search), repeats, shards.
 
+#![deny(missing_docs)]
+
 #[cfg(any(test, feature = "fuzz"))]
 pub mod fuzz;
 pub mod load;

@@ -46,13 +46,18 @@ pub fn sample_output_len(dist: &LengthSpec, seed: u64, index: u64) -> usize {
 /// run's results, so the file says what answered).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SimConfig {
+    /// The model served: its shape, weights and context limit.
     pub model: ModelProfile,
+    /// The accelerator each tensor-parallel rank runs on.
     pub hardware: HardwareProfile,
     /// GPUs the model is split across.
     pub tensor_parallel: u32,
     /// Name on `/v1/models` (default: the model profile's served name).
     pub served_model_name: Option<String>,
+    /// Most sequences in one step (vLLM's `--max-num-seqs`).
     pub max_num_seqs: usize,
+    /// Token budget of one step (vLLM's `--max-num-batched-tokens`); longer
+    /// prompts prefill in chunks.
     pub max_num_batched_tokens: usize,
     /// Longest prompt + output (default: the model's limit, capped by the KV cache).
     pub max_model_len: Option<usize>,
@@ -60,12 +65,15 @@ pub struct SimConfig {
     pub gpu_memory_utilization: f64,
     /// Use exactly this many KV-cache blocks instead of the computed capacity.
     pub num_gpu_blocks_override: Option<usize>,
+    /// Reuse cached KV blocks of a shared prompt prefix (vLLM's `--enable-prefix-caching`).
     pub enable_prefix_caching: bool,
     /// Seed of output lengths, output words and fault draws.
     pub seed: u64,
+    /// Output lengths of requests without `ignore_eos`.
     pub output_len: OutputLenDist,
     /// Multiplies every step time (0.1 runs ten times faster than the modelled hardware).
     pub time_scale: f64,
+    /// Injected faults (`--fault-*`).
     pub faults: FaultConfig,
     /// Worker threads of the HTTP server's own runtime.
     pub server_threads: usize,

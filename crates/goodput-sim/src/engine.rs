@@ -28,6 +28,7 @@ pub type RequestId = u64;
 /// A request as the engine sees it.
 #[derive(Debug, Clone, Default)]
 pub struct EngineRequest {
+    /// Unique among the requests the engine holds.
     pub id: RequestId,
     /// Prompt length, tokens.
     pub prompt_tokens: usize,
@@ -46,10 +47,16 @@ pub struct EngineRequest {
 /// Scheduler limits.
 #[derive(Debug, Clone)]
 pub struct EngineLimits {
+    /// Most sequences running at once (vLLM's `max_num_seqs`).
     pub max_num_seqs: usize,
+    /// Token budget of one step (vLLM's `max_num_batched_tokens`).
     pub max_num_batched_tokens: usize,
+    /// Longest prompt + output accepted, tokens.
     pub max_model_len: usize,
+    /// KV-cache blocks of `BLOCK_SIZE` (16) tokens.
     pub num_blocks: usize,
+    /// Reuse cached blocks of matching prompt prefixes; when off, requests'
+    /// block hashes are dropped.
     pub enable_prefix_caching: bool,
     /// How the waiting queue is ordered (the `mixes` module).
     pub scheduling_policy: SchedulingPolicy,
@@ -60,26 +67,36 @@ pub struct EngineLimits {
 /// Why the engine refused a request.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Rejection {
+    /// Prompt plus output exceed `max_model_len` (vLLM's 400 message).
     #[error(
         "This model's maximum context length is {max_model_len} tokens. However, you requested \
          {requested} tokens ({prompt} in the messages, {output} in the completion). Please reduce \
          the length of the messages or completion."
     )]
     TooLong {
+        /// The context limit, tokens.
         max_model_len: usize,
+        /// Prompt plus output, tokens.
         requested: usize,
+        /// Prompt tokens.
         prompt: usize,
+        /// Output tokens asked for.
         output: usize,
     },
+    /// Prompt plus output need more blocks than the whole KV cache holds.
     #[error(
         "the request needs {needed} KV-cache blocks ({tokens} tokens) but the cache holds only \
          {available}; reduce the prompt or max_tokens"
     )]
     CacheTooSmall {
+        /// Blocks the request needs.
         needed: usize,
+        /// Prompt plus output, tokens.
         tokens: usize,
+        /// Blocks in the whole cache.
         available: usize,
     },
+    /// A request with this id is already queued or running.
     #[error("request id {0} is already in the engine")]
     Duplicate(RequestId),
 }
@@ -87,6 +104,7 @@ pub enum Rejection {
 /// One generated token.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TokenEvent {
+    /// The request it belongs to.
     pub id: RequestId,
     /// 0-based index of the token in the request's output.
     pub index: u32,
@@ -101,24 +119,33 @@ pub struct TokenEvent {
 /// A request that produced its last token.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FinishedRequest {
+    /// The request.
     pub id: RequestId,
+    /// Engine time it was added, seconds.
     pub arrival_s: f64,
+    /// Engine time of its last token (the end of that step), seconds.
     pub end_s: f64,
+    /// Prompt length, tokens.
     pub prompt_tokens: usize,
+    /// Tokens generated.
     pub output_tokens: usize,
     /// Prompt tokens served from the prefix cache at first admission.
     pub cached_tokens: usize,
+    /// Times it was preempted and recomputed.
     pub preemptions: u32,
 }
 
 /// What a step produced; buffers reused across steps.
 #[derive(Debug, Default)]
 pub struct StepOutputs {
+    /// Tokens generated in the step, in batch order.
     pub tokens: Vec<TokenEvent>,
+    /// Requests whose last token the step produced.
     pub finished: Vec<FinishedRequest>,
 }
 
 impl StepOutputs {
+    /// Empty both lists, keeping their capacity.
     pub fn clear(&mut self) {
         self.tokens.clear();
         self.finished.clear();
@@ -128,8 +155,11 @@ impl StepOutputs {
 /// Summary of one step.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepReport {
+    /// Engine time the step started, seconds.
     pub start_s: f64,
+    /// Its duration and the parts of it.
     pub time: StepTime,
+    /// What it processed, summed over its sequences.
     pub shape: BatchShape,
     /// Sequences in the batch.
     pub num_seqs: usize,
@@ -144,6 +174,7 @@ pub struct StepReport {
 }
 
 impl StepReport {
+    /// Engine time the step ended (`start_s` plus its total time), seconds.
     pub fn end_s(&self) -> f64 {
         self.start_s + self.time.total_s
     }
@@ -152,16 +183,23 @@ impl StepReport {
 /// Cumulative counters (the `/metrics` counters come from these).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct EngineCounters {
+    /// Steps run.
     pub steps: u64,
+    /// Admissions from the waiting queue, readmissions after preemption included.
     pub admissions: u64,
+    /// Sequences preempted.
     pub preemptions: u64,
     /// Prompt tokens looked up in the prefix cache (at every admission).
     pub prefix_cache_queries: u64,
     /// Of which found in the cache.
     pub prefix_cache_hits: u64,
+    /// Prompt tokens of requests admitted, counted at first admission only.
     pub prompt_tokens: u64,
+    /// Output tokens generated.
     pub generation_tokens: u64,
+    /// Requests that produced their last token.
     pub finished: u64,
+    /// Requests dropped by `Engine::abort`.
     pub aborted: u64,
     /// LoRA adapters loaded because they were not resident.
     pub lora_loads: u64,
@@ -202,6 +240,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An empty engine with `limits`, timing its steps with `roofline`.
     pub fn new(limits: EngineLimits, roofline: Roofline) -> Self {
         Engine {
             pool: BlockPool::new(limits.num_blocks),
@@ -216,22 +255,27 @@ impl Engine {
         }
     }
 
+    /// The scheduler limits it was built with.
     pub fn limits(&self) -> &EngineLimits {
         &self.limits
     }
 
+    /// The step-time model.
     pub fn roofline(&self) -> &Roofline {
         &self.roofline
     }
 
+    /// The cumulative counters so far.
     pub fn counters(&self) -> EngineCounters {
         self.counters
     }
 
+    /// Sequences in the running batch.
     pub fn num_running(&self) -> usize {
         self.running.len()
     }
 
+    /// Requests in the waiting queue (preempted ones included).
     pub fn num_waiting(&self) -> usize {
         self.waiting.len()
     }
@@ -241,6 +285,7 @@ impl Engine {
         self.pool.usage()
     }
 
+    /// Whether any request is running or waiting.
     pub fn has_work(&self) -> bool {
         !self.running.is_empty() || !self.waiting.is_empty()
     }

@@ -18,6 +18,7 @@ use crate::error::SimError;
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum FaultSpec {
+    /// Off: the default, and what a rate of 0 parses to.
     #[default]
     Never,
     /// Each request independently with this probability (0–1).
@@ -88,6 +89,7 @@ impl FaultSpec {
         }
     }
 
+    /// Whether the fault never fires.
     pub fn is_never(&self) -> bool {
         matches!(self, FaultSpec::Never)
     }
@@ -109,11 +111,13 @@ pub struct FaultConfig {
     pub stream_cut: FaultSpec,
     /// Send no bytes for `stall_s` mid-way through the stream.
     pub stall: FaultSpec,
+    /// Length of a stall, seconds.
     pub stall_s: f64,
     /// Send one malformed event (not JSON) mid-way through the stream.
     pub malformed: FaultSpec,
     /// Hold the response headers back for `slow_headers_s`.
     pub slow_headers: FaultSpec,
+    /// How long slow headers are held back, seconds.
     pub slow_headers_s: f64,
     /// A structured answer (a tool call's arguments, JSON content) that
     /// is not valid JSON: the instance with its last closing brace dropped.
@@ -141,23 +145,36 @@ impl Default for FaultConfig {
 /// A status answered instead of a completion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatusFault {
+    /// HTTP 500.
     Internal,
+    /// HTTP 503.
     Unavailable,
-    TooManyRequests { retry_after_s: u64 },
+    /// HTTP 429 with a `Retry-After` header.
+    TooManyRequests {
+        /// The `Retry-After` value, seconds.
+        retry_after_s: u64,
+    },
 }
 
 /// The faults one request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FaultPlan {
+    /// A status answered instead of the completion (500, 503 or 429).
     pub status: Option<StatusFault>,
+    /// How long to hold the response headers back.
     pub slow_headers: Option<Duration>,
+    /// End the stream mid-way without `[DONE]` and reset the connection.
     pub cut: bool,
+    /// How long to send nothing, mid-way through the stream.
     pub stall: Option<Duration>,
+    /// Send one event that is not JSON mid-way through the stream.
     pub malformed: bool,
+    /// Send the structured answer with its last character dropped (not valid JSON).
     pub schema_violation: bool,
 }
 
 impl FaultConfig {
+    /// Check that the stall and slow-header durations are finite and not negative.
     pub fn validate(&self) -> Result<(), SimError> {
         for (field, v) in [
             ("stall_s", self.stall_s),

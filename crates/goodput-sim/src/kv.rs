@@ -89,6 +89,7 @@ pub struct BlockPool {
 }
 
 impl BlockPool {
+    /// A pool of `num_blocks` free, empty blocks (at most `u32::MAX - 1`).
     pub fn new(num_blocks: usize) -> Self {
         let n = num_blocks.min(NIL as usize - 1);
         let mut pool = BlockPool {
@@ -107,10 +108,12 @@ impl BlockPool {
         pool
     }
 
+    /// Blocks in the pool.
     pub fn num_blocks(&self) -> usize {
         self.ref_count.len()
     }
 
+    /// Blocks no sequence holds (free or holding evictable cached content).
     pub fn free_blocks(&self) -> usize {
         self.free
     }

@@ -15,6 +15,8 @@
 //! server.shutdown();
 //! ```
 
+#![deny(missing_docs)]
+
 pub mod calibrate;
 pub mod closed_loop;
 pub mod config;

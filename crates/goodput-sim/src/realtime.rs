@@ -32,6 +32,7 @@ pub enum FinishReason {
 }
 
 impl FinishReason {
+    /// The OpenAI API's `finish_reason` value (`stop`, `length`).
     pub fn as_str(self) -> &'static str {
         match self {
             FinishReason::Stop => "stop",
@@ -45,7 +46,9 @@ impl FinishReason {
 pub enum StreamEvent {
     /// Output token `index` was produced; `done` is set on the last one.
     Token {
+        /// 0-based index of the token in the request's output.
         index: u32,
+        /// On the last token, the finished request; `None` before it.
         done: Option<FinishedRequest>,
     },
     /// The engine refused the request.
@@ -55,21 +58,27 @@ pub enum StreamEvent {
 /// A request handed to the engine thread.
 #[derive(Debug)]
 pub struct Submission {
+    /// The request as the engine runs it.
     pub request: EngineRequest,
     /// When the server received it, engine seconds.
     pub arrival_s: f64,
+    /// Why it stops once its last token is out (known when it is sent).
     pub reason: FinishReason,
+    /// Where its tokens, or its rejection, go.
     pub events: UnboundedSender<StreamEvent>,
 }
 
 /// Messages to the engine thread.
 #[derive(Debug)]
 pub enum Command {
+    /// Queue one request.
     Add(Box<Submission>),
+    /// Drop a request whose client went away.
     Abort(RequestId),
     /// Requests that arrived together (a pooling request's inputs), added
     /// at once so that the next step sees them all.
     AddBatch(Vec<Submission>),
+    /// Stop the thread.
     Shutdown,
 }
 
@@ -97,12 +106,14 @@ fn mono_ns() -> u64 {
 }
 
 impl MonoClock {
+    /// A clock whose zero is now.
     pub fn new() -> Self {
         MonoClock {
             epoch_ns: mono_ns(),
         }
     }
 
+    /// Seconds since the clock was made.
     pub fn now_s(&self) -> f64 {
         mono_ns().saturating_sub(self.epoch_ns) as f64 * 1e-9
     }
@@ -180,10 +191,12 @@ pub type Delivery = (UnboundedSender<StreamEvent>, StreamEvent);
 /// How the engine thread talks to the HTTP side.
 #[derive(Debug)]
 pub struct EngineIo {
+    /// Requests, aborts and shutdown from the HTTP side.
     pub commands: Receiver<Command>,
     /// Each step's deliveries, in one message, to the HTTP runtime's
     /// dispatcher ([`dispatch`]).
     pub deliver: UnboundedSender<Vec<Delivery>>,
+    /// Scheduling priority to ask the OS for at start.
     pub priority: PriorityRequest,
     /// Told what priority the thread obtained, once it has started.
     pub started: std::sync::mpsc::Sender<EnginePriority>,

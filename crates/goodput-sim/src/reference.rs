@@ -127,6 +127,7 @@ impl RefMetric {
 /// `threshold_s` seconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RefTerm {
+    /// The latency metric bounded.
     pub metric: RefMetric,
     /// 0 to 100 (99 for P99).
     pub percentile: f64,
@@ -135,6 +136,7 @@ pub struct RefTerm {
 }
 
 impl RefTerm {
+    /// The term `metric` at `percentile` (0–100) at most `threshold_s` seconds.
     pub fn new(metric: RefMetric, percentile: f64, threshold_s: f64) -> Self {
         RefTerm {
             metric,
@@ -162,7 +164,9 @@ impl std::fmt::Display for RefTerm {
 /// `output_tokens` long (as with `ignore_eos`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefWorkload {
+    /// Prompt length of each request, tokens.
     pub input_tokens: usize,
+    /// Output length of each request, tokens.
     pub output_tokens: usize,
 }
 

@@ -76,6 +76,7 @@ pub struct StepTime {
     pub gemm_compute_bound: bool,
     /// Attention: the decode KV read plus the prefill pairs.
     pub attention_s: f64,
+    /// Tensor-parallel all-reduces: `comm_step + comm_token × tokens`.
     pub communication_s: f64,
     /// Fixed and per-sequence overhead.
     pub overhead_s: f64,

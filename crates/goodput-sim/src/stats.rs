@@ -39,14 +39,18 @@ pub const STEP_BUCKETS: &[f64] = &[
 /// A Prometheus-style cumulative histogram.
 #[derive(Debug, Clone)]
 pub struct Histogram {
+    /// Upper bounds of the finite buckets, ascending.
     pub bounds: &'static [f64],
     /// Per-bucket (not cumulative) counts; the last is the +Inf bucket.
     pub counts: Vec<u64>,
+    /// Sum of the values observed.
     pub sum: f64,
+    /// Values observed.
     pub count: u64,
 }
 
 impl Histogram {
+    /// An empty histogram with buckets up to `bounds` and a +Inf bucket.
     pub fn new(bounds: &'static [f64]) -> Self {
         Histogram {
             bounds,
@@ -56,6 +60,7 @@ impl Histogram {
         }
     }
 
+    /// Count `v` in the first bucket whose bound is at least `v`.
     pub fn observe(&mut self, v: f64) {
         let i = self.bounds.partition_point(|&b| b < v);
         self.counts[i] += 1;
@@ -89,6 +94,7 @@ impl Default for LatenessRecorder {
 }
 
 impl LatenessRecorder {
+    /// Record one step's lateness, ns.
     pub fn record_ns(&mut self, ns: u64) {
         let us = (ns / 1000) as usize;
         if let Some(b) = self.bins.get_mut(us) {
@@ -135,10 +141,12 @@ impl LatenessRecorder {
         out
     }
 
+    /// Lateness samples recorded.
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// Mean lateness, seconds (0 with no samples).
     pub fn mean_s(&self) -> f64 {
         if self.count == 0 {
             0.0
@@ -147,6 +155,7 @@ impl LatenessRecorder {
         }
     }
 
+    /// Largest lateness, seconds.
     pub fn max_s(&self) -> f64 {
         self.max_ns as f64 * 1e-9
     }
@@ -159,45 +168,77 @@ pub struct SimStats {
     pub steps: u64,
     /// Steps whose lateness was recorded (those that started on a deadline).
     pub lateness_samples: u64,
+    /// Mean step lateness, seconds.
     pub lateness_mean_s: f64,
+    /// Median step lateness, seconds (exact to 1 µs).
     pub lateness_p50_s: f64,
+    /// 99th percentile of step lateness, seconds (exact to 1 µs).
     pub lateness_p99_s: f64,
+    /// 99.9th percentile of step lateness, seconds (exact to 1 µs).
     pub lateness_p999_s: f64,
+    /// Largest step lateness, seconds.
     pub lateness_max_s: f64,
     /// Wall time the engine thread spent working (from a wake-up to the
     /// next sleep), in total and at most for one step.
     pub engine_work_s: f64,
+    /// Engine work of the longest step (see `engine_work_s`), seconds.
     pub engine_work_max_s: f64,
     /// The scheduling priority the engine thread obtained.
     pub engine_priority: EnginePriority,
+    /// Output tokens generated.
     pub generation_tokens: u64,
+    /// Prompt tokens of requests admitted (counted at first admission).
     pub prompt_tokens: u64,
+    /// Requests that produced their last token.
     pub finished_requests: u64,
+    /// Sequences preempted.
     pub preemptions: u64,
+    /// Prompt tokens found in the prefix cache, over every admission.
     pub prefix_cache_hits: u64,
+    /// Sequences running at the last update.
     pub running: usize,
+    /// Requests waiting at the last update.
     pub waiting: usize,
+    /// Share of KV-cache blocks in use at the last update, 0–1.
     pub kv_cache_usage: f64,
 }
 
 /// Everything the engine thread publishes.
 #[derive(Debug, Clone)]
 pub struct LiveState {
+    /// The engine's cumulative counters.
     pub counters: EngineCounters,
+    /// Sequences running.
     pub running: usize,
+    /// Requests waiting.
     pub waiting: usize,
+    /// Share of KV-cache blocks in use, 0–1.
     pub kv_usage: f64,
+    /// Time to first token from arrival at the engine, seconds.
     pub ttft: Histogram,
+    /// Gaps between consecutive tokens of a request, seconds.
     pub inter_token: Histogram,
+    /// Arrival at the engine to last token, seconds.
     pub e2e: Histogram,
+    /// Step times, seconds.
     pub step_duration: Histogram,
+    /// Step lateness (wake-up minus deadline) since the last
+    /// `LiveStats::reset_lateness`, seconds.
     pub lateness: Histogram,
+    /// The same lateness to 1 µs, for exact percentiles.
     pub lateness_exact: LatenessRecorder,
+    /// Requests finished at `max_tokens` (finish reason `length`).
     pub finished_length: u64,
+    /// Requests finished at their drawn length (finish reason `stop`).
     pub finished_stop: u64,
+    /// Requests aborted because their client went away.
     pub finished_abort: u64,
+    /// The scheduling priority the engine thread obtained.
     pub priority: EnginePriority,
+    /// Wall time the engine thread spent working (wake-up to next sleep)
+    /// since the last `LiveStats::reset_lateness`, ns.
     pub engine_work_ns: u64,
+    /// The most of it for one step, ns.
     pub engine_work_max_ns: u64,
 }
 
@@ -287,11 +328,13 @@ impl LiveState {
 pub struct LiveStats(Arc<Mutex<LiveState>>);
 
 impl LiveStats {
+    /// Lock the state (a poisoned lock is taken as is).
     pub fn lock(&self) -> MutexGuard<'_, LiveState> {
         // A poisoned lock only means a panic elsewhere; the counters stay usable.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The summary figures now.
     pub fn snapshot(&self) -> SimStats {
         self.lock().summary()
     }

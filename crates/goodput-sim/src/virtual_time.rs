@@ -50,6 +50,7 @@ pub struct VirtualOutcome {
     pub token_times_s: Vec<f64>,
     /// Prompt tokens served from the prefix cache.
     pub cached_tokens: usize,
+    /// Times it was preempted and recomputed.
     pub preemptions: u32,
     /// Set when the engine refused the request.
     pub rejected: Option<Rejection>,
@@ -75,6 +76,7 @@ pub struct VirtualReport {
     pub requests: Vec<VirtualOutcome>,
     /// Every step, in order.
     pub steps: Vec<StepReport>,
+    /// The engine's counters at the end of the run.
     pub counters: EngineCounters,
     /// Time the last step ended, seconds.
     pub end_s: f64,

@@ -102,16 +102,34 @@ static CL100K: Builtin = Builtin {
 /// Errors building a tokenizer from a `--tokenizer` spec.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
+    /// The spec (given here) names no built-in encoding, and no file as it
+    /// does not look like a path; the message lists the valid values.
     #[error("unknown tokenizer '{0}': valid values are tiktoken:o200k_base, tiktoken:cl100k_base, none, or the path to a Hugging Face tokenizer.json")]
     Unknown(String),
+    /// A built-in tiktoken encoding's embedded tables failed to load.
     #[error("could not load the built-in encoding {name}: {message}")]
-    Load { name: String, message: String },
+    Load {
+        /// The encoding: `o200k_base` or `cl100k_base`.
+        name: String,
+        /// Why it failed to load.
+        message: String,
+    },
     /// The path names no file that could be read.
     #[error("could not read the tokenizer file {}: {reason}", path.display())]
-    Unreadable { path: PathBuf, reason: String },
+    Unreadable {
+        /// The path, as given in the spec.
+        path: PathBuf,
+        /// Why it could not be read: the I/O error, or that it is a directory.
+        reason: String,
+    },
     /// The file was read but is not a tokenizer.json `tokenizers` can load.
     #[error("{} is not a valid Hugging Face tokenizer.json: {reason}", path.display())]
-    Invalid { path: PathBuf, reason: String },
+    Invalid {
+        /// The path, as given in the spec.
+        path: PathBuf,
+        /// The `tokenizers` crate's error.
+        reason: String,
+    },
 }
 
 /// Which kind of tokenizer a run used.
@@ -136,6 +154,7 @@ pub enum TokenizerKind {
 pub struct TokenizerIdentity {
     /// The canonical spec: `tiktoken:o200k_base`, `none`, or the path as given.
     pub spec: String,
+    /// Which kind of tokenizer it is.
     pub kind: TokenizerKind,
     /// The encoding's name (`o200k_base`), the file's name (`tokenizer.json`)
     /// or `none`.

@@ -59,8 +59,11 @@ const UNCAPPED: usize = 1 << 30;
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Warmup {
+    /// No warm-up: the first request is measured.
     None,
+    /// This many requests, sent before the first measured one.
     Requests(u64),
+    /// Requests sent for this long from the first warm-up send.
     #[serde(with = "crate::serde_secs")]
     Duration(Duration),
 }
@@ -73,10 +76,13 @@ pub enum WarmupPolicy {
     /// open loop (8 to 500 requests): enough that a cold server (first
     /// kernels compiled, caches empty) does not distort the measured phase.
     Auto,
+    /// This warm-up, whatever the load.
     Fixed(Warmup),
 }
 
 impl WarmupPolicy {
+    /// The warm-up to run under `load`: a fixed one as is, `Auto` as a
+    /// request count sized to the load.
     pub fn resolve(self, load: &Load) -> Warmup {
         match self {
             WarmupPolicy::Fixed(w) => w,
@@ -94,16 +100,20 @@ impl WarmupPolicy {
 /// What to run: the load, its bounds, and how to end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunPlan {
+    /// The offered load: closed loop (concurrency) or open loop (rate).
     pub load: Load,
     /// Measured requests to send (None: unbounded, `duration` must be set).
     pub num_prompts: Option<u64>,
     /// Sending window of the measured phase.
     #[serde(with = "crate::serde_secs::option")]
     pub duration: Option<Duration>,
+    /// Requests sent before the measured phase, marked as warm-up.
     pub warmup: Warmup,
     /// How long in-flight requests may finish after sending ends.
     #[serde(with = "crate::serde_secs")]
     pub drain_timeout: Duration,
+    /// The run's random seed; the schedule draws its arrival gaps from a
+    /// stream of its own derived from it.
     pub seed: u64,
     /// The load rises to its target over this ramp; the steady-state window
     /// starts at its end.
@@ -118,7 +128,9 @@ pub struct RunPlan {
 /// What the executor knows when it returns (records went to the channel).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecSummary {
+    /// Warm-up requests sent.
     pub sent_warmup: u64,
+    /// Measured (not warm-up) requests sent.
     pub sent_measured: u64,
     /// Sending was stopped by the user (a signal).
     pub interrupted: bool,
@@ -146,10 +158,13 @@ pub enum Msg {
 /// Live counters for progress displays (read-only for observers).
 #[derive(Debug, Default)]
 pub struct Progress {
+    /// Requests sent, warm-up included.
     pub sent: AtomicU64,
     /// Measured (not warm-up) requests sent.
     pub sent_measured: AtomicU64,
+    /// Requests finished, whatever their outcome (warm-up included).
     pub finished: AtomicU64,
+    /// Finished requests that failed (incomplete ones not counted).
     pub failed: AtomicU64,
     /// Median TTFT of the last 256 measured requests that completed, in µs
     /// (0: none yet); kept by the aggregator, off the request path.

@@ -81,14 +81,19 @@ impl TryFrom<String> for Arrival {
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Load {
     /// Closed loop: this many requests in flight at all times.
-    Closed { concurrency: usize },
+    Closed {
+        /// Requests in flight (the slots; a session holds one through its turns).
+        concurrency: usize,
+    },
     /// Open loop: arrivals at `rate` requests/s (infinite: all at once),
     /// optionally capped in flight (the wait is reported as schedule lag).
     Open {
         /// Requests/s; infinite (all at once) is written as "inf".
         #[serde(with = "rate_serde")]
         rate: f64,
+        /// The process the gaps between arrivals follow.
         arrival: Arrival,
+        /// Cap on requests in flight (`--max-concurrency`); None: uncapped.
         max_concurrency: Option<usize>,
     },
 }
@@ -104,10 +109,12 @@ impl Load {
         }
     }
 
+    /// Whether this is an open loop.
     pub fn is_open(&self) -> bool {
         matches!(self, Load::Open { .. })
     }
 
+    /// The open loop's arrival rate (req/s, possibly infinite); None in closed loop.
     pub fn offered_rate(&self) -> Option<f64> {
         match *self {
             Load::Open { rate, .. } => Some(rate),
@@ -148,11 +155,14 @@ mod rate_serde {
 /// How the load rises to its target (`--ramp-up`, `--ramp-up-strategy`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RampUp {
+    /// How long the load takes to reach its target.
     #[serde(with = "crate::serde_secs")]
     pub duration: Duration,
+    /// The shape of the rise.
     pub strategy: RampStrategy,
 }
 
+/// The shape of a ramp-up: how the rate or concurrency rises to its target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RampStrategy {
@@ -231,6 +241,8 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The schedule of `load`, its random gaps drawn from a stream derived
+    /// from `seed` (the same `seed` gives the same arrival times).
     pub fn new(load: Load, seed: u64) -> Self {
         let gaps = match load {
             Load::Open { rate, arrival, .. } if rate.is_finite() && rate > 0.0 => match arrival {

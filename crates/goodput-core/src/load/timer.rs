@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+/// Waits until an absolute instant: what the executor's open loop waits on.
 pub trait Timer: Send + Sync + 'static {
     /// Resolve at (or as soon as possible after) `t`.
     fn sleep_until(&self, t: Instant) -> impl Future<Output = ()> + Send;
@@ -53,6 +54,8 @@ pub struct PreciseTimer {
 const COARSE_MARGIN: Duration = Duration::from_millis(2);
 
 impl PreciseTimer {
+    /// A timer with its own timerfd when made inside a tokio runtime (and
+    /// the kernel gives one); else every wait goes to the fallback thread.
     pub fn new() -> Self {
         PreciseTimer {
             tx: OnceLock::new(),

@@ -13,7 +13,9 @@ use crate::measure::metrics::RunMetrics;
 pub struct CostSpec {
     /// Currency units per hour (the user's currency).
     pub per_hour: Option<f64>,
+    /// Power the deployment draws, W (`--power-watts`), for tokens per joule.
     pub power_watts: Option<f64>,
+    /// GPUs in the deployment (`--gpus`), for per-GPU throughput.
     pub gpus: u32,
 }
 

@@ -112,6 +112,7 @@ impl LiveMetrics {
             .1
     }
 
+    /// An empty registry with every series registered, all at zero.
     pub fn new() -> Self {
         let mut live = LiveMetrics {
             registry: Registry::with_prefix("goodput"),

@@ -34,6 +34,7 @@ pub struct SloTerm {
     pub metric: Metric,
     /// Percentile, 0 < p < 100.
     pub percentile: f64,
+    /// The most the percentile may be, ms.
     pub threshold_ms: f64,
 }
 
@@ -136,7 +137,9 @@ pub fn parse_terms(values: &[String]) -> Result<Vec<SloTerm>, String> {
 /// A per-request threshold (vLLM's `--goodput ttft:200`, in ms).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Threshold {
+    /// The figure checked on each request: `ttft`, `tpot`, `itl` or `e2el`.
     pub metric: Metric,
+    /// The most the request's value may be for it to be good, ms.
     pub threshold_ms: f64,
 }
 
@@ -171,6 +174,8 @@ pub struct Slo {
     pub per_request: Vec<Threshold>,
     /// DistServe's joint form: at least this share of requests must be good.
     pub attainment: Option<f64>,
+    /// Largest error rate (failed / finished, 0–1) a passing run may have
+    /// (`--max-error-rate`).
     pub max_error_rate: f64,
 }
 

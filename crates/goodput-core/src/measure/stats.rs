@@ -171,8 +171,11 @@ impl Ordered for LogHistogram {
 /// A figure with its 95 % interval; `None` bounds are open (too few samples).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
+    /// The point estimate, in the figure's unit.
     pub value: f64,
+    /// Lower bound of the 95 % interval; `None` when open.
     pub lo: Option<f64>,
+    /// Upper bound of the 95 % interval; `None` when open.
     pub hi: Option<f64>,
 }
 
@@ -183,7 +186,6 @@ impl Estimate {
     }
 }
 
-/// Summary of one per-request (or pooled) metric, in its unit (ms).
 /// How a distribution's intervals were computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -205,13 +207,19 @@ pub enum CiMethod {
 /// only when known), and read back from the same.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Distribution {
+    /// How many values (requests, or pooled per-token values) it summarizes.
     pub count: usize,
+    /// The mean with its interval (`mean_ms`, `ci.mean`).
     pub mean: Estimate,
+    /// Sample standard deviation, n − 1 (`std_ms`).
     pub std: f64,
+    /// Smallest value (`min_ms`).
     pub min: f64,
+    /// Largest value (`max_ms`).
     pub max: f64,
     /// `(percentile, estimate)` in the order requested.
     pub percentiles: Vec<(f64, Estimate)>,
+    /// How the intervals were computed (`ci_method`).
     pub ci_method: CiMethod,
     /// The whole distribution's shape, for a CDF drawn without the records:
     /// [`QUANTILE_COUNT`] values, p0 (the minimum) to p100 (the maximum) in

@@ -30,6 +30,7 @@ use crate::tokenizer::{Tokenizer, TokenizerIdentity};
 pub struct RunConfig {
     /// The server's base URL, as given.
     pub url: String,
+    /// The API the requests went to (`chat`, `completions`, ...).
     pub endpoint: Endpoint,
     /// The model asked for (given, or the first `/v1/models` listed).
     pub model: String,
@@ -39,19 +40,23 @@ pub struct RunConfig {
     pub timeout_s: f64,
     /// Silence that ends a request as a timeout (s).
     pub idle_timeout_s: f64,
+    /// The offered load: closed loop's concurrency, or open loop's rate and cap.
     pub load: Load,
     /// Measured requests to send (`None`: until `duration_s`).
     pub num_prompts: Option<u64>,
     /// The measured phase's sending window (s).
     pub duration_s: Option<f64>,
+    /// Requests sent before the measured phase, not measured.
     pub warmup: Warmup,
     /// How long in-flight requests could finish after sending ended (s).
     pub drain_timeout_s: f64,
+    /// Seed of the workload and the schedule (`--seed`).
     pub seed: u64,
     /// What the workload was asked to be; absent from results written
     /// before it was saved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<WorkloadConfig>,
+    /// Whether requests asked for a streamed answer (`false`: `--no-stream`).
     pub stream: bool,
     /// `None`: the server's default.
     pub temperature: Option<f64>,
@@ -63,6 +68,7 @@ pub struct RunConfig {
     pub tokenizer: String,
     /// The percentiles reported: those asked for and the SLO's.
     pub percentiles: Vec<f64>,
+    /// What the run was held to; `None` without `--slo`, `--goodput` or `--slo-attainment`.
     pub slo: Option<Slo>,
     /// Always `true`; whether prompts were salted is the workload's
     /// `cache_bust`.
@@ -196,13 +202,18 @@ pub struct WorkloadConfig {
 pub enum WorkloadSource {
     /// Generated text of the given lengths.
     Synthetic {
+        /// Prompt lengths asked for, tokens (`--input-tokens`).
         input_tokens: LengthSpec,
+        /// Output lengths asked for, tokens (`--output-tokens`).
         output_tokens: LengthSpec,
+        /// Shared prefixes; `None` without one.
         prefix: Option<PrefixSpec>,
+        /// Multi-turn sessions; `None` for single requests.
         sessions: Option<SessionShape>,
     },
     /// A dataset's rows.
     Dataset {
+        /// The file, and how its rows were read and sampled.
         dataset: DatasetStats,
         /// `--output-tokens` given explicitly, for every row.
         output_tokens: Option<LengthSpec>,
@@ -211,6 +222,7 @@ pub enum WorkloadSource {
     },
     /// A trace's arrivals and lengths.
     Trace {
+        /// The file, and how its rows were read and sliced.
         trace: TraceStats,
         /// Replay speed (2: twice as fast).
         trace_speed: f64,

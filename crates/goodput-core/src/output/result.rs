@@ -28,18 +28,24 @@ pub struct RunResult {
     pub run_id: String,
     /// Everything needed to rerun, minus secrets (`load` and `percentiles` among it).
     pub config: RunConfig,
+    /// The model the requests named (`model_id` in the JSON).
     pub model: String,
     /// The client tokenizer's spec.
     pub tokenizer: String,
+    /// The offered load (`config.load`).
     pub load: Load,
+    /// The percentiles reported (`config.percentiles`).
     pub percentiles: Vec<f64>,
+    /// Every figure of the measured phase.
     pub metrics: RunMetrics,
+    /// What the sending did: requests sent, interruptions, records lost (under `run`).
     pub exec: ExecSummary,
     /// What the server did to pooled connections: closed before reuse
     /// (discarded unused), closed on reuse before answering (resent once).
     pub connections: crate::request::client::ConnectionStats,
     /// The SLO verdict that ended the run before its planned end (a sweep's search).
     pub early_stop: Option<crate::measure::verdict::Verdict>,
+    /// Cost and energy figures; `None` without `--cost-per-hour` or `--power-watts`.
     pub cost: Option<crate::measure::cost::Cost>,
     /// Things the user should know (dropped fields, flags).
     pub notes: Vec<String>,

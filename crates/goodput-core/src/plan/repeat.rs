@@ -32,7 +32,8 @@ pub struct Figure {
     /// Student-t 95 % interval of the mean (None with fewer than two values).
     pub lo: Option<f64>,
     pub hi: Option<f64>,
-    /// Coefficient of variation: std / mean (None when the mean is 0).
+    /// Coefficient of variation: std / |mean| (None when the mean is 0 or
+    /// there is one value).
     pub cv: Option<f64>,
 }
 
@@ -61,7 +62,9 @@ pub struct RepeatSummary {
 /// A `--repeat` result: every repeat's run and the summary across them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RepeatResult {
+    /// Each repeat's run, in the order they ran.
     pub runs: Vec<RunResult>,
+    /// Each headline figure across the repeats, and the outputs compared.
     pub summary: RepeatSummary,
 }
 

@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+/// A run's time origin: every timestamp of the run is nanoseconds since it.
 #[derive(Debug, Clone, Copy)]
 pub struct RunClock {
     origin: Instant,
@@ -54,6 +55,7 @@ impl RunClock {
         self.origin_monotonic_ns
     }
 
+    /// The instant the run's timestamps count from.
     pub fn origin(&self) -> Instant {
         self.origin
     }
@@ -64,11 +66,13 @@ impl RunClock {
         self.ns(now())
     }
 
+    /// Nanoseconds from the origin to `t` (0 for an instant before it).
     #[inline]
     pub fn ns(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.origin).as_nanos() as u64
     }
 
+    /// The instant `ns` nanoseconds after the origin.
     pub fn instant(&self, ns: u64) -> Instant {
         self.origin + Duration::from_nanos(ns)
     }

@@ -77,6 +77,7 @@ impl ErrorKind {
         ErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 
+    /// The kind's name, as the results JSON writes it (`stream_cut`).
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
@@ -205,6 +206,7 @@ impl<'de> Deserialize<'de> for ErrorKey {
 /// A failure, with what is known about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestError {
+    /// What kind of failure it was.
     pub kind: ErrorKind,
     /// Human-readable detail (truncated response body, I/O error text...).
     pub message: String,
@@ -250,9 +252,14 @@ impl From<Event> for EventTuple {
 /// What the server reported in `usage`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerUsage {
+    /// Prompt tokens as the server counted them (Anthropic's cache reads and
+    /// writes included).
     pub prompt_tokens: Option<u32>,
+    /// Tokens generated, as the server counted them.
     pub completion_tokens: Option<u32>,
+    /// Of the generated tokens, those spent on reasoning.
     pub reasoning_tokens: Option<u32>,
+    /// Prompt tokens served from the server's prefix cache.
     pub cached_tokens: Option<u32>,
 }
 
@@ -260,10 +267,12 @@ pub struct ServerUsage {
 /// parts carry records from shard to coordinator, and to `goodput merge`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
+    /// The request's id: unique within the run, in the order requests were made.
     pub request_id: u64,
     /// The shard that sent it (0 in a run of one process).
     #[serde(default)]
     pub shard: u32,
+    /// Sent in the warm-up, before the measured phase: excluded from every figure.
     pub warmup: bool,
     /// The session, the 0-based turn and the session's number of turns, for
     /// a turn of a multi-turn session.
@@ -281,12 +290,18 @@ pub struct RequestRecord {
     /// End of the response: `[DONE]`, end of body, or the error. Every
     /// record has one, failures included.
     pub t_done: u64,
+    /// The content-bearing events, in arrival order (one for a whole,
+    /// unstreamed answer).
     pub events: Vec<Event>,
     /// All content-bearing text received, concatenated (content, reasoning, tool-call arguments).
     pub output_text: String,
+    /// What the server reported in `usage`; `None` when it reported none.
     pub usage: Option<ServerUsage>,
+    /// Why generation stopped, as the server said (`stop`, `length`, `tool_calls`).
     pub finish_reason: Option<String>,
+    /// The response's HTTP status; `None` when no status line arrived.
     pub http_status: Option<u16>,
+    /// Why the request failed or did not finish; `None` when it completed.
     pub error: Option<RequestError>,
     /// Prompt tokens as the client's tokenizer counted them when building the prompt.
     pub prompt_tokens_client: Option<u32>,
@@ -320,6 +335,7 @@ pub struct RequestRecord {
     /// bytes, before base64).
     #[serde(default)]
     pub images: Option<u32>,
+    /// The images' encoded bytes, summed.
     #[serde(default)]
     pub image_bytes: Option<u64>,
     /// The answer's tool calls, their arguments as received (their text is
@@ -338,6 +354,7 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// The phase it was sent in: warm-up or measured.
     pub fn phase(&self) -> Phase {
         if self.warmup {
             Phase::Warmup

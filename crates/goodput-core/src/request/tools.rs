@@ -20,7 +20,9 @@ use serde_json::{json, Map, Value};
 /// One function tool, as given in `--tools` (OpenAI's shape).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
+    /// The function's name, as the model calls it.
     pub name: String,
+    /// What the function does, for the model (sent empty when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The JSON schema of its arguments.
@@ -31,8 +33,11 @@ pub struct ToolDef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolChoice {
+    /// The model decides whether to call a tool.
     Auto,
+    /// The model must call some tool; an answer without a call fails the check.
     Required,
+    /// The model must not call a tool.
     None,
     /// This one function.
     Named(String),
@@ -61,15 +66,23 @@ pub enum ResponseFormat {
     /// Any JSON object.
     JsonObject,
     /// JSON valid against this schema (`name` from the file's stem).
-    JsonSchema { name: String, schema: Value },
+    JsonSchema {
+        /// The schema's name: the file's `name` beside `schema`, else its stem.
+        name: String,
+        /// The JSON schema the answer must validate against.
+        schema: Value,
+    },
 }
 
 /// What a run asks of the answers' shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutputSpec {
+    /// The tools offered with every request (`--tools`); empty: none.
     #[serde(default)]
     pub tools: Vec<ToolDef>,
+    /// Whether and which tool the model must call (`--tool-choice`).
     pub tool_choice: ToolChoice,
+    /// The shape the answer's text must have (`--response-format`); `None`: any.
     #[serde(default)]
     pub response_format: Option<ResponseFormat>,
 }

@@ -60,18 +60,25 @@ impl Default for FitOptions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepErrors {
+    /// Standard error of `request_latency_ms`, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_latency_ms: Option<f64>,
+    /// Standard error of `weights_ms`, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights_ms: Option<f64>,
+    /// Standard error of `per_seq_us`, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_seq_us: Option<f64>,
+    /// Standard error of `token_us`, µs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_us: Option<f64>,
+    /// Standard error of `gemm_half_tokens`, tokens (from P's and g's by the delta method).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gemm_half_tokens: Option<f64>,
+    /// Standard error of `context_token_ns`, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_token_ns: Option<f64>,
+    /// Standard error of `attention_pair_ps`, ps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention_pair_ps: Option<f64>,
 }
@@ -79,9 +86,12 @@ pub struct StepErrors {
 /// How the fit meets one observation.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Residual {
+    /// What was measured, and at what shape.
     #[serde(flatten)]
     pub observation: ObservationKind,
+    /// The observation's median, seconds.
     pub observed_s: f64,
+    /// The fitted model's prediction for it, seconds.
     pub predicted_s: f64,
     /// `(predicted − observed) / observed`.
     pub relative_error: f64,
@@ -92,12 +102,14 @@ pub struct Residual {
 pub struct Fit {
     /// The coefficients, with `overhead_ms` 0 and no communication terms.
     pub step: StepModel,
+    /// Time from a request's arrival to the engine's queue (θ's `r`), ms.
     pub request_latency_ms: f64,
     /// θ, seconds ([`super::THETA_NAMES`]).
     pub theta: Theta,
     /// Covariance of θ, seconds², scaled by the reduced chi-square when the
     /// model fits worse than the observations' spreads say.
     pub covariance: Matrix,
+    /// Standard errors in the profile's units; `None` where not fitted.
     pub standard_errors: StepErrors,
     /// What became of each parameter, in θ's order.
     pub status: [ParameterStatus; THETA_LEN],

@@ -41,17 +41,26 @@ pub enum ObservationKind {
     /// Time to first token of one request alone on the server, with a
     /// prompt of `prompt_tokens` tokens no other request shares (so the
     /// prefix cache does not hit).
-    Prefill { prompt_tokens: u64 },
+    Prefill {
+        /// Prompt length, tokens.
+        prompt_tokens: u64,
+    },
     /// Gap between consecutive tokens while exactly `batch` sequences
     /// decode together (no prefill in the same steps), each attending
     /// `context_tokens` tokens on average: prompt plus tokens generated
     /// before the gap's token, averaged over the gaps measured.
-    Decode { batch: u64, context_tokens: f64 },
+    Decode {
+        /// Sequences decoding together.
+        batch: u64,
+        /// Mean context each sequence attends to, tokens.
+        context_tokens: f64,
+    },
 }
 
 /// One measured point: the median of `count` values, and their spread.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
+    /// What was measured, and at what shape.
     #[serde(flatten)]
     pub kind: ObservationKind,
     /// The median of the values (TTFT or inter-token gap), seconds.

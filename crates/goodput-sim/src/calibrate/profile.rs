@@ -37,20 +37,28 @@ pub enum LimitSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitSources {
+    /// Source of `max_num_seqs`.
     pub max_num_seqs: LimitSource,
+    /// Source of `max_num_batched_tokens`.
     pub max_num_batched_tokens: LimitSource,
+    /// Source of `num_gpu_blocks` (the profile's `num_gpu_blocks_override`).
     pub num_gpu_blocks: LimitSource,
+    /// Source of `max_model_len`.
     pub max_model_len: LimitSource,
 }
 
 /// The engine limits of the calibrated server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
+    /// Most sequences in one step (vLLM's `max_num_seqs`).
     pub max_num_seqs: usize,
+    /// Token budget of one step (vLLM's `max_num_batched_tokens`).
     pub max_num_batched_tokens: usize,
     /// KV-cache blocks of 16 tokens.
     pub num_gpu_blocks: usize,
+    /// Longest prompt + output, tokens.
     pub max_model_len: usize,
+    /// Where each limit came from.
     pub sources: LimitSources,
 }
 
@@ -64,19 +72,26 @@ pub struct Calibration {
     pub date: String,
     /// Root mean square of the residuals' relative errors.
     pub rms_relative_error: f64,
+    /// Observations minus fitted parameters.
     pub degrees_of_freedom: usize,
+    /// `χ² / dof` with each observation weighed by its standard error; absent with no
+    /// degrees of freedom.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduced_chi_square: Option<f64>,
+    /// Unidentified or bounded parameters, convergence, observations that do not fit,
+    /// limits raised.
     pub notes: Vec<String>,
     /// The order of θ in `covariance`.
     pub parameters: Vec<String>,
     /// Covariance of θ (seconds², in `parameters`' order).
     pub covariance: Vec<Vec<f64>>,
+    /// Where each engine limit came from.
     pub limits: LimitSources,
     /// Standard errors in the `[step]` table's units.
     pub standard_errors: StepErrors,
     /// Fitted, unidentified or fixed at 0, by profile field.
     pub status: BTreeMap<String, ParameterStatus>,
+    /// How the fit meets each observation, in the order measured.
     pub residuals: Vec<Residual>,
 }
 
@@ -84,13 +99,21 @@ pub struct Calibration {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
+    /// Name on `/v1/models`.
     pub served_model_name: String,
+    /// Most sequences in one step.
     pub max_num_seqs: usize,
+    /// Token budget of one step.
     pub max_num_batched_tokens: usize,
+    /// KV-cache blocks of 16 tokens: the server's, raised if needed to hold `max_model_len`.
     pub num_gpu_blocks_override: usize,
+    /// Longest prompt + output, tokens.
     pub max_model_len: usize,
+    /// Time from a request's arrival to the engine's queue, ms.
     pub request_latency_ms: f64,
+    /// The fitted step-time coefficients (the `[step]` table).
     pub step: StepModel,
+    /// Provenance and quality of the fit; the simulator ignores it.
     pub calibration: Calibration,
 }
 

@@ -44,6 +44,7 @@ pub enum SchedulingPolicy {
 }
 
 impl SchedulingPolicy {
+    /// The policy's name as the flag and config file spell it (`fcfs`, `priority`).
     pub fn as_str(self) -> &'static str {
         match self {
             SchedulingPolicy::Fcfs => "fcfs",

@@ -51,6 +51,7 @@ pub enum Routing {
 pub struct Deployment {
     /// At least 1.
     pub replicas: usize,
+    /// How a new session picks its replica.
     pub routing: Routing,
 }
 
@@ -73,15 +74,19 @@ pub struct ForecastRequest {
     pub session: usize,
     /// 0-based turn within the session.
     pub turn: usize,
+    /// 0-based index of the replica it was routed to.
     pub replica: usize,
     /// Left out of every figure when false (warm-up).
     pub measured: bool,
+    /// Prompt length, tokens.
     pub prompt_tokens: usize,
     /// Prompt tokens served from the prefix cache at first admission.
     pub cached_tokens: usize,
     /// Token times, seconds; all `None` (and `tokens` 0) when it failed.
     pub first_token_s: Option<f64>,
+    /// Time of its last token, seconds from the start of the run; `None` when it failed.
     pub last_token_s: Option<f64>,
+    /// Output tokens it produced.
     pub tokens: usize,
     /// Largest gap between consecutive tokens, seconds (0 for one token).
     pub max_gap_s: f64,
@@ -101,6 +106,7 @@ impl ForecastRequest {
         self.first_token_s.unwrap_or(self.arrival_s)
     }
 
+    /// Whether it produced no token (refused by the engine, or none generated).
     pub fn failed(&self) -> bool {
         self.rejected || self.tokens == 0
     }

@@ -67,11 +67,14 @@ impl Default for ForecastPlan {
 /// TPOT, which an SLO bounds directly.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct QueueGrowth {
+    /// Mean requests waiting over the window's first third, averaged over schedules.
     pub first_third: f64,
+    /// Mean requests waiting over the window's last third, averaged over schedules.
     pub last_third: f64,
 }
 
 impl QueueGrowth {
+    /// Whether the queue grew by the rule above (the point is saturated).
     pub fn grew(&self) -> bool {
         let (first, last) = (self.first_third, self.last_third);
         last - first >= 5.0_f64.max(4.0 * (first + 1.0).sqrt()) && last >= 2.0 * first + 2.0
@@ -97,6 +100,7 @@ pub struct ForecastPoint {
     pub request_throughput: f64,
     /// Share of the measured requests' prompt tokens the prefix cache served.
     pub cached_share: f64,
+    /// The waiting queue's level over the sending window.
     pub queue: QueueGrowth,
     /// The queue grew ([`QueueGrowth::grew`]).
     pub saturated: bool,

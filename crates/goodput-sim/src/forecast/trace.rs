@@ -105,10 +105,12 @@ impl ForecastTrace {
         })
     }
 
+    /// The requests, in arrival order, times re-based to the first.
     pub fn requests(&self) -> &[TraceRequest] {
         &self.requests
     }
 
+    /// Number of requests (at least two).
     pub fn len(&self) -> usize {
         self.requests.len()
     }
@@ -118,6 +120,7 @@ impl ForecastTrace {
         self.requests.is_empty()
     }
 
+    /// Tokens in each of the trace's prompt blocks (its rows' `hash_ids`).
     pub fn block_tokens(&self) -> u32 {
         self.block_tokens
     }

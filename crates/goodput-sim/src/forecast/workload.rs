@@ -35,6 +35,7 @@ use super::trace::ForecastTrace;
 /// one unique token, goodput's salt).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SharedPrefix {
+    /// Length of each prefix, tokens.
     pub tokens: u32,
     /// At least 1.
     pub groups: u32,
@@ -65,7 +66,9 @@ pub struct ForecastWorkload {
     pub input: LengthSpec,
     /// Output tokens of each request, generated exactly (as with `ignore_eos`).
     pub output: LengthSpec,
+    /// Shared prefixes of first turns' prompts; `None`: every prompt unique.
     pub prefix: Option<SharedPrefix>,
+    /// Multi-turn sessions; `None`: one request per session.
     pub sessions: Option<Sessions>,
     /// Replay this trace instead: its arrivals (scaled to the offered rate),
     /// lengths and prompt blocks. `input` and `output` are then unused, and

@@ -22,6 +22,7 @@ impl Default for RunControl {
 }
 
 impl RunControl {
+    /// A control with no stop or cancel asked for.
     pub fn new() -> Self {
         RunControl {
             stop_tx: Arc::new(watch::channel(false).0),

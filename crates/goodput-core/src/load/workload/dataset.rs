@@ -53,8 +53,11 @@ use row::{Parsed, Spot};
 choices! {
     /// A dataset file's format.
     pub enum DatasetFormat {
+        /// A ShareGPT JSON array of conversations (`.json`).
         ShareGpt = "sharegpt",
+        /// One object per line with a `prompt` or `messages` (`.jsonl`, `.ndjson`).
         Jsonl = "jsonl",
+        /// A header row and a prompt column (`.csv`).
         Csv = "csv",
     }
 }
@@ -110,13 +113,16 @@ pub struct DatasetOptions {
     pub prompt_column: String,
     /// Rows to return.
     pub num: usize,
+    /// Which eligible rows are sent, in what order.
     pub sampling: Sampling,
+    /// What happens when sampling without replacement runs out of eligible rows.
     pub exhausted: Exhausted,
     /// Keep rows whose prompt has this many tokens (inclusive); `None`: all.
     pub input_filter: Option<(u32, u32)>,
     /// Keep rows whose stated output length is in this range (inclusive);
     /// rows without one are kept. `None`: all.
     pub output_filter: Option<(u32, u32)>,
+    /// Seed of the random sampling (`random`, `replacement`).
     pub seed: u64,
 }
 

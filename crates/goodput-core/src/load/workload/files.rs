@@ -54,6 +54,7 @@ macro_rules! choices {
             /// Every valid spelling, in declaration order.
             pub const NAMES: &'static [&'static str] = &[$($text),+];
 
+            /// The choice's name, as the command line and the result JSON spell it.
             pub fn as_str(self) -> &'static str {
                 match self {
                     $($name::$variant => $text,)+

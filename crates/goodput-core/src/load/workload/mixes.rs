@@ -132,6 +132,7 @@ pub struct PriorityClass {
 /// `--priority-mix`: the classes and their shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PriorityMix {
+    /// The classes, in the order given; each request's is drawn by share.
     pub classes: Vec<PriorityClass>,
 }
 
@@ -199,11 +200,14 @@ fn valid_header_name(n: &str) -> bool {
 /// What a run mixes: models, classes, or both.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestMix {
+    /// The models requests are sent to (`--model` with more than one); `None`: the one model.
     pub models: Option<ModelMix>,
+    /// The priority classes (`--priority-mix`); `None`: no class.
     pub classes: Option<PriorityMix>,
 }
 
 impl RequestMix {
+    /// Mixes nothing: neither models nor classes.
     pub fn is_empty(&self) -> bool {
         self.models.is_none() && self.classes.is_none()
     }

@@ -41,7 +41,10 @@ pub use synthetic::{PrefixSpec, SessionShape, SyntheticSource, SyntheticSpec};
 /// to them.
 #[derive(Debug, Clone)]
 pub struct WorkloadSpec {
+    /// Lengths, seed, sessions, shared prefixes and cache busting; a file's
+    /// rows take what they do not carry themselves from it.
     pub synthetic: SyntheticSpec,
+    /// Where prompts come from.
     pub source: SourceSpec,
     /// The models and priority classes requests are sent as (`mixes`);
     /// `None` sends every request to the one model, without a class.
@@ -56,19 +59,26 @@ pub enum SourceSpec {
     /// A dataset's rows (`replay::DatasetSource`); `output_override`:
     /// `--output-tokens` given explicitly, which then applies to every row.
     Dataset {
+        /// The dataset's rows, in send order, read and validated once.
         dataset: Arc<dataset::Dataset>,
+        /// Every row's output length, when `--output-tokens` was given.
         output_override: Option<LengthSpec>,
     },
     /// A trace's arrivals and lengths (`replay::TraceSource`).
     Trace {
+        /// The trace's rows, read and validated once.
         trace: Arc<trace::Trace>,
+        /// Replay speed: each row is sent at its time divided by this (2: twice as fast).
         speed: f64,
+        /// Tokens in each block of text a Mooncake row's hash id stands for.
         block_tokens: u32,
+        /// Every row's output length, when `--output-tokens` was given.
         output_override: Option<LengthSpec>,
     },
 }
 
 impl WorkloadSpec {
+    /// Synthetic prompts of `spec`'s shape, every one to the one model.
     pub fn synthetic(spec: SyntheticSpec) -> Self {
         WorkloadSpec {
             synthetic: spec,

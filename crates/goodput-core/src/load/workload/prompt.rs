@@ -83,6 +83,8 @@ pub struct ExactLengthError {
 }
 
 impl TextBuilder {
+    /// A builder for `tokenizer`, with each list word's token cost learnt
+    /// (once per tokenizer and process; nothing to learn under a built-in encoding).
     pub fn new(tokenizer: Tokenizer) -> Self {
         // Under the built-in encodings every word costs one token and a
         // period one more (the word list's test encodes them all): nothing
@@ -116,6 +118,7 @@ impl TextBuilder {
         self.tokenizer.counts_list_words_as_single_tokens()
     }
 
+    /// The tokenizer text is built and counted under.
     pub fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
     }

@@ -120,8 +120,11 @@ impl TryFrom<String> for GroupChoice {
 /// Shared prefixes: `groups` distinct prefixes of `tokens` tokens each.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PrefixSpec {
+    /// Tokens in each prefix (part of the prompt's input length).
     pub tokens: u32,
+    /// Distinct prefixes: the groups prompts are spread over.
     pub groups: u32,
+    /// How each prompt's group is chosen.
     pub choice: GroupChoice,
 }
 
@@ -129,10 +132,17 @@ pub struct PrefixSpec {
 /// prompts (the salt nonce aside, which differs per run by design).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyntheticSpec {
+    /// Prompt length in tokens, shared prefix and salt included; in a
+    /// session, the length of each turn's new user message.
     pub input_tokens: LengthSpec,
+    /// Tokens to generate per request (its `max_tokens`).
     pub output_tokens: LengthSpec,
+    /// Seed of the lengths, the text, the prefix groups and the sessions'
+    /// shapes: the same seed builds the same prompts (the per-run nonce aside).
     pub seed: u64,
+    /// Multi-turn sessions; `None`: every request is a single turn.
     pub sessions: Option<SessionShape>,
+    /// Shared prefixes by group; `None`: no prompt shares a prefix.
     #[serde(default)]
     pub prefix: Option<PrefixSpec>,
     /// A unique salt after the shared prefix of every prompt.

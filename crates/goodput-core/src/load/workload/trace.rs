@@ -51,7 +51,9 @@ use datetime::parse_datetime;
 choices! {
     /// A trace file's format.
     pub enum TraceFormat {
+        /// Azure LLM inference trace CSV (2023 and 2024 releases).
         Azure = "azure",
+        /// Mooncake JSONL, with prefix-block hash ids.
         Mooncake = "mooncake",
         /// Generic JSONL.
         Jsonl = "jsonl",
@@ -63,8 +65,11 @@ choices! {
 choices! {
     /// The unit of a trace's numeric timestamps.
     pub enum TimeUnit {
+        /// Seconds.
         S = "s",
+        /// Milliseconds.
         Ms = "ms",
+        /// Microseconds.
         Us = "us",
     }
 }
@@ -138,6 +143,7 @@ pub struct Trace {
 pub struct TraceStats {
     /// The file name, without directories.
     pub name: String,
+    /// The format the file was read as (given or detected).
     pub format: TraceFormat,
     /// SHA-256 of the file's bytes, lowercase hex.
     pub sha256: String,
@@ -145,7 +151,9 @@ pub struct TraceStats {
     pub time_unit: Option<TimeUnit>,
     /// Tokens per hash block (Mooncake only).
     pub block_tokens: Option<u32>,
+    /// Start of the slice (s from the file's first row).
     pub start_s: f64,
+    /// Length of the slice (s); `None`: to the end of the file.
     pub window_s: Option<f64>,
     /// Every row in the file.
     pub rows_read: u64,

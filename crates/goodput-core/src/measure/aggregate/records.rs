@@ -34,6 +34,8 @@ pub struct RecordsSink {
 }
 
 impl RecordsSink {
+    /// Lines go to `writer` (none: nothing is written); `itl` adds each
+    /// request's event times (`--records-itl`).
     pub fn new(writer: Option<Box<dyn Write + Send>>, itl: bool) -> Self {
         RecordsSink {
             writer,
@@ -96,7 +98,6 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// Append the JSON line for one request to `out` (with a trailing newline).
 /// The request's event times in ms after its send, as the records file
 /// writes them, without collecting them first.
 struct EventTimes<'a> {

@@ -47,6 +47,7 @@ pub enum TokenSource {
 }
 
 impl TokenSource {
+    /// The name the records and the JSON use (`server`, `events`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             TokenSource::Server => "server",
@@ -66,7 +67,9 @@ fn ms(a: u64, b: u64) -> f64 {
 /// Per-request figures (ms unless named otherwise).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RequestMetrics {
+    /// TTFT, `t_1 − t_send`; `None` without a send or a content event.
     pub ttft_ms: Option<f64>,
+    /// TTFT from the scheduled arrival, `t_1 − t_sched`.
     pub ttft_sched_ms: Option<f64>,
     /// Time to the first non-reasoning token; only when reasoning deltas occurred.
     pub ttfot_ms: Option<f64>,
@@ -82,10 +85,16 @@ pub struct RequestMetrics {
     pub answer_tpot_ms: Option<f64>,
     /// `t_send − t_sched`; `None` for a request that was never sent.
     pub schedule_lag_ms: Option<f64>,
+    /// Connection setup, `t_send − t_connect`; `None` on a pooled connection.
     pub connect_ms: Option<f64>,
+    /// E2EL, `t_last − t_send` (a pooling request: `t_done − t_send`).
     pub e2el_ms: Option<f64>,
+    /// E2EL from the scheduled arrival, `t_last − t_sched` (a pooling
+    /// request: `t_done − t_sched`).
     pub e2el_sched_ms: Option<f64>,
+    /// Generation time, `t_last − t_1`.
     pub generation_ms: Option<f64>,
+    /// TPOT, `(t_last − t_1) / (N − 1)`; `None` below 2 output tokens.
     pub tpot_ms: Option<f64>,
     /// Largest per-token gap (the request's worst ITL), for SLO `itl` terms.
     pub max_itl_ms: Option<f64>,
@@ -93,9 +102,14 @@ pub struct RequestMetrics {
     pub itl_ms: Vec<f32>,
     /// Inter-chunk gaps, one per gap.
     pub icl_ms: Vec<f32>,
+    /// Prompt tokens: the server's `usage.prompt_tokens`, else the client
+    /// tokenizer's count; `None` when neither is known.
     pub input_tokens: Option<u32>,
+    /// Where `input_tokens` came from (`server` or `tokenizer`).
     pub input_source: Option<TokenSource>,
+    /// Output tokens `N`, as `output_count` settles them.
     pub output_tokens: u32,
+    /// The rule that settled `output_tokens`.
     pub output_source: TokenSource,
     /// The output counted by the run's client tokenizer: the one unit
     /// comparable across servers, kept beside the count the metrics use.

@@ -16,20 +16,37 @@ use super::RequestMetrics;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
+    /// Time to first token, `t_1 − t_send`, ms.
     Ttft,
+    /// TTFT from the scheduled arrival, `t_1 − t_sched`, ms.
     TtftFromSchedule,
+    /// From `t_send` to the first content event that is not reasoning, ms;
+    /// only requests that reasoned.
     TimeToFirstOutputToken,
+    /// From `t_send` to the first reasoning event, ms; only requests that reasoned.
     TimeToFirstReasoningToken,
+    /// Time per output token after the first, `(t_last − t_1) / (N − 1)`, ms.
     Tpot,
+    /// Time per reasoning token after the first, ms.
     ReasoningTpot,
+    /// Time per answer token after the first, over the answer after the reasoning, ms.
     AnswerTpot,
+    /// Inter-token latency: each gap split over the tokens its event carried,
+    /// one value per token, pooled over requests, ms.
     Itl,
+    /// Inter-chunk latency: each gap between content events once, pooled, ms.
     Icl,
+    /// End-to-end latency, `t_last − t_send`, ms.
     E2el,
+    /// E2EL from the scheduled arrival, `t_last − t_sched`, ms.
     E2elFromSchedule,
+    /// Generation time, `t_last − t_1`, ms.
     Generation,
+    /// How late the client sent the request, `t_send − t_sched`, ms.
     ScheduleLag,
+    /// Connection setup, `t_send − t_connect`, ms; new connections only.
     Connect,
+    /// From `t_send` to the first piece of a tool call's arguments, ms.
     TimeToFirstToolCall,
 }
 
@@ -50,7 +67,7 @@ pub enum Shown {
 pub struct Info {
     /// The metric this row describes.
     pub metric: Metric,
-    /// JSON key of its distribution object, and its name in records.
+    /// JSON key of its distribution object.
     pub key: &'static str,
     /// The short name in console labels (`Mean TTFT (ms):`).
     pub short: &'static str,
@@ -368,6 +385,7 @@ impl Metric {
         &REGISTRY[self as usize]
     }
 
+    /// JSON key of its distribution object (`ttft`, `schedule_lag`, ...).
     pub fn key(self) -> &'static str {
         self.info().key
     }
@@ -379,6 +397,7 @@ impl Metric {
             .find(|m| m.info().slo_name == Some(name))
     }
 
+    /// The metric whose JSON key is `key`.
     pub fn from_key(key: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.key() == key)
     }

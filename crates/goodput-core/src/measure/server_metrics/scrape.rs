@@ -19,6 +19,7 @@ use crate::request::clock::RunClock;
 pub struct ScrapeOptions {
     /// The full URL (`http://host:8000/metrics`).
     pub url: String,
+    /// Time between scrapes during a run (`--server-metrics-interval`).
     pub interval: Duration,
 }
 

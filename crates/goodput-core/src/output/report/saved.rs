@@ -11,8 +11,12 @@ use crate::plan::sweep::SweepResult;
 /// One results file: a run, a sweep, or a run's repeats.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Saved {
+    /// One run's results.
     Run(Box<RunResult>),
+    /// A sweep: its points' runs and its curve (`"kind": "sweep"`).
     Sweep(Box<SweepResult>),
+    /// A run repeated (`--repeat`): each run and the figures across them
+    /// (`"kind": "repeat"`).
     Repeat(Box<crate::plan::repeat::RepeatResult>),
 }
 
@@ -53,7 +57,6 @@ impl Saved {
         Saved::from_document(&doc).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Every run it holds: the run, or each point of the sweep.
     /// What answered the saved runs (the first run's target; a sweep's or
     /// a repeat's runs share it). None for results written before it was
     /// saved.
@@ -61,6 +64,7 @@ impl Saved {
         self.runs().first()?.config.target.as_ref()
     }
 
+    /// Every run it holds: the run, each point of the sweep, or each repeat.
     pub fn runs(&self) -> Vec<&RunResult> {
         match self {
             Saved::Run(r) => vec![r.as_ref()],

@@ -18,14 +18,21 @@ use crate::measure::stats::pct_label;
 pub struct VllmMeta {
     /// `%Y%m%d-%H%M%S` ([`now_date`]).
     pub date: String,
+    /// `--backend`, written as both `backend` and `endpoint_type`.
     pub backend: String,
+    /// `--label`; `None` (null) without one.
     pub label: Option<String>,
+    /// The model the requests named.
     pub model_id: String,
+    /// The tokenizer the prompts were built with.
     pub tokenizer_id: Option<String>,
+    /// `--num-prompts`, or the number of spec_bench or speed_bench questions sent.
     pub num_prompts: u64,
     /// Infinite: written as the string `"inf"`, as vLLM does.
     pub request_rate: f64,
+    /// `--burstiness`: the Gamma shape of the arrivals (1: Poisson).
     pub burstiness: f64,
+    /// `--max-concurrency`; `None` (null) without a cap.
     pub max_concurrency: Option<u64>,
     /// `--metadata KEY=VALUE`, as strings.
     pub metadata: Vec<(String, String)>,

@@ -180,6 +180,8 @@ impl Coordinator {
         }
     }
 
+    /// How many shards the run has (`--shards`), this one and lost ones
+    /// included.
     pub fn shards(&self) -> u32 {
         self.shards
     }

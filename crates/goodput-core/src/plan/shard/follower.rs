@@ -68,6 +68,7 @@ impl Follower {
         }
     }
 
+    /// Which shard this is, of how many (`--shard`, `--shards`).
     pub fn shard(&self) -> ShardOf {
         self.of
     }

@@ -29,19 +29,29 @@ pub use follower::Follower;
 /// Why a sharded run could not be set up or carried on.
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
+    /// On the coordinator: some shards did not register within the timeout.
     #[error("shards {} never registered with the coordinator within {timeout:?} (is each started with the same --shards and --coordinator?)", list(missing))]
     NeverRegistered {
+        /// Indexes of the shards that never registered, in order.
         missing: Vec<u32>,
+        /// How long the coordinator waited (`--coordinator-timeout`).
         timeout: Duration,
     },
+    /// On another shard: the coordinator could not be dialed in time.
     #[error("the coordinator at {coordinator} did not answer within {timeout:?} ({why})")]
     Unreachable {
+        /// The coordinator's address, as given (`--coordinator HOST:PORT`).
         coordinator: String,
+        /// How long the shard kept dialing (`--coordinator-timeout`).
         timeout: Duration,
+        /// The last connection error (`no attempt` when none completed).
         why: String,
     },
+    /// The coordinator refused to register this shard, and why (another
+    /// `--shards`, another goodput version, a bad or duplicate index).
     #[error("the coordinator refused this shard: {0}")]
     Refused(String),
+    /// The connection to the coordinator failed, or sent a malformed message.
     #[error("the coordinator's connection failed: {0}")]
     Link(#[from] wire::LinkError),
 }

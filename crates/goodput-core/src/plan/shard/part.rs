@@ -22,16 +22,20 @@ use crate::request::record::RequestRecord;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PartLine {
+    /// The header: the first line.
     Part(Box<PartHeader>),
     /// The measured phase's start (`t_sched`, ns on the shard's clock).
     MeasureStart(u64),
+    /// One request's record, on the shard's clock (warm-up included, marked).
     Record(Box<RequestRecord>),
+    /// How the run ended: the last line, absent when the shard stopped first.
     End(Box<PartEnd>),
 }
 
 /// Who sent the part, the run it belongs to, and its clock.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PartHeader {
+    /// Which shard sent it, of how many, and how the plan is split among them.
     pub shard: ShardOf,
     /// The run id every shard shares (the coordinator's).
     pub run_id: String,
@@ -45,6 +49,7 @@ pub struct PartHeader {
     pub load: Load,
     /// The whole run's configuration (the same command on every shard).
     pub config: RunConfig,
+    /// The model the requests name (`--model`, or the one discovered).
     pub model: String,
     /// The client tokenizer's spec (it derives every record's metrics).
     pub tokenizer: String,
@@ -57,6 +62,8 @@ pub struct PartHeader {
 /// How the shard's run ended.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct PartEnd {
+    /// What the shard's executor knew when it returned: requests sent, and
+    /// whether it was interrupted, cut off by the drain timeout or ran dry.
     pub exec: ExecSummary,
     /// The instant the shard's schedule started (the common start), ns on its clock.
     pub start_ns: u64,
@@ -69,8 +76,13 @@ pub struct PartEnd {
 /// A part read whole.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Part {
+    /// The header line; `None` only until it is pushed (`read` refuses a
+    /// part without one).
     pub header: Option<PartHeader>,
+    /// The measured phase's start, ns on the shard's clock: the earliest
+    /// `MeasureStart` line (None: there was none).
     pub measure_start_ns: Option<u64>,
+    /// The records, in the order their lines came (warm-up included, marked).
     pub records: Vec<RequestRecord>,
     /// None: the part ended before its end line (the shard stopped).
     pub end: Option<PartEnd>,

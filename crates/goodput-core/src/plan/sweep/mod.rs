@@ -69,6 +69,8 @@ pub fn describe_workload(endpoint: crate::request::protocol::Endpoint, spec: &Ru
 /// counters and a description), and how many points have run.
 #[derive(Default)]
 pub struct SweepLive {
+    /// The point running now: its counters and its role and load in words
+    /// (`probe concurrency 8`, `grid 4.00 req/s`); None before the first.
     pub current: std::sync::Mutex<Option<(Arc<Progress>, String)>>,
     /// Points finished so far.
     pub points_done: std::sync::atomic::AtomicU64,

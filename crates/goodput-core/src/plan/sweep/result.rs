@@ -28,12 +28,16 @@ pub enum PointRole {
     Confirm,
 }
 
+/// One point a sweep ran: why, its verdict, and its run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
+    /// Why it ran.
     pub role: PointRole,
     /// Whether it met the SLO (the settled early verdict, else the point estimate).
     pub meets: Option<bool>,
+    /// Its load time, s: the wall time of its run, warm-up and drain included.
     pub wall_s: f64,
+    /// Its run document, with every run figure.
     pub result: RunResult,
     /// How the server was brought back to idle before it (every point but
     /// the first).
@@ -111,14 +115,23 @@ pub struct Goodput {
     pub inconclusive: bool,
 }
 
+/// A sweep's document (`"kind": "sweep"`): its points, the curve and its
+/// knees, the capacity and the goodput.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SweepResult {
+    /// Which points the plan asked for.
     pub mode: Option<SweepMode>,
+    /// Every point, in the order they ran.
     pub points: Vec<SweepPoint>,
+    /// One entry per open-loop point (every point when none is open loop),
+    /// sorted by offered load.
     pub curve: Vec<CurvePoint>,
+    /// Where the curve bends: the throughput and the degradation knee.
     pub knees: Knees,
     /// Request throughput at the top of the capacity probe (req/s).
     pub capacity: Option<f64>,
+    /// The headline: the highest offered rate meeting the SLO (None without
+    /// an SLO).
     pub goodput: Option<Goodput>,
     /// What settling a goodput search's answer takes, said once exploring
     /// had found the edge.
@@ -128,7 +141,10 @@ pub struct SweepResult {
     pub stopped: Option<StopReason>,
     /// Seconds spent running points (load time).
     pub load_time_s: f64,
+    /// The workload in words: `chat, input 1024 / output 128 tokens`.
     pub workload: String,
+    /// Sending window asked of each point, s (`--point-time`); a search's
+    /// points may run longer.
     pub seconds_per_point: f64,
 }
 

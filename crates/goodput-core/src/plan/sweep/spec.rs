@@ -12,11 +12,17 @@ use crate::plan::target::RunSpec;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SweepMode {
+    /// A concurrency-1 floor, a capacity probe, then open-loop rates from
+    /// 15 % to 120 % of the capacity found.
     Auto,
+    /// Open-loop rates, req/s, run in order (`--rates`).
     Rates(Vec<f64>),
+    /// Closed-loop concurrencies, run in order (`--concurrencies`).
     Concurrencies(Vec<usize>),
     /// The highest rate meeting the SLO, to a relative precision.
     Search {
+        /// The search stops once its interval's half-width is within this
+        /// share of the estimate (`--precision`, strictly between 0 and 1).
         precision: f64,
     },
 }
@@ -24,17 +30,25 @@ pub enum SweepMode {
 /// A whole sweep.
 #[derive(Debug, Clone)]
 pub struct SweepSpec {
+    /// Which points to run.
     pub mode: SweepMode,
     /// Workload, bounds per point, percentiles, SLO, cost; its load is ignored.
     pub base: RunSpec,
+    /// Each point's warm-up (`--warmup`), resolved for its load; the
+    /// capacity probe's points skip it.
     pub warmup: WarmupPolicy,
+    /// Inter-arrival process of open-loop points (`--arrival`).
     pub arrival: Arrival,
+    /// Cap on requests in flight at open-loop points (`--max-concurrency`).
     pub max_concurrency: Option<usize>,
-    /// The longest any point may take (its sending window; the drain is
-    /// bounded by half of it).
+    /// The longest a grid point may take (its sending window; the drain is
+    /// bounded by half of it). A search's points may run longer
+    /// (`search_windows`: at least a few of the floor's answers, and
+    /// measuring points at least `measure_time`).
     pub point_time: Duration,
     /// Sending window of the floor run and the capacity probe's points.
     pub probe_time: Duration,
+    /// Bound on the whole sweep (`--max-time`); None: unbounded.
     pub max_time: Option<Duration>,
     /// Load time a goodput search may spend after its floor run; None:
     /// sized to what a settled answer takes (`crate::plan::search::Sizing`).

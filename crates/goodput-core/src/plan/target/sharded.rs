@@ -38,7 +38,9 @@ pub enum Role {
 
 /// A process's place in a sharded run.
 pub struct Sharding {
+    /// Coordinator (shard 0) or follower, with its connection.
     pub role: Role,
+    /// Which shard this process is, of how many (`--shard`, `--shards`).
     pub of: ShardOf,
     /// Where this shard's parts are written (appended, one per run).
     pub part_files: Vec<PathBuf>,

@@ -61,7 +61,9 @@ use watchdog::Watchdog;
 /// How to reach the server.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
+    /// The server's base URL (`http://host:port`; `/v1` is added when missing).
     pub url: String,
+    /// The API route every request is sent to.
     pub endpoint: Endpoint,
     /// Extra headers, `Name: value`.
     pub headers: Vec<String>,
@@ -71,7 +73,9 @@ pub struct ClientOptions {
     pub timeout: Duration,
     /// No bytes for this long ends the request as a timeout.
     pub idle_timeout: Duration,
+    /// Time allowed to open a connection: TCP connect, proxy tunnel and TLS handshake.
     pub connect_timeout: Duration,
+    /// Certificates trusted and presented over `https`.
     pub tls: tls::TlsOptions,
     /// Ignore `http_proxy`, `https_proxy`, `ALL_PROXY` and `NO_PROXY`.
     pub no_proxy: bool,
@@ -314,6 +318,7 @@ impl Client {
         })
     }
 
+    /// The parsed base URL requests go to.
     pub fn base(&self) -> &BaseUrl {
         &self.inner.base
     }

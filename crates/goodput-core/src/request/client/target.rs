@@ -9,14 +9,19 @@ use super::error::ClientError;
 /// A parsed base URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BaseUrl {
+    /// The scheme is `https`: connections use TLS.
     pub https: bool,
+    /// Host name or IP address (an IPv6 address without its brackets).
     pub host: String,
+    /// TCP port; the scheme's default (80, 443) when the URL gives none.
     pub port: u16,
     /// Path up to and including `/v1`, without a trailing slash.
     pub api_prefix: String,
 }
 
 impl BaseUrl {
+    /// Parse an `http` or `https` URL without a query string, appending
+    /// `/v1` to its path unless it already ends in it.
     pub fn parse(url: &str) -> Result<Self, ClientError> {
         let bad = |why: &str| ClientError::BadUrl {
             url: url.to_string(),

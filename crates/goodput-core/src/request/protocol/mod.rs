@@ -52,8 +52,11 @@ pub enum Prompt<'a> {
 /// What every request body of a run shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestParams {
+    /// The API the bodies are written for.
     pub endpoint: Endpoint,
+    /// The body's `model` (a mix may override it per request).
     pub model: String,
+    /// Ask for a streamed response (`stream: true`), so token times are seen.
     pub stream: bool,
     /// Send `min_tokens` = `max_tokens` (pins the output length on vLLM/SGLang).
     pub min_tokens: bool,

@@ -51,6 +51,7 @@ impl EarlyStop {
         })
     }
 
+    /// The verdict a look settled; `None` until one does.
     pub fn settled(&self) -> Option<Verdict> {
         self.settled
     }

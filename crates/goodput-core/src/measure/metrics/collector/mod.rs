@@ -530,26 +530,42 @@ pub struct Throughput {
 /// Run-level figures of the measured phase.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunMetrics {
+    /// Measured requests that completed (a 2xx answer with content, finished properly).
     pub completed: u64,
+    /// Measured requests that ended with an error.
     pub failed: u64,
+    /// Measured requests cut by the drain timeout or cancelled by the user.
     pub incomplete: u64,
     /// Requests that reached the server (had a `t_send`).
     pub sent: u64,
+    /// First `t_send` to the last `t_done` of a sent measured request, s.
     pub duration_s: f64,
+    /// Σ input tokens of completed measured requests.
     pub total_input_tokens: u64,
+    /// Σ output tokens of completed measured requests.
     pub total_output_tokens: u64,
+    /// Throughputs over `duration_s`.
     pub throughput: Throughput,
+    /// Throughputs over the steady window (after the ramp-up, before the
+    /// drain); `None` when the window is under 0.6 s.
     pub steady_state: Option<SteadyState>,
+    /// (requests sent − 1) / (last − first `t_send`), req/s; open loop only.
     pub achieved_request_rate: Option<f64>,
+    /// Mean requests in flight (Little's law): Σ time in flight / `duration_s`.
     pub mean_in_flight: f64,
+    /// Every per-request figure's distribution, by metric.
     pub distributions: Distributions,
+    /// Error rate and failures by kind.
     pub errors: ErrorSummary,
+    /// Where token counts came from, and how far the sources agree.
     pub tokens: TokenSummary,
     /// The workload as sent: length mix and prefix-cache shares.
     pub workload: WorkloadMix,
     /// Outputs against their references, where the workload has them.
     pub quality: Option<Quality>,
+    /// Sends, completions, tokens, in flight and failures per 100 ms bucket.
     pub timeseries: TimeSeries,
+    /// What the saturation checks found.
     pub saturation: Saturation,
     /// Whether requests queued behind each other for longer than the run
     /// could see (`Crowding`); open loops at a constant rate only.
@@ -573,6 +589,7 @@ pub struct RunMetrics {
 }
 
 impl RunMetrics {
+    /// The distribution of `m`; `None` when no request had a value.
     pub fn get(&self, m: Metric) -> Option<&Distribution> {
         self.distributions.get(&m)
     }

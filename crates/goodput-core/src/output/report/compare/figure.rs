@@ -79,13 +79,17 @@ pub fn format_relative(r: f64) -> String {
 pub struct Figure {
     /// vLLM's flat key (`p99_ttft_ms`, `request_throughput`), or `goodput`.
     pub name: String,
+    /// What its values are in (`ms`, `req/s`, `tok/s`, `share`).
     pub unit: Unit,
+    /// BASE's value; `None` when BASE does not have it.
     pub base: Option<f64>,
+    /// NEW's value; `None` when NEW does not have it.
     pub new: Option<f64>,
     /// NEW − BASE, in the unit.
     pub change: Option<f64>,
-    /// (NEW − BASE) / BASE, a fraction; null when BASE is 0 and NEW is not.
+    /// (NEW − BASE) / |BASE|, a fraction; null when BASE is 0 and NEW is not.
     pub relative_change: Option<f64>,
+    /// Whether the change is larger than the runs' noise, and by which test.
     #[serde(flatten)]
     pub significance: Significance,
 }

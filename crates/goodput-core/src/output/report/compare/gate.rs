@@ -105,6 +105,7 @@ pub struct FailOn {
     pub above: bool,
     /// In percent when `relative`, else in the figure's unit; signed.
     pub bound: f64,
+    /// The bound is on the relative change from BASE (`N%`), not the absolute one.
     pub relative: bool,
 }
 

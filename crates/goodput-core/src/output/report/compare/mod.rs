@@ -75,25 +75,39 @@ impl Comparison {
 /// One side's input: a results file, its name, and optionally its records.
 #[derive(Debug, Clone, Copy)]
 pub struct Input<'a> {
+    /// The file, as the user named it.
     pub label: &'a str,
+    /// The results read from it.
     pub saved: &'a Saved,
+    /// Its per-request values from a records file, when one was given.
     pub records: Option<&'a RecordSamples>,
 }
 
 /// Why two results cannot be compared.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CompareError {
+    /// One side is a run and the other a sweep.
     #[error(
         "BASE is a {base} and NEW is a {new}: compare a run with a run, or a sweep with a sweep"
     )]
     KindMismatch {
+        /// BASE's kind: `run` or `sweep`.
         base: &'static str,
+        /// NEW's kind: `run` or `sweep`.
         new: &'static str,
     },
+    /// A side is a `--repeat` result, which cannot be compared yet.
     #[error("a --repeat result holds several runs: compare one of them (`goodput report` shows each), or compare two --repeat results' across-repeat intervals by eye; a test across repeats is not built yet")]
     Repeats,
+    /// A side's records hold no measured request of its results' runs.
     #[error("the {side} records have no measured request of {what} (the records of another run?)")]
-    RecordsDoNotMatch { side: &'static str, what: String },
+    RecordsDoNotMatch {
+        /// `BASE` or `NEW`.
+        side: &'static str,
+        /// What was looked for, in words (`run ID`, `any point of the sweep`).
+        what: String,
+    },
+    /// A `--fail-on` gate could not be judged.
     #[error(transparent)]
     Gate(#[from] GateError),
 }
