@@ -528,3 +528,41 @@ fn a_pass_the_fit_puts_past_the_edge_decides_only_if_settled() {
         "{b:?}"
     );
 }
+
+/// A slow llama.cpp server's exploring points (BENCHMARKS.md, "A slow real
+/// engine", fourth try): the fit of its short points put the edge at
+/// 4.28 req/s, above a failing one at 3.85, and the measuring points then
+/// settled at 2.6 to 2.9. The time said costs the measuring points at
+/// exploring's highest pass, 3.16 req/s, not at the edge estimate.
+#[test]
+fn a_settled_answer_is_costed_at_the_highest_rate_exploring_saw_pass() {
+    let mut s = Search::new(SearchConfig {
+        start_rate: 27.2,
+        budget: Budget::Sized {
+            cap_s: f64::INFINITY,
+        },
+        ..config()
+    });
+    let point = |rate: f64, ttft_ms: f64, requests: u64, saturated: bool| Observation {
+        rate,
+        requests,
+        margin: Some((ttft_ms / 600.0_f64).ln()),
+        hard_fail: false,
+        saturated,
+        wall_s: 8.0,
+        measuring: false,
+        settled: false,
+        bounded: false,
+        achieved: Some(rate),
+    };
+    s.record(point(27.2, 11703.9, 14, true));
+    s.record(point(1.19, 190.4, 12, false));
+    s.record(point(5.69, 801.3, 36, false));
+    s.record(point(2.60, 296.6, 24, false));
+    s.record(point(3.85, 627.9, 28, false));
+    s.record(point(3.16, 294.9, 26, false));
+    let said = s.sizing().expect("exploring is done");
+    assert!(said.rate > 3.16, "{said:?}");
+    let at_pass = said.requests as f64 / 3.16 + POINT_OVERHEAD_S;
+    assert!((said.point_s - at_pass).abs() < 1e-9, "{said:?}");
+}
