@@ -255,8 +255,8 @@ const SWEEP_LINES: &[(&str, &str)] = &[
     ("goodput:", "\"goodput: {rate} ({verdict}"),
     ("no settled rate", "\"no settled rate\""),
     (
-        "INCONCLUSIVE, points too small for the SLO's percentiles",
-        "\"INCONCLUSIVE, points too small for the SLO's percentiles; \"",
+        "INCONCLUSIVE, no point settled the edge",
+        "\"INCONCLUSIVE, no point settled the edge; \"",
     ),
     ("saturated", "\"saturated\".to_string()"),
     ("behind schedule", "\"behind schedule\".to_string()"),

@@ -193,7 +193,7 @@ pub fn headline(r: &SweepResult) -> Option<String> {
         .map(|(a, b)| format!("95% interval {a:.2}–{b:.2}; "))
         .unwrap_or_default();
     let verdict = if g.inconclusive {
-        "INCONCLUSIVE, points too small for the SLO's percentiles; "
+        "INCONCLUSIVE, no point settled the edge; "
     } else {
         ""
     };
