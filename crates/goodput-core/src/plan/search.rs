@@ -303,13 +303,7 @@ impl Search {
             return None;
         }
         let (rate, requests) = self.first_measure()?;
-        // Costed at the highest rate exploring saw pass where that lies
-        // below the first measuring point: exploring's short points start
-        // idle and read optimistic on a slow server, where the measuring
-        // points then settle below every rate exploring passed (llama.cpp,
-        // BENCHMARKS.md "A slow real engine").
-        let costed = self.bracket().0.map_or(rate, |lo| lo.min(rate));
-        let point_s = point_cost(costed, requests);
+        let point_s = point_cost(rate, requests);
         let explored_s = self.explored_s();
         let settled_s = explored_s + SIZED_POINTS as f64 * point_s;
         let budget = self.budget_s();

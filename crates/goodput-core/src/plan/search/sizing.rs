@@ -15,8 +15,7 @@ pub struct Sizing {
     pub rate: f64,
     /// Measured requests each measuring point runs for.
     pub requests: u64,
-    /// Load time one such point takes (s), a planning figure: at the
-    /// highest rate exploring saw pass where that is below `rate`.
+    /// Load time one such point takes (s), a planning figure.
     pub point_s: f64,
     /// Load time the exploring points took (s).
     pub explored_s: f64,
