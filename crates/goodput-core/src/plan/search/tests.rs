@@ -528,3 +528,51 @@ fn a_pass_the_fit_puts_past_the_edge_decides_only_if_settled() {
         "{b:?}"
     );
 }
+
+/// A CI run's llama.cpp search (p90 SLO): measuring points failed at 5.07,
+/// 5.73 and 5.96 req/s and passed once, unsettled, at 5.37; the fit of all
+/// points put the edge at 4.80 with no interval, below every measuring
+/// point, and 200 requests at 5.37 then missed the SLO. No measuring point
+/// decides that edge: the answer is inconclusive.
+#[test]
+fn a_fit_below_every_measuring_point_without_an_interval_decides_nothing() {
+    let run = |bounded: bool| {
+        let mut s = Search::new(config());
+        let point = |rate: f64, ttft_ms: f64, requests: u64, measuring: bool| Observation {
+            rate,
+            requests,
+            margin: Some((ttft_ms / 600.0_f64).ln()),
+            hard_fail: false,
+            saturated: false,
+            wall_s: 40.0,
+            measuring,
+            settled: false,
+            bounded: bounded && measuring && ttft_ms < 600.0,
+            achieved: Some(rate),
+        };
+        s.record(point(3.19, 189.2, 28, false));
+        s.record(point(4.51, 228.8, 37, false));
+        s.record(point(5.37, 425.3, 35, false));
+        s.record(point(5.37, 569.4, 322, true));
+        s.record(point(5.96, 1285.8, 358, true));
+        s.record(point(5.73, 1266.1, 344, true));
+        s.record(point(5.07, 959.9, 305, true));
+        s.answer()
+    };
+    let a = run(false);
+    assert!(a.inconclusive, "{a:?}");
+    assert!(a.interval.is_none(), "{a:?}");
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("below every measuring point")),
+        "{a:?}"
+    );
+    let b = run(true);
+    assert!(
+        !b.notes
+            .iter()
+            .any(|n| n.contains("below every measuring point")),
+        "{b:?}"
+    );
+}
