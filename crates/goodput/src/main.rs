@@ -23,7 +23,7 @@
 //!    `sim_cmd`, `calibrate_cmd`, `predict_cmd`, `merge_cmd`, `k8s_cmd`;
 //!    `main` dispatches to them.
 //! 7. `bench_cmd`: vLLM's `bench serve` command line, translated into a
-//!    `goodput run` and run by `run_cmd`.
+//!    `goodput run` by goodput-vllm and run by `run_cmd`.
 
 mod bench_cmd;
 mod calibrate_cmd;

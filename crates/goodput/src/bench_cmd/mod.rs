@@ -7,17 +7,6 @@
 //! files the result file is written where and as vLLM writes it
 //! ([`goodput_core::output::vllm`]), and the scratch directory is removed.
 
-mod datasets;
-mod hf;
-mod multimodal;
-mod questions;
-mod refused;
-mod rerank;
-mod server_tokens;
-mod sonnet;
-mod template;
-mod translate;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -25,10 +14,10 @@ use anyhow::anyhow;
 use clap::Parser;
 use serde_json::Value;
 
+use goodput_vllm::{translate, without, Plan, Row, SYNTHETIC};
+
 use crate::cli::{BenchArgs, BenchCommand, Cli, Command, VllmServeArgs};
 use crate::exit::{output_failed, usage, Code, Exit};
-
-pub use translate::translate;
 
 pub fn main(args: BenchArgs) -> Result<Code, Exit> {
     match args.command {
@@ -61,101 +50,6 @@ impl Drop for Scratch {
     }
 }
 
-/// A prompt built here: its answer's length where it sets one, a system
-/// prompt before it, an image after it (a chat request's).
-#[derive(Debug, Clone, Default)]
-pub struct Row {
-    pub prompt: String,
-    pub output: Option<u32>,
-    pub system: Option<String>,
-    /// An image file's bytes (PNG, JPEG, GIF or WebP).
-    pub image: Option<Vec<u8>>,
-}
-
-/// Prompts whose answers' length the run's flags set.
-fn rows(prompts: Vec<String>) -> Vec<Row> {
-    prompts
-        .into_iter()
-        .map(|prompt| Row {
-            prompt,
-            ..Row::default()
-        })
-        .collect()
-}
-
-/// An image's file extension, from its first bytes: PNG, JPEG, GIF or
-/// WebP, the formats a chat request's data URL carries.
-fn image_extension(b: &[u8]) -> Option<&'static str> {
-    match b {
-        [0x89, b'P', b'N', b'G', ..] => Some("png"),
-        [0xff, 0xd8, ..] => Some("jpg"),
-        [b'G', b'I', b'F', ..] => Some("gif"),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("webp"),
-        _ => None,
-    }
-}
-
-/// Prompts built here, one `{"prompt": …, "output_tokens": …}` a line (or
-/// `messages` with the system prompt first; an image written beside the
-/// file and named by `images`).
-fn write_prompts(path: &Path, prompts: &[Row]) -> Result<(), Exit> {
-    let failed = |p: &Path, e: std::io::Error| usage(anyhow!("writing {}: {e}", p.display()));
-    let mut text = String::new();
-    for (i, r) in prompts.iter().enumerate() {
-        let mut row = match &r.system {
-            Some(s) => serde_json::json!({ "messages": [
-                { "role": "system", "content": s },
-                { "role": "user", "content": r.prompt },
-            ] }),
-            None => serde_json::json!({ "prompt": r.prompt }),
-        };
-        if let Some(n) = r.output {
-            row["output_tokens"] = n.into();
-        }
-        if let Some(img) = &r.image {
-            let ext = image_extension(img).ok_or_else(|| {
-                usage(anyhow!(
-                    "row {}: its image is no PNG, JPEG, GIF or WebP, which goodput sends as they are (vLLM re-encodes every image as JPEG)",
-                    i + 1
-                ))
-            })?;
-            let name = format!("image-{i}.{ext}");
-            let file = path.with_file_name(&name);
-            std::fs::write(&file, img).map_err(|e| failed(&file, e))?;
-            row["images"] = serde_json::json!([name]);
-        }
-        text.push_str(&row.to_string());
-        text.push('\n');
-    }
-    std::fs::write(path, text).map_err(|e| failed(path, e))
-}
-
-/// Flags of goodput's synthetic prompts, which a dataset of prompts built
-/// here replaces.
-const SYNTHETIC: [&str; 5] = [
-    "--input-tokens",
-    "--output-tokens",
-    "--prefix-tokens",
-    "--prefix-groups",
-    "--prefix-choice",
-];
-
-/// `argv` without the flags `names` and their values.
-fn without(argv: &[String], names: &[&str]) -> Vec<String> {
-    let mut out = Vec::with_capacity(argv.len());
-    let mut skip = false;
-    for a in argv {
-        if std::mem::take(&mut skip) {
-            continue;
-        }
-        skip = names.contains(&a.as_str());
-        if !skip {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
 /// The client's settings for asking the server before the run (its
 /// `/tokenize`, its chat template): the run's connection flags.
 fn client_options(argv: &[String]) -> Result<goodput_core::request::ClientOptions, Exit> {
@@ -170,7 +64,7 @@ fn client_options(argv: &[String]) -> Result<goodput_core::request::ClientOption
 
 /// The prompts through the model's chat template, asked of the server
 /// where vLLM's client applies it; the plan's refusal where it applies none.
-fn templated(plan: &translate::Plan, argv: &[String], prompts: &mut [Row]) -> Result<(), Exit> {
+fn templated(plan: &Plan, argv: &[String], prompts: &mut [Row]) -> Result<(), Exit> {
     let Some(refusal) = &plan.template else {
         return Ok(());
     };
@@ -178,7 +72,7 @@ fn templated(plan: &translate::Plan, argv: &[String], prompts: &mut [Row]) -> Re
         .windows(2)
         .find(|w| w[0] == "--model")
         .map_or("", |w| w[1].as_str());
-    match template::apply(client_options(argv)?, model, prompts) {
+    match goodput_vllm::apply_template(client_options(argv)?, model, prompts) {
         Ok(note) => {
             eprintln!("goodput: note: {note}");
             Ok(())
@@ -191,12 +85,12 @@ fn templated(plan: &translate::Plan, argv: &[String], prompts: &mut [Row]) -> Re
 /// `/tokenize` asked through the run's connection settings; `None` where
 /// the server counts nothing and the plan may do without (said, and the
 /// result file's tokenizer_id set to goodput's own).
-fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option<Vec<Row>>, Exit> {
+fn built_by_server(plan: &mut Plan, argv: &[String]) -> Result<Option<Vec<Row>>, Exit> {
     let Some(by) = plan.by_server.take() else {
         return Ok(None);
     };
     let name = plan.meta.tokenizer_id.clone().unwrap_or_default();
-    let tokenizer = match server_tokens::connect(client_options(argv)?, &by.model) {
+    let tokenizer = match goodput_vllm::connect(client_options(argv)?, &by.model) {
         Ok(t) => t,
         Err(why) if by.required => {
             return Err(usage(anyhow!(
@@ -204,39 +98,24 @@ fn built_by_server(plan: &mut translate::Plan, argv: &[String]) -> Result<Option
             )))
         }
         Err(why) => {
-            eprintln!("goodput: note: {} ({why})", translate::no_local_tokenizer(&name));
-            if let translate::Build::Sonnet(..) = by.build {
+            eprintln!("goodput: note: {} ({why})", goodput_vllm::no_local_tokenizer(&name));
+            if by.is_sonnet() {
                 let default = goodput_core::tokenizer::DEFAULT_TOKENIZER;
-                eprintln!("goodput: note: {}", sonnet::counted_note(default));
+                eprintln!("goodput: note: {}", goodput_vllm::counted_note(default));
             }
             plan.meta.tokenizer_id = Some(goodput_core::tokenizer::DEFAULT_TOKENIZER.into());
             return Ok(None);
         }
     };
-    let rows: Vec<Row> = match &by.build {
-        translate::Build::Lengths(shape) => shape.prompts(&tokenizer).map(|v| {
-            v.into_iter()
-                .map(|(prompt, o)| Row {
-                    prompt,
-                    output: Some(o),
-                    ..Row::default()
-                })
-                .collect()
-        }),
-        translate::Build::Sonnet(text, shape) => {
-            sonnet::prompts(text, &tokenizer, *shape).map(rows)
-        }
-        translate::Build::Rerank(shape) => shape.rows(&tokenizer).map(rows),
-    }
-    .map_err(|e| usage(anyhow!(e)))?;
+    let rows: Vec<Row> = by.rows(&tokenizer).map_err(|e| usage(anyhow!(e)))?;
     let counted = format!("{name}'s tokenizer, through the server's /tokenize");
     eprintln!(
         "goodput: note: no local tokenizer for {name}: {} prompts built to lengths counted by {counted}; the run counts with goodput's {} and the server's usage",
         rows.len(),
         goodput_core::tokenizer::DEFAULT_TOKENIZER
     );
-    if let translate::Build::Sonnet(..) = by.build {
-        eprintln!("goodput: note: {}", sonnet::counted_note(&counted));
+    if by.is_sonnet() {
+        eprintln!("goodput: note: {}", goodput_vllm::counted_note(&counted));
     }
     Ok(Some(rows))
 }
@@ -281,7 +160,7 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
     }
     if let Some(prompts) = &prompts {
         let path = scratch.0.join("prompts.jsonl");
-        write_prompts(&path, prompts)?;
+        goodput_vllm::write_prompts(&path, prompts).map_err(|e| usage(anyhow!(e)))?;
         for (k, v) in [
             ("--dataset", path.display().to_string()),
             ("--dataset-format", "jsonl".into()),
@@ -323,7 +202,7 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
 /// Read the run's files and write vLLM's result file; its path.
 fn write_result(
     meta: &goodput_core::output::vllm::VllmMeta,
-    save: &translate::SaveTo,
+    save: &goodput_vllm::SaveTo,
     results: &Path,
     records: &Path,
 ) -> Result<PathBuf, Exit> {
@@ -376,4 +255,33 @@ fn write_result(
     })();
     written.map_err(|e| output_failed(anyhow!("writing {}: {e}", path.display())))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// vLLM's everyday command line, translated, parses as a `goodput run`
+    /// (goodput-vllm holds what each flag becomes; the parser is here).
+    #[test]
+    fn the_everyday_line_parses_as_a_run() {
+        let line = "goodput bench serve --backend vllm --model M --dataset-name random \
+            --random-input-len 1024 --random-output-len 128 --num-prompts 200 --request-rate 10 \
+            --max-concurrency 64 --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 \
+            --goodput ttft:200 tpot:50 --save-result --result-dir D --result-filename F --ignore-eos --port 8001";
+        let argv = line.split_whitespace();
+        let Ok(Cli {
+            command: Command::Bench(b),
+        }) = Cli::try_parse_from(argv)
+        else {
+            panic!("parses as bench serve");
+        };
+        let BenchCommand::Serve(a) = b.command;
+        let plan = translate(&a).expect("translates");
+        let mut run = vec!["goodput".to_string()];
+        run.extend(plan.argv);
+        let r = parse_run(&run).expect("parses as a run");
+        assert_eq!(r.common.bounds.num_prompts, Some(200));
+        assert_eq!(r.common.load.request_rate, Some(10.0));
+    }
 }

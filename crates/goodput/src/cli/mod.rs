@@ -13,8 +13,6 @@ mod k8s;
 mod model;
 mod parse;
 mod shard;
-mod vllm;
-mod vllm_config;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,8 +29,9 @@ use parse::{
     SearchTime,
 };
 pub use shard::{MergeArgs, ShardArgs};
-pub use vllm::{as_vllm_reads_it, BenchArgs, BenchCommand, VllmServeArgs};
-pub use vllm_config::with_config;
+// `goodput bench serve`'s flags are vLLM's, kept with their translation in
+// goodput-vllm.
+pub use goodput_vllm::{as_vllm_reads_it, with_config, BenchArgs, BenchCommand, VllmServeArgs};
 
 // The whole command line. (Plain comments on `Cli` and `Command`: clap
 // would take a doc comment for help text.)

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use goodput_core::tokenizer::Tokenizer;
+
 use goodput_core::output::vllm::VllmMeta;
 
 use crate::cli::VllmServeArgs;
@@ -49,11 +51,39 @@ pub struct ByServer {
     pub model: String,
     /// `--tokenizer` named it: without the server's count, the command stops.
     pub required: bool,
-    pub build: Build,
+    pub(crate) build: Build,
 }
 
+impl ByServer {
+    /// The prompts, counted by `tokenizer` (the server's, from [`crate::connect`]).
+    pub fn rows(&self, tokenizer: &Tokenizer) -> Result<Vec<crate::Row>, String> {
+        match &self.build {
+            Build::Lengths(shape) => shape.prompts(tokenizer).map(|v| {
+                v.into_iter()
+                    .map(|(prompt, o)| crate::Row {
+                        prompt,
+                        output: Some(o),
+                        ..crate::Row::default()
+                    })
+                    .collect()
+            }),
+            Build::Sonnet(text, shape) => {
+                crate::sonnet::prompts(text, tokenizer, *shape).map(crate::rows)
+            }
+            Build::Rerank(shape) => shape.rows(tokenizer).map(crate::rows),
+        }
+    }
+
+    /// The prompts are sonnet's, whose lengths depend on the tokenizer that
+    /// counted them ([`crate::counted_note`]).
+    pub fn is_sonnet(&self) -> bool {
+        matches!(self.build, Build::Sonnet(..))
+    }
+}
+
+/// What the server's tokenizer builds.
 #[derive(Debug, Clone)]
-pub enum Build {
+pub(crate) enum Build {
     /// random and prefix_repetition: exact lengths.
     Lengths(Shape),
     /// sonnet: its file's text.
@@ -62,10 +92,14 @@ pub enum Build {
     Rerank(super::rerank::Shape),
 }
 
+/// Where vLLM's result file goes.
 #[derive(Debug, Clone)]
 pub struct SaveTo {
+    /// `--result-dir`; the working directory where not given.
     pub dir: Option<PathBuf>,
+    /// `--result-filename`; vLLM's default name where not given.
     pub file_name: Option<String>,
+    /// `--append-result`: added as a JSON line to the file.
     pub append: bool,
 }
 
@@ -478,7 +512,7 @@ pub(super) mod tests {
     use crate::cli::{BenchCommand, Cli, Command};
 
     /// The parsed `goodput bench serve` flags of `extra`.
-    pub(in crate::bench_cmd) fn args(extra: &[&str]) -> VllmServeArgs {
+    pub(crate) fn args(extra: &[&str]) -> VllmServeArgs {
         let mut argv = vec!["goodput", "bench", "serve"];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv) {
@@ -499,8 +533,6 @@ pub(super) mod tests {
             .map(String::as_str)
     }
 
-    /// The everyday line turns into goodput's flags, and the
-    /// translated line parses as a `goodput run`.
     /// A dataset goodput does not read is what the user hears about first,
     /// even with the `--num-prompts -1` that only it takes.
     #[test]
@@ -518,6 +550,7 @@ pub(super) mod tests {
         );
     }
 
+    /// The everyday line turns into goodput's flags.
     #[test]
     fn the_everyday_line() {
         let a = args(&[
@@ -577,9 +610,8 @@ pub(super) mod tests {
         let save = plan.save.unwrap();
         assert_eq!(save.dir, Some(PathBuf::from("D")));
         assert_eq!(save.file_name.as_deref(), Some("F"));
-        let mut argv = vec!["goodput".to_string()];
-        argv.extend(plan.argv);
-        assert!(Cli::try_parse_from(argv).is_ok());
+        // That it parses as a `goodput run` is the binary's test
+        // (`bench_cmd::tests`), where goodput's parser is.
     }
 
     #[test]

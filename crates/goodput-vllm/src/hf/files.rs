@@ -30,7 +30,7 @@ fn hub_cache() -> Option<PathBuf> {
 
 /// The snapshot of `kind` (`models` or `datasets`) `id` in the Hub cache:
 /// the one `refs/main` names, else the newest by name.
-pub(in crate::bench_cmd) fn snapshot(kind: &str, id: &str) -> Option<PathBuf> {
+pub(crate) fn snapshot(kind: &str, id: &str) -> Option<PathBuf> {
     let repo = hub_cache()?.join(format!("{kind}--{}", id.replace('/', "--")));
     let snapshots = repo.join("snapshots");
     if let Ok(sha) = std::fs::read_to_string(repo.join("refs/main")) {

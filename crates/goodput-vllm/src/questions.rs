@@ -136,7 +136,7 @@ pub(super) fn oversample<T: Clone>(rows: &mut Vec<T>, want: usize, rng: &mut Std
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench_cmd::translate::tests::args;
+    use crate::translate::tests::args;
 
     /// Every row for -1, one category's with the filter, a short file
     /// repeated up to the count unless `--no-oversample`, the file's order

@@ -2,7 +2,7 @@
 //! flag with vLLM's name, type and default, so that a script that runs
 //! `vllm bench serve …` runs with `goodput bench serve …`.
 //!
-//! This struct only parses. `bench_cmd` translates it into a goodput run
+//! This struct only parses. [`crate::translate()`] turns it into a goodput run
 //! (one translation, no second executor) and refuses by name, before any
 //! request, each flag it cannot honour; none is silently ignored. The flag
 //! set is vLLM's (104 arguments, 105 option strings with
@@ -13,6 +13,9 @@ use clap::{Args, Subcommand};
 /// `goodput bench …`: vLLM's `vllm bench` front door.
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
+    // The subcommand (`serve`). A plain comment: clap would read a doc
+    // comment as help text.
+    #[allow(missing_docs)]
     #[command(subcommand)]
     pub command: BenchCommand,
 }
@@ -42,6 +45,7 @@ pub fn as_vllm_reads_it<I: IntoIterator<Item = std::ffi::OsString>>(
         .collect()
 }
 
+/// `goodput bench`'s subcommands: vLLM's `serve`.
 #[derive(Subcommand, Debug, Clone)]
 pub enum BenchCommand {
     /// `vllm bench serve`'s command line, run by goodput: its flags, its defaults, its result file.
@@ -338,17 +342,22 @@ pub struct VllmServeArgs {
     /// Sampling: refused (not sent here), as are the other sampling flags below.
     #[arg(long, help_heading = "Sampling")]
     pub top_p: Option<f64>,
+    /// Refused, as --top-p.
     #[arg(long, help_heading = "Sampling")]
     pub top_k: Option<i64>,
+    /// Refused, as --top-p.
     #[arg(long, help_heading = "Sampling")]
     pub min_p: Option<f64>,
     /// Sampling temperature (sent as goodput's --temperature).
     #[arg(long, help_heading = "Sampling")]
     pub temperature: Option<f64>,
+    /// Refused, as --top-p.
     #[arg(long, help_heading = "Sampling")]
     pub frequency_penalty: Option<f64>,
+    /// Refused, as --top-p.
     #[arg(long, help_heading = "Sampling")]
     pub presence_penalty: Option<f64>,
+    /// Refused, as --top-p.
     #[arg(long, help_heading = "Sampling")]
     pub repetition_penalty: Option<f64>,
     /// The model name sent in each request (the result file's model_id stays --model).
@@ -395,15 +404,32 @@ pub struct VllmServeArgs {
     pub plot_dataset_stats: bool,
 }
 
+/// goodput's command line as far as `bench` (the binary's own parser
+/// holds the rest), for the tests here.
+#[cfg(test)]
+#[derive(clap::Parser, Debug)]
+#[command(name = "goodput")]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `goodput bench`, the one command the tests here parse.
+#[cfg(test)]
+#[derive(clap::Subcommand, Debug)]
+pub(crate) enum Command {
+    Bench(BenchArgs),
+}
+
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
 
-    use super::super::{Cli, Command};
+    use super::{Cli, Command};
 
-    /// vLLM's flags, one per line (`tests/vllm/serve_flags.txt`).
+    /// vLLM's flags, one per line (`tests/serve_flags.txt`).
     fn vllm_flags() -> Vec<&'static str> {
-        include_str!("../../tests/vllm/serve_flags.txt")
+        include_str!("../tests/serve_flags.txt")
             .lines()
             .filter(|l| l.starts_with("--"))
             .collect()

@@ -482,7 +482,7 @@ pub(super) fn rows(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench_cmd::translate::tests::args;
+    use crate::translate::tests::args;
 
     fn o200k() -> goodput_core::tokenizer::Tokenizer {
         goodput_core::tokenizer::Tokenizer::from_spec("tiktoken:o200k_base").unwrap()

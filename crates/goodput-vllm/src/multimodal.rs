@@ -176,7 +176,7 @@ mod tests {
     fn parsed(extra: &[&str]) -> VllmServeArgs {
         let mut argv = vec!["--dataset-name", "random-mm"];
         argv.extend_from_slice(extra);
-        crate::bench_cmd::translate::tests::args(&argv)
+        crate::translate::tests::args(&argv)
     }
 
     #[test]
