@@ -22,7 +22,7 @@ use goodput_core::load::Arrival;
 use goodput_core::output::compare::FailOn;
 
 pub use groups::{BoundsArgs, CostArgs, LoadArgs, OutputArgs, SloArgs, TargetArgs, WorkloadArgs};
-pub use k8s::{CatArgs, K8sArgs, K8sHelper, ManifestArgs, PodArgs, SecretEnv};
+pub use k8s::{CatArgs, K8sArgs, K8sHelper, ManifestArgs, PodArgs};
 pub use model::{CalibrateArgs, PredictArgs, RoutingArg};
 use parse::{
     arrival, at_least_one, fail_on, finite_rate, percent, positive_duration, search_time,

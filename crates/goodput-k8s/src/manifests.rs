@@ -37,7 +37,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use crate::cli::SecretEnv;
+use crate::names::SecretEnv;
 
 /// Where the results volume is mounted in every pod.
 pub const RESULTS_DIR: &str = "/results";
@@ -53,15 +53,23 @@ const PORT_NAME: &str = "coordinator";
 /// Everything the manifests are built from, checked by the caller.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The Job's and the headless Service's name.
     pub name: String,
+    /// Their namespace.
     pub namespace: String,
+    /// Pods of the Indexed Job, run at once.
     pub shards: u32,
+    /// The container image; its entrypoint is goodput.
     pub image: String,
+    /// The coordinator's port, on the Service and the container.
     pub port: u16,
+    /// CPU of each pod, requested and limited alike.
     pub cpu: String,
+    /// Memory of each pod, requested and limited alike.
     pub memory: String,
     /// A PersistentVolumeClaim for /results; an emptyDir without one.
     pub results_claim: Option<String>,
+    /// Variables of every pod taken from Secrets' keys.
     pub secret_env: Vec<SecretEnv>,
     /// `terminationGracePeriodSeconds`: the drain, and time to write the results.
     pub grace_period_s: i64,
@@ -91,7 +99,7 @@ fn metadata(plan: &Plan) -> ObjectMeta {
 }
 
 /// The headless Service that gives each pod its DNS name.
-pub fn service(plan: &Plan) -> Service {
+fn service(plan: &Plan) -> Service {
     Service {
         metadata: metadata(plan),
         spec: Some(ServiceSpec {
@@ -115,7 +123,7 @@ pub fn service(plan: &Plan) -> Service {
 }
 
 /// The Indexed Job: N pods of goodput, all at once, none retried.
-pub fn job(plan: &Plan) -> Job {
+fn job(plan: &Plan) -> Job {
     let n = i32::try_from(plan.shards).unwrap_or(i32::MAX);
     Job {
         metadata: metadata(plan),
