@@ -4,7 +4,6 @@
 //! so an interrupted sweep keeps what it measured.
 
 use anyhow::anyhow;
-use goodput_core::load::Load;
 use goodput_core::output::Saved;
 use goodput_core::output::{self, Exporter};
 use goodput_core::plan::{self, SweepResult, SweepSpec};
@@ -142,10 +141,10 @@ async fn run_points(
 fn point_line(n: usize, p: &plan::SweepPoint) -> String {
     let m = &p.result.metrics;
     format!(
-        "goodput: point {} ({:?}, {}): {:.2} req/s, {:.0} tok/s{}{}",
+        "goodput: point {} ({:?}, {:.2}): {:.2} req/s, {:.0} tok/s{}{}",
         n,
         p.role,
-        describe_load(&p.result.load),
+        p.result.load,
         m.throughput.request.value,
         m.throughput.output.value,
         match p.meets {
@@ -223,13 +222,6 @@ fn verdict(result: &SweepResult, stopping: bool, search: Option<SearchKind>) -> 
         }
     }
     Ok(Code::Ok)
-}
-
-fn describe_load(l: &Load) -> String {
-    match *l {
-        Load::Closed { concurrency } => format!("concurrency {concurrency}"),
-        Load::Open { rate, .. } => format!("{rate:.2} req/s offered"),
-    }
 }
 
 /// The sweep's results JSON so far (written again as each point finishes).

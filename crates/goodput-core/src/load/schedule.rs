@@ -98,6 +98,47 @@ pub enum Load {
     },
 }
 
+/// A load in words, defined once for every report and message:
+/// `concurrency 8`; `20 req/s (poisson)`, `20 req/s (poisson, at most 8 in
+/// flight)`, `every request at once`. The rate takes the formatter's
+/// precision (`{:.2}`: `12.00 req/s`), else at most two decimals with
+/// trailing zeros cut (`26.79`, `15`). The alternate form (`{:#}`) names the
+/// loop first: `closed loop, concurrency 8`, `open loop, 20 req/s (poisson)`.
+impl fmt::Display for Load {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            f.write_str(if self.is_open() {
+                "open loop, "
+            } else {
+                "closed loop, "
+            })?;
+        }
+        match *self {
+            Load::Closed { concurrency } => write!(f, "concurrency {concurrency}"),
+            Load::Open {
+                rate,
+                arrival,
+                max_concurrency,
+            } => {
+                let cap = max_concurrency
+                    .map(|c| format!(", at most {c} in flight"))
+                    .unwrap_or_default();
+                if !rate.is_finite() {
+                    return write!(f, "every request at once{cap}");
+                }
+                let rate = match f.precision() {
+                    Some(p) => format!("{rate:.p$}"),
+                    None => {
+                        let s = format!("{rate:.2}");
+                        s.trim_end_matches('0').trim_end_matches('.').to_string()
+                    }
+                };
+                write!(f, "{rate} req/s ({arrival}{cap})")
+            }
+        }
+    }
+}
+
 impl Load {
     /// The in-flight cap the executor enforces.
     pub fn concurrency_cap(&self) -> Option<usize> {
@@ -357,6 +398,30 @@ impl ShardOf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One description of a load, for every report and message.
+    #[test]
+    fn a_load_in_words() {
+        let open = |rate, max_concurrency| Load::Open {
+            rate,
+            arrival: Arrival::Poisson,
+            max_concurrency,
+        };
+        let closed = Load::Closed { concurrency: 8 };
+        assert_eq!(closed.to_string(), "concurrency 8");
+        assert_eq!(format!("{closed:#}"), "closed loop, concurrency 8");
+        assert_eq!(open(15.0, None).to_string(), "15 req/s (poisson)");
+        assert_eq!(open(26.7943, None).to_string(), "26.79 req/s (poisson)");
+        assert_eq!(format!("{:.2}", open(12.0, None)), "12.00 req/s (poisson)");
+        assert_eq!(
+            format!("{:#}", open(20.5, Some(8))),
+            "open loop, 20.5 req/s (poisson, at most 8 in flight)"
+        );
+        assert_eq!(
+            open(f64::INFINITY, Some(4)).to_string(),
+            "every request at once, at most 4 in flight"
+        );
+    }
 
     fn open(rate: f64, arrival: Arrival) -> Load {
         Load::Open {

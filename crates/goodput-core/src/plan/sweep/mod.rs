@@ -212,10 +212,7 @@ impl Runner<'_> {
         let run_control = self.control.child();
         let progress = Arc::new(Progress::default());
         if let Ok(mut c) = self.live.current.lock() {
-            let what = match load {
-                Load::Closed { concurrency } => format!("concurrency {concurrency}"),
-                Load::Open { rate, .. } => format!("{rate:.2} req/s"),
-            };
+            let what = format!("{load:.2}");
             *c = Some((progress.clone(), format!("{role:?} {what}").to_lowercase()));
         }
         let t0 = Instant::now();

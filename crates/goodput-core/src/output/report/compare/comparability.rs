@@ -6,7 +6,6 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::load::schedule::Load;
 use crate::measure::stats::pct_label;
 use crate::output::config::{RunConfig, WorkloadConfig};
 use crate::output::result::RunResult;
@@ -34,27 +33,6 @@ pub enum WarningKind {
 pub struct Warning {
     pub kind: WarningKind,
     pub message: String,
-}
-
-/// `20 req/s (poisson)`, `concurrency 8`.
-pub fn describe_load(load: &Load) -> String {
-    match *load {
-        Load::Closed { concurrency } => format!("concurrency {concurrency}"),
-        Load::Open {
-            rate,
-            arrival,
-            max_concurrency,
-        } => {
-            let cap = max_concurrency
-                .map(|c| format!(", at most {c} in flight"))
-                .unwrap_or_default();
-            if rate.is_finite() {
-                format!("{rate} req/s ({arrival}{cap})")
-            } else {
-                format!("every request at once{cap}")
-            }
-        }
-    }
 }
 
 /// A JSON value in a message: strings as `'text'`, the rest compact, cut at 80 characters.
@@ -242,8 +220,7 @@ fn load_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
         WarningKind::Load,
         format!(
             "load differs: BASE {}, NEW {}: latency and throughput depend on the load",
-            describe_load(&base.load),
-            describe_load(&new.load)
+            base.load, new.load
         ),
     )
 }

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use crate::output::report::saved::Saved;
 
-pub use comparability::{describe_load, run_warnings, Warning};
+pub use comparability::{run_warnings, Warning};
 pub use figure::Figure;
 pub use gate::{FailOn, GateError, GateOutcome};
 pub use run::{metrics_figures, run_figures};
@@ -130,7 +130,7 @@ fn side(input: &Input) -> Side {
         kind: kind(input.saved),
         run_id: run.map(|r| r.run_id.clone()),
         started_at: input.saved.runs().first().map(|r| r.started_at.clone()),
-        load: run.map(|r| describe_load(&r.load)),
+        load: run.map(|r| r.load.to_string()),
         points: match input.saved {
             Saved::Sweep(s) => Some(s.points.len()),
             Saved::Repeat(r) => Some(r.runs.len()),

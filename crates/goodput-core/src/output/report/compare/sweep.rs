@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::comparability::{describe_load, run_warnings, Warning, WarningKind};
+use super::comparability::{run_warnings, Warning, WarningKind};
 use super::figure::{Figure, Unit};
 use super::run::run_figures;
 use super::samples::RecordSamples;
@@ -187,8 +187,7 @@ fn compare_curves(
                 kind: WarningKind::Load,
                 message: format!(
                     "load differs at the same offered load: BASE {}, NEW {}",
-                    describe_load(&rb.load),
-                    describe_load(&rn.load)
+                    rb.load, rn.load
                 ),
             });
         }

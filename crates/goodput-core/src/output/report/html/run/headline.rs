@@ -2,36 +2,11 @@
 //! duration, requests, throughput, quality, latency percentiles, the SLO
 //! verdict, errors, cost and saturation.
 
-use crate::load::schedule::Load;
 use crate::measure::metrics::Metric;
 use crate::measure::metrics::RunMetrics;
 use crate::measure::stats::{pct_label, Distribution};
-use crate::output::report::html::format::{
-    badge, escape, estimate, ms, num, row, share, short, Source,
-};
+use crate::output::report::html::format::{badge, escape, estimate, ms, num, row, share, Source};
 use crate::output::result::RunResult;
-
-/// The load in words: `open loop, 15 req/s (poisson)`.
-pub(super) fn load_words(load: &Load) -> String {
-    match *load {
-        Load::Closed { concurrency } => format!("closed loop, {concurrency} in flight"),
-        Load::Open {
-            rate,
-            arrival,
-            max_concurrency,
-        } => {
-            let rate = if rate.is_finite() {
-                format!("{} req/s", short(rate))
-            } else {
-                "all at once".into()
-            };
-            let cap = max_concurrency
-                .map(|c| format!(", at most {c} in flight"))
-                .unwrap_or_default();
-            format!("open loop, {rate} ({arrival}){cap}")
-        }
-    }
-}
 
 /// The median and the highest saved percentile (p99 by default).
 fn headline_percentiles(d: &Distribution) -> Vec<f64> {
@@ -129,7 +104,7 @@ fn figure_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
     let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
     let mut rows = vec![
         row("Model", &cells(&|r| escape(&r.model))),
-        row("Load", &cells(&|r| escape(&load_words(&r.load)))),
+        row("Load", &cells(&|r| escape(&format!("{:#}", r.load)))),
         row(
             "Duration",
             &cells(&|r| format!("{} s", num(r.metrics.duration_s))),
