@@ -144,7 +144,7 @@ fn point_line(n: usize, p: &plan::SweepPoint) -> String {
         "goodput: point {} ({:?}, {:.2}): {:.2} req/s, {:.0} tok/s{}{}",
         n,
         p.role,
-        p.result.load,
+        p.result.config.load,
         m.throughput.request.value,
         m.throughput.output.value,
         match p.meets {

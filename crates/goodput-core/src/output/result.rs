@@ -26,16 +26,11 @@ pub const SCHEMA_VERSION: u32 = 2;
 pub struct RunResult {
     /// Unique per run; every record line and `x-request-id` carries it.
     pub run_id: String,
-    /// Everything needed to rerun, minus secrets (`load` and `percentiles` among it).
+    /// Everything needed to rerun, minus secrets: among it the model the
+    /// requests named (`model_id` in the JSON), the client tokenizer's spec
+    /// (`tokens.tokenizer`), the offered load and the percentiles reported,
+    /// each held once, here.
     pub config: RunConfig,
-    /// The model the requests named (`model_id` in the JSON).
-    pub model: String,
-    /// The client tokenizer's spec.
-    pub tokenizer: String,
-    /// The offered load (`config.load`).
-    pub load: Load,
-    /// The percentiles reported (`config.percentiles`).
-    pub percentiles: Vec<f64>,
     /// Every figure of the measured phase.
     pub metrics: RunMetrics,
     /// What the sending did: requests sent, interruptions, records lost (under `run`).
@@ -96,7 +91,7 @@ impl RunResult {
         o.insert("mean_in_flight".into(), json!(m.mean_in_flight));
         o.insert("errors".into(), json!(m.errors));
         let mut tokens = json!(m.tokens);
-        tokens["tokenizer"] = json!(self.tokenizer);
+        tokens["tokenizer"] = json!(self.config.tokenizer);
         o.insert("tokens".into(), tokens);
         o.insert("slo".into(), json!(m.slo));
         o.insert("saturation".into(), json!(m.saturation));
@@ -121,7 +116,7 @@ impl RunResult {
         o.insert("shards".into(), json!(self.shards));
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert("run".into(), self.run_section());
-        o.insert("model_id".into(), json!(self.model));
+        o.insert("model_id".into(), json!(self.config.model));
         o.insert("config".into(), self.config.to_value());
         o.insert(
             "tool".into(),
@@ -158,8 +153,11 @@ impl RunResult {
             "request_goodput".into(),
             json!(m.slo.as_ref().map(|s| s.request_goodput)),
         );
-        o.insert("max_concurrency".into(), json!(self.load.concurrency_cap()));
-        o.insert("request_rate".into(), rate_value(&self.load));
+        o.insert(
+            "max_concurrency".into(),
+            json!(self.config.load.concurrency_cap()),
+        );
+        o.insert("request_rate".into(), rate_value(&self.config.load));
     }
 
     /// One distribution object per registry metric (null where the run has
@@ -287,13 +285,13 @@ impl RunResult {
             images: field::<Option<_>>(doc, "images")?,
             structured_output: field::<Option<_>>(doc, "structured_output")?,
         };
-        let config: RunConfig = field(doc, "config")?;
+        let mut config: RunConfig = field(doc, "config")?;
+        // The flat keys are the view a reader sees first; where an older
+        // document's differ from its config, they are what it reported.
+        config.model = field(doc, "model_id")?;
+        config.tokenizer = field(doc, "tokens.tokenizer")?;
         Ok(RunResult {
             run_id: field(run, "run_id")?,
-            model: field(doc, "model_id")?,
-            tokenizer: field(doc, "tokens.tokenizer")?,
-            load: config.load,
-            percentiles: config.percentiles.clone(),
             config,
             metrics,
             exec: ExecSummary {

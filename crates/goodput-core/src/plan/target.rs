@@ -313,13 +313,10 @@ impl PreparedTarget {
             .flatten();
         let warnings = self.warnings(spec, &metrics, &percentiles, client_cpu_cores);
         let server_metrics = server_metrics.map(|s| with_client_figures(s, &metrics));
+        let config = self.config(spec);
         Ok(RunResult {
             run_id,
-            config: self.config(spec),
-            model: self.model.clone(),
-            tokenizer: self.tokenizer.spec().to_string(),
-            load: spec.plan.load,
-            percentiles,
+            config,
             metrics,
             exec,
             connections,
@@ -506,7 +503,7 @@ impl PreparedTarget {
     pub fn unstarted(&self, spec: &RunSpec) -> RunResult {
         let mut r = unstarted(&self.options, spec);
         r.config = self.config(spec);
-        r.model = self.model.clone();
+        r.config.model = self.model.clone();
         r.notes.splice(0..0, self.notes.iter().cloned());
         r
     }
@@ -548,10 +545,6 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
     RunResult {
         run_id: format!("{:016x}", rand::random::<u64>()),
         config,
-        model: params.model.clone(),
-        tokenizer: opts.tokenizer.spec().to_string(),
-        load: spec.plan.load,
-        percentiles,
         metrics,
         exec: executor::ExecSummary {
             interrupted: true,

@@ -105,19 +105,19 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
             points.push(Point { label, run });
         }
     }
-    let Some(model) = points.first().map(|p| p.run.model.clone()) else {
+    let Some(model) = points.first().map(|p| p.run.config.model.clone()) else {
         return Err(usage(anyhow!("the saved results hold no run")));
     };
 
     let shapes: Vec<Result<Shape, Skip>> = points
         .iter()
         .map(|p| {
-            if p.run.model == model {
+            if p.run.config.model == model {
                 shape(p.run)
             } else {
                 Err(skip(
                     "another model",
-                    format!("model '{}', not '{model}'", p.run.model),
+                    format!("model '{}', not '{model}'", p.run.config.model),
                 ))
             }
         })
@@ -192,7 +192,7 @@ fn observe_all(points: &[Point], shapes: &[Result<Shape, Skip>], max_batch: usiz
         let used = s.clone().and_then(|s| observe(p.run, &s, max_batch));
         match used {
             Ok(o) => {
-                println!("  {:<28} {}", p.label, describe(&p.run.load));
+                println!("  {:<28} {}", p.label, describe(&p.run.config.load));
                 for (used, line) in &o.said {
                     let tag = if *used { "used" } else { "not used" };
                     println!("      {tag}: {line}");
@@ -205,7 +205,7 @@ fn observe_all(points: &[Point], shapes: &[Result<Shape, Skip>], max_batch: usiz
                 println!(
                     "  {:<28} {}\n      skipped: {}",
                     p.label,
-                    describe(&p.run.load),
+                    describe(&p.run.config.load),
                     s.detail
                 );
                 *skipped.entry(s.reason).or_default() += 1;
@@ -230,7 +230,7 @@ fn describe(load: &Load) -> String {
 
 /// The shape of a point, or why it observes no step of known shape.
 fn shape(run: &RunResult) -> Result<Shape, Skip> {
-    let concurrency = match run.load {
+    let concurrency = match run.config.load {
         Load::Closed { concurrency } => concurrency,
         Load::Open { .. } => {
             return Err(skip(
@@ -471,7 +471,7 @@ fn limits(args: &CalibrateArgs, points: &[Point], shapes: &[Result<Shape, Skip>]
         ran = ran.max(peak);
         // Requests waited throughout while fewer than the concurrency ran,
         // and not for want of KV cache: the batch limit held them.
-        if let Load::Closed { concurrency } = p.run.load {
+        if let Load::Closed { concurrency } = p.run.config.load {
             let waited = summary.mean_waiting.unwrap_or(0.0) >= 0.5;
             let cache_full = summary.peak_kv_usage.unwrap_or(0.0) > 0.9;
             if waited && !cache_full && peak >= 1 && peak < concurrency {

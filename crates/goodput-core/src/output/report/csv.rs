@@ -128,13 +128,13 @@ fn identity_columns() -> Vec<Column<'static>> {
         col("role", |r| r.role.clone()),
         col("run_id", |r| Some(r.run.run_id.clone())),
         col("started_at", |r| Some(r.run.started_at.clone())),
-        col("model", |r| Some(r.run.model.clone())),
+        col("model", |r| Some(r.run.config.model.clone())),
         col("target", |r| {
             r.run.config.target.as_ref().map(|t| t.describe())
         }),
         col("load_mode", |r| {
             Some(
-                match r.run.load {
+                match r.run.config.load {
                     Load::Closed { .. } => "closed",
                     Load::Open { .. } => "open",
                 }
@@ -142,9 +142,11 @@ fn identity_columns() -> Vec<Column<'static>> {
             )
         }),
         col("concurrency", |r| {
-            r.run.load.concurrency_cap().map(|c| c.to_string())
+            r.run.config.load.concurrency_cap().map(|c| c.to_string())
         }),
-        col("offered_rate_req_per_s", |r| opt(r.run.load.offered_rate())),
+        col("offered_rate_req_per_s", |r| {
+            opt(r.run.config.load.offered_rate())
+        }),
         col("workload", |r| {
             r.run.config.workload_summary().map(str::to_string)
         }),
@@ -386,7 +388,7 @@ pub fn render(items: &[(String, Saved)]) -> String {
     let rows = rows(items);
     let mut percentiles: Vec<f64> = Vec::new();
     for r in &rows {
-        for &p in &r.run.percentiles {
+        for &p in &r.run.config.percentiles {
             if !percentiles.contains(&p) {
                 percentiles.push(p);
             }

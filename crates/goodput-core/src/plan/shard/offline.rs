@@ -44,7 +44,13 @@ fn merge_run(run_id: &str, parts: Vec<Part>, sink: &mut RecordsSink) -> Result<R
     let (by_shard, lost) = by_shard(run_id, shards, parts)?;
     let tokenizer = Tokenizer::from_spec(&header.tokenizer)
         .map_err(|e| format!("run {run_id}: the tokenizer '{}': {e}", header.tokenizer))?;
-    let config = header.config.clone();
+    // The header's model, tokenizer, load and percentiles are what the
+    // result reports; the result holds them once, in its config.
+    let mut config = header.config.clone();
+    config.model = header.model.clone();
+    config.tokenizer = header.tokenizer.clone();
+    config.load = header.load;
+    config.percentiles = header.percentiles.clone();
     let plan = plan_of(&header);
     let slo = config.slo.clone();
     let mut collector = Collector::new(
@@ -103,10 +109,6 @@ fn merge_run(run_id: &str, parts: Vec<Part>, sink: &mut RecordsSink) -> Result<R
     );
     Ok(RunResult {
         run_id: run_id.to_string(),
-        model: header.model,
-        tokenizer: header.tokenizer,
-        load: header.load,
-        percentiles: header.percentiles,
         config,
         metrics,
         exec,

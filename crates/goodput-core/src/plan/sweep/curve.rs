@@ -10,7 +10,7 @@ use crate::plan::knee;
 /// open loop) and the knees, by two methods.
 pub(super) fn curve_and_knees(points: &[SweepPoint]) -> (Vec<CurvePoint>, Knees) {
     let open: Vec<usize> = (0..points.len())
-        .filter(|&i| points[i].result.load.is_open())
+        .filter(|&i| points[i].result.config.load.is_open())
         .collect();
     let chosen: Vec<usize> = if open.is_empty() {
         (0..points.len()).collect()
@@ -61,7 +61,7 @@ fn p99(result: &RunResult, m: Metric) -> Option<f64> {
 
 fn curve_point(i: usize, pt: &SweepPoint) -> CurvePoint {
     let r = &pt.result;
-    let offered = match r.load {
+    let offered = match r.config.load {
         Load::Open { rate, .. } => rate,
         Load::Closed { concurrency } => concurrency as f64,
     };

@@ -12,9 +12,9 @@ pub(super) fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput 
     let open: Vec<&SweepPoint> = r
         .points
         .iter()
-        .filter(|p| p.result.load.is_open())
+        .filter(|p| p.result.config.load.is_open())
         .collect();
-    let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
+    let rate_of = |p: &SweepPoint| p.result.config.load.offered_rate().unwrap_or(0.0);
     let need = spec.base.slo.as_ref().map_or(0, observe::min_requests);
     let best = best_passing(&r.points, need).map_or(0.0, |b| b.0);
     let fail = open
@@ -72,8 +72,8 @@ fn is_weak(p: &SweepPoint, need: u64) -> bool {
 /// it is [weak](is_weak). A weak pass at a rate where a confirming point
 /// failed does not count.
 pub(super) fn best_passing(points: &[SweepPoint], need: u64) -> Option<(f64, bool)> {
-    let rate_of = |p: &SweepPoint| p.result.load.offered_rate().unwrap_or(0.0);
-    let open = points.iter().filter(|p| p.result.load.is_open());
+    let rate_of = |p: &SweepPoint| p.result.config.load.offered_rate().unwrap_or(0.0);
+    let open = points.iter().filter(|p| p.result.config.load.is_open());
     let refuted = |rate: f64| {
         points
             .iter()

@@ -652,6 +652,7 @@ impl Runner<'_> {
                 p.role == PointRole::Measure
                     && p.meets == Some(true)
                     && p.result
+                        .config
                         .load
                         .offered_rate()
                         .is_some_and(|r| (r / found.rate - 1.0).abs() <= precision)

@@ -31,7 +31,7 @@ pub(super) fn point_meets(result: &RunResult) -> Option<bool> {
 pub(super) fn observe(pt: &SweepPoint, measuring: bool) -> Observation {
     observe_metrics(
         &pt.result.metrics,
-        &pt.result.load,
+        &pt.result.config.load,
         pt.result.early_stop,
         pt.wall_s,
         measuring,

@@ -65,7 +65,7 @@ pub fn run_warnings(base: &RunResult, new: &RunResult, loads: bool) -> Vec<Warni
         endpoint_warning(cb, cn),
         model_warning(base, new),
         slo_warning(cb, cn),
-        percentiles_warning(&base.percentiles, &new.percentiles),
+        percentiles_warning(&base.config.percentiles, &new.config.percentiles),
         crowding_warning(base, new),
     ]
     .into_iter()
@@ -129,12 +129,12 @@ fn target_warning(cb: &RunConfig, cn: &RunConfig) -> Option<Warning> {
 
 /// Different tokenizers, or the same one from files that differ (by hash).
 fn tokenizer_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
-    if base.tokenizer != new.tokenizer {
+    if base.config.tokenizer != new.config.tokenizer {
         return warning(
             WarningKind::Tokenizer,
             format!(
                 "tokenizer differs: BASE counts tokens with '{}', NEW with '{}': token counts and the figures per token (tok/s, TPOT, ITL) are on different scales",
-                base.tokenizer, new.tokenizer
+                base.config.tokenizer, new.config.tokenizer
             ),
         );
     }
@@ -144,7 +144,7 @@ fn tokenizer_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
         kind: WarningKind::Tokenizer,
         message: format!(
             "tokenizer files differ: '{}' in both, sha256 {}… in BASE, {}… in NEW",
-            base.tokenizer,
+            base.config.tokenizer,
             hb.chars().take(12).collect::<String>(),
             hn.chars().take(12).collect::<String>()
         ),
@@ -220,7 +220,7 @@ fn load_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
         WarningKind::Load,
         format!(
             "load differs: BASE {}, NEW {}: latency and throughput depend on the load",
-            base.load, new.load
+            base.config.load, new.config.load
         ),
     )
 }
@@ -239,12 +239,15 @@ fn endpoint_warning(cb: &RunConfig, cn: &RunConfig) -> Option<Warning> {
 }
 
 fn model_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
-    if base.model == new.model {
+    if base.config.model == new.config.model {
         return None;
     }
     warning(
         WarningKind::Model,
-        format!("model differs: BASE '{}', NEW '{}'", base.model, new.model),
+        format!(
+            "model differs: BASE '{}', NEW '{}'",
+            base.config.model, new.config.model
+        ),
     )
 }
 

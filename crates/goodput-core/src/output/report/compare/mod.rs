@@ -130,7 +130,7 @@ fn side(input: &Input) -> Side {
         kind: kind(input.saved),
         run_id: run.map(|r| r.run_id.clone()),
         started_at: input.saved.runs().first().map(|r| r.started_at.clone()),
-        load: run.map(|r| r.load.to_string()),
+        load: run.map(|r| r.config.load.to_string()),
         points: match input.saved {
             Saved::Sweep(s) => Some(s.points.len()),
             Saved::Repeat(r) => Some(r.runs.len()),

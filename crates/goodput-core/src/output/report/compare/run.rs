@@ -77,9 +77,10 @@ pub fn run_figures(
     samples: Option<(&Samples, &Samples)>,
 ) -> Vec<Figure> {
     let mut percentiles: Vec<f64> = base
+        .config
         .percentiles
         .iter()
-        .chain(&new.percentiles)
+        .chain(&new.config.percentiles)
         .copied()
         .collect();
     percentiles.sort_by(f64::total_cmp);

@@ -57,7 +57,7 @@ fn curve(r: &SweepResult) -> (bool, Vec<(f64, usize)>) {
         let Some(p) = r.points.get(c.point) else {
             continue;
         };
-        open |= p.result.load.is_open();
+        open |= p.result.config.load.is_open();
         match out.iter_mut().find(|(o, _)| same_load(*o, c.offered)) {
             Some(slot) => slot.1 = c.point,
             None => out.push((c.offered, c.point)),
@@ -187,7 +187,7 @@ fn compare_curves(
                 kind: WarningKind::Load,
                 message: format!(
                     "load differs at the same offered load: BASE {}, NEW {}",
-                    rb.load, rn.load
+                    rb.config.load, rn.config.load
                 ),
             });
         }

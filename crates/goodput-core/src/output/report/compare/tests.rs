@@ -180,14 +180,13 @@ fn the_mean_is_judged_by_batch_means_when_both_runs_have_records() {
 fn warnings_name_what_differs() {
     let (base, mut new) = pair();
     assert!(run_warnings(&base, &new, true).is_empty());
-    new.tokenizer = "tiktoken:o200k_base".into();
-    new.model = "other".into();
-    new.load = Load::Closed { concurrency: 8 };
-    new.config.load = new.load;
+    new.config.tokenizer = "tiktoken:o200k_base".into();
+    new.config.model = "other".into();
+    new.config.load = Load::Closed { concurrency: 8 };
     new.config.workload = Some(synthetic_workload("chat, input 64 / output 16 tokens", 3));
     new.config.min_tokens_sent = false;
     new.config.endpoint = crate::request::protocol::Endpoint::Completions;
-    new.percentiles = vec![50.0, 90.0, 99.0, 99.9];
+    new.config.percentiles = vec![50.0, 90.0, 99.0, 99.9];
     for d in new.metrics.distributions.values_mut() {
         d.percentiles.retain(|(p, _)| *p != 95.0);
     }
@@ -287,12 +286,11 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
         .map(|(i, &rate)| {
             let mut r = sample_result();
             r.run_id = format!("{i:016x}");
-            r.load = Load::Open {
+            r.config.load = Load::Open {
                 rate,
                 arrival: crate::load::schedule::Arrival::Poisson,
                 max_concurrency: None,
             };
-            r.config.load = r.load;
             SweepPoint {
                 role: PointRole::Grid,
                 meets: Some(true),
@@ -381,7 +379,7 @@ fn sweeps_compare_goodput_and_matched_points() {
 #[test]
 fn markdown_snapshot() {
     let (base, mut new) = pair();
-    new.percentiles = vec![50.0, 90.0, 99.0];
+    new.config.percentiles = vec![50.0, 90.0, 99.0];
     for d in new.metrics.distributions.values_mut() {
         d.percentiles.retain(|(p, _)| *p != 95.0);
     }

@@ -72,7 +72,7 @@ pub(crate) mod tests {
             rec.model = Some("m".into());
             c.add(&rec, &RequestMetrics::derive(&rec, &tok));
         }
-        r.metrics = c.summarize(&r.percentiles, None, 0, None);
+        r.metrics = c.summarize(&r.config.percentiles, None, 0, None);
         r
     }
 

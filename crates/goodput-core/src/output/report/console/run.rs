@@ -203,7 +203,7 @@ fn requests_and_load(out: &mut String, r: &RunResult) {
             m.incomplete,
         );
     }
-    match r.load {
+    match r.config.load {
         Load::Closed { concurrency } => line(out, "Maximum request concurrency:", concurrency),
         Load::Open {
             rate,
@@ -286,7 +286,7 @@ fn latency_sections(out: &mut String, r: &RunResult) {
         let info = metric.info();
         let shown = match info.shown {
             Shown::Always => true,
-            Shown::OpenLoop => r.load.is_open(),
+            Shown::OpenLoop => r.config.load.is_open(),
             Shown::UnlessSameAsItl => Some(d.count) != itl_count,
             Shown::Never => false,
         };

@@ -68,7 +68,7 @@ pub fn sweep_summary(r: &SweepResult) -> String {
 fn point_line(out: &mut String, i: usize, p: &SweepPoint) {
     let ms = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
     let m = &p.result.metrics;
-    let load = match p.result.load {
+    let load = match p.result.config.load {
         Load::Closed { concurrency } => format!("c={concurrency}"),
         Load::Open { rate, .. } => format!("{rate:.2}/s"),
     };
@@ -77,7 +77,7 @@ fn point_line(out: &mut String, i: usize, p: &SweepPoint) {
             .and_then(|d| d.percentiles.iter().find(|x| x.0 == 99.0))
             .map(|x| x.1.value)
     };
-    let ttft = if p.result.load.is_open() {
+    let ttft = if p.result.config.load.is_open() {
         Metric::TtftFromSchedule
     } else {
         Metric::Ttft
@@ -101,7 +101,7 @@ fn point_line(out: &mut String, i: usize, p: &SweepPoint) {
         m.throughput.streamed_output,
         ms(pct(ttft)),
         ms(pct(Metric::Tpot)),
-        ms(pct(if p.result.load.is_open() {
+        ms(pct(if p.result.config.load.is_open() {
             Metric::E2elFromSchedule
         } else {
             Metric::E2el
@@ -184,7 +184,7 @@ fn knees_and_goodput(out: &mut String, r: &SweepResult) {
     let unit = if r
         .curve
         .iter()
-        .any(|c| r.points[c.point].result.load.is_open())
+        .any(|c| r.points[c.point].result.config.load.is_open())
     {
         "req/s"
     } else {

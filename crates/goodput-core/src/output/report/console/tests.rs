@@ -68,9 +68,6 @@ pub(crate) fn sample_result() -> RunResult {
     RunResult {
         run_id: "00000000000000aa".into(),
         config: crate::output::config::tests::sample_config(load, percentiles.clone()),
-        model: "m".into(),
-        tokenizer: "none".into(),
-        load,
         metrics: c.summarize(&percentiles, None, 0, None),
         exec: ExecSummary::default(),
         connections: Default::default(),
@@ -78,7 +75,6 @@ pub(crate) fn sample_result() -> RunResult {
         cost: None,
         notes: vec!["an example note".into()],
         warnings: Vec::new(),
-        percentiles,
         started_at: "2026-01-01T00:00:00Z".into(),
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),

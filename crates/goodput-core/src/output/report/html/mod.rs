@@ -134,7 +134,7 @@ fn header(items: &[(String, Saved)]) -> String {
         let what = match saved {
             Saved::Run(r) => format!(
                 "run · {} · {} · started {}",
-                r.model,
+                r.config.model,
                 r.config
                     .workload_summary()
                     .unwrap_or("workload not recorded"),
@@ -143,7 +143,7 @@ fn header(items: &[(String, Saved)]) -> String {
             Saved::Repeat(r) => format!(
                 "{} repeats · {} · {}",
                 r.runs.len(),
-                r.runs.first().map_or("", |r| r.model.as_str()),
+                r.runs.first().map_or("", |r| r.config.model.as_str()),
                 r.runs
                     .first()
                     .and_then(|r| r.config.workload_summary())
@@ -153,7 +153,7 @@ fn header(items: &[(String, Saved)]) -> String {
                 let model = s
                     .points
                     .first()
-                    .map(|p| p.result.model.as_str())
+                    .map(|p| p.result.config.model.as_str())
                     .unwrap_or("no points");
                 format!(
                     "sweep · {model} · {} · {} points",

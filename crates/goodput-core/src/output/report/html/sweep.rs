@@ -100,7 +100,7 @@ fn closed_loop(s: &SweepResult) -> bool {
         || s.curve
             .first()
             .and_then(|c| s.points.get(c.point))
-            .is_some_and(|p| matches!(p.result.load, Load::Closed { .. }))
+            .is_some_and(|p| matches!(p.result.config.load, Load::Closed { .. }))
 }
 
 /// The summary's goodput cell: the rate, the console's verdict word, the
@@ -155,7 +155,7 @@ fn summary_rows(sweeps: &[(Source, &SweepResult)]) -> Vec<String> {
                 escape(
                     s.points
                         .first()
-                        .map(|p| p.result.model.as_str())
+                        .map(|p| p.result.config.model.as_str())
                         .unwrap_or("–"),
                 )
             }),

@@ -46,9 +46,6 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
             workload: Some(synthetic_workload("chat, input 32 / output 5 tokens", 0)),
             ..sample_config(load, percentiles.clone())
         },
-        model: "m".into(),
-        tokenizer: "none".into(),
-        load,
         metrics: c.summarize(&percentiles, None, 0, slo),
         exec: ExecSummary::default(),
         connections: Default::default(),
@@ -56,7 +53,6 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         cost: None,
         notes: Vec::new(),
         warnings: Vec::new(),
-        percentiles,
         started_at: "2026-01-01T00:00:00Z".into(),
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
@@ -321,7 +317,7 @@ fn text_from_results_is_escaped_and_the_page_has_no_script() {
     r.config.workload = Some(dataset_workload(HOSTILE));
     r.config.url = HOSTILE.into();
     r.config.headers = vec![HOSTILE.into()];
-    r.model = HOSTILE.into();
+    r.config.model = HOSTILE.into();
     r.notes.push(HOSTILE.into());
     let mut s = sweep(1.0);
     s.workload = HOSTILE.into();
@@ -480,8 +476,7 @@ fn write_sample_reports() {
 fn a_closed_loop_has_no_from_schedule_series() {
     let open = run(None, false, "");
     let mut closed = open.clone();
-    closed.load = Load::Closed { concurrency: 4 };
-    closed.config.load = closed.load;
+    closed.config.load = Load::Closed { concurrency: 4 };
     for (r, series) in [(&open, 2), (&closed, 1)] {
         let html = render(&one("run.json", Saved::Run(Box::new(r.clone()))));
         for id in ["cdf-ttft", "cdf-e2el"] {

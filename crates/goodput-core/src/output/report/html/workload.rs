@@ -23,7 +23,7 @@ pub(super) fn workload(r: &RunResult) -> String {
         out.push_str(&format!("<p>{}</p>\n", escape(&w.summary)));
     }
     let mut rows = String::new();
-    let tokenizer = w.map_or(&r.tokenizer, |w| &w.tokenizer.spec);
+    let tokenizer = w.map_or(&r.config.tokenizer, |w| &w.tokenizer.spec);
     rows.push_str(&row("tokenizer", &[escape(tokenizer)]));
     // Every other saved key of the description, as saved (sorted by key).
     if let Some(Value::Object(o)) = w.map(|w| serde_json::json!(w)) {

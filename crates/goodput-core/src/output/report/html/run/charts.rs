@@ -108,7 +108,7 @@ pub(super) fn cdf_chart(runs: &[(Source, &RunResult)], metric: Metric, id: &str)
         // repeat the plain ones and get no series (nor a legend entry); nor
         // does a run that holds no such values.
         let scheduled = from_schedule
-            .filter(|_| r.load.is_open())
+            .filter(|_| r.config.load.is_open())
             .and_then(|m| r.metrics.get(m))
             .map(cdf_points)
             .filter(|(pts, _)| !pts.is_empty());

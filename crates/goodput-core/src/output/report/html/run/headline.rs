@@ -103,8 +103,8 @@ fn cells(runs: &[(Source, &RunResult)], f: &dyn Fn(&RunResult) -> String) -> Vec
 fn figure_rows(runs: &[(Source, &RunResult)]) -> Vec<String> {
     let cells = |f: &dyn Fn(&RunResult) -> String| cells(runs, f);
     let mut rows = vec![
-        row("Model", &cells(&|r| escape(&r.model))),
-        row("Load", &cells(&|r| escape(&format!("{:#}", r.load)))),
+        row("Model", &cells(&|r| escape(&r.config.model))),
+        row("Load", &cells(&|r| escape(&format!("{:#}", r.config.load)))),
         row(
             "Duration",
             &cells(&|r| format!("{} s", num(r.metrics.duration_s))),
