@@ -1,6 +1,6 @@
-//! How the process ends: the exit codes, the error that carries one, and
-//! the usage error (exit 2). Imports nothing of this crate, so every layer
-//! may use it.
+//! How the process ends: the exit codes, the error that carries one, the
+//! usage error (exit 2), and the codes goodput-calibrate's errors stand
+//! for. Imports nothing of this crate, so every layer may use it.
 //!
 //! The codes and their meanings are documented in docs/cli.md ("Exit
 //! codes"); every exit of the binary goes through [`Code`], so a code
@@ -82,6 +82,20 @@ pub fn run_error(e: RunError) -> Exit {
     Exit(code, anyhow::Error::new(e))
 }
 
+/// goodput-calibrate's errors (`calibrate`, `predict`), each with the code
+/// it stands for; the message and its chain are the error's own.
+impl From<goodput_calibrate::Error> for Exit {
+    fn from(e: goodput_calibrate::Error) -> Exit {
+        use goodput_calibrate::Error as E;
+        match e {
+            E::Usage(_) => usage(e),
+            E::Run(e) => run_error(e),
+            E::Interrupted => Exit(Code::Interrupted, e.into()),
+            E::Internal(_) => internal(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Code;
@@ -106,6 +120,39 @@ mod tests {
         assert!(
             Code::GateFailed > Code::Ok,
             "the worse gate outcome is the greater"
+        );
+    }
+
+    /// goodput-calibrate's errors keep their code and their whole chain,
+    /// printed as `{:#}` prints it (`main` does).
+    #[test]
+    fn calibrate_errors_keep_their_code_and_chain() {
+        use super::Exit;
+        use goodput_calibrate::Error;
+        let said = |e: Error| {
+            let Exit(code, e) = Exit::from(e);
+            (code, format!("{e:#}"))
+        };
+        let spec = anyhow::anyhow!("no such file").context("reading the dataset d.jsonl");
+        assert_eq!(
+            said(Error::Usage(spec.into())),
+            (
+                Code::Usage,
+                "reading the dataset d.jsonl: no such file".to_string()
+            )
+        );
+        assert_eq!(
+            said(Error::Interrupted),
+            (
+                Code::Interrupted,
+                "calibration interrupted: no profile written".to_string()
+            )
+        );
+        assert_eq!(said(Error::Internal("lost".into())).0, Code::Internal);
+        let run = goodput_core::plan::RunError::Shard("gone".into());
+        assert_eq!(
+            said(Error::Run(run)),
+            (Code::ShardMissing, "sharded run: gone".to_string())
         );
     }
 }

@@ -21,7 +21,9 @@
 //!    between the session and the commands that measure.
 //! 6. The commands: `run_cmd`, `sweep_cmd`, `compare_cmd`, `report_cmd`,
 //!    `sim_cmd`, `calibrate_cmd`, `predict_cmd`, `merge_cmd`, `k8s_cmd`;
-//!    `main` dispatches to them.
+//!    `main` dispatches to them. `calibrate_cmd` and `predict_cmd` hand
+//!    their flags to goodput-calibrate, which holds the experiment's
+//!    design, the fit from saved results and the forecast.
 //! 7. `bench_cmd`: vLLM's `bench serve` command line, translated into a
 //!    `goodput run` by goodput-vllm and run by `run_cmd`.
 

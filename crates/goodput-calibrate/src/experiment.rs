@@ -1,27 +1,63 @@
-//! `goodput calibrate`: fit the simulator's step-time model to a server seen
-//! only over HTTP, and write a profile that `goodput predict`, `goodput sim
-//! --profile` and `--sim FILE` use.
+//! The designed experiment of `goodput calibrate`: each design point is a
+//! closed-loop run that the caller carries out ([`Measure`]; the binary
+//! runs it through the same executor, client and records as `goodput run`)
+//! and whose records (with every event's arrival time) it hands back.
 //!
-//! The experiment ([`experiment`]) runs through the same executor and
-//! client as `goodput run`; the fit and the profile are the simulator's
-//! ([`goodput_sim::calibrate`]). Without `--url` it calibrates the built-in
-//! simulator (`--sim` chooses which), which is how its fit is checked.
+//! The points, in order:
+//!
+//! 1. **What the server says**: vLLM's `cache_config_info` on `/metrics`
+//!    (KV blocks), `max_model_len` on `/v1/models`, llama.cpp's `/props`
+//!    (slots, context, batch size).
+//! 2. **A burst** of `--burst` short requests sent at once: the requests that
+//!    got their first token before the first of them finished ran in the
+//!    first batch, so their count is the largest batch (when fewer than the
+//!    burst).
+//! 3. **Batch-1 prefill**: one request at a time at each prompt length, two
+//!    output tokens; the median TTFT from the send.
+//! 4. **Decode**: B requests started together at each context, every gap
+//!    between their tokens after the second; the median gap is the time of
+//!    a step in which B sequences decode.
+//! 5. **KV capacity**, when the server did not say: `B_max` requests of a
+//!    long prompt at once; fewer than `B_max` in the first wave means the
+//!    cache, not the batch limit, held them back.
+//!
+//! The observations go to the simulator's fit ([`goodput_sim::calibrate`]),
+//! which writes the profile that `goodput predict`, `goodput sim --profile`
+//! and `--sim FILE` use.
 
-mod check;
-mod discover;
-mod experiment;
-mod from_files;
-
-use anyhow::anyhow;
-use clap::Parser;
+use std::future::Future;
 
 use goodput_sim::calibrate::LimitSource;
 
-use crate::cli::{CalibrateArgs, CommonArgs, LoadArgs, RunArgs};
-use crate::exit::{usage, Code, Exit};
-use crate::session::Session;
-use crate::setup;
-use experiment::{median, spread, Rec, Runner};
+use crate::calibration::{
+    step_tokens, CalibrateOptions, Decode, Limit, Limits, Observations, Prefill,
+};
+use crate::check;
+use crate::discover::Published;
+use crate::error::Error;
+use crate::fit::{self, Written};
+use crate::records::{common_gaps, median, spread, Rec};
+
+/// Where the design points are run and the experiment's progress is said:
+/// the binary's session against a server or the built-in simulator, or a
+/// test's stand-in that answers with records of its own.
+pub trait Measure {
+    /// `requests` requests, `concurrency` at a time (closed loop, no
+    /// warm-up), of `prompt_tokens` prompt tokens of the client's
+    /// tokenizer and exactly `output_tokens` output tokens each; the
+    /// records of the requests, in the order they ended.
+    fn point(
+        &mut self,
+        concurrency: usize,
+        requests: u64,
+        prompt_tokens: u32,
+        output_tokens: u32,
+    ) -> impl Future<Output = Result<Vec<Rec>, Error>>;
+
+    /// A line of the experiment's progress (the binary prints it on
+    /// standard error, unless `--quiet`).
+    fn say(&mut self, line: String);
+}
 
 /// Prompt tokens of the burst's requests.
 const BURST_PROMPT: usize = 64;
@@ -29,51 +65,67 @@ const BURST_PROMPT: usize = 64;
 /// of the first batch has its first token before any of them finishes.
 const BURST_OUTPUT: u32 = 32;
 
-pub fn main(args: CalibrateArgs) -> Result<Code, Exit> {
-    if !args.from.is_empty() {
-        return from_files::calibrate(&args);
-    }
-    setup::raise_fd_limit();
-    setup::reserve_fd_table(None, args.target.url.is_none());
-    setup::runtime(args.target.client_threads)?.block_on(calibrate(args))
+/// Runs design points through a [`Measure`], in the server's tokens.
+struct Runner<'a, M> {
+    measure: &'a mut M,
+    /// Server tokens per client token of a prompt (the burst measures it):
+    /// design lengths are the server's, so a prompt of `n` is asked for as
+    /// `n / scale` of the client's tokenizer.
+    scale: f64,
 }
 
-/// The run flags every design point starts from: `goodput run`'s defaults
-/// with the user's target flags.
-fn base_flags(args: &CalibrateArgs) -> Result<CommonArgs<LoadArgs>, Exit> {
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        run: RunArgs,
+impl<M: Measure> Runner<'_, M> {
+    /// `requests` requests, `concurrency` at a time, of about `input`
+    /// prompt tokens of the server's (see `scale`) and exactly `output`
+    /// output tokens each.
+    async fn point(
+        &mut self,
+        concurrency: usize,
+        requests: u64,
+        input: usize,
+        output: u32,
+    ) -> Result<Vec<Rec>, Error> {
+        let asked = (input as f64 / self.scale).round().max(1.0) as u32;
+        self.measure
+            .point(concurrency, requests, asked, output)
+            .await
     }
-    let mut flags = Wrap::try_parse_from(["goodput", "--quiet"])
-        .map_err(usage)?
-        .run
-        .common;
-    flags.target = args.target.clone();
-    flags.bounds.seed = args.seed;
-    Ok(flags)
+
+    fn say(&mut self, line: String) {
+        self.measure.say(line);
+    }
 }
 
-async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
-    let base = base_flags(&args)?;
-    let mut session = Session::start(&base, &|_| Vec::new()).await?;
-    let published = discover::published(&session.target).await;
+/// The live calibration against the server `measure` runs its points on:
+/// the experiment, the fit, the profile written to `options.out`, and the
+/// fit held against the burst. `model` is the model the server serves,
+/// `published` what it says of its own limits
+/// ([`published`](crate::published)), `source` how the profile names it
+/// (its URL, or the built-in simulator). What goes to standard output is
+/// handed to `print` as it is said, before any error that follows; the
+/// progress goes to [`Measure::say`]. Whether the fit has enough
+/// observations is the caller's to ask ([`Written::enough`]), once it has
+/// let the server go.
+pub async fn calibrate<M: Measure>(
+    measure: &mut M,
+    options: &CalibrateOptions,
+    model: &str,
+    source: &str,
+    published: &Published,
+    print: &mut dyn FnMut(&str),
+) -> Result<Written, Error> {
     let mut runner = Runner {
-        session: &mut session,
-        base,
-        quiet: args.quiet,
+        measure,
         scale: 1.0,
     };
-    let design = Design::new(&args, &published);
+    let design = Design::new(options, published);
     runner.say(format!(
-        "model '{}'; the server says: {}",
-        runner.session.target.model(),
-        design.describe_published(&published)
+        "model '{model}'; the server says: {}",
+        design.describe_published(published)
     ));
-    let limits = limits(&mut runner, &args, &published, &design).await?;
-    let prefills = prefill_series(&mut runner, &args, &limits).await?;
-    let decodes = decode_series(&mut runner, &args, &limits).await?;
+    let limits = limits(&mut runner, options, published, &design).await?;
+    let prefills = prefill_series(&mut runner, options, &limits).await?;
+    let decodes = decode_series(&mut runner, options, &limits).await?;
     let mut observations = Observations {
         prefills,
         decodes,
@@ -94,32 +146,13 @@ async fn calibrate(args: CalibrateArgs) -> Result<Code, Exit> {
             );
         }
     }
-    let source = match (&args.target.url, &args.target.sim) {
-        (Some(u), _) => u.clone(),
-        (None, Some(p)) => format!("built-in simulator '{}'", p.spec),
-        (None, None) => "built-in simulator (default preset)".into(),
-    };
-    let written = fit::fit_and_write(
-        &observations,
-        runner.session.target.model(),
-        &source,
-        &args.out,
-        &[],
-    )?;
+    let written = fit::fit_and_write(&observations, model, source, &options.out, &[])?;
+    print(&written.said);
     if let Some(b) = &observations.limits.burst {
-        println!("{}", check::burst(&args.out, b)?);
+        print(&format!("{}\n", check::burst(&options.out, b)?));
     }
-    session.finish().await;
-    if written.observations < 4 {
-        return Err(usage(anyhow!(
-            "only {} observations: too few to trust the fit (see the notes above)",
-            written.observations
-        )));
-    }
-    Ok(Code::Ok)
+    Ok(written)
 }
-
-mod fit;
 
 /// What the experiment is bounded by before it knows the server's limits.
 struct Design {
@@ -127,16 +160,16 @@ struct Design {
 }
 
 impl Design {
-    fn new(args: &CalibrateArgs, p: &discover::Published) -> Design {
+    fn new(options: &CalibrateOptions, p: &Published) -> Design {
         // A server that says how many sequences it runs needs a burst of
         // twice that to show it; others get the whole --burst.
         let burst = p
             .max_batch
-            .map_or(args.burst, |(b, _)| args.burst.min(2 * b).max(2));
+            .map_or(options.burst, |(b, _)| options.burst.min(2 * b).max(2));
         Design { burst }
     }
 
-    fn describe_published(&self, p: &discover::Published) -> String {
+    fn describe_published(&self, p: &Published) -> String {
         let mut parts = Vec::new();
         if let Some((t, from)) = p.kv_tokens {
             parts.push(format!("KV cache {t} tokens ({from})"));
@@ -156,64 +189,6 @@ impl Design {
             parts.join(", ")
         }
     }
-}
-
-/// One engine limit: its value, what kind of source gave it, and which.
-#[derive(Debug, Clone)]
-pub struct Limit {
-    pub value: usize,
-    pub source: LimitSource,
-    pub from: String,
-}
-
-impl Limit {
-    fn new(value: usize, source: LimitSource, from: impl Into<String>) -> Limit {
-        Limit {
-            value,
-            source,
-            from: from.into(),
-        }
-    }
-}
-
-/// The engine limits the profile carries, each with where it came from.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    pub max_batch: Limit,
-    pub kv_tokens: Option<Limit>,
-    pub max_model_len: Option<Limit>,
-    pub step_tokens: Limit,
-    /// The burst that found the largest batch (a live calibration's).
-    pub burst: Option<check::Burst>,
-}
-
-/// The observations the fit takes, as measured.
-#[derive(Debug, Clone)]
-pub struct Observations {
-    pub prefills: Vec<Prefill>,
-    pub decodes: Vec<Decode>,
-    pub limits: Limits,
-}
-
-/// Batch-1 prefill: the median TTFT (from the send) of a prompt alone.
-#[derive(Debug, Clone)]
-pub struct Prefill {
-    pub prompt_tokens: f64,
-    pub ttft_s: f64,
-    /// 1.4826 × the median absolute deviation of the TTFTs.
-    pub spread_s: f64,
-    pub count: usize,
-}
-
-/// Decode: the median gap between tokens while `batch` sequences decode.
-#[derive(Debug, Clone)]
-pub struct Decode {
-    pub batch: usize,
-    pub context_tokens: f64,
-    pub itl_s: f64,
-    /// 1.4826 × the median absolute deviation of the gaps.
-    pub spread_s: f64,
-    pub count: usize,
 }
 
 /// The first batch of a burst: the requests that had their first token
@@ -244,12 +219,12 @@ fn failed(recs: &[Rec]) -> Option<String> {
 }
 
 /// The largest batch (burst), the KV capacity and the context limit.
-async fn limits(
-    runner: &mut Runner<'_>,
-    args: &CalibrateArgs,
-    published: &discover::Published,
+async fn limits<M: Measure>(
+    runner: &mut Runner<'_, M>,
+    options: &CalibrateOptions,
+    published: &Published,
     design: &Design,
-) -> Result<Limits, Exit> {
+) -> Result<Limits, Error> {
     let n = design.burst;
     runner.say(format!(
         "burst: {n} requests of {BURST_PROMPT} prompt tokens at once, to find the largest batch"
@@ -309,7 +284,7 @@ async fn limits(
     let max_model_len = published
         .max_model_len
         .map(|(t, from)| Limit::new(t, LimitSource::Metrics, from));
-    let step_tokens = step_tokens(args, published.step_tokens);
+    let step_tokens = step_tokens(options, published.step_tokens);
     let kv_tokens = match published.kv_tokens {
         Some((t, from)) => Some(Limit::new(t, LimitSource::Metrics, from)),
         None => {
@@ -326,28 +301,14 @@ async fn limits(
     })
 }
 
-/// The token budget of a step: `--max-num-batched-tokens`, else what the
-/// server published, else vLLM's default.
-fn step_tokens(args: &CalibrateArgs, published: Option<(usize, &'static str)>) -> Limit {
-    match (args.max_num_batched_tokens, published) {
-        (Some(t), _) => Limit::new(t, LimitSource::Metrics, "--max-num-batched-tokens"),
-        (None, Some((t, from))) => Limit::new(t, LimitSource::Metrics, from),
-        (None, None) => Limit::new(
-            8192,
-            LimitSource::Default,
-            "assumed (vLLM's default; --max-num-batched-tokens)",
-        ),
-    }
-}
-
 /// KV capacity from a burst of long prompts, for a server that did not say:
 /// fewer requests in the first batch than the largest batch means the
 /// cache held the rest back.
-async fn kv_capacity(
-    runner: &mut Runner<'_>,
+async fn kv_capacity<M: Measure>(
+    runner: &mut Runner<'_, M>,
     max_batch: usize,
     max_model_len: Option<usize>,
-) -> Result<Option<Limit>, Exit> {
+) -> Result<Option<Limit>, Error> {
     let long = max_model_len.map_or(4096, |m| (m / 2).clamp(64, 8192));
     runner.say(format!(
         "KV capacity: {max_batch} requests of {long} prompt tokens at once"
@@ -373,19 +334,19 @@ async fn kv_capacity(
 }
 
 /// Batch-1 prefill at each prompt length that fits the context.
-async fn prefill_series(
-    runner: &mut Runner<'_>,
-    args: &CalibrateArgs,
+async fn prefill_series<M: Measure>(
+    runner: &mut Runner<'_, M>,
+    options: &CalibrateOptions,
     limits: &Limits,
-) -> Result<Vec<Prefill>, Exit> {
+) -> Result<Vec<Prefill>, Error> {
     let room = limits
         .max_model_len
         .as_ref()
         .map_or(usize::MAX, |m| m.value)
         .saturating_sub(4);
     let mut out = Vec::new();
-    for len in prompt_lengths(&args.prompt_lengths, room) {
-        let recs = runner.point(1, args.prefill_requests, len, 2).await?;
+    for len in prompt_lengths(&options.prompt_lengths, room) {
+        let recs = runner.point(1, options.prefill_requests, len, 2).await?;
         if let Some(f) = failed(&recs) {
             runner.say(format!("prefill {len}: {f}"));
         }
@@ -434,8 +395,8 @@ fn contexts(asked: &[usize], room: usize) -> Vec<usize> {
 /// The concurrencies of the decode series: `--batches`, else 1, 4, 16, 64,
 /// ... below the largest batch (1, 2, 4, 8 up to 16: a server of few slots
 /// needs every batch it has), and the largest batch itself.
-fn batches(args: &CalibrateArgs, max_batch: usize) -> Vec<usize> {
-    let mut b: Vec<usize> = if args.batches.is_empty() {
+fn batches(options: &CalibrateOptions, max_batch: usize) -> Vec<usize> {
+    let mut b: Vec<usize> = if options.batches.is_empty() {
         let step = if max_batch <= 16 { 2 } else { 4 };
         let mut v: Vec<usize> = std::iter::successors(Some(1usize), |x| Some(x * step))
             .take_while(|&x| x < max_batch)
@@ -443,7 +404,8 @@ fn batches(args: &CalibrateArgs, max_batch: usize) -> Vec<usize> {
         v.push(max_batch);
         v
     } else {
-        args.batches
+        options
+            .batches
             .iter()
             .copied()
             .filter(|&x| x <= max_batch)
@@ -454,21 +416,21 @@ fn batches(args: &CalibrateArgs, max_batch: usize) -> Vec<usize> {
 }
 
 /// Decode at each concurrency and context that fits the cache.
-async fn decode_series(
-    runner: &mut Runner<'_>,
-    args: &CalibrateArgs,
+async fn decode_series<M: Measure>(
+    runner: &mut Runner<'_, M>,
+    options: &CalibrateOptions,
     limits: &Limits,
-) -> Result<Vec<Decode>, Exit> {
-    let out_tokens = args.decode_tokens;
+) -> Result<Vec<Decode>, Error> {
+    let out_tokens = options.decode_tokens;
     let room = limits
         .max_model_len
         .as_ref()
         .map_or(usize::MAX, |m| m.value)
         .saturating_sub(out_tokens as usize + 4);
     let mut out = Vec::new();
-    for ctx in contexts(&args.contexts, room) {
+    for ctx in contexts(&options.contexts, room) {
         let need = ctx + out_tokens as usize;
-        for b in batches(args, limits.max_batch.value) {
+        for b in batches(options, limits.max_batch.value) {
             if limits
                 .kv_tokens
                 .as_ref()
@@ -487,7 +449,7 @@ async fn decode_series(
             if ok.len() < b {
                 continue;
             }
-            let common = experiment::common_gaps(&ok);
+            let common = common_gaps(&ok);
             if common.len() < 8 {
                 runner.say(format!(
                     "decode: batch {b}, context {ctx}: the {b} requests never streamed together; skipped"
@@ -581,22 +543,107 @@ mod tests {
 
     #[test]
     fn batches_step_by_two_on_small_servers_and_by_four_on_large_ones() {
-        let args = |b: Vec<usize>| CalibrateArgs {
+        let options = |b: Vec<usize>| CalibrateOptions {
             batches: b,
-            ..base_args()
+            ..defaults()
         };
-        assert_eq!(batches(&args(vec![]), 4), vec![1, 2, 4]);
-        assert_eq!(batches(&args(vec![]), 256), vec![1, 4, 16, 64, 256]);
-        assert_eq!(batches(&args(vec![]), 48), vec![1, 4, 16, 48]);
-        assert_eq!(batches(&args(vec![1, 8, 64]), 48), vec![1, 8]);
+        assert_eq!(batches(&options(vec![]), 4), vec![1, 2, 4]);
+        assert_eq!(batches(&options(vec![]), 256), vec![1, 4, 16, 64, 256]);
+        assert_eq!(batches(&options(vec![]), 48), vec![1, 4, 16, 48]);
+        assert_eq!(batches(&options(vec![1, 8, 64]), 48), vec![1, 8]);
     }
 
-    fn base_args() -> CalibrateArgs {
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            calibrate: CalibrateArgs,
+    /// The calibrate flags' defaults.
+    fn defaults() -> CalibrateOptions {
+        CalibrateOptions {
+            from: Vec::new(),
+            out: "profile.toml".into(),
+            prompt_lengths: vec![64, 256, 512, 1024, 2048, 4096, 8192],
+            prefill_requests: 6,
+            batches: Vec::new(),
+            contexts: vec![128, 2048],
+            decode_tokens: 64,
+            burst: 512,
+            max_num_batched_tokens: None,
         }
-        Wrap::parse_from(["calibrate"]).calibrate
+    }
+
+    /// A server of `slots` sequences whose tokenizer counts `scale` tokens
+    /// for each of the client's: every request of a point after the first
+    /// `slots` starts when the first of them ends.
+    struct Mock {
+        slots: usize,
+        scale: f64,
+        asked: Vec<(usize, u64, u32, u32)>,
+        said: Vec<String>,
+    }
+
+    impl Measure for Mock {
+        async fn point(
+            &mut self,
+            concurrency: usize,
+            requests: u64,
+            prompt_tokens: u32,
+            output_tokens: u32,
+        ) -> Result<Vec<Rec>, Error> {
+            self.asked
+                .push((concurrency, requests, prompt_tokens, output_tokens));
+            let server_count = (f64::from(prompt_tokens) * self.scale).round() as u64;
+            Ok((0..requests as usize)
+                .map(|i| {
+                    let ttft = if i < self.slots { 10.0 } else { 500.0 };
+                    Rec {
+                        prompt_tokens: Some(server_count),
+                        ..sent(0.0, ttft, ttft + 400.0)
+                    }
+                })
+                .collect())
+        }
+
+        fn say(&mut self, line: String) {
+            self.said.push(line);
+        }
+    }
+
+    /// Polls a future that never waits (the mock's) to its end.
+    fn now<F: Future>(f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(v) => v,
+            std::task::Poll::Pending => panic!("the mock never waits"),
+        }
+    }
+
+    #[test]
+    fn the_burst_finds_the_largest_batch_and_the_servers_token_count() {
+        let mut mock = Mock {
+            slots: 6,
+            scale: 1.25,
+            asked: Vec::new(),
+            said: Vec::new(),
+        };
+        let options = CalibrateOptions {
+            burst: 16,
+            ..defaults()
+        };
+        let published = Published {
+            max_model_len: Some((2048, "test")),
+            ..Published::default()
+        };
+        let design = Design::new(&options, &published);
+        let mut runner = Runner {
+            measure: &mut mock,
+            scale: 1.0,
+        };
+        let limits = now(limits(&mut runner, &options, &published, &design)).unwrap();
+        assert_eq!(limits.max_batch.value, 6, "{:?}", mock.said);
+        assert_eq!(limits.max_batch.from, "first batch of a burst of 16");
+        // The KV point asks for half the context in the server's tokens,
+        // so fewer of the client's: 1024 / 1.25.
+        assert_eq!(mock.asked[0], (16, 16, 64, BURST_OUTPUT));
+        assert_eq!(mock.asked[1], (6, 6, 819, BURST_OUTPUT));
+        assert!(mock.said[0].starts_with("burst: 16 requests of 64 prompt tokens"));
+        assert!(mock.said[1].contains("prompts are scaled by 1.250"));
     }
 }

@@ -1,19 +1,18 @@
 //! The observations handed to the simulator's fit
-//! ([`goodput_sim::calibrate::fit`]), the fit printed (coefficients with
+//! ([`goodput_sim::calibrate::fit`]), the fit said (coefficients with
 //! their standard errors, every observation's residual, the notes), and
 //! the profile written.
 
 use std::path::Path;
 
-use anyhow::Context;
 use goodput_sim::calibrate::{
     fit, FitOptions, LimitSources, Observation, ObservationKind, ParameterStatus, Profile,
     ServerLimits, PROFILE_FIELDS,
 };
 use goodput_sim::kv::BLOCK_SIZE;
 
-use super::{Limit, Observations};
-use crate::exit::{usage, Exit};
+use crate::calibration::{Limit, Observations};
+use crate::error::Error;
 
 /// The measured medians as the fit takes them.
 fn observations(obs: &Observations) -> Vec<Observation> {
@@ -75,12 +74,31 @@ fn label(kind: &ObservationKind) -> String {
     }
 }
 
-/// What became of a fit [`fit_and_write`] wrote.
+/// What became of a fit: the profile was written.
+#[derive(Debug, Clone)]
 pub struct Written {
     /// Observations the fit took.
     pub observations: usize,
     /// The profile fields the observations could not identify.
     pub unidentified: Vec<&'static str>,
+    /// The fit as a person reads it, and where the profile went: what
+    /// `goodput calibrate` prints.
+    pub(crate) said: String,
+}
+
+impl Written {
+    /// A live calibration's verdict on its fit: fewer than four
+    /// observations are too few to trust (the profile is written all the
+    /// same, and its notes say what was missing).
+    pub fn enough(&self) -> Result<(), Error> {
+        if self.observations < 4 {
+            return Err(Error::usage(format!(
+                "only {} observations: too few to trust the fit (see the notes above)",
+                self.observations
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Budgets a server's step may have, tried when it does not say its own.
@@ -93,7 +111,7 @@ const STEP_TOKEN_CANDIDATES: [usize; 5] = [512, 1024, 2048, 4096, 8192];
 /// longest prompt is fitted; one is kept only when its residuals are under
 /// half the assumed budget's (and it leaves nothing more unidentified).
 /// `None` when the series cannot tell.
-pub fn infer_step_tokens(obs: &Observations) -> Option<(usize, f64, f64)> {
+pub(crate) fn infer_step_tokens(obs: &Observations) -> Option<(usize, f64, f64)> {
     let observations = observations(obs);
     let longest = obs
         .prefills
@@ -128,23 +146,23 @@ pub fn infer_step_tokens(obs: &Observations) -> Option<(usize, f64, f64)> {
 }
 
 /// Fit `obs`, write the profile of a server serving `model` (measured at
-/// `source`) to `out` with `notes` after the fit's own, and print the fit.
-/// Whether the fit is good enough is the caller's to judge.
-pub fn fit_and_write(
+/// `source`) to `out` with `notes` after the fit's own, and say the fit
+/// ([`Written`]'s `said`, for the caller to print). Whether the fit is good
+/// enough is the caller's to judge.
+pub(crate) fn fit_and_write(
     obs: &Observations,
     model: &str,
     source: &str,
     out: &Path,
     notes: &[String],
-) -> Result<Written, Exit> {
+) -> Result<Written, Error> {
     let observations = observations(obs);
     let limits = server_limits(obs);
     let options = FitOptions {
         max_num_batched_tokens: limits.max_num_batched_tokens as u64,
     };
     let f = fit(&observations, &options)
-        .context("fitting the step-time model")
-        .map_err(usage)?;
+        .map_err(|e| Error::context("fitting the step-time model", e))?;
     let mut profile = Profile::from_fit(
         &f,
         model,
@@ -166,12 +184,14 @@ pub fn fit_and_write(
         }
     }
     profile.calibration.notes.extend(notes.iter().cloned());
-    let text = profile.to_toml().map_err(usage)?;
+    let text = profile.to_toml().map_err(Error::usage)?;
     std::fs::write(out, text)
-        .with_context(|| format!("writing the profile {}", out.display()))
-        .map_err(usage)?;
-    print!("{}", summary(&profile, &f.status));
-    println!("profile written to {}", out.display());
+        .map_err(|e| Error::context(format!("writing the profile {}", out.display()), e))?;
+    let said = format!(
+        "{}profile written to {}\n",
+        summary(&profile, &f.status),
+        out.display()
+    );
     let unidentified = PROFILE_FIELDS
         .iter()
         .zip(f.status)
@@ -181,6 +201,7 @@ pub fn fit_and_write(
     Ok(Written {
         observations: observations.len(),
         unidentified,
+        said,
     })
 }
 

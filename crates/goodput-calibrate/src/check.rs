@@ -8,18 +8,19 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use goodput_sim::calibrate::Profile;
 use goodput_sim::virtual_time::{simulate, VirtualRequest};
 
-use crate::exit::{usage, Exit};
+use crate::error::Error;
 
 /// The burst as the server ran it.
 #[derive(Debug, Clone)]
 pub struct Burst {
+    /// Requests sent at once.
     pub requests: usize,
     /// The server's median count of a prompt.
     pub prompt_tokens: usize,
+    /// Output tokens of each request.
     pub output_tokens: u32,
     /// First send to last byte, s.
     pub measured_s: f64,
@@ -28,9 +29,9 @@ pub struct Burst {
 /// Replay `burst` on the profile at `path`; say how the server's time
 /// compares, and add a note to the profile when it is off by more than a
 /// quarter. Returns the line to print.
-pub fn burst(path: &Path, burst: &Burst) -> Result<String, Exit> {
-    let mut profile = Profile::read(path).map_err(usage)?;
-    let config = profile.sim_config().map_err(usage)?;
+pub(crate) fn burst(path: &Path, burst: &Burst) -> Result<String, Error> {
+    let mut profile = Profile::read(path).map_err(Error::usage)?;
+    let config = profile.sim_config().map_err(Error::usage)?;
     let requests: Vec<VirtualRequest> = (0..burst.requests)
         .map(|i| {
             VirtualRequest::unique(
@@ -41,7 +42,7 @@ pub fn burst(path: &Path, burst: &Burst) -> Result<String, Exit> {
             )
         })
         .collect();
-    let report = simulate(&config, &requests).map_err(usage)?;
+    let report = simulate(&config, &requests).map_err(Error::usage)?;
     let model_s = report
         .requests
         .iter()
@@ -65,10 +66,9 @@ pub fn burst(path: &Path, burst: &Burst) -> Result<String, Exit> {
     };
     if let Some(n) = &note {
         profile.calibration.notes.push(n.clone());
-        let text = profile.to_toml().map_err(usage)?;
+        let text = profile.to_toml().map_err(Error::usage)?;
         std::fs::write(path, text)
-            .with_context(|| format!("writing the profile {}", path.display()))
-            .map_err(usage)?;
+            .map_err(|e| Error::context(format!("writing the profile {}", path.display()), e))?;
     }
     Ok(note.map_or(line, |n| format!("warning: {n}")))
 }

@@ -27,18 +27,20 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::anyhow;
 use goodput_core::load::LengthSpec;
 use goodput_core::load::Load;
 use goodput_core::measure::{Distribution, QUANTILE_COUNT};
 use goodput_core::measure::{Metric, TokenSource};
-use goodput_core::output::RunResult;
 use goodput_core::output::WorkloadSource;
+use goodput_core::output::{RunResult, Saved};
 use goodput_sim::calibrate::LimitSource;
 
-use super::{fit, step_tokens, Decode, Limit, Limits, Observations, Prefill};
-use crate::cli::CalibrateArgs;
-use crate::exit::{usage, Code, Exit};
+use crate::calibration::{
+    step_tokens, CalibrateOptions, Decode, Limit, Limits, Observations, Prefill,
+};
+use crate::error::Error;
+use crate::fit;
+use crate::records::median;
 
 /// The largest batch assumed when no result shows it: vLLM's long-standing
 /// `max_num_seqs` default.
@@ -90,10 +92,18 @@ fn skip(reason: &'static str, detail: impl Into<String>) -> Skip {
     }
 }
 
-pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
-    let items = crate::report_cmd::read_all(&args.from)?;
+/// The calibration from saved results: `saved` as `goodput report` reads
+/// them (each with its label), the paths in `options.from`, the profile
+/// written to `options.out`. Every point is listed, with what it gave the
+/// fit or why it gave nothing, and the fit after them: all handed to
+/// `print` as it is said, before any error that follows.
+pub fn calibrate_from(
+    saved: &[(String, Saved)],
+    options: &CalibrateOptions,
+    print: &mut dyn FnMut(&str),
+) -> Result<(), Error> {
     let mut points = Vec::new();
-    for (label, saved) in &items {
+    for (label, saved) in saved {
         let runs = saved.runs();
         let many = runs.len() > 1;
         for (i, run) in runs.into_iter().enumerate() {
@@ -106,7 +116,7 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
         }
     }
     let Some(model) = points.first().map(|p| p.run.config.model.clone()) else {
-        return Err(usage(anyhow!("the saved results hold no run")));
+        return Err(Error::usage("the saved results hold no run"));
     };
 
     let shapes: Vec<Result<Shape, Skip>> = points
@@ -122,17 +132,17 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
             }
         })
         .collect();
-    let limits = limits(args, &points, &shapes);
+    let limits = limits(options, &points, &shapes);
 
     let Seen {
         prefills,
         decodes,
         skipped,
         concurrent,
-    } = observe_all(&points, &shapes, limits.max_batch.value);
+    } = observe_all(&points, &shapes, limits.max_batch.value, print);
     if prefills.is_empty() && decodes.is_empty() {
         let why: Vec<String> = skipped.iter().map(|(r, n)| format!("{r} ({n})")).collect();
-        return Err(usage(anyhow!(
+        return Err(Error::usage(format!(
             "no point of the saved results observes a step of known shape: every one was \
              skipped: {}; calibrating needs closed-loop results of fixed lengths, such as \
              `goodput sweep --concurrencies 1,4,16 --input-tokens 256 --output-tokens 64` and \
@@ -151,26 +161,27 @@ pub fn calibrate(args: &CalibrateArgs) -> Result<Code, Exit> {
     let written = fit::fit_and_write(
         &observations,
         &model,
-        &source(args, &points),
-        &args.out,
+        &source(options, &points),
+        &options.out,
         &notes,
     )?;
+    print(&written.said);
     if !written.unidentified.is_empty() {
-        return Err(usage(anyhow!(
+        return Err(Error::usage(format!(
             "the saved results cannot identify {} (fixed at 0; the profile was written to {}, \
              but it carries only what these shapes show): add {}",
             written.unidentified.join(", "),
-            args.out.display(),
+            options.out.display(),
             shapes_to_add(&written.unidentified).join("; and ")
         )));
     }
-    Ok(Code::Ok)
+    Ok(())
 }
 
 /// What the saved points gave the fit, and why the others gave nothing.
 struct Seen {
-    prefills: Vec<super::Prefill>,
-    decodes: Vec<super::Decode>,
+    prefills: Vec<Prefill>,
+    decodes: Vec<Decode>,
     skipped: BTreeMap<&'static str, usize>,
     /// Some decode came from a point of more than one request at a time.
     concurrent: bool,
@@ -178,36 +189,39 @@ struct Seen {
 
 /// Observe every point of a known shape, printing what each gave or why
 /// it was skipped.
-fn observe_all(points: &[Point], shapes: &[Result<Shape, Skip>], max_batch: usize) -> Seen {
+fn observe_all(
+    points: &[Point],
+    shapes: &[Result<Shape, Skip>],
+    max_batch: usize,
+    print: &mut dyn FnMut(&str),
+) -> Seen {
     let mut prefills = Vec::new();
     let mut decodes = Vec::new();
     let mut skipped: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut concurrent = false;
-    println!(
-        "Saved results ({} point{}):",
+    print(&format!(
+        "Saved results ({} point{}):\n",
         points.len(),
         if points.len() == 1 { "" } else { "s" }
-    );
+    ));
     for (p, s) in points.iter().zip(shapes) {
         let used = s.clone().and_then(|s| observe(p.run, &s, max_batch));
         match used {
             Ok(o) => {
-                println!("  {:<28} {}", p.label, describe(&p.run.config.load));
+                print(&format!("  {:<28} {:#}\n", p.label, p.run.config.load));
                 for (used, line) in &o.said {
                     let tag = if *used { "used" } else { "not used" };
-                    println!("      {tag}: {line}");
+                    print(&format!("      {tag}: {line}\n"));
                 }
                 concurrent |= o.decodes.iter().any(|d| d.batch > 1);
                 prefills.extend(o.prefills);
                 decodes.extend(o.decodes);
             }
             Err(s) => {
-                println!(
-                    "  {:<28} {}\n      skipped: {}",
-                    p.label,
-                    describe(&p.run.config.load),
-                    s.detail
-                );
+                print(&format!(
+                    "  {:<28} {:#}\n      skipped: {}\n",
+                    p.label, p.run.config.load, s.detail
+                ));
                 *skipped.entry(s.reason).or_default() += 1;
             }
         }
@@ -217,14 +231,6 @@ fn observe_all(points: &[Point], shapes: &[Result<Shape, Skip>], max_batch: usiz
         decodes,
         skipped,
         concurrent,
-    }
-}
-
-/// The load in words.
-fn describe(load: &Load) -> String {
-    match load {
-        Load::Closed { concurrency } => format!("closed loop, concurrency {concurrency}"),
-        Load::Open { rate, arrival, .. } => format!("open loop, {rate} req/s ({arrival:?})"),
     }
 }
 
@@ -454,7 +460,7 @@ fn observe(run: &RunResult, shape: &Shape, max_batch: usize) -> Result<Observed,
 }
 
 /// The engine limits the results show, else vLLM's defaults.
-fn limits(args: &CalibrateArgs, points: &[Point], shapes: &[Result<Shape, Skip>]) -> Limits {
+fn limits(options: &CalibrateOptions, points: &[Point], shapes: &[Result<Shape, Skip>]) -> Limits {
     let mut queued: Option<(usize, &str)> = None;
     let mut ran = 0usize;
     let mut kv_estimates = Vec::new();
@@ -510,7 +516,7 @@ fn limits(args: &CalibrateArgs, points: &[Point], shapes: &[Result<Shape, Skip>]
     };
     let kv_tokens = (kv_estimates.len() >= 3).then(|| {
         let n = kv_estimates.len();
-        let estimate = super::median(&mut kv_estimates).unwrap_or(0.0);
+        let estimate = median(&mut kv_estimates).unwrap_or(0.0);
         Limit::new(
             estimate.round() as usize,
             LimitSource::Inferred,
@@ -524,7 +530,7 @@ fn limits(args: &CalibrateArgs, points: &[Point], shapes: &[Result<Shape, Skip>]
         max_batch,
         kv_tokens: kv_tokens.filter(|k| k.value > 0),
         max_model_len: None,
-        step_tokens: step_tokens(args, None),
+        step_tokens: step_tokens(options, None),
         burst: None,
     }
 }
@@ -577,8 +583,12 @@ fn notes(
 }
 
 /// Where the observations came from, for the profile.
-fn source(args: &CalibrateArgs, points: &[Point]) -> String {
-    let files: Vec<String> = args.from.iter().map(|f| f.display().to_string()).collect();
+fn source(options: &CalibrateOptions, points: &[Point]) -> String {
+    let files: Vec<String> = options
+        .from
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
     let mut urls: Vec<&str> = points.iter().map(|p| p.run.config.url.as_str()).collect();
     urls.sort_unstable();
     urls.dedup();

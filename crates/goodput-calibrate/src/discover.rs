@@ -52,7 +52,7 @@ pub async fn published(target: &PreparedTarget) -> Published {
 }
 
 /// `vllm:cache_config_info{block_size="16",num_gpu_blocks="N",...}`: N × 16.
-pub fn cache_config(text: &str) -> Option<usize> {
+pub(crate) fn cache_config(text: &str) -> Option<usize> {
     let line = text
         .lines()
         .find(|l| l.starts_with("vllm:cache_config_info{"))?;
