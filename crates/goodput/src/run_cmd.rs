@@ -155,7 +155,7 @@ async fn finish_run(
 
 /// This process's place in a sharded run (`--shards`), if any; a
 /// sharded plan is not repeated.
-fn sharded(args: &mut RunArgs) -> Result<Option<crate::sharding::Place>, Exit> {
+fn sharded(args: &mut RunArgs) -> Result<Option<goodput_core::plan::sharding::Place>, Exit> {
     let has_url = args.common.target.url.is_some();
     let place = crate::sharding::place(&args.common.shards, &mut args.common.output, has_url)?;
     if place.is_some() && args.repeat > 1 {

@@ -21,6 +21,11 @@ pub use self::shard::merge::ShardsReport;
 pub use self::shard::offline::merge_parts;
 pub use self::shard::part::{write_line, Part, PartEnd, PartHeader, PartLine};
 pub use self::shard::ShardError;
+/// A sharded run's layer over a prepared target: this process's place,
+/// joining, following the coordinator, finishing.
+pub mod sharding {
+    pub use super::shard::process::{finish, follow, join, missing, Place, PlaceError};
+}
 pub use self::sweep::{
     describe_workload, headline, observe_metrics, search_config, search_windows, sweep, StopReason,
     SweepLive, SweepMode, SweepPoint, SweepResult, SweepSpec,

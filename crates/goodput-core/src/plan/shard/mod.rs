@@ -10,6 +10,8 @@
 //!   as written to `--part` and read by `goodput merge`.
 //! - [`merge`]: the union of the parts, placed on the coordinator's clock,
 //!   summarized exactly as one process would have summarized it.
+//! - [`process`]: this process's place in the run, the layer a command puts
+//!   over its prepared target: join, follow the coordinator's orders, finish.
 
 pub mod plan;
 
@@ -19,6 +21,7 @@ pub mod follower;
 pub mod merge;
 pub mod offline;
 pub mod part;
+pub mod process;
 pub mod wire;
 
 use std::time::Duration;
