@@ -14,15 +14,18 @@
 //! - the typed objects of that plan (`k8s-openapi`, Kubernetes 1.33's API)
 //!   rendered as one YAML stream ([`render`]).
 //!
-//! What runs inside a pod (`goodput k8s pod`, `goodput k8s cat`) is the
-//! binary's: it spawns and signals goodput itself.
+//! - what runs inside a pod besides goodput's own commands, where the image
+//!   has no shell: [`supervise`] (`goodput k8s pod`: the command as a child,
+//!   signals passed on, the pod kept up for its files) and [`cat`].
 
 #![deny(missing_docs)]
 
 mod manifests;
 mod names;
 mod plan;
+mod pod;
 
 pub use manifests::{render, Plan, RESULTS_DIR};
 pub use names::{dns_label, dns_subdomain, image, quantity, secret_env, SecretEnv};
 pub use plan::{coordinator, header, plan, results_fetch, Error, ManifestOptions, Parses};
+pub use pod::{cat, describe, supervise};
