@@ -30,6 +30,7 @@ mod multimodal;
 mod questions;
 mod refused;
 mod rerank;
+mod result_file;
 mod server_tokens;
 mod sonnet;
 mod template;
@@ -39,7 +40,8 @@ use std::path::Path;
 
 pub use cli::{as_vllm_reads_it, BenchArgs, BenchCommand, VllmServeArgs};
 pub use config::with_config;
-pub use server_tokens::connect;
+pub use result_file::write_result;
+pub use server_tokens::{build_by_server, connect};
 pub use sonnet::counted_note;
 pub use template::apply as apply_template;
 pub use translate::{no_local_tokenizer, translate, ByServer, Plan, SaveTo};

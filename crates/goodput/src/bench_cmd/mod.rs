@@ -7,12 +7,10 @@
 //! files the result file is written where and as vLLM writes it
 //! ([`goodput_core::output::vllm`]), and the scratch directory is removed.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Parser;
-use serde_json::Value;
 
 use goodput_vllm::{translate, without, Plan, Row, SYNTHETIC};
 
@@ -81,43 +79,15 @@ fn templated(plan: &Plan, argv: &[String], prompts: &mut [Row]) -> Result<(), Ex
     }
 }
 
-/// The prompts the plan builds with the server's own tokenizer, its
-/// `/tokenize` asked through the run's connection settings; `None` where
-/// the server counts nothing and the plan may do without (said, and the
-/// result file's tokenizer_id set to goodput's own).
+/// The prompts the plan builds with the server's own tokenizer, asked
+/// through the run's connection settings ([`goodput_vllm::build_by_server`]).
 fn built_by_server(plan: &mut Plan, argv: &[String]) -> Result<Option<Vec<Row>>, Exit> {
-    let Some(by) = plan.by_server.take() else {
+    if plan.by_server.is_none() {
         return Ok(None);
-    };
-    let name = plan.meta.tokenizer_id.clone().unwrap_or_default();
-    let tokenizer = match goodput_vllm::connect(client_options(argv)?, &by.model) {
-        Ok(t) => t,
-        Err(why) if by.required => {
-            return Err(usage(anyhow!(
-                "--tokenizer {name}: no local copy (a tokenizer.json, a directory holding one, or the model in the Hugging Face cache), and {why}; goodput downloads nothing"
-            )))
-        }
-        Err(why) => {
-            eprintln!("goodput: note: {} ({why})", goodput_vllm::no_local_tokenizer(&name));
-            if by.is_sonnet() {
-                let default = goodput_core::tokenizer::DEFAULT_TOKENIZER;
-                eprintln!("goodput: note: {}", goodput_vllm::counted_note(default));
-            }
-            plan.meta.tokenizer_id = Some(goodput_core::tokenizer::DEFAULT_TOKENIZER.into());
-            return Ok(None);
-        }
-    };
-    let rows: Vec<Row> = by.rows(&tokenizer).map_err(|e| usage(anyhow!(e)))?;
-    let counted = format!("{name}'s tokenizer, through the server's /tokenize");
-    eprintln!(
-        "goodput: note: no local tokenizer for {name}: {} prompts built to lengths counted by {counted}; the run counts with goodput's {} and the server's usage",
-        rows.len(),
-        goodput_core::tokenizer::DEFAULT_TOKENIZER
-    );
-    if by.is_sonnet() {
-        eprintln!("goodput: note: {}", goodput_vllm::counted_note(&counted));
     }
-    Ok(Some(rows))
+    let mut note = |n: String| eprintln!("goodput: note: {n}");
+    goodput_vllm::build_by_server(plan, client_options(argv)?, &mut note)
+        .map_err(|e| usage(anyhow!(e)))
 }
 
 /// `goodput run`'s arguments from a translated command line.
@@ -193,70 +163,12 @@ fn serve(a: VllmServeArgs) -> Result<Code, Exit> {
         return outcome;
     }
     if let (Some(save), true) = (&plan.save, results.is_file()) {
-        let path = write_result(&plan.meta, save, &results, &records)?;
+        let path = goodput_vllm::write_result(&plan.meta, save, &results, &records)
+            .map_err(|e| output_failed(anyhow!(e)))?;
         eprintln!("goodput: vLLM result file written: {}", path.display());
     }
     outcome
 }
-
-/// Read the run's files and write vLLM's result file; its path.
-fn write_result(
-    meta: &goodput_core::output::vllm::VllmMeta,
-    save: &goodput_vllm::SaveTo,
-    results: &Path,
-    records: &Path,
-) -> Result<PathBuf, Exit> {
-    let read = |p: &Path| {
-        std::fs::read_to_string(p)
-            .map_err(|e| output_failed(anyhow!("reading {}: {e}", p.display())))
-    };
-    let doc: Value = serde_json::from_str(&read(results)?)
-        .map_err(|e| output_failed(anyhow!("reading {}: {e}", results.display())))?;
-    let lines: Vec<Value> = read(records)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|l| l["phase"] == "measure")
-        .collect();
-    let mut meta = meta.clone();
-    if meta.model_id.is_empty() {
-        meta.model_id = doc["model_id"].as_str().unwrap_or_default().to_string();
-    }
-    let out = goodput_core::output::vllm::document(&doc, &lines, &meta);
-    let name = save
-        .file_name
-        .clone()
-        .unwrap_or_else(|| goodput_core::output::vllm::default_file_name(&meta));
-    let path = match &save.dir {
-        Some(dir) => {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| output_failed(anyhow!("creating {}: {e}", dir.display())))?;
-            dir.join(name)
-        }
-        None => PathBuf::from(name),
-    };
-    let text = serde_json::to_string(&out)
-        .map_err(|e| output_failed(anyhow!("writing {}: {e}", path.display())))?;
-    let written = (|| -> std::io::Result<()> {
-        if save.append {
-            // vLLM: opened for appending, a newline before the object when
-            // the file is not empty: JSON lines.
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)?;
-            if f.metadata()?.len() > 0 {
-                f.write_all(b"\n")?;
-            }
-            f.write_all(text.as_bytes())
-        } else {
-            std::fs::write(&path, text.as_bytes())
-        }
-    })();
-    written.map_err(|e| output_failed(anyhow!("writing {}: {e}", path.display())))?;
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
