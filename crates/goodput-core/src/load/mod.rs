@@ -6,12 +6,14 @@
 //! on, which waits on a [`Timer`].
 
 pub(crate) mod background;
+pub(crate) mod descriptors;
 pub(crate) mod executor;
 pub(crate) mod schedule;
 pub(crate) mod timer;
 pub(crate) mod workload;
 
 pub use self::background::lower_thread_priority;
+pub use self::descriptors::{check_fd_limit, raise_fd_limit, reserve_fd_table};
 pub use self::executor::{ExecSummary, Progress, RunControl, RunPlan, Warmup, WarmupPolicy};
 pub use self::schedule::{Arrival, Load, RampStrategy, RampUp, Schedule};
 pub use self::timer::{PreciseTimer, Timer};
