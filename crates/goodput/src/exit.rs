@@ -71,6 +71,19 @@ pub fn internal(e: impl Into<anyhow::Error>) -> Exit {
 }
 
 /// A run that ended without a result, with the code its cause calls for.
+/// An output file that could not be opened (exit 2, before any load) or
+/// written (exit 7, after it).
+impl From<goodput_core::output::FileError> for Exit {
+    fn from(e: goodput_core::output::FileError) -> Exit {
+        let code = if e.opening {
+            Code::Usage
+        } else {
+            Code::OutputFailed
+        };
+        Exit(code, anyhow::Error::new(e))
+    }
+}
+
 pub fn run_error(e: RunError) -> Exit {
     let code = match &e {
         RunError::Interrupted => Code::Interrupted,

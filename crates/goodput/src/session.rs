@@ -3,19 +3,18 @@
 //! and the live exposition, and the built-in simulator when no `--url` is
 //! given.
 
-use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
 use goodput_core::load::RunControl;
 use goodput_core::measure::RecordsSink;
-use goodput_core::output::Saved;
 use goodput_core::output::{self, Exporter};
+use goodput_core::output::{OutFile, Saved};
 use goodput_core::plan::{PreparedTarget, RunError, TargetOptions};
 
 use crate::cli::{CommonArgs, TargetArgs};
-use crate::exit::{output_failed, run_error, usage, Exit};
+use crate::exit::{run_error, usage, Exit};
 use crate::setup::watch_signals;
 use crate::spec;
 
@@ -32,109 +31,6 @@ pub struct Session {
     /// `--metrics-listen`: the live exposition.
     exposition: Option<crate::exposition::Exposition>,
     _sim: Option<goodput_sim::SimServer>,
-}
-
-/// `--out` (and `--csv`, `--html`), kept open from the start: writing it at
-/// the end then needs no new file descriptor, even when the run used every
-/// one it may have.
-///
-/// A regular file is rewritten whole at every write (a sweep saves itself
-/// after each point). `-` is stdout, and a path that is not a regular file
-/// (a pipe, `/dev/stdout`, a device) cannot be rewritten: those get the
-/// last document once, when the command ends ([`OutFile::write_final`]).
-pub struct OutFile(Option<Dest>);
-
-enum Dest {
-    File(File, std::path::PathBuf),
-    Stream {
-        to: Box<dyn Write + Send>,
-        name: String,
-        stdout: bool,
-    },
-}
-
-impl OutFile {
-    /// Open (create) the file now, if one was asked for; `-` is stdout.
-    pub fn open(path: Option<&std::path::Path>, what: &str) -> Result<OutFile, Exit> {
-        let Some(path) = path else {
-            return Ok(OutFile(None));
-        };
-        if path.as_os_str() == "-" {
-            return Ok(OutFile(Some(Dest::Stream {
-                to: Box::new(std::io::stdout()),
-                name: "stdout".into(),
-                stdout: true,
-            })));
-        }
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("opening {what} file {}", path.display()))
-            .map_err(usage)?;
-        let regular = f.metadata().map(|m| m.is_file()).unwrap_or(false);
-        if !regular {
-            return Ok(OutFile(Some(Dest::Stream {
-                to: Box::new(f),
-                name: path.display().to_string(),
-                stdout: false,
-            })));
-        }
-        Ok(OutFile(Some(Dest::File(f, path.to_path_buf()))))
-    }
-
-    /// `-`: the document goes to stdout, so the human summary goes to stderr.
-    pub fn is_stdout(&self) -> bool {
-        matches!(&self.0, Some(Dest::Stream { stdout: true, .. }))
-    }
-
-    /// The file name, as a label for reports (none for stdout).
-    pub fn label(&self) -> Option<String> {
-        match self.0.as_ref()? {
-            Dest::File(_, p) => Some(p.file_name().map_or_else(
-                || p.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            )),
-            Dest::Stream { .. } => None,
-        }
-    }
-
-    /// Save the document so far: a regular file is rewritten (as often as
-    /// a sweep finishes a point); a stream waits for the final write.
-    pub fn write(&mut self, bytes: &[u8]) -> Result<(), Exit> {
-        match self.0.as_mut() {
-            Some(Dest::File(file, path)) => rewrite(file, path, bytes),
-            None | Some(Dest::Stream { .. }) => Ok(()),
-        }
-    }
-
-    /// The command's last document: a regular file is rewritten, a stream
-    /// written once. A failure is exit 7: the load has run.
-    pub fn write_final(&mut self, bytes: &[u8]) -> Result<(), Exit> {
-        match self.0.as_mut() {
-            None => Ok(()),
-            Some(Dest::File(file, path)) => rewrite(file, path, bytes),
-            Some(Dest::Stream { to, name, .. }) => to
-                .write_all(bytes)
-                .and_then(|()| to.flush())
-                .with_context(|| format!("writing {name}"))
-                .map_err(output_failed),
-        }
-    }
-}
-
-/// Replace a regular file's contents.
-fn rewrite(file: &mut File, path: &Path, bytes: &[u8]) -> Result<(), Exit> {
-    use std::io::Seek;
-    (|| -> std::io::Result<()> {
-        file.set_len(0)?;
-        file.rewind()?;
-        file.write_all(bytes)?;
-        file.flush()
-    })()
-    .with_context(|| format!("writing {}", path.display()))
-    .map_err(output_failed)
 }
 
 impl Session {
@@ -215,7 +111,7 @@ impl Session {
         let html = self.html.write_final(&output::Html.to_bytes(items));
         out?;
         csv?;
-        html
+        Ok(html?)
     }
 
     /// Print the human summary: on stdout, or on stderr when `-` puts the

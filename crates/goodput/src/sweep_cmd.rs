@@ -131,7 +131,7 @@ async fn run_points(
     tokio::task::yield_now().await;
     let result = result.map_err(run_error)?;
     match write_error {
-        Some(e) => Err(e),
+        Some(e) => Err(e.into()),
         None => Ok(result),
     }
 }

@@ -6,10 +6,12 @@
 //! [`compare`] sets two results side by side.
 
 pub(crate) mod config;
+pub(crate) mod file;
 pub(crate) mod report;
 pub(crate) mod result;
 
 pub use self::config::{RunConfig, Target, WorkloadSource};
+pub use self::file::{FileError, OutFile};
 pub use self::report::console::intervals_apart;
 pub use self::report::saved::Saved;
 pub use self::report::{Console, Csv, Exporter, Html, Json};
