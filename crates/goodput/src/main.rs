@@ -13,8 +13,8 @@
 //!    this crate; `cli` (every clap struct in `cli/mod.rs`, the groups of
 //!    flags in `cli/groups.rs`, every flag's parser in `cli/parse.rs`),
 //!    importing no module of this crate outside `cli/`.
-//! 2. `setup` (open-file limit, runtime, signals), `exposition`
-//!    (`--metrics-listen`), `progress` (the progress display).
+//! 2. `setup` (open-file limit, runtime, signals), `progress` (the
+//!    progress display).
 //! 3. `spec`: the specs built from the flags (target options, run, sweep).
 //! 4. `session`: what a measuring command holds while it runs.
 //! 5. `sharding`: this process's place in a sharded run (`--shards`),
@@ -32,7 +32,6 @@ mod calibrate_cmd;
 mod cli;
 mod compare_cmd;
 mod exit;
-mod exposition;
 mod k8s_cmd;
 mod merge_cmd;
 mod predict_cmd;

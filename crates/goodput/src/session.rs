@@ -8,7 +8,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use goodput_core::load::RunControl;
-use goodput_core::measure::RecordsSink;
+use goodput_core::measure::{Exposition, RecordsSink};
 use goodput_core::output::{self, Exporter};
 use goodput_core::output::{OutFile, Saved};
 use goodput_core::plan::{PreparedTarget, RunError, TargetOptions};
@@ -29,7 +29,7 @@ pub struct Session {
     /// `--html`: the report.
     pub html: OutFile,
     /// `--metrics-listen`: the live exposition.
-    exposition: Option<crate::exposition::Exposition>,
+    exposition: Option<Exposition>,
     _sim: Option<goodput_sim::SimServer>,
 }
 
@@ -63,8 +63,12 @@ impl Session {
         let html = OutFile::open(output.html.as_deref(), "HTML")?;
         let exposition = output
             .metrics_listen
-            .map(|a| crate::exposition::Exposition::start(a, output.metrics_linger))
-            .transpose()?;
+            .map(|a| Exposition::start(a, output.metrics_linger))
+            .transpose()
+            .map_err(|e| usage(anyhow::anyhow!(e)))?;
+        if let Some(e) = &exposition {
+            eprintln!("goodput: live metrics at http://{}/metrics", e.addr);
+        }
         let server = Server::start(target)?;
         if target.insecure {
             eprintln!(
@@ -127,7 +131,8 @@ impl Session {
     /// The command's work is done: let a live exposition linger for its last scrape.
     pub async fn finish(&mut self) {
         if let Some(e) = self.exposition.take() {
-            e.finish(&self.control).await;
+            let mut say = |line: String| eprintln!("goodput: {line}");
+            e.finish(&self.control, &mut say).await;
         }
     }
 }

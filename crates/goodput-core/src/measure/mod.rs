@@ -8,6 +8,7 @@
 
 pub(crate) mod aggregate;
 pub(crate) mod cost;
+pub(crate) mod exposition;
 pub(crate) mod live;
 pub(crate) mod metrics;
 pub(crate) mod quality;
@@ -19,6 +20,7 @@ pub(crate) mod verdict;
 
 pub use self::aggregate::RecordsSink;
 pub use self::cost::CostSpec;
+pub use self::exposition::Exposition;
 pub use self::live::{LiveMetrics, CONTENT_TYPE as LIVE_CONTENT_TYPE};
 pub use self::metrics::control::ControlSpec;
 pub use self::metrics::registry::Metric;

@@ -1,5 +1,5 @@
 //! `--metrics-listen ADDR`: serve the client's live figures
-//! ([`goodput_core::measure::LiveMetrics`]) at `http://ADDR/metrics` for Prometheus, from
+//! ([`LiveMetrics`]) at `http://ADDR/metrics` for Prometheus, from
 //! before the first request until the command ends (plus `--metrics-linger`,
 //! so a scraper's last look sees the final counts).
 
@@ -8,34 +8,32 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::measure::live::{LiveMetrics, CONTENT_TYPE};
 use bytes::Bytes;
-use goodput_core::measure::{LiveMetrics, LIVE_CONTENT_TYPE as CONTENT_TYPE};
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
-use crate::exit::{usage, Exit};
-
 /// A running exposition.
 pub struct Exposition {
+    /// The figures served, which the run updates.
     pub live: Arc<LiveMetrics>,
+    /// The address bound (a port 0 asked for is the one given).
     pub addr: SocketAddr,
     linger: Duration,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Exposition {
-    /// Bind now (a bad or busy address is a usage error, before any
-    /// request) and serve in the background.
-    pub fn start(addr: SocketAddr, linger: Duration) -> Result<Exposition, Exit> {
+    /// Bind now (a bad or busy address is said, before any request) and
+    /// serve in the background, on the runtime this is called on.
+    pub fn start(addr: SocketAddr, linger: Duration) -> Result<Exposition, String> {
         let listener = std::net::TcpListener::bind(addr)
             .and_then(|l| l.set_nonblocking(true).map(|_| l))
             .and_then(|l| Ok((l.local_addr()?, tokio::net::TcpListener::from_std(l)?)));
-        let (bound, listener) =
-            listener.map_err(|e| usage(anyhow::anyhow!("--metrics-listen {addr}: {e}")))?;
+        let (bound, listener) = listener.map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
         let live = Arc::new(LiveMetrics::new());
         let task = tokio::spawn(serve(listener, live.clone()));
-        eprintln!("goodput: live metrics at http://{bound}/metrics");
         Ok(Exposition {
             live,
             addr: bound,
@@ -44,13 +42,14 @@ impl Exposition {
         })
     }
 
-    /// Keep serving for `--metrics-linger` (cut short by a signal), then stop.
-    pub async fn finish(self, control: &goodput_core::load::RunControl) {
+    /// Keep serving for `--metrics-linger` (cut short by a signal; `say`
+    /// hears that it lingers), then stop.
+    pub async fn finish(self, control: &crate::load::RunControl, say: &mut dyn FnMut(String)) {
         if !self.linger.is_zero() && !control.is_stopping() {
-            eprintln!(
-                "goodput: serving the final figures at http://{}/metrics for {:?} (--metrics-linger)",
+            say(format!(
+                "serving the final figures at http://{}/metrics for {:?} (--metrics-linger)",
                 self.addr, self.linger
-            );
+            ));
             tokio::select! {
                 _ = tokio::time::sleep(self.linger) => {}
                 _ = control.stopped() => {}
