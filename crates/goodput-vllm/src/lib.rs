@@ -22,6 +22,7 @@
 
 #![deny(missing_docs)]
 
+mod by_server;
 pub mod cli;
 mod config;
 mod datasets;
@@ -38,10 +39,11 @@ mod translate;
 
 use std::path::Path;
 
+pub use by_server::build_by_server;
 pub use cli::{as_vllm_reads_it, BenchArgs, BenchCommand, VllmServeArgs};
 pub use config::with_config;
 pub use result_file::write_result;
-pub use server_tokens::{build_by_server, connect};
+pub use server_tokens::connect;
 pub use sonnet::counted_note;
 pub use template::apply as apply_template;
 pub use translate::{no_local_tokenizer, translate, ByServer, Plan, SaveTo};
