@@ -9,9 +9,8 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -282,7 +281,7 @@ async fn a_run_is_off_huge_pages_and_its_descriptor_table_is_grown_before_it_con
     );
 }
 
-/// Defect 7, first half: a pooled connection the server closed while idle is
+/// A pooled connection the server closed while idle is
 /// found closed before anything is written on it, discarded and counted;
 /// every request reaches the server exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -324,7 +323,7 @@ async fn connections_closed_while_idle_are_discarded_before_reuse() {
     );
 }
 
-/// Defect 7, second half: a reused connection the server closed before a
+/// A reused connection the server closed before a
 /// byte of the answer (it had closed its side after the last response, or
 /// it read the request and dropped it) gets the request once more on a
 /// fresh connection, never twice; once any byte of the answer arrived, the

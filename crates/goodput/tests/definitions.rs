@@ -464,7 +464,7 @@ fn live_names_in_source() -> Vec<String> {
     let mut names = Vec::new();
     for file in [
         "crates/goodput-core/src/measure/live.rs",
-        "crates/goodput/src/exposition.rs",
+        "crates/goodput-core/src/measure/exposition.rs",
     ] {
         let text = std::fs::read_to_string(workspace().join(file)).expect(file);
         for (i, _) in text.match_indices("goodput_") {

@@ -172,3 +172,90 @@ async fn too_few_file_descriptors_exit_2_before_sending() {
     );
     assert!(server.log.lock().unwrap().is_empty(), "a request was sent");
 }
+
+/// Lost records are an internal fault with its own message, never
+/// "no request completed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
+    use goodput_core::load::{Progress, RunControl, RunPlan, Warmup};
+    use goodput_core::measure::RecordsSink;
+    use goodput_core::plan::{PreparedTarget, RunError, RunSpec, TargetOptions};
+
+    struct Panics;
+    impl std::io::Write for Panics {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            panic!("disk on fire");
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let server = start(Script::quick()).await;
+    let control = RunControl::new();
+    let target = PreparedTarget::prepare(
+        TargetOptions {
+            client: goodput_core::request::ClientOptions {
+                url: server.url(),
+                endpoint: goodput_core::request::Endpoint::Chat,
+                headers: vec![],
+                api_key: None,
+                timeout: Duration::from_secs(10),
+                idle_timeout: Duration::from_secs(10),
+                connect_timeout: Duration::from_secs(5),
+                tls: Default::default(),
+                no_proxy: true,
+            },
+            model: None,
+            stream: true,
+            pin_output: true,
+            temperature: None,
+            server_in_process: false,
+            target: goodput_core::output::Target::Server,
+            tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
+            server_metrics: goodput_core::plan::ServerMetricsChoice::Off,
+            output: None,
+        },
+        &control,
+    )
+    .await
+    .unwrap();
+    let spec = RunSpec {
+        plan: RunPlan {
+            ramp_up: None,
+            shard: None,
+            load: goodput_core::load::Load::Closed { concurrency: 2 },
+            num_prompts: Some(6),
+            duration: None,
+            warmup: Warmup::None,
+            drain_timeout: Duration::from_secs(10),
+            seed: 0,
+        },
+        workload: goodput_core::load::WorkloadSpec::synthetic(
+            goodput_core::load::SyntheticSpec::new("8".parse().unwrap(), "4".parse().unwrap(), 0),
+        ),
+        percentiles: vec![50.0, 99.0],
+        slo: None,
+        early_stop: false,
+        cost: None,
+        keep_outputs: false,
+        schedule_control: None,
+    };
+    let mut sink = RecordsSink::new(Some(Box::new(Panics)), false);
+    let err = target
+        .run(&spec, &mut sink, &control, Arc::new(Progress::default()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::Internal(_)), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("internal error") && msg.contains("disk on fire"),
+        "{msg}"
+    );
+    // The same target still runs a healthy plan afterwards.
+    let mut sink = RecordsSink::default();
+    let ok = target
+        .run(&spec, &mut sink, &control, Arc::new(Progress::default()))
+        .await
+        .unwrap();
+    assert_eq!(ok.metrics.completed, 6);
+}

@@ -12,9 +12,10 @@
 mod common;
 
 use std::convert::Infallible;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{goodput, goodput_async, read_json, read_records, tmp};
+use common::{argv, goodput, goodput_async, read_json, read_records, silent_server, tmp};
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
@@ -514,4 +515,53 @@ fn inputs_reach_every_output_and_compare_gates_on_them() {
         "inputs_throughput<-10%",
     ]);
     assert_eq!(code, 1, "{stdout}");
+}
+
+/// Every bad input exits 2 with what would be valid, before any
+/// work: no connection is made and no simulator is started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_exits_2_before_any_work() {
+    let (addr, accepted) = silent_server().await;
+    let url = format!("http://{addr}");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--timeout", "99999999999999999999s"], "at most"),
+        (&["--duration", "10000000000000000000s"], "at most"),
+        (&["--timeout", "0s"], "greater than 0"),
+        (&["--request-rate", "1e-20"], "one a year"),
+        (&["--request-rate", "10", "--max-concurrency", "0"], ">= 1"),
+        (&["--concurrency", "0"], ">= 1"),
+        (&["--warmup", "abc"], "request count"),
+        (&["--tokenizer", "bogus"], "o200k_base"),
+        (&["--header", "no colon"], "Name: value"),
+        (&["--num-prompts", "0"], "0"),
+        (&["--input-tokens", "0"], "valid"),
+        (&["--max-error-rate", "2"], "from 0 to 1"),
+        (&["--percentiles", "150"], "0..=100"),
+    ];
+    for with_url in [true, false] {
+        for (flags, hint) in cases {
+            let mut args = vec!["run"];
+            if with_url {
+                args.extend(["--url", url.as_str()]);
+            }
+            args.extend_from_slice(flags);
+            let started = Instant::now();
+            let (code, _, err) = goodput_async(argv(&args)).await;
+            assert_eq!(code, 2, "{flags:?}: {err}");
+            assert!(err.contains(hint), "{flags:?}: expected '{hint}' in: {err}");
+            assert!(
+                !err.contains("built-in simulator"),
+                "{flags:?}: the simulator started: {err}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(5), "{flags:?}");
+        }
+    }
+    let (code, _, err) = goodput_async(argv(&["run", "--url", "ftp://x"])).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("scheme"), "{err}");
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a bad flag must stop goodput before it connects"
+    );
 }

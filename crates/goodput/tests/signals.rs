@@ -557,3 +557,38 @@ async fn a_signal_in_a_sweeps_first_warmup_exits_130_with_no_point() {
         sweep_in_first_warmup(SIGTERM)
     );
 }
+
+/// A signal ends the process promptly during model discovery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_during_model_discovery_ends_the_run_within_two_seconds() {
+    let (addr, accepted) = silent_server().await;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let url = format!("http://{addr}");
+        let child = spawn_goodput(&["run", "--url", &url, "--timeout", "600s"]);
+        let before = accepted.load(std::sync::atomic::Ordering::SeqCst);
+        let seen = accepted.clone();
+        wait_until("discovery started", Duration::from_secs(30), move || {
+            seen.load(std::sync::atomic::Ordering::SeqCst) > before
+        })
+        .await;
+        let sent = Instant::now();
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+            .await
+            .unwrap();
+        let took = sent.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "signal {signal}: took {took:?}"
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .contains("interrupted before any request was sent"));
+    }
+}

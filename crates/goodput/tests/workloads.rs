@@ -300,3 +300,60 @@ fn a_dataset_with_references_reports_quality() {
     );
     assert_eq!(q["exact_match_share"], 0.0);
 }
+
+/// The same seed twice against one simulator must not hit the
+/// prefix cache beyond the workload's own (here: none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_seed_twice_gets_no_cache_hits_from_the_first_run() {
+    let sim = goodput_sim::SimServer::spawn(
+        goodput_sim::SimConfig {
+            time_scale: 0.05,
+            ..Default::default()
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .unwrap();
+    let url = format!("http://{}", sim.local_addr());
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let records = tmp("records.jsonl");
+        let (code, out, err) = goodput_async(argv(&[
+            "run",
+            "--url",
+            &url,
+            "--seed",
+            "7",
+            "--num-prompts",
+            "20",
+            "--concurrency",
+            "4",
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "8",
+            "--records",
+            records.to_str().unwrap(),
+            "--quiet",
+        ]))
+        .await;
+        assert_eq!(code, 0, "{out}\n{err}");
+        runs.push(read_records(&records));
+    }
+    for (i, recs) in runs.iter().enumerate() {
+        assert_eq!(recs.len(), 20);
+        let cached: u64 = recs
+            .iter()
+            .map(|r| r["cached_tokens"].as_u64().unwrap_or(0))
+            .sum();
+        let prompt: u64 = recs
+            .iter()
+            .map(|r| r["server_prompt_tokens"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            cached, 0,
+            "run {i}: {cached} of {prompt} prompt tokens came from the cache"
+        );
+    }
+    assert_ne!(runs[0][0]["run_id"], runs[1][0]["run_id"]);
+    sim.shutdown();
+}

@@ -22,7 +22,7 @@ pub use self::aggregate::RecordsSink;
 pub use self::cost::CostSpec;
 pub use self::exposition::Exposition;
 pub use self::live::{LiveMetrics, CONTENT_TYPE as LIVE_CONTENT_TYPE};
-pub use self::metrics::control::ControlSpec;
+pub use self::metrics::control_variate::ControlSpec;
 pub use self::metrics::registry::Metric;
 pub use self::metrics::{
     Collector, EarlyStop, RequestMetrics, RunMetrics, TokenSource, CROWDING_LIMIT,

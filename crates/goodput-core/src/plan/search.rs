@@ -27,7 +27,7 @@
 //!    point's SLO margin — the largest `ln(percentile / threshold)` over
 //!    the terms, with every percentile adjusted for the burstiness of the
 //!    point's own schedule
-//!    ([`crate::measure::metrics::control`]) — enters a weighted least-squares line
+//!    ([`crate::measure::metrics::control_variate`]) — enters a weighted least-squares line
 //!    of margin against `ln(rate)` (weights: requests), fitted on the points
 //!    within a factor of two of the edge; the goodput is where the line
 //!    crosses zero. Every point's requests inform the answer, not only the

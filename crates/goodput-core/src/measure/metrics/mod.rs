@@ -9,7 +9,7 @@
 //! seconds for durations, per second for throughputs.
 
 mod collector;
-pub mod control;
+pub mod control_variate;
 pub mod mix;
 pub mod pooled;
 pub mod registry;

@@ -10,7 +10,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 use crate::load::executor::RunPlan;
-use crate::measure::metrics::control::ControlSpec;
+use crate::measure::metrics::control_variate::ControlSpec;
 use crate::plan::shard::part::PartLine;
 
 /// What a shard says to the coordinator.

@@ -21,7 +21,7 @@
 //!   ([`crate::measure::metrics::EarlyStop`]), then long measuring points near the
 //!   edge — within the search's budget of load time. Each search point
 //!   draws its own arrival sample (the seed plus its index) and has its SLO
-//!   percentiles adjusted for that sample ([`crate::measure::metrics::control`]); the
+//!   percentiles adjusted for that sample ([`crate::measure::metrics::control_variate`]); the
 //!   answer is the search's fit, with its interval and bracket.
 //!
 //! A point passes only when it meets the SLO and is not saturated: a point
@@ -103,7 +103,7 @@ struct PointPlan {
     window: Duration,
     early: bool,
     requests: Option<u64>,
-    control: Option<crate::measure::metrics::control::ControlSpec>,
+    control: Option<crate::measure::metrics::control_variate::ControlSpec>,
 }
 
 impl PointPlan {
@@ -542,7 +542,7 @@ impl Runner<'_> {
     async fn search_points(
         &mut self,
         search: &mut Search,
-        control: Option<crate::measure::metrics::control::ControlSpec>,
+        control: Option<crate::measure::metrics::control_variate::ControlSpec>,
     ) -> Result<(), RunError> {
         loop {
             let (plan, measuring) = match search.next() {

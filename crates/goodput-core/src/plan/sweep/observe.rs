@@ -100,13 +100,13 @@ pub fn search_config(
     measure: Duration,
 ) -> (
     SearchConfig,
-    Option<crate::measure::metrics::control::ControlSpec>,
+    Option<crate::measure::metrics::control_variate::ControlSpec>,
 ) {
     // The surrogate queue of the schedule adjustment serves each request
     // in the idle server's median TTFT.
     let control = floor_ttft_p50_ms
         .filter(|t| *t > 0.0)
-        .map(|t| crate::measure::metrics::control::ControlSpec { service_s: t / 1e3 });
+        .map(|t| crate::measure::metrics::control_variate::ControlSpec { service_s: t / 1e3 });
     let min_requests = min_requests(slo);
     (
         SearchConfig {

@@ -76,8 +76,8 @@ pub struct RunSpec {
     /// Keep a hash of every output (`--repeat` compares them across repeats).
     pub keep_outputs: bool,
     /// Adjust the SLO terms' percentiles for the run's own arrival
-    /// schedule (a goodput search's points; `crate::measure::metrics::control`).
-    pub schedule_control: Option<crate::measure::metrics::control::ControlSpec>,
+    /// schedule (a goodput search's points; `crate::measure::metrics::control_variate`).
+    pub schedule_control: Option<crate::measure::metrics::control_variate::ControlSpec>,
 }
 
 impl RunSpec {

@@ -43,7 +43,7 @@ mod window;
 use serde::{Deserialize, Serialize};
 
 use crate::load::schedule::Load;
-use crate::measure::metrics::control::{ControlSpec, ControlTrace, ScheduleControl};
+use crate::measure::metrics::control_variate::{ControlSpec, ControlTrace, ScheduleControl};
 use crate::measure::metrics::mix::WorkloadMix;
 use crate::measure::metrics::saturation::{self, Saturation};
 use crate::measure::metrics::{Metric, RequestMetrics};
