@@ -11,7 +11,7 @@
 #      $G sweep --rates 4,8 --point-time 3s --out sweep.json --quiet
 #      ../2026-11-30-front-door/identical.sh OLD NEW OUT closed.json open.json rep.json sweep.json \
 #        /tmp/bench-head/goodput-{256,1024}-r1.results.json /tmp/bench-head/goodput-open-2000.results.json
-#    > identical-diff.txt: 34 files, 27 identical; the 7 HTML pages differ in
+#    > identical-diff.txt: 34 files, 28 identical; 6 HTML pages differ in
 #    their Load row only (one Display for Load).
 set -euo pipefail
 old=${1:?old goodput} new=${2:?new goodput}

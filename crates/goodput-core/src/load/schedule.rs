@@ -102,8 +102,9 @@ pub enum Load {
 /// `concurrency 8`; `20 req/s (poisson)`, `20 req/s (poisson, at most 8 in
 /// flight)`, `every request at once`. The rate takes the formatter's
 /// precision (`{:.2}`: `12.00 req/s`), else at most two decimals with
-/// trailing zeros cut (`26.79`, `15`). The alternate form (`{:#}`) names the
-/// loop first: `closed loop, concurrency 8`, `open loop, 20 req/s (poisson)`.
+/// trailing zeros cut and thousands grouped (`26.79`, `15`, `2,000`). The
+/// alternate form (`{:#}`) names the loop first: `closed loop, concurrency
+/// 8`, `open loop, 20 req/s (poisson)`.
 impl fmt::Display for Load {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if f.alternate() {
@@ -130,7 +131,17 @@ impl fmt::Display for Load {
                     Some(p) => format!("{rate:.p$}"),
                     None => {
                         let s = format!("{rate:.2}");
-                        s.trim_end_matches('0').trim_end_matches('.').to_string()
+                        let s = s.trim_end_matches('0').trim_end_matches('.');
+                        // Thousands grouped, as the reports print counts.
+                        let (int, frac) = s.split_at(s.find('.').unwrap_or(s.len()));
+                        let mut grouped = String::new();
+                        for (i, c) in int.chars().enumerate() {
+                            if i > 0 && (int.len() - i) % 3 == 0 {
+                                grouped.push(',');
+                            }
+                            grouped.push(c);
+                        }
+                        grouped + frac
                     }
                 };
                 write!(f, "{rate} req/s ({arrival}{cap})")
@@ -412,6 +423,8 @@ mod tests {
         assert_eq!(format!("{closed:#}"), "closed loop, concurrency 8");
         assert_eq!(open(15.0, None).to_string(), "15 req/s (poisson)");
         assert_eq!(open(26.7943, None).to_string(), "26.79 req/s (poisson)");
+        assert_eq!(open(2000.0, None).to_string(), "2,000 req/s (poisson)");
+        assert_eq!(open(12500.5, None).to_string(), "12,500.5 req/s (poisson)");
         assert_eq!(format!("{:.2}", open(12.0, None)), "12.00 req/s (poisson)");
         assert_eq!(
             format!("{:#}", open(20.5, Some(8))),
