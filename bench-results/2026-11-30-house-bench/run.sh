@@ -13,6 +13,9 @@
 #        /tmp/bench-head/goodput-{256,1024}-r1.results.json /tmp/bench-head/goodput-open-2000.results.json
 #    > identical-diff.txt: 34 files, 28 identical; 6 HTML pages differ in
 #    their Load row only (one Display for Load).
+# 3. the README's 100 virtual searches, line for line as the fourteenth
+#    session's but for wall time:
+#      target/release/examples/search_accuracy 100 8 20000 > search-accuracy-readme.txt
 set -euo pipefail
 old=${1:?old goodput} new=${2:?new goodput}
 here=$(cd "$(dirname "$0")" && pwd)
