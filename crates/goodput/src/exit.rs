@@ -1,5 +1,5 @@
 //! How the process ends: the exit codes, the error that carries one, the
-//! usage error (exit 2), and the codes goodput-calibrate's errors stand
+//! usage error (exit 2), and the codes the library crates' errors stand
 //! for. Imports nothing of this crate, so every layer may use it.
 //!
 //! The codes and their meanings are documented in docs/cli.md ("Exit
@@ -93,6 +93,17 @@ pub fn run_error(e: RunError) -> Exit {
         _ => Code::Usage,
     };
     Exit(code, anyhow::Error::new(e))
+}
+
+/// goodput-k8s's errors (the manifests' plan, the pod's helpers): the
+/// user's input (exit 2) or goodput's own fault (exit 4).
+impl From<goodput_k8s::Error> for Exit {
+    fn from(e: goodput_k8s::Error) -> Exit {
+        match e {
+            goodput_k8s::Error::Usage(m) => usage(anyhow::anyhow!(m)),
+            goodput_k8s::Error::Internal(m) => internal(anyhow::anyhow!(m)),
+        }
+    }
 }
 
 /// goodput-calibrate's errors (`calibrate`, `predict`), each with the code

@@ -4,7 +4,7 @@
 
 mod pod;
 
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use clap::Parser;
 use goodput_k8s::ManifestOptions;
 
@@ -48,10 +48,7 @@ fn print_manifests(args: ManifestArgs) -> Result<Code, Exit> {
     let out = args.out.clone();
     let options = options(args);
     let mut note = |n: String| eprintln!("goodput k8s: note: {n}");
-    let plan = goodput_k8s::plan(&options, &parses, &mut note).map_err(|e| match e {
-        goodput_k8s::Error::Usage(m) => usage(anyhow!(m)),
-        goodput_k8s::Error::Internal(m) => internal(anyhow!(m)),
-    })?;
+    let plan = goodput_k8s::plan(&options, &parses, &mut note)?;
     let fetch = goodput_k8s::results_fetch(&plan);
     let header = goodput_k8s::header(&plan, &options, &fetch);
     let yaml = goodput_k8s::render(&plan, &header)

@@ -8,7 +8,7 @@ use std::process::ExitStatus;
 use anyhow::{anyhow, Context};
 
 use crate::cli::{CatArgs, PodArgs};
-use crate::exit::{internal, usage, Code, Exit};
+use crate::exit::{internal, Code, Exit};
 
 pub fn main(args: PodArgs) -> Result<Code, Exit> {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -24,22 +24,13 @@ pub fn main(args: PodArgs) -> Result<Code, Exit> {
         .context("finding goodput's own executable")
         .map_err(internal)?;
     let mut say = |line: String| eprintln!("goodput k8s pod: {line}");
-    let status = rt
-        .block_on(goodput_k8s::supervise(
-            &exe,
-            &args.command,
-            args.keep_alive,
-            &mut say,
-        ))
-        .map_err(exit)?;
+    let status = rt.block_on(goodput_k8s::supervise(
+        &exe,
+        &args.command,
+        args.keep_alive,
+        &mut say,
+    ))?;
     code_of(status)
-}
-
-fn exit(e: goodput_k8s::Error) -> Exit {
-    match e {
-        goodput_k8s::Error::Usage(m) => usage(anyhow!(m)),
-        goodput_k8s::Error::Internal(m) => internal(anyhow!(m)),
-    }
 }
 
 /// The child's exit code, as this process's own: every code goodput
@@ -74,6 +65,6 @@ fn code_of(status: ExitStatus) -> Result<Code, Exit> {
 /// `goodput k8s cat FILE...`: the files, in order, on stdout.
 pub fn cat(args: CatArgs) -> Result<Code, Exit> {
     let stdout = std::io::stdout();
-    goodput_k8s::cat(&args.files, &mut stdout.lock()).map_err(exit)?;
+    goodput_k8s::cat(&args.files, &mut stdout.lock())?;
     Ok(Code::Ok)
 }
