@@ -501,7 +501,7 @@ async fn a_searched_goodput_holds_when_sustained_on_a_slow_server() {
     };
     // Said before the measuring points ran, and kept (the floor run aside).
     assert!(
-        stderr.contains("goodput: search: the edge lies near"),
+        stderr.contains("goodput: search: ") && stderr.contains("a settled answer takes up to"),
         "{stderr}"
     );
     // Two more measuring points than planned when the four fell on one
@@ -514,13 +514,17 @@ async fn a_searched_goodput_holds_when_sustained_on_a_slow_server() {
         .filter(|p| p["role"] == "measure")
         .count();
     let extra = measured.saturating_sub(sizing["points"].as_u64().unwrap() as usize);
-    let said =
-        sizing["planned_s"].as_f64().unwrap() + extra as f64 * sizing["point_s"].as_f64().unwrap();
+    let point_s = sizing["point_s"].as_f64().unwrap();
+    let said = sizing["planned_s"].as_f64().unwrap() + extra as f64 * point_s;
+    // "Up to" four points: the interval may end the search after three
+    // (a CI run with the other core busy took 211 s against 295 said, its
+    // interval within the precision after three points).
+    let fewest = sizing["explored_s"].as_f64().unwrap() + 3.0 * point_s;
     let floor = v["points"][0]["wall_s"].as_f64().unwrap();
     let load = v["load_time_s"].as_f64().unwrap() - floor;
     assert!(
-        (load / said - 1.0).abs() <= 0.2,
-        "{load} s of load, {said} s said\n{stdout}"
+        load <= 1.2 * said && load >= 0.8 * fewest.min(said),
+        "{load} s of load, {said} s said (three points: {fewest} s)\n{stdout}"
     );
     // The lower end is checked at no less than half the answer: latency
     // only falls with the load, so an SLO met there is met below it, and a

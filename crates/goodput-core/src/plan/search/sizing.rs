@@ -13,6 +13,12 @@ use super::{Search, ONE_SIDED_POINTS, SIZED_POINTS};
 pub struct Sizing {
     /// The first measuring point's rate (req/s).
     pub rate: f64,
+    /// The rate the measuring points are costed at when lower than
+    /// `rate`: exploring's fit put the edge above a rate an exploring point
+    /// failed at, and the measuring points are expected to walk down to
+    /// exploring's bracket (its geometric middle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costed_rate: Option<f64>,
     /// Measured requests each measuring point runs for.
     pub requests: u64,
     /// Load time one such point takes (s), a planning figure.
@@ -59,10 +65,16 @@ impl Sizing {
         } else {
             String::new()
         };
-        let head = format!(
-            "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
-            self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
-        );
+        let head = match self.costed_rate {
+            None => format!(
+                "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
+                self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
+            ),
+            Some(costed) => format!(
+                "search: exploring's fit puts the edge near {:.3} req/s, above a rate it saw fail (explored in {:.0} s); costed where exploring bracketed it, {costed:.3} req/s, a settled answer takes up to {} points of {} requests or fewer (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
+                self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
+            ),
+        };
         if self.room >= self.points {
             return head;
         }

@@ -355,6 +355,7 @@ fn a_sized_search_says_what_settling_takes_and_takes_about_that() {
 fn a_budget_too_short_to_settle_says_what_would_be_enough() {
     let fixed = Sizing {
         rate: 1.0,
+        costed_rate: None,
         requests: 368,
         point_s: 372.0,
         explored_s: 40.0,
@@ -575,4 +576,84 @@ fn a_fit_below_every_measuring_point_without_an_interval_decides_nothing() {
             .any(|n| n.contains("below every measuring point")),
         "{b:?}"
     );
+}
+
+/// The exploring points of a one-thread llama.cpp search (the fourteenth
+/// session's fourth try): passes at 1.19, 2.60 and 3.16 req/s, fails at
+/// 3.85 and 5.69, short points whose fit put the edge above the failing
+/// 3.85. The measuring points then walked down to 2.6-2.9, and the search
+/// took 573 s against the 430 it said. The time said now costs the points
+/// where exploring bracketed the edge; the first point still runs where
+/// the fit puts it.
+#[test]
+fn the_time_said_costs_an_edge_above_a_failed_point_where_exploring_bracketed_it() {
+    let mut s = Search::new(SearchConfig {
+        start_rate: 5.69,
+        budget: Budget::Sized {
+            cap_s: f64::INFINITY,
+        },
+        explore_s: 8.0,
+        measure_s: 40.0,
+        ..config()
+    });
+    let explore = |rate: f64, margin: f64| Observation {
+        rate,
+        requests: (rate * 6.0).ceil() as u64,
+        margin: Some(margin),
+        hard_fail: false,
+        saturated: false,
+        wall_s: 14.0,
+        measuring: false,
+        settled: false,
+        bounded: false,
+        achieved: Some(rate),
+    };
+    for (rate, margin) in [
+        (5.69, 0.08),
+        (1.19, -0.9),
+        (2.60, -0.3),
+        (3.85, 0.01),
+        (3.16, -0.15),
+    ] {
+        s.record(explore(rate, margin));
+    }
+    let a = s.answer();
+    assert!(a.rate > 3.85, "{a:?}");
+    let Step::Measure { rate, requests } = s.next() else {
+        panic!("{:?}", s.next())
+    };
+    assert_eq!(rate, a.rate, "the first point runs at the fit's edge");
+    let z = s.sizing().expect("said");
+    let middle = (3.16_f64 * 3.85).sqrt();
+    assert_eq!(z.costed_rate, Some(middle));
+    assert_eq!(requests, 368);
+    assert!(
+        (z.point_s - (368.0 / middle + POINT_OVERHEAD_S)).abs() < 1e-9,
+        "{z:?}"
+    );
+    assert!(
+        z.describe().contains("above a rate it saw fail"),
+        "{}",
+        z.describe()
+    );
+    // Without a fail below the fit's edge the points are costed there.
+    let mut s = Search::new(SearchConfig {
+        start_rate: 5.69,
+        budget: Budget::Sized {
+            cap_s: f64::INFINITY,
+        },
+        ..config()
+    });
+    for (rate, margin) in [
+        (5.69, 0.3),
+        (1.19, -0.9),
+        (2.60, -0.3),
+        (3.85, 0.1),
+        (3.16, -0.15),
+    ] {
+        s.record(explore(rate, margin));
+    }
+    let z = s.sizing().expect("said");
+    assert!(s.answer().rate < 3.85);
+    assert_eq!(z.costed_rate, None);
 }
