@@ -127,7 +127,7 @@ impl TryFrom<String> for LengthSpec {
 }
 
 const VALID: &str =
-    "valid: 512, fixed:512, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA, exponential:MEAN";
+    "valid: 512, fixed:512, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA, exponential:MEAN, empirical:PATH";
 
 impl FromStr for LengthSpec {
     type Err = String;
@@ -173,6 +173,10 @@ impl FromStr for LengthSpec {
         }
         let (a, b) = (nums[0], nums[1]);
         match kind {
+            // Whole numbers: `uniform:1.5,3.7` used to draw from 1 to 3.
+            "uniform" if a.fract() != 0.0 || b.fract() != 0.0 => {
+                Err(bad("MIN and MAX must be whole numbers"))
+            }
             "uniform" if a >= 1.0 && b >= a => Ok(LengthSpec::Uniform {
                 min: a as u32,
                 max: b as u32,
@@ -243,6 +247,14 @@ mod tests {
             .unwrap_err()
             .contains("valid"));
         assert!("zipf:1,2".parse::<LengthSpec>().is_err());
+        assert!("uniform:1.5,3.7"
+            .parse::<LengthSpec>()
+            .unwrap_err()
+            .contains("whole numbers"));
+        assert!("zipf:1,2"
+            .parse::<LengthSpec>()
+            .unwrap_err()
+            .contains("empirical:PATH"));
         assert_eq!(
             "fixed:7".parse::<LengthSpec>().unwrap(),
             LengthSpec::Fixed(7)

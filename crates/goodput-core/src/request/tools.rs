@@ -214,13 +214,6 @@ impl OutputSpec {
         }
     }
 
-    /// Whether the answer is checked at all: tools that may be called, or
-    /// a response format.
-    pub fn checks(&self) -> bool {
-        (!self.tools.is_empty() && self.tool_choice != ToolChoice::None)
-            || self.response_format.is_some()
-    }
-
     /// Did the answer keep to what was asked? `None`: nothing to check
     /// (no tool call and no response format). Each tool call's arguments
     /// are checked against its tool's `parameters`; without a tool call,
@@ -228,10 +221,21 @@ impl OutputSpec {
     /// first violation.
     pub fn check(&self, calls: &[ToolCallRecord], answer: &str) -> Option<Result<(), String>> {
         if !calls.is_empty() {
+            if self.tool_choice == ToolChoice::None {
+                return Some(Err("a tool was called where tool_choice was none".into()));
+            }
             for (i, c) in calls.iter().enumerate() {
                 let Some(tool) = self.tools.iter().find(|t| t.name == c.name) else {
                     return Some(Err(format!("tool call {i}: no tool named \"{}\"", c.name)));
                 };
+                if let ToolChoice::Named(named) = &self.tool_choice {
+                    if *named != c.name {
+                        return Some(Err(format!(
+                            "tool call {i}: \"{}\" was called where tool_choice named \"{named}\"",
+                            c.name
+                        )));
+                    }
+                }
                 if let Err(e) = json_schema::validate_text(&tool.parameters, &c.arguments) {
                     return Some(Err(format!("tool call {i} ({}): {e}", c.name)));
                 }
@@ -339,6 +343,33 @@ mod tests {
         s.response_format = Some(ResponseFormat::JsonObject);
         assert_eq!(s.check(&[], r#"{"a":1}"#), Some(Ok(())));
         assert!(s.check(&[], "[1]").unwrap().is_err());
+        // A call where `none` was asked breaks it.
+        let e = s.check(&[call(r#"{"city":"Oslo"}"#)], "").unwrap();
+        assert!(e.unwrap_err().contains("tool_choice was none"));
+    }
+
+    /// A named choice is kept only by a call to that tool: another listed
+    /// tool called instead breaks it.
+    #[test]
+    fn a_named_choice_is_kept_only_by_that_tool() {
+        let mut s = spec();
+        s.tools.push(ToolDef {
+            name: "get_time".into(),
+            description: None,
+            parameters: json!({"type":"object"}),
+        });
+        s.tool_choice = ToolChoice::Named("get_weather".into());
+        let call = |name: &str, args: &str| ToolCallRecord {
+            name: name.into(),
+            arguments: args.into(),
+        };
+        let weather = call("get_weather", r#"{"city":"Oslo"}"#);
+        assert_eq!(s.check(std::slice::from_ref(&weather), ""), Some(Ok(())));
+        let e = s.check(&[call("get_time", "{}")], "").unwrap().unwrap_err();
+        assert!(
+            e.contains("\"get_time\" was called where tool_choice named \"get_weather\""),
+            "{e}"
+        );
     }
 
     #[test]

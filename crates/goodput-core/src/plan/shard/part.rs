@@ -1,8 +1,9 @@
 //! A shard's part: what it sent, as raw records on its own clock, with
 //! what it takes to place them on the coordinator's.
 //!
-//! A part is JSON lines: one [`PartLine::Part`] header, at most one
-//! [`PartLine::MeasureStart`], one [`PartLine::Record`] per request (warm-up
+//! A part is JSON lines: one [`PartLine::Part`] header, the
+//! [`PartLine::MeasureStart`] lines the executor sent (it may send two, the
+//! earliest is kept), one [`PartLine::Record`] per request (warm-up
 //! included, marked) in the order they finished, and one
 //! [`PartLine::End`]. The same lines go over the coordinator's connection at
 //! the end of a run and into `--part FILE`, which `goodput merge` reads: a
