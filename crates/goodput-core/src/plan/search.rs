@@ -302,13 +302,9 @@ impl Search {
         if self.measured > 0 {
             return None;
         }
-        let (rate, requests) = self.first_measure()?;
-        let costed = self.costed_at(rate);
-        let c = &self.config;
-        let point_s = point_cost(
-            costed,
-            requests.min(c.min_requests.max((costed * c.measure_s).ceil() as u64)),
-        );
+        let (estimate, rate, requests) = self.first_measure()?;
+        let costed = self.costed_at(rate, estimate);
+        let point_s = point_cost(costed, requests.min(self.requests_at(costed)));
         let explored_s = self.explored_s();
         let settled_s = explored_s + SIZED_POINTS as f64 * point_s;
         let budget = self.budget_s();
@@ -340,12 +336,16 @@ impl Search {
 
     /// The first measuring point, at full size, when exploring is done and
     /// none has run.
-    fn first_measure(&self) -> Option<(f64, u64)> {
+    /// Also the estimate it was placed for.
+    fn first_measure(&self) -> Option<(f64, f64, u64)> {
         if self.measured > 0 || !self.explored() {
             return None;
         }
-        let answer = self.answer();
-        (answer.rate > 0.0).then(|| self.measure_at(answer.rate))
+        let estimate = self.answer().rate;
+        (estimate > 0.0).then(|| {
+            let (rate, requests) = self.measure_at(estimate);
+            (estimate, rate, requests)
+        })
     }
 
     /// Exploring has bracketed the edge (or ended without a bracket).
@@ -371,19 +371,23 @@ impl Search {
     /// middle instead, 15 of the README's 100 virtual searches answered
     /// differently, four of them without an interval (89 of 92 covering
     /// against 93 of 96).
-    fn costed_at(&self, rate: f64) -> f64 {
+    fn costed_at(&self, rate: f64, estimate: f64) -> f64 {
         match self.bracket() {
-            (Some(l), Some(h)) if self.measured == 0 && self.answer().rate >= h => {
-                rate.min((l * h).sqrt())
-            }
+            (Some(l), Some(h)) if estimate >= h => rate.min((l * h).sqrt()),
             _ => rate,
         }
+    }
+
+    /// Measured requests a measuring point at `rate` runs for: enough for
+    /// the SLO's percentiles, and the measuring window's arrivals.
+    fn requests_at(&self, rate: f64) -> u64 {
+        let c = &self.config;
+        c.min_requests.max((rate * c.measure_s).ceil() as u64)
     }
 
     /// The measuring point for the estimate `estimate`: its rate (the next
     /// offset, below any rate that failed on errors) and requests.
     fn measure_at(&self, estimate: f64) -> (f64, u64) {
-        let c = &self.config;
         let offset = MEASURE_OFFSETS[self.measured % MEASURE_OFFSETS.len()];
         let mut rate = estimate * offset;
         // Measuring points all on one side of the edge so far: the next
@@ -397,8 +401,7 @@ impl Search {
         // does not hold the next point below it: a measuring point above
         // it that passes is what tells a wandering queue from a growing one.
         let rate = rate.min(self.error_ceiling() * 0.97);
-        let requests = c.min_requests.max((rate * c.measure_s).ceil() as u64);
-        (rate, requests)
+        (rate, self.requests_at(rate))
     }
 
     /// The highest rate a measuring point passed at and the lowest one

@@ -65,16 +65,24 @@ impl Sizing {
         } else {
             String::new()
         };
-        let head = match self.costed_rate {
-            None => format!(
-                "search: the edge lies near {:.3} req/s (explored in {:.0} s); a settled answer takes up to {} points of {} requests there (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
-                self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
+        let explored = self.explored_s;
+        let (lead, points) = match self.costed_rate {
+            None => (
+                format!("the edge lies near {:.3} req/s (explored in {explored:.0} s); ", self.rate),
+                format!("{} requests there", self.requests),
             ),
-            Some(costed) => format!(
-                "search: exploring's fit puts the edge near {:.3} req/s, above a rate it saw fail (explored in {:.0} s); costed where exploring bracketed it, {costed:.3} req/s, a settled answer takes up to {} points of {} requests or fewer (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
-                self.rate, self.explored_s, self.points, self.requests, self.point_s, self.settled_s
+            Some(costed) => (
+                format!(
+                    "exploring's fit puts the edge near {:.3} req/s, above a rate it saw fail (explored in {explored:.0} s); costed where exploring bracketed it, {costed:.3} req/s, ",
+                    self.rate
+                ),
+                format!("{} requests or fewer", self.requests),
             ),
         };
+        let head = format!(
+            "search: {lead}a settled answer takes up to {} points of {points} (~{:.0} s each{extra}), about {:.0} s of load in all{most}",
+            self.points, self.point_s, self.settled_s
+        );
         if self.room >= self.points {
             return head;
         }
