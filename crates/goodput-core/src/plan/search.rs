@@ -367,10 +367,8 @@ impl Search {
     /// on a one-thread llama.cpp server exploring passed at 3.16 req/s and
     /// failed at 3.85, its fit put the edge at 4.28, and the measuring
     /// points settled at 2.6–2.9 (573 s of load against 430 said). The
-    /// points still run where the fit puts them: placed at the bracket's
-    /// middle instead, 15 of the README's 100 virtual searches answered
-    /// differently, four of them without an interval (89 of 92 covering
-    /// against 93 of 96).
+    /// points still run where the fit puts them (BENCHMARKS.md: placed at
+    /// the bracket's middle, four README searches in 100 lost their interval).
     fn costed_at(&self, rate: f64, estimate: f64) -> f64 {
         match self.bracket() {
             (Some(l), Some(h)) if estimate >= h => rate.min((l * h).sqrt()),
