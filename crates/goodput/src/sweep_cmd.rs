@@ -98,7 +98,7 @@ async fn run_points(
         ..
     } = session;
     let mut write_error = None;
-    let (mut said_points, mut said_sizing) = (0, false);
+    let (mut said_points, mut said_sizing, mut said_revision) = (0, false, None);
     let mut on_point = |r: &SweepResult, _: &goodput_core::load::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet || r.points.len() == said_points) {
             eprintln!("{}", point_line(r.points.len(), p));
@@ -110,6 +110,15 @@ async fn run_points(
             eprintln!("goodput: {}", z.describe());
             said_sizing = true;
         }
+        // Said again when the measuring points moved it.
+        let revised = r.search_sizing.and_then(|z| z.revised);
+        if let (Some(line), false) = (
+            r.search_sizing.and_then(|z| z.describe_revision()),
+            quiet || revised == said_revision,
+        ) {
+            eprintln!("goodput: {line}");
+        }
+        said_revision = revised;
         // Saved as each point finishes: an interrupted sweep keeps what it measured.
         if let Err(e) = out.write(&document_bytes(r)) {
             write_error.get_or_insert(e);

@@ -331,6 +331,7 @@ impl Search {
             settled_s,
             most_s: if sized { most_s } else { settled_s },
             sized,
+            revised: None,
         })
     }
 
@@ -341,7 +342,7 @@ impl Search {
         if self.measured > 0 || !self.explored() {
             return None;
         }
-        let estimate = self.answer().rate;
+        let estimate = self.estimate().rate;
         (estimate > 0.0).then(|| {
             let (rate, requests) = self.measure_at(estimate);
             (estimate, rate, requests)
@@ -517,7 +518,7 @@ impl Search {
             }
             _ => {}
         }
-        let answer = self.answer();
+        let answer = self.estimate();
         if answer.rate <= 0.0 {
             return Step::Done;
         }
@@ -596,8 +597,19 @@ impl Search {
         ))
     }
 
-    /// The answer from the points so far.
+    /// The answer from the points so far: the estimate, but a fit's zero
+    /// that its points could not bound is not headlined (`bare.rs`).
     pub fn answer(&self) -> Answer {
+        let mut answer = self.estimate();
+        if answer.method == Method::Fit && answer.interval.is_none() && !answer.inconclusive {
+            self.without_an_interval(&mut answer);
+        }
+        answer
+    }
+
+    /// Where the points so far put the edge: what the measuring points are
+    /// placed around.
+    fn estimate(&self) -> Answer {
         let (lo, hi) = self.bracket();
         let reported = self.reported_bracket();
         let mut answer = Answer {
@@ -733,9 +745,6 @@ impl Search {
             .interval()
             .map(|(a, b)| (a.exp(), b.exp().min(ceiling)))
             .filter(|&(lo, hi)| lo <= answer.rate && answer.rate <= hi);
-        if answer.interval.is_none() {
-            self.below_the_measuring_points(&mut answer, x0);
-        }
         if answer.rate < x0.exp() * 0.999 {
             answer.notes.push(format!(
                 "the fit's zero lies at or above a point that failed hard; held at {:.2} req/s",
@@ -743,28 +752,6 @@ impl Search {
             ));
         }
         answer
-    }
-}
-
-impl Search {
-    /// A fit with no interval whose zero lies below every measuring point
-    /// says each measuring pass was past the edge: without a settled one,
-    /// no point that could decide it places the edge, and the answer is
-    /// inconclusive (a CI run's llama.cpp search: measuring points at 5.07
-    /// to 5.96 req/s, one unsettled pass at 5.37 among three fails, the
-    /// zero at 4.80 from exploring points; 200 requests at 5.37 then read
-    /// p90 TTFT 1,281 ms against 600).
-    fn below_the_measuring_points(&self, answer: &mut Answer, x0: f64) {
-        let measuring = || self.seen.iter().filter(|o| o.measuring);
-        let below_all = measuring().count() > 0 && measuring().all(|o| x0 < o.rate.ln());
-        let settled_pass = measuring().any(|o| o.passes() && (o.settled || o.bounded));
-        if below_all && !settled_pass {
-            answer.inconclusive = true;
-            answer.notes.push(format!(
-                "inconclusive: the fit puts the edge at {:.2} req/s, below every measuring point, with no interval, and no measuring point that passed settled: a longer --search-time measures more points",
-                x0.exp()
-            ));
-        }
     }
 }
 
@@ -789,6 +776,7 @@ fn fit_margin(o: &Observation) -> Option<f64> {
     Some(m.min(MARGIN_CAP))
 }
 
+mod bare;
 mod fit;
 mod sizing;
 pub use fit::wide_interval;

@@ -113,7 +113,7 @@ fn without_noise_the_fit_finds_the_edge() {
 
 #[test]
 fn with_noise_the_answer_is_close_and_the_interval_covers_the_edge() {
-    let (mut within_7, mut covered, mut bounded) = (0, 0, 0);
+    let (mut within_7, mut covered, mut bounded, mut held) = (0, 0, 0, 0);
     // 200 searches of an edge at 7.2 req/s.
     let mut spent: f64 = 0.0;
     let mut errs = Vec::new();
@@ -126,6 +126,7 @@ fn with_noise_the_answer_is_close_and_the_interval_covers_the_edge() {
         let a = s.answer();
         spent = spent.max(s.spent_s());
         errs.push((a.rate / 7.2 - 1.0).abs());
+        held += u64::from(a.rate <= 7.2);
         if (a.rate / 7.2 - 1.0).abs() <= 0.07 {
             within_7 += 1;
         }
@@ -140,10 +141,18 @@ fn with_noise_the_answer_is_close_and_the_interval_covers_the_edge() {
     let median = errs[errs.len() / 2];
     assert!(spent <= 280.0, "spent {spent} s");
     // With this noise the budget buys about 1,500 requests near the edge:
-    // a standard error of about 6 % of the rate (measured: median error
-    // 4.7 %, 68 % of searches within 7 %, 90 % within 12 %).
-    assert!(median <= 0.06, "median error {median}");
-    assert!(within_7 >= runs * 6 / 10, "{within_7} of {runs} within 7 %");
+    // a standard error of about 6 % of the rate. A third of these searches
+    // end with a fit that has no interval; its zero, a bare estimate, held
+    // (at or below the edge) in about half of them, and such an answer is
+    // now the highest measuring pass below every measuring fail (`bare.rs`):
+    // median error 5.3 % → 6.8 %, within 7 % 126 → 106 of 200, the answer at
+    // or below the edge 105 → 113 of 200.
+    assert!(median <= 0.07, "median error {median}");
+    assert!(within_7 >= runs / 2, "{within_7} of {runs} within 7 %");
+    assert!(
+        held >= runs * 55 / 100,
+        "{held} of {runs} at or below the edge"
+    );
     // A fit whose zero falls outside every rate the search ran answers
     // with the highest passing rate and no interval (it used to be
     // extrapolated): 134 of 200 keep an interval.
@@ -366,6 +375,7 @@ fn a_budget_too_short_to_settle_says_what_would_be_enough() {
         settled_s: 1528.0,
         most_s: 1528.0,
         sized: false,
+        revised: None,
     };
     let d = fixed.describe();
     assert!(
@@ -656,4 +666,147 @@ fn the_time_said_costs_an_edge_above_a_failed_point_where_exploring_bracketed_it
     let z = s.sizing().expect("said");
     assert!(s.answer().rate < 3.85);
     assert_eq!(z.costed_rate, None);
+}
+
+/// The fourteenth session's 128/128 search of configuration B, a
+/// one-thread llama.cpp server: exploring bracketed the edge at 3.23–3.75
+/// req/s on points of 25 and 34 requests, the search said 550 s, and its
+/// first measuring point, at 3.20, failed clearly (p99 TTFT 1,513 ms
+/// against 600); the points walked down to 1.75 and took 775 s. Once that
+/// point has run, the search says its time again, from where the points
+/// then put the edge; a point that lands where exploring said does not.
+#[test]
+fn the_time_is_said_again_when_the_first_measuring_point_moves_it() {
+    let config = SearchConfig {
+        start_rate: 14.31,
+        budget: Budget::Sized {
+            cap_s: f64::INFINITY,
+        },
+        explore_s: 8.0,
+        measure_s: 40.0,
+        ..config()
+    };
+    let point = |rate: f64, margin: f64, measuring: bool| Observation {
+        rate,
+        requests: if measuring {
+            368
+        } else {
+            (rate * 8.0).ceil() as u64
+        },
+        margin: Some(margin),
+        hard_fail: false,
+        saturated: rate > 14.0,
+        wall_s: if measuring { 368.0 / rate + 4.0 } else { 12.0 },
+        measuring,
+        settled: measuring,
+        bounded: measuring,
+        achieved: Some(if rate > 14.0 { 1.32 } else { rate }),
+    };
+    let explored = |s: &mut Search| {
+        for (rate, margin) in [
+            (14.31, 2.0),
+            (1.32, -0.9),
+            (4.35, 0.48),
+            (2.40, -0.58),
+            (3.23, -0.12),
+            (3.75, 0.56),
+        ] {
+            s.record(point(rate, margin, false));
+        }
+    };
+    let mut s = Search::new(config);
+    explored(&mut s);
+    let Step::Measure { rate: first, .. } = s.next() else {
+        panic!("{:?}", s.next())
+    };
+    let mut said = s.sizing().expect("said before the measuring points");
+    assert!(s.revision().is_none(), "nothing measured yet");
+    s.record(point(first, 0.92, true));
+    let r = s
+        .revision()
+        .expect("a measuring point ran, more are planned");
+    assert_eq!((r.after_points, r.points_left), (1, SIZED_POINTS - 1));
+    assert!(r.rate < first * 0.95, "the next point walks down: {r:?}");
+    assert!(r.expected_s > 1.2 * said.planned_s, "{r:?} {said:?}");
+    assert!(said.revise(r), "moved by more than a fifth");
+    let line = said.describe_revision().expect("said again");
+    assert!(
+        line.contains("said again after 1 measuring point:") && line.contains("planned before"),
+        "{line}"
+    );
+    assert!(!said.revise(r), "the same figure is not said twice");
+    // A first measuring point near the edge, at the rate exploring costed:
+    // the time stands.
+    let mut s = Search::new(config);
+    explored(&mut s);
+    let mut said = s.sizing().expect("said");
+    s.record(point(first, -0.03, true));
+    let r = s.revision().expect("more planned");
+    assert!(!said.revise(r), "{r:?} {said:?}");
+    assert!(said.describe_revision().is_none());
+}
+
+/// A one-thread llama.cpp search (4 × 128, 2 slots, 256/64 tokens): its
+/// measuring points failed at 5.58, 4.29, 3.83 and 3.44 req/s and passed
+/// at 2.13, and the fit's zero, with no interval (the margins at 3.44 to
+/// 4.29 read 0.40, 0.01 and 0.21: no line bounds them), fell at 3.41, just
+/// under the fail at 3.44. A zero with no interval is not headlined: the
+/// settled pass at 2.13 answers, said why.
+#[test]
+fn a_fit_with_no_interval_answers_its_settled_measuring_pass() {
+    let mut s = Search::new(SearchConfig {
+        start_rate: 41.9,
+        budget: Budget::Sized {
+            cap_s: f64::INFINITY,
+        },
+        explore_s: 8.0,
+        measure_s: 40.0,
+        ..config()
+    });
+    let point = |rate: f64, margin: f64, requests: u64, measuring: bool| Observation {
+        rate,
+        requests,
+        margin: Some(margin),
+        hard_fail: false,
+        saturated: rate > 20.0,
+        wall_s: requests as f64 / rate + 4.0,
+        measuring,
+        settled: measuring,
+        bounded: measuring,
+        achieved: Some(if rate > 20.0 { 2.24 } else { rate }),
+    };
+    for (rate, margin, requests) in [
+        (41.9, 2.0, 40),
+        (20.95, 2.82, 26),
+        (2.24, -0.67, 21),
+        (6.85, 0.37, 50),
+        (3.91, -0.87, 29),
+        (5.18, -0.025, 41),
+        (5.95, 0.18, 48),
+    ] {
+        s.record(point(rate, margin, requests, false));
+    }
+    for (rate, margin) in [
+        (5.58, 0.49),
+        (4.29, 0.21),
+        (3.83, 0.009),
+        (3.44, 0.40),
+        (2.13, -0.62),
+    ] {
+        s.record(point(rate, margin, 368, true));
+    }
+    let a = s.answer();
+    assert!(!a.inconclusive, "{a:?}");
+    assert_eq!(
+        (a.rate, a.method, a.interval),
+        (2.13, Method::Bracket, None),
+        "{a:?}"
+    );
+    assert_eq!(a.bracket, (2.13, Some(3.44)), "{a:?}");
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("scatter too much to bound it")),
+        "{a:?}"
+    );
 }

@@ -592,6 +592,12 @@ impl Runner<'_> {
                 self.result.search_sizing = Some(sizing);
                 (self.on_point)(&self.result, &Progress::default());
             }
+            // And again when the measuring points moved it by a fifth.
+            if let (Some(said), Some(r)) = (self.result.search_sizing.as_mut(), search.revision()) {
+                if said.revise(r) {
+                    (self.on_point)(&self.result, &Progress::default());
+                }
+            }
         }
         Ok(())
     }
