@@ -265,7 +265,7 @@ fn shape(run: &RunResult) -> Result<Shape, Skip> {
                 "a dataset's prompts: their lengths vary, so no step has a known shape",
             ))
         }
-        WorkloadSource::Trace { .. } => {
+        WorkloadSource::Trace { .. } | WorkloadSource::Agents { .. } => {
             return Err(skip(
                 "distributed lengths",
                 "a trace's prompts: their lengths vary, so no step has a known shape",

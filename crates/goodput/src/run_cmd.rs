@@ -22,7 +22,10 @@ use crate::setup;
 use crate::spec;
 
 pub fn main(args: RunArgs) -> Result<Code, Exit> {
+    // Agent trajectories take their load from the flags: --concurrency N
+    // trajectories in flight, or --request-rate R trajectories a second.
     if args.common.workload.replay.trace.is_some()
+        && !args.common.workload.replay.is_agents()
         && (args.common.load.concurrency.is_some() || args.common.load.request_rate.is_some())
     {
         return Err(usage(anyhow!(

@@ -103,7 +103,7 @@ pub fn run_spec<L: clap::Args>(load: Load, flags: &CommonArgs<L>) -> Result<RunS
         }
     };
     let rows = num_prompts.map(|n| n.saturating_mul(rows_per_request));
-    let mut spec = workload_spec(workload, bounds.seed, rows)?;
+    let mut spec = workload_spec(workload, bounds.seed, rows, bounds.duration.is_some())?;
     spec.mix = request_mix(&flags.target);
     if let Some(rate) = spec.trace_rate() {
         load = Load::Open {
@@ -226,10 +226,12 @@ fn check_inputs(target: &TargetArgs, w: &WorkloadArgs) -> Result<(), Exit> {
 /// The workload from the workload flags, with its files read and checked.
 /// `num_prompts`: the measured requests a dataset must supply (`None`: each
 /// usable row once, for a run bounded by time).
+/// `timed`: `--duration` bounds the run.
 fn workload_spec(
     w: &WorkloadArgs,
     seed: u64,
     num_prompts: Option<u64>,
+    timed: bool,
 ) -> Result<WorkloadSpec, Exit> {
     let text = TextBuilder::new(w.tokenizer.clone());
     text.check().map_err(usage)?;
@@ -287,6 +289,18 @@ fn workload_spec(
         SourceSpec::Dataset {
             dataset: Arc::new(dataset),
             output_override: w.output_tokens.clone(),
+        }
+    } else if let (Some(path), true) = (&w.replay.trace, w.replay.is_agents()) {
+        let traces = goodput_core::load::AgentTraces::load(path).map_err(usage)?;
+        for note in traces.stats.notes() {
+            eprintln!("goodput: note: {note}");
+        }
+        SourceSpec::Agents {
+            traces: Arc::new(traces),
+            replay: w.replay.agent_replay(),
+            // A run bounded by a count or a duration starts the file over
+            // (fresh namespaces); else each trajectory is replayed once.
+            cycle: num_prompts.is_some() || timed,
         }
     } else if let Some(path) = &w.replay.trace {
         let trace = load_trace(path, &w.replay.options()).map_err(usage)?;

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::load::schedule::{Load, RampUp, Schedule};
@@ -49,7 +49,7 @@ mod slots;
 mod turns;
 pub use control::RunControl;
 use slots::{all_slots_back, common_start, spawn_canceller, SlotRamp};
-use turns::{FollowUp, PendingTurns};
+use turns::{FollowUp, PendingTurns, Slot};
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
@@ -196,12 +196,7 @@ impl<T> Clone for TaskCtx<T> {
     }
 }
 
-fn spawn_request<T: Transport>(
-    ctx: &TaskCtx<T>,
-    req: PreparedRequest,
-    t_sched: u64,
-    permit: OwnedSemaphorePermit,
-) {
+fn spawn_request<T: Transport>(ctx: &TaskCtx<T>, req: PreparedRequest, t_sched: u64, permit: Slot) {
     let ctx = ctx.clone();
     tokio::spawn(async move {
         let rec = ctx.transport.execute(&req, t_sched).await;
@@ -213,20 +208,27 @@ fn spawn_request<T: Transport>(
         if !rec.ok() && !rec.incomplete() {
             ctx.progress.failed.fetch_add(1, Relaxed);
         }
-        let next = ctx
-            .follow_ups
-            .as_ref()
-            .and_then(|f| f.next_turn(&req, &rec));
+        let next = match &ctx.follow_ups {
+            Some(f) => f.next_calls(&req, &rec),
+            None => Vec::new(),
+        };
         if ctx.records.send(Msg::Record(Box::new(rec))).is_err() {
             ctx.lost.fetch_add(1, Relaxed);
         }
-        // The session keeps its slot through the think time; a send error
-        // means sending has ended, and dropping the follow-up frees the slot.
-        if let Some((request, think)) = next {
-            let ready = ctx.clock.instant(ctx.clock.now_ns()) + think;
+        // The session keeps its slot through the think time (an agent's
+        // parallel calls share it); a send error means sending has ended,
+        // and dropping the follow-up frees the slot.
+        if next.is_empty() {
+            return;
+        }
+        let now_ns = ctx.clock.now_ns();
+        let slots = permit.split(next.len());
+        for (call, permit) in next.into_iter().zip(slots) {
+            let ready_ns = call.not_before_ns.map_or(now_ns, |at| at.max(now_ns));
+            let ready = ctx.clock.instant(ready_ns) + call.after;
             let _ = ctx.follow_tx.send(FollowUp {
                 ready,
-                request,
+                request: call.request,
                 permit,
             });
         }
@@ -639,7 +641,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
             self.clock.now_ns()
         };
         self.books
-            .send(&self.ctx, req, t_sched, permit, self.ramp_at);
+            .send(&self.ctx, req, t_sched, Slot::Own(permit), self.ramp_at);
         Flow::Go
     }
 
@@ -712,7 +714,7 @@ impl Books {
         ctx: &TaskCtx<T>,
         req: PreparedRequest,
         t_sched: u64,
-        permit: OwnedSemaphorePermit,
+        permit: Slot,
         ramp_at: Option<u64>,
     ) {
         ctx.progress.sent.fetch_add(1, Relaxed);

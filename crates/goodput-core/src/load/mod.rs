@@ -17,6 +17,9 @@ pub use self::descriptors::{check_fd_limit, raise_fd_limit, reserve_fd_table};
 pub use self::executor::{ExecSummary, Progress, RunControl, RunPlan, Warmup, WarmupPolicy};
 pub use self::schedule::{Arrival, Load, RampStrategy, RampUp, Schedule};
 pub use self::timer::{PreciseTimer, Timer};
+pub use self::workload::agent::{
+    AgentStats, AgentTraces, Replay as AgentReplay, Timing as AgentTiming, DEFAULT_GAP_CAP,
+};
 pub use self::workload::dataset::{
     load_dataset, DatasetFormat, DatasetOptions, Exhausted, Sampling,
 };

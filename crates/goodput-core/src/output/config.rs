@@ -231,6 +231,17 @@ pub enum WorkloadSource {
         /// `--output-tokens` given explicitly, for every row.
         output_tokens: Option<LengthSpec>,
     },
+    /// Agent trajectories, each call sent when what it waits for completed.
+    Agents {
+        /// The files, and what reading them found.
+        agents: crate::load::AgentStats,
+        /// `gaps` (after the parents, plus the recorded gap) or `recorded`.
+        timing: crate::load::AgentTiming,
+        /// Replay speed (2: twice as fast).
+        trace_speed: f64,
+        /// Longest gap a call waits after its parents, seconds.
+        gap_cap_s: f64,
+    },
 }
 
 impl WorkloadConfig {
@@ -262,6 +273,12 @@ impl WorkloadConfig {
                 trace_speed: *speed,
                 block_tokens: *block_tokens,
                 output_tokens: output_override.clone(),
+            },
+            SourceSpec::Agents { traces, replay, .. } => WorkloadSource::Agents {
+                agents: traces.stats.clone(),
+                timing: replay.timing,
+                trace_speed: replay.speed,
+                gap_cap_s: replay.gap_cap.as_secs_f64(),
             },
         };
         WorkloadConfig {

@@ -263,6 +263,22 @@ pub struct ServerUsage {
     pub cached_tokens: Option<u32>,
 }
 
+/// Where a call of an agent's trajectory sits: the trace it came from, the
+/// agent that made it (0 the main agent, k > 0 the trace's k-th subagent),
+/// how deep that agent is nested, and the calls (indices in the
+/// trajectory, as `turn` is) it waited for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentCall {
+    /// The trace's `id`.
+    pub trace: std::sync::Arc<str>,
+    /// The agent: 0 the main one, k the k-th subagent.
+    pub agent: u32,
+    /// Subagent nesting: 0 for the main agent.
+    pub depth: u32,
+    /// The calls it waited for.
+    pub parents: Vec<u32>,
+}
+
 /// The raw record of one request. It serializes whole (a sharded run's
 /// parts carry records from shard to coordinator, and to `goodput merge`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -277,6 +293,9 @@ pub struct RequestRecord {
     /// The session, the 0-based turn and the session's number of turns, for
     /// a turn of a multi-turn session.
     pub session: Option<(u64, u32, u32)>,
+    /// For a call of an agent's trajectory: its trace, agent and parents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<std::sync::Arc<AgentCall>>,
     /// When the schedule said the request should be sent.
     pub t_sched: u64,
     /// When a new connection began opening for it (None: pooled connection).

@@ -305,10 +305,12 @@ pub struct WorkloadArgs {
 #[derive(Args, Debug, Clone)]
 pub struct TraceArgs {
     /// Replay a trace's arrival times and lengths: Azure's LLM inference trace CSV, Mooncake
-    /// JSONL (hash_ids replayed as shared blocks), or JSONL/CSV with a timestamp column.
+    /// JSONL (hash_ids replayed as shared blocks), or JSONL/CSV with a timestamp column; or agent
+    /// trajectories (Weka traces: a .json file, a directory of them, or JSON lines), each call
+    /// sent when the calls it waits for have completed.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["turns", "prefix_tokens"], help_heading = "Trace")]
     pub trace: Option<std::path::PathBuf>,
-    /// Format of --trace when detection would guess: azure, mooncake, jsonl or csv.
+    /// Format of --trace when detection would guess: azure, mooncake, jsonl, csv or weka.
     #[arg(
         long,
         value_name = "FORMAT",
@@ -331,9 +333,38 @@ pub struct TraceArgs {
     /// Tokens per Mooncake hash block.
     #[arg(long, value_name = "N", default_value = "512", value_parser = clap::value_parser!(u32).range(1..=1_000_000), requires = "trace", help_heading = "Trace")]
     pub trace_block_tokens: u32,
+    /// Agent trajectories: send a call when its parents have completed plus its recorded gap
+    /// (gaps), or at its recorded time but never before its parents complete (recorded).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "gaps",
+        requires = "trace",
+        help_heading = "Trace"
+    )]
+    pub trace_timing: goodput_core::load::AgentTiming,
+    /// Agent trajectories: the longest recorded gap a call waits after its parents (before --trace-speed).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = duration, requires = "trace", help_heading = "Trace")]
+    pub trace_gap_cap: std::time::Duration,
 }
 
 impl TraceArgs {
+    /// Whether --trace holds agent trajectories (detected, or `--trace-format weka`).
+    pub fn is_agents(&self) -> bool {
+        self.trace
+            .as_deref()
+            .is_some_and(|p| goodput_core::load::AgentTraces::detect(p, self.trace_format))
+    }
+
+    /// How agent trajectories are replayed.
+    pub fn agent_replay(&self) -> goodput_core::load::AgentReplay {
+        goodput_core::load::AgentReplay {
+            timing: self.trace_timing,
+            speed: self.trace_speed,
+            gap_cap: self.trace_gap_cap,
+        }
+    }
+
     /// How goodput-core's loader reads and slices the trace.
     pub fn options(&self) -> goodput_core::load::TraceOptions {
         goodput_core::load::TraceOptions {

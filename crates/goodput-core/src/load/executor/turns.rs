@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::OwnedSemaphorePermit;
@@ -13,7 +14,31 @@ use crate::request::protocol::PreparedRequest;
 pub(super) struct FollowUp {
     pub(super) ready: Instant,
     pub(super) request: PreparedRequest,
-    pub(super) permit: OwnedSemaphorePermit,
+    pub(super) permit: Slot,
+}
+
+/// The slot a request holds: its own, or, for the parallel branches of an
+/// agent's trajectory, a share of the trajectory's one slot (it frees when
+/// the last branch lets go: a lane takes its next trajectory only once the
+/// whole tree has drained). Shared only where a call fans out, so the
+/// common path allocates nothing.
+pub(super) enum Slot {
+    Own(OwnedSemaphorePermit),
+    Shared(Arc<OwnedSemaphorePermit>),
+}
+
+impl Slot {
+    /// `n` holders of this slot (`n` ≥ 1).
+    pub(super) fn split(self, n: usize) -> Vec<Slot> {
+        if n <= 1 {
+            return vec![self];
+        }
+        let shared = match self {
+            Slot::Own(p) => Arc::new(p),
+            Slot::Shared(a) => a,
+        };
+        (0..n).map(|_| Slot::Shared(shared.clone())).collect()
+    }
 }
 
 /// Sessions' turns waiting for their ready time, earliest first (then in

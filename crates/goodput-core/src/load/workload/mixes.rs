@@ -27,7 +27,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::source::{FollowUps, Planned, RequestSource};
+use super::source::{FollowUps, NextCall, Planned, RequestSource};
 use crate::request::protocol::PreparedRequest;
 use crate::request::record::RequestRecord;
 
@@ -389,6 +389,15 @@ impl FollowUps for MixFollowUps {
         let (mut next, think) = self.inner.next_turn(prev, rec)?;
         Choice::of(prev, &self.mix).apply(&mut next);
         Some((next, think))
+    }
+
+    fn next_calls(&self, prev: &PreparedRequest, rec: &RequestRecord) -> Vec<NextCall> {
+        let choice = Choice::of(prev, &self.mix);
+        let mut calls = self.inner.next_calls(prev, rec);
+        for c in &mut calls {
+            choice.apply(&mut c.request);
+        }
+        calls
     }
 }
 

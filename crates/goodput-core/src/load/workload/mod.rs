@@ -11,6 +11,7 @@
 //! times and lengths) into validated rows, with [`files`] as their shared
 //! plumbing; turning rows into requests is a [`RequestSource`]'s job.
 
+pub mod agent;
 pub mod dataset;
 pub mod files;
 pub mod inputs;
@@ -74,6 +75,17 @@ pub enum SourceSpec {
         block_tokens: u32,
         /// Every row's output length, when `--output-tokens` was given.
         output_override: Option<LengthSpec>,
+    },
+    /// Agent trajectories, each call sent when what it waits for has
+    /// completed (`agent::source::AgentSource`).
+    Agents {
+        /// The trajectories, read and validated once.
+        traces: Arc<agent::AgentTraces>,
+        /// When calls are sent, and how fast.
+        replay: agent::Replay,
+        /// Start the file over when it runs out (a run bounded by a count
+        /// or a duration); else each trajectory once.
+        cycle: bool,
     },
 }
 
@@ -156,6 +168,16 @@ impl WorkloadSpec {
                 output_override.clone(),
                 build(),
             )),
+            SourceSpec::Agents {
+                traces,
+                replay,
+                cycle,
+            } => Box::new(agent::source::AgentSource::new(
+                traces.clone(),
+                replay.clone(),
+                *cycle,
+                build(),
+            )),
         };
         inputs::wrap(inner, outer, s.batch, s.images.clone(), nonce)
     }
@@ -164,7 +186,10 @@ impl WorkloadSpec {
     /// text in the same order; `Err` says what makes each run's differ (a
     /// per-run salt, per-run prefix words, a trace's per-run blocks).
     pub fn same_prompts_every_run(&self) -> Result<(), String> {
-        if matches!(self.source, SourceSpec::Trace { .. }) {
+        if matches!(
+            self.source,
+            SourceSpec::Trace { .. } | SourceSpec::Agents { .. }
+        ) {
             return Err(
                 "a trace's prompts are built from blocks seeded by each run's nonce".into(),
             );
@@ -213,6 +238,16 @@ impl WorkloadSpec {
                 trace.stats.format,
                 trace.rows.len(),
                 trace.stats.span_s
+            ),
+            SourceSpec::Agents { traces, replay, .. } => format!(
+                "{endpoint}, agent trajectories {} ({}, {} traces, {} calls, {} subagents; timing {}, speed {}x)",
+                traces.stats.name,
+                traces.stats.format,
+                traces.stats.traces,
+                traces.stats.calls,
+                traces.stats.subagents,
+                replay.timing,
+                replay.speed
             ),
         };
         if let Some(p) = &s.prefix {

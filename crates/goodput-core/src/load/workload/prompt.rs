@@ -29,6 +29,7 @@ use goodput_common::words::words;
 const MAX_PASSES: usize = 48;
 
 /// Builds text of exact token counts under one tokenizer.
+#[derive(Clone)]
 pub struct TextBuilder {
     tokenizer: Tokenizer,
     /// Token cost of " word" for each word of the list (1 when not counting).

@@ -33,7 +33,7 @@ use super::dataset::{Dataset, RowPrompt};
 use super::prompt::TextBuilder;
 use super::source::{FollowUps, Planned, RequestSource};
 use super::synthetic::{mix_seed, push_salt};
-use super::trace::{Trace, TraceRow};
+use super::trace::Trace;
 use crate::request::protocol::{request_body, PreparedRequest, Prompt, RequestParams};
 use goodput_common::lengths::LengthSpec;
 
@@ -207,13 +207,8 @@ pub struct TraceSource {
     nonce: u64,
     next: usize,
     rng: StdRng,
-    seen_blocks: HashSet<u64>,
-    /// Recently built block texts by hash id (cleared when large).
-    blocks: HashMap<u64, Arc<str>>,
+    blocks: Blocks,
 }
-
-/// Block texts kept before the cache is cleared (a few hundred MB at most).
-const BLOCK_CACHE: usize = 50_000;
 
 impl TraceSource {
     /// The trace's rows as one run's requests, at their times divided by
@@ -234,6 +229,7 @@ impl TraceSource {
             seed,
             nonce,
         } = build;
+        let blocks_text = text.clone();
         TraceSource {
             trace,
             params,
@@ -245,40 +241,78 @@ impl TraceSource {
             nonce,
             next: 0,
             rng: StdRng::seed_from_u64(seed ^ 0xbb67_ae85_84ca_a73b),
-            seen_blocks: HashSet::new(),
-            blocks: HashMap::new(),
+            blocks: Blocks::new(blocks_text, nonce),
+        }
+    }
+}
+
+/// Prompts made of hash blocks: each id one block of text, the same
+/// wherever the id appears in the run, so shared leading ids are
+/// byte-identical prefixes (a Mooncake row's, an agent call's).
+pub struct Blocks {
+    text: TextBuilder,
+    nonce: u64,
+    seen: HashSet<u64>,
+    /// Recently built block texts by (id, tokens) (cleared when large).
+    cache: HashMap<(u64, u32), Arc<str>>,
+}
+
+/// Block texts kept before the cache is cleared (a few hundred MB at most).
+const BLOCK_CACHE: usize = 50_000;
+
+impl Blocks {
+    pub fn new(text: TextBuilder, nonce: u64) -> Self {
+        Blocks {
+            text,
+            nonce,
+            seen: HashSet::new(),
+            cache: HashMap::new(),
         }
     }
 
-    /// The text of block `hash_id` (`block_tokens` tokens by construction
-    /// under the built-in encodings), the same wherever the id appears.
-    fn block(&mut self, hash_id: u64) -> Arc<str> {
-        if let Some(b) = self.blocks.get(&hash_id) {
+    /// The builder the blocks are written with.
+    pub fn text(&self) -> &TextBuilder {
+        &self.text
+    }
+
+    /// The text of block `id` (`tokens` tokens by construction under the
+    /// built-in encodings), the same wherever the id appears.
+    fn block(&mut self, id: u64, tokens: u32) -> Arc<str> {
+        if let Some(b) = self.cache.get(&(id, tokens)) {
             return b.clone();
         }
-        if self.blocks.len() >= BLOCK_CACHE {
-            self.blocks.clear();
+        if self.cache.len() >= BLOCK_CACHE {
+            self.cache.clear();
         }
-        let mut rng = StdRng::seed_from_u64(mix_seed(hash_id ^ mix_seed(self.nonce)));
-        let b: Arc<str> = self.text.nominal(&mut rng, self.block_tokens).into();
-        self.blocks.insert(hash_id, b.clone());
+        let mut rng = StdRng::seed_from_u64(mix_seed(id ^ mix_seed(self.nonce)));
+        let b: Arc<str> = self.text.nominal(&mut rng, tokens).into();
+        self.cache.insert((id, tokens), b.clone());
         b
     }
 
-    /// A Mooncake row's prompt: its blocks in order (the last cut to the
-    /// row's length), and the leading tokens of blocks seen before.
-    fn blocks_prompt(&mut self, row: &TraceRow, id: u64) -> (String, u32) {
-        let b = self.block_tokens;
-        let mut text = String::with_capacity(row.input_tokens as usize * 7);
-        let mut left = row.input_tokens;
+    /// A prompt of `input_tokens` from blocks `ids` of `block_tokens`
+    /// each, in order (the last cut to the length; tokens past the ids
+    /// unique text, salted with request `id`), and the leading tokens of
+    /// blocks seen before in the run: what a prefix cache could reuse.
+    pub fn prompt(
+        &mut self,
+        ids: impl IntoIterator<Item = u64>,
+        block_tokens: u32,
+        input_tokens: u32,
+        id: u64,
+        rng: &mut StdRng,
+    ) -> (String, u32) {
+        let b = block_tokens.max(1);
+        let mut text = String::with_capacity(input_tokens as usize * 7);
+        let mut left = input_tokens;
         let mut cacheable = 0u32;
         let mut still_shared = true;
-        for &h in &row.hash_ids {
+        for h in ids {
             if left == 0 {
                 break;
             }
             let take = left.min(b);
-            let seen = !self.seen_blocks.insert(h);
+            let seen = !self.seen.insert(h);
             still_shared &= seen;
             if still_shared {
                 cacheable += take;
@@ -287,7 +321,7 @@ impl TraceSource {
                 text.push(' ');
             }
             if take == b {
-                text.push_str(&self.block(h));
+                text.push_str(&self.block(h, b));
             } else {
                 // A last, partial block: the block's own opening words.
                 let mut rng = StdRng::seed_from_u64(mix_seed(h ^ mix_seed(self.nonce)));
@@ -302,7 +336,7 @@ impl TraceSource {
             let salt = push_salt(&mut tail, self.nonce, id, left, false);
             if left > salt {
                 tail.push(' ');
-                tail.push_str(&self.text.nominal(&mut self.rng, left - salt));
+                tail.push_str(&self.text.nominal(rng, left - salt));
             }
             if !text.is_empty() {
                 text.push(' ');
@@ -333,7 +367,13 @@ impl RequestSource for TraceSource {
             let n = self.text.count(&text);
             (text, n, 0)
         } else if !row.hash_ids.is_empty() {
-            let (text, cacheable) = self.blocks_prompt(row, id);
+            let (text, cacheable) = self.blocks.prompt(
+                row.hash_ids.iter().copied(),
+                self.block_tokens,
+                row.input_tokens,
+                id,
+                &mut self.rng,
+            );
             // Exact by construction under the built-in encodings (every word
             // one token, blocks joined by spaces; a test checks it): a
             // 10k-token prompt is not encoded again. A model's tokenizer

@@ -31,6 +31,19 @@ pub trait RequestSource: Send {
     fn follow_ups(&self) -> Option<Arc<dyn FollowUps>>;
 }
 
+/// A call that became ready when another finished: sent `after` the
+/// finish, and not before `not_before_ns` on the run's clock where that is
+/// set (an agent trace's recorded time).
+#[derive(Debug)]
+pub struct NextCall {
+    /// The call.
+    pub request: PreparedRequest,
+    /// Its wait after the finish that made it ready.
+    pub after: Duration,
+    /// The earliest it may go, on the run's clock (ns).
+    pub not_before_ns: Option<u64>,
+}
+
 /// Builds a session's next turn from the previous one's response.
 pub trait FollowUps: Send + Sync {
     /// The turn after `prev`, which finished as `rec`, and the think time
@@ -41,4 +54,19 @@ pub trait FollowUps: Send + Sync {
         prev: &PreparedRequest,
         rec: &RequestRecord,
     ) -> Option<(PreparedRequest, Duration)>;
+
+    /// Every call that `prev`'s finish made ready: a session's next turn,
+    /// or in an agent's trajectory none (a branch still running holds the
+    /// join), one, or several (subagents fanned out, sent in parallel).
+    fn next_calls(&self, prev: &PreparedRequest, rec: &RequestRecord) -> Vec<NextCall> {
+        self.next_turn(prev, rec)
+            .map(|(request, after)| {
+                vec![NextCall {
+                    request,
+                    after,
+                    not_before_ns: None,
+                }]
+            })
+            .unwrap_or_default()
+    }
 }

@@ -36,7 +36,7 @@
 //! The whole file is always read and validated (and hashed), also past the
 //! end of the slice; only rows in the slice are kept.
 
-mod datetime;
+pub(crate) mod datetime;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -59,6 +59,8 @@ choices! {
         Jsonl = "jsonl",
         /// Generic CSV.
         Csv = "csv",
+        /// Agent trajectories (Weka traces: calls, subagents, their order).
+        Weka = "weka",
     }
 }
 
@@ -176,6 +178,12 @@ pub fn load_trace(path: &Path, opts: &TraceOptions) -> Result<Trace, FileError> 
         None => detect(path)?,
     };
     let layout = match (format, opts.time_unit) {
+        (TraceFormat::Weka, _) => {
+            return Err(FileError::file(
+                path,
+                "agent trajectories (weka) are replayed by `goodput run --trace`; this command reads traces of independent arrivals (azure, mooncake, jsonl, csv)",
+            ))
+        }
         (TraceFormat::Azure, Some(unit)) => {
             return Err(FileError::file(
                 path,

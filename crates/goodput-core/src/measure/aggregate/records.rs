@@ -122,6 +122,8 @@ impl Serialize for EventTimes<'_> {
 /// is a BTreeMap), so the file is byte for byte what it was.
 #[derive(Serialize)]
 struct Line<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: Option<&'a crate::request::record::AgentCall>,
     cached_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     class: Option<&'a str>,
@@ -197,6 +199,7 @@ fn record_line(
     let usage = rec.usage.unwrap_or_default();
     let tools = rec.output_check.is_some() || rec.t_first_tool_call.is_some();
     let line = Line {
+        agent: rec.agent.as_deref(),
         cached_tokens: usage.cached_tokens,
         class: rec.class.as_deref(),
         client_input_tokens: m.client_input_tokens,
@@ -329,6 +332,9 @@ mod tests {
         if let Some((session, turn, _)) = rec.session {
             v["session_id"] = json!(session);
             v["turn"] = json!(turn);
+        }
+        if let Some(agent) = &rec.agent {
+            v["agent"] = json!(agent);
         }
         if rec.output_check.is_some() || rec.t_first_tool_call.is_some() {
             v["time_to_first_tool_call_ms"] = json!(opt(m.time_to_first_tool_call_ms));

@@ -177,8 +177,11 @@ pub struct PreparedRequest {
     pub cacheable_tokens: u32,
     /// The expected answer (a dataset row's `reference`), for quality.
     pub reference: Option<std::sync::Arc<str>>,
-    /// Set for a turn of a multi-turn session.
+    /// Set for a turn of a multi-turn session (an agent's call too: its
+    /// trajectory is the session).
     pub session: Option<Box<SessionTurn>>,
+    /// Set for a call of an agent's trajectory.
+    pub agent: Option<std::sync::Arc<crate::request::record::AgentCall>>,
     /// The model its body names, when the run mixes models (`--model a,b`).
     pub model: Option<std::sync::Arc<str>>,
     /// Its priority class, when the run mixes classes (`--priority-mix`).
@@ -205,6 +208,7 @@ impl PreparedRequest {
                 .session
                 .as_ref()
                 .map(|s| (s.session_id, s.turn, s.turns)),
+            agent: self.agent.clone(),
             t_sched,
             prompt_tokens_client: self.prompt_tokens,
             cacheable_tokens: self.cacheable_tokens,

@@ -10,7 +10,7 @@ use jiff::civil::DateTime;
 /// optional fraction of 1 to 9 digits and an optional zone (`Z`, `+HH:MM`,
 /// `+HHMM`, `+HH`); `T` may replace the space. A date without a zone is
 /// taken as UTC (only differences matter here).
-pub(super) fn parse_datetime(text: &str) -> Option<i128> {
+pub(crate) fn parse_datetime(text: &str) -> Option<i128> {
     let b = text.trim().as_bytes();
     let digits = |range: std::ops::Range<usize>| -> Option<i128> {
         let part = b.get(range)?;
