@@ -15,12 +15,15 @@ use serde::{Deserialize, Serialize};
 pub mod batch;
 mod binomial;
 mod level;
+mod mean;
 mod ranks;
 
 pub use binomial::binomial_ci_ranks;
 #[cfg(test)]
 pub(crate) use binomial::exact_coverage;
 pub use level::Level;
+pub use mean::mean_half_width;
+use mean::not_below_zero;
 use ranks::dependent_ranks;
 pub use ranks::quantile_ranks;
 
@@ -387,7 +390,7 @@ pub fn describe_read(
         let before = &values[..read];
         let steady = before.iter().sum::<f64>() / read as f64;
         let half = mean_half_width(values.len(), std, Some(before), steady, level);
-        d.mean.lo = Some(mean.min(steady) - half);
+        d.mean.lo = Some(not_below_zero(mean.min(steady) - half, d.min));
         d.mean.hi = Some(mean.max(steady) + half);
     }
     Some(d)
@@ -422,7 +425,7 @@ pub fn describe_ordered(
         count: n,
         mean: Estimate {
             value: mean,
-            lo: (n > 1).then_some(mean - half),
+            lo: (n > 1).then(|| not_below_zero(mean - half, o.at(0))),
             hi: (n > 1).then_some(mean + half),
         },
         std,
@@ -431,32 +434,6 @@ pub fn describe_ordered(
         percentiles: pct,
         ci_method: CiMethod::Binomial,
         quantiles: quantiles_sorted(o),
-    }
-}
-
-/// The half-width at `level` of a mean of `n` values with standard
-/// deviation `std`: the independent `z · std / √n`, or the batch-means one
-/// from the values in time order when wider.
-pub fn mean_half_width(
-    n: usize,
-    std: f64,
-    in_time: Option<&[f64]>,
-    mean: f64,
-    level: Level,
-) -> f64 {
-    let independent = level.z() * std / (n as f64).sqrt();
-    let Some(in_time) = in_time else {
-        return independent;
-    };
-    let items: Vec<(f64, f64)> = in_time.iter().map(|&x| (x - mean, 1.0)).collect();
-    match batch::spread(&items) {
-        // The spread of the values read, scaled to all n: a mean's variance
-        // falls as 1/n.
-        Some(s) => {
-            let read = in_time.len() as f64;
-            independent.max(s.ratio_half_width(level) * (read / n as f64).sqrt())
-        }
-        None => independent,
     }
 }
 
@@ -693,6 +670,17 @@ mod tests {
             }
         }
         assert!(hits >= 372, "coverage {hits}/400");
+    }
+
+    /// Two durations, far apart: Student's t on one degree of freedom
+    /// (12.7, not 1.96), and a lower end at 0, not below it.
+    #[test]
+    fn a_mean_of_few_values_takes_t_and_stays_non_negative() {
+        let d = describe(vec![650.0, 3650.0], &[50.0], Level::TwoSided).unwrap();
+        let half = d.mean.hi.unwrap() - d.mean.value;
+        // std 2121.3, √2: 12.706 × 1500 = 19,059.
+        assert!((half - 12.706 * 1500.0).abs() < 1.0, "{half}");
+        assert_eq!(d.mean.lo, Some(0.0));
     }
 
     #[test]
