@@ -98,6 +98,7 @@ impl RunResult {
         o.insert("crowding".into(), json!(m.crowding));
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
+        o.insert("interactivity".into(), json!(m.interactivity));
         o.insert("groups".into(), json!(m.groups));
         o.insert("inputs".into(), json!(m.inputs));
         o.insert("images".into(), json!(m.images));
@@ -279,6 +280,8 @@ impl RunResult {
             slo: field(doc, "slo")?,
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
+            // Documents before it had none.
+            interactivity: field::<Option<_>>(doc, "interactivity")?,
             groups: field::<Option<_>>(doc, "groups")?,
             // Documents before them had none.
             inputs: field::<Option<_>>(doc, "inputs")?,

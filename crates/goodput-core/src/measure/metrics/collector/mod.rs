@@ -30,6 +30,7 @@ mod early_stop;
 mod goodput;
 mod groups;
 mod inputs;
+mod interactivity;
 mod latency;
 mod outcomes;
 mod outputs;
@@ -67,6 +68,7 @@ pub use crowding::{Crowding, LIMIT as CROWDING_LIMIT};
 pub use early_stop::EarlyStop;
 pub use groups::{GroupFigures, Groups, GROUPINGS};
 pub use inputs::{ImagesSummary, InputsSummary};
+pub use interactivity::Interactivity;
 pub use latency::Distributions;
 pub use outcomes::ErrorSummary;
 pub use sessions::SessionSummary;
@@ -87,6 +89,7 @@ pub struct Collector {
     window: SendWindow,
     tokens: TokenCounts,
     sessions: Sessions,
+    interactivity: interactivity::InteractivityItems,
     ttft_trend: TtftTrend,
     goodput: Goodput,
     outputs: Outputs,
@@ -205,6 +208,7 @@ impl Collector {
             return;
         }
         self.latency.add(m, rec.t_done);
+        self.interactivity.add(m);
         self.clock.add(rec, m);
         self.goodput.add(m, self.open_loop);
         self.ttft_trend
@@ -307,6 +311,7 @@ impl Collector {
             slo: slo_outcome,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
+            interactivity: self.interactivity.finish(),
             groups,
             inputs: self.inputs.inputs(window.duration_s),
             images: self.inputs.images(),
@@ -577,6 +582,9 @@ pub struct RunMetrics {
     pub schedule_control: Option<ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
+    /// Interactivity, tokens/s for one user, as MLPerf Endpoints and
+    /// InferenceX define it; `None` without a completed request.
+    pub interactivity: Option<Interactivity>,
     /// The figures per model and per priority class, for a run that mixes
     /// them (`--model a,b`, `--priority-mix`).
     pub groups: Option<Groups>,

@@ -163,6 +163,7 @@ pub fn summary(r: &RunResult) -> String {
     throughput(&mut out, r);
     super::inputs::inputs_section(&mut out, r);
     latency_sections(&mut out, r);
+    interactivity_section(&mut out, r);
     if let Some(slo) = &r.metrics.slo {
         slo_section(&mut out, slo);
     }
@@ -293,6 +294,23 @@ fn latency_sections(out: &mut String, r: &RunResult) {
         if shown {
             section(out, info.title, info.short, d, info.note);
         }
+    }
+}
+
+/// Interactivity, the two ways the field defines it, each named.
+fn interactivity_section(out: &mut String, r: &RunResult) {
+    if let Some(i) = &r.metrics.interactivity {
+        rule(out, "Interactivity (tok/s a user)", '-');
+        line(
+            out,
+            "MLPerf e2e_interactivity:",
+            estimate(&i.mlperf_e2e_interactivity),
+        );
+        line(
+            out,
+            "InferenceX e2e_norm_intvty:",
+            estimate(&i.inferencex_e2e_norm_intvty),
+        );
     }
 }
 
