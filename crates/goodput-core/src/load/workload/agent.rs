@@ -81,18 +81,6 @@ pub struct Trajectory {
     pub calls: Vec<Call>,
 }
 
-impl Trajectory {
-    /// Recorded span, first call's start to the last call's start (s).
-    pub fn span_s(&self) -> f64 {
-        self.calls.iter().map(|c| c.t_s).fold(0.0, f64::max)
-    }
-
-    /// Subagents in the trajectory.
-    pub fn subagents(&self) -> u32 {
-        self.calls.iter().map(|c| c.agent).max().unwrap_or(0)
-    }
-}
-
 /// Where nested subagent `t` values count from, as detected per subagent:
 /// a list whose first call's `t` lies before its spawn's `t` counts from
 /// the spawn (relative), else from the trace's start (absolute).

@@ -296,11 +296,7 @@ fn number(obj: &Map<String, Value>, key: &str, f: &str, at: &At) -> Result<Optio
     }
 }
 
-/// The `t` of the first call in a list (looking into a leading subagent).
+/// The `t` of a list's first entry (a leading subagent's: its spawn).
 fn first_call_t(list: &[Value]) -> Option<f64> {
-    let first = list.first()?;
-    if first.get("type").and_then(Value::as_str) == Some("subagent") {
-        return first.get("t").and_then(Value::as_f64);
-    }
-    first.get("t").and_then(Value::as_f64)
+    list.first()?.get("t").and_then(Value::as_f64)
 }
