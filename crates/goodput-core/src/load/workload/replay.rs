@@ -270,9 +270,16 @@ impl Blocks {
         }
     }
 
-    /// The builder the blocks are written with.
-    pub fn text(&self) -> &TextBuilder {
-        &self.text
+    /// Tokens in a prompt [`Blocks::prompt`] built to `nominal` tokens:
+    /// exact by construction under the built-in encodings, so not encoded
+    /// again; counted under a model's tokenizer; `None` with none.
+    pub fn count(&self, text: &str, nominal: u32) -> Option<u32> {
+        let tok = self.text.tokenizer();
+        if tok.is_model_tokenizer() {
+            self.text.count(text)
+        } else {
+            tok.is_enabled().then_some(nominal)
+        }
     }
 
     /// The text of block `id` (`tokens` tokens by construction under the
@@ -378,12 +385,7 @@ impl RequestSource for TraceSource {
             // one token, blocks joined by spaces; a test checks it): a
             // 10k-token prompt is not encoded again. A model's tokenizer
             // counts it.
-            let tok = self.text.tokenizer();
-            let n = if tok.is_model_tokenizer() {
-                self.text.count(&text)
-            } else {
-                tok.is_enabled().then_some(row.input_tokens)
-            };
+            let n = self.blocks.count(&text, row.input_tokens);
             (text, n, cacheable)
         } else {
             let mut head = String::new();

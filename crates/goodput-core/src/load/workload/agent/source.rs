@@ -67,8 +67,6 @@ struct Running {
     waiting: Vec<u32>,
     /// Its calls sent and not yet completed.
     in_flight: u32,
-    /// Calls not yet completed.
-    left: u32,
     /// When its first call was due (run clock, ns).
     start_ns: Option<u64>,
     /// A call failed: nothing more is sent.
@@ -128,7 +126,6 @@ impl RequestSource for AgentSource {
                 trace,
                 waiting: t.calls.iter().map(|c| c.parents.len() as u32).collect(),
                 in_flight: 1,
-                left: t.calls.len() as u32,
                 start_ns: None,
                 failed: false,
             },
@@ -165,12 +162,7 @@ impl Shared {
             id,
             rng,
         );
-        let tok = blocks.text().tokenizer();
-        let prompt_tokens = if tok.is_model_tokenizer() {
-            blocks.text().count(&text)
-        } else {
-            tok.is_enabled().then_some(c.input_tokens)
-        };
+        let prompt_tokens = blocks.count(&text, c.input_tokens);
         PreparedRequest {
             id,
             body: request_body(&self.params, Prompt::Text(&text), c.output_tokens),
@@ -221,7 +213,6 @@ impl FollowUps for Shared {
             return Vec::new();
         };
         run.in_flight = run.in_flight.saturating_sub(1);
-        run.left = run.left.saturating_sub(1);
         if call == 0 {
             run.start_ns = Some(rec.t_sched);
         }
