@@ -55,9 +55,24 @@ fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
 
 /// The SLO of the SLO flags, or `None` when none was given.
 pub fn slo(args: &SloArgs) -> Option<Slo> {
-    let terms: Vec<_> = args.slo.iter().flatten().copied().collect();
-    (!terms.is_empty() || !args.goodput.is_empty() || args.slo_attainment.is_some()).then(|| Slo {
+    use goodput_core::measure::AnyTerm;
+    let all = || args.slo.iter().flatten().copied();
+    let terms: Vec<_> = all()
+        .filter_map(|t| match t {
+            AnyTerm::Request(t) => Some(t),
+            AnyTerm::Task(_) => None,
+        })
+        .collect();
+    let task_terms: Vec<_> = all()
+        .filter_map(|t| match t {
+            AnyTerm::Task(t) => Some(t),
+            AnyTerm::Request(_) => None,
+        })
+        .collect();
+    let gate = !terms.is_empty() || !task_terms.is_empty();
+    (gate || !args.goodput.is_empty() || args.slo_attainment.is_some()).then(|| Slo {
         terms,
+        task_terms,
         per_request: args.goodput.clone(),
         attainment: args.slo_attainment,
         max_error_rate: args.max_error_rate,
@@ -183,6 +198,11 @@ pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> 
     }
     // Points are bounded by time; --num-prompts, when given, bounds them too.
     base.plan.num_prompts = flags.bounds.num_prompts;
+    // Each point takes trajectories as long as it runs (fresh namespaces
+    // on each pass over the file; each point's blocks its own nonce's).
+    if let SourceSpec::Agents { cycle, .. } = &mut base.workload.source {
+        *cycle = true;
+    }
     let point_time = flags
         .bounds
         .duration

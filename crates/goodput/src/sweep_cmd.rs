@@ -22,7 +22,18 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
             "--search goodput needs an SLO: add --slo 'ttft:p99<=200ms' (and more terms) or --slo-attainment"
         )));
     }
-    if args.common.workload.replay.trace.is_some() {
+    let replay = &args.common.workload.replay;
+    if replay.trace.is_some() && replay.is_agents() {
+        // Agents' trajectories start at the rate (tasks/s) or in the
+        // lanes a point asks for; the capacity probe of an automatic
+        // sweep counts requests.
+        let s = &args.common.load;
+        if s.search.is_none() && s.rates.is_empty() && s.concurrencies.is_empty() {
+            return Err(usage(anyhow!(
+                "a sweep of agent trajectories needs its loads: --search goodput (with an SLO, e.g. --slo task:p90:120s), --rates (tasks/s) or --concurrencies (tasks in flight)"
+            )));
+        }
+    } else if replay.trace.is_some() {
         return Err(usage(anyhow!(
             "a trace sets its own arrival times, so a sweep cannot vary the load: use `goodput run --trace FILE --trace-speed X` at several speeds"
         )));

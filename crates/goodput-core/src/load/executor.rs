@@ -315,6 +315,9 @@ struct Run<'a, T: Transport, Tm: Timer> {
     /// The number of the next new item of the source (its schedule's next
     /// arrival): a shard skips the arrivals of the items it does not send.
     next_item: u64,
+    /// The measured bounds were reached and what is under way runs to its
+    /// end ([`FollowUps::run_to_end`]), until this instant at the latest.
+    finishing: Option<Instant>,
 }
 
 /// Whether the send loop goes on after a step.
@@ -395,6 +398,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
             next_new: None,
             source_done: false,
             next_item: 0,
+            finishing: None,
         }
     }
 
@@ -413,7 +417,9 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
             let now = crate::request::clock::now();
             let in_warmup = self.in_warmup(now);
             if !in_warmup && self.measured_bounds_reached(now) {
-                break;
+                if let Flow::Stop = self.close_window(now) {
+                    break;
+                }
             }
             if self.next_new.is_none() && !self.source_done {
                 if let Flow::Stop = self.pull_next(in_warmup).await {
@@ -458,6 +464,29 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
             Warmup::Requests(n) => self.books.summary.sent_warmup < n,
             Warmup::Duration(d) => self.books.warmup_start.is_none_or(|s| now < s + d),
         }
+    }
+
+    /// The measured bounds are reached: sending stops, or, where what is
+    /// under way runs to its end, nothing new starts and the turns already
+    /// started go on until they are done or the drain timeout has passed.
+    fn close_window(&mut self, now: Instant) -> Flow {
+        if !self.runs_to_end() {
+            return Flow::Stop;
+        }
+        let until = *self.finishing.get_or_insert(now + self.plan.drain_timeout);
+        self.next_new = None;
+        self.source_done = true;
+        if now >= until {
+            Flow::Stop
+        } else {
+            Flow::Go
+        }
+    }
+
+    /// What is under way runs to its end once the bounds are reached
+    /// ([`FollowUps::run_to_end`]).
+    fn runs_to_end(&self) -> bool {
+        self.ctx.follow_ups.as_ref().is_some_and(|f| f.run_to_end())
     }
 
     /// The measured phase has sent its requests, or its sending window is over.
@@ -551,7 +580,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
         let Some(f) = self.pending.pop() else {
             return Flow::Go;
         };
-        if !f.request.warmup && self.window_over(f.ready) {
+        if !f.request.warmup && !self.runs_to_end() && self.window_over(f.ready) {
             // Past the sending window: the turn is not sent (its slot
             // frees); the loop ends at the top once `now` is past it too.
             return Flow::Go;
@@ -567,6 +596,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
     /// back).
     async fn wait_for_turns(&mut self) -> Flow {
         let (slots, cap, source_done) = (&self.slots, self.cap, self.source_done);
+        let finishing = self.finishing;
         tokio::select! {
             biased;
             _ = self.stop_rx.wait_for(|s| *s) => {
@@ -587,9 +617,16 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
                     std::future::pending::<()>().await;
                 }
             } => {
-                self.books.summary.source_exhausted = true;
+                // Trajectories run to their end are not a source run dry.
+                self.books.summary.source_exhausted |= finishing.is_none();
                 Flow::Stop
             }
+            _ = async {
+                match finishing {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => Flow::Stop,
         }
     }
 
@@ -601,7 +638,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
         let timed = self.next_new.as_ref().is_some_and(|(_, at)| at.is_some());
         // A duration-bounded run does not send arrivals past its end.
         if timed && !is_warmup && self.window_over(target) {
-            return Flow::Stop;
+            return self.close_window(crate::request::clock::now());
         }
         let (slots, timer) = (&self.slots, self.timer);
         let permit = tokio::select! {
@@ -630,7 +667,7 @@ impl<'a, T: Transport, Tm: Timer> Run<'a, T, Tm> {
         // Closed loop: the slot may have freed after the sending window closed.
         if !timed && !is_warmup && self.window_over(crate::request::clock::now()) {
             drop(permit);
-            return Flow::Stop;
+            return self.close_window(crate::request::clock::now());
         }
         let Some((req, _)) = self.next_new.take() else {
             return Flow::Go;

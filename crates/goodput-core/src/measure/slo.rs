@@ -70,30 +70,84 @@ impl FromStr for SloTerm {
         let bad = |why: &str| format!("invalid SLO term '{s}': {why} ({GRAMMAR})");
         let (metric, rest) = s.split_once(':').ok_or_else(|| bad("no ':'"))?;
         let metric = slo_metric(metric).map_err(|e| bad(&e))?;
-        // `p99<=200ms`, or the shell-safe `p99:200ms` (no character a shell
-        // reads as a redirection, so it works unquoted); `<` alone is read
-        // as `<=` (for a continuous figure the bounds are the same).
-        let (pct, threshold) = rest
-            .split_once("<=")
-            .or_else(|| rest.split_once('<'))
-            .or_else(|| rest.split_once(':'))
-            .ok_or_else(|| bad("no ':' or '<=' before the threshold"))?;
-        let pct = pct.trim();
-        let percentile = if pct == "median" {
-            50.0
-        } else {
-            match pct.strip_prefix('p').and_then(|p| p.parse::<f64>().ok()) {
-                Some(p) if p > 0.0 && p < 100.0 => p,
-                _ => return Err(bad("the percentile must be pQ with 0 < Q < 100, or median")),
-            }
-        };
-        let threshold_ms = parse_threshold_ms(threshold)
-            .ok_or_else(|| bad("the threshold must be a positive duration"))?;
+        let (percentile, threshold_ms) = percentile_and_threshold(rest).map_err(bad)?;
         Ok(SloTerm {
             metric,
             percentile,
             threshold_ms,
         })
+    }
+}
+
+/// `p99<=200ms`, or the shell-safe `p99:200ms` (no character a shell reads
+/// as a redirection, so it works unquoted); `<` alone is read as `<=` (for
+/// a continuous figure the bounds are the same).
+fn percentile_and_threshold(rest: &str) -> Result<(f64, f64), &'static str> {
+    let (pct, threshold) = rest
+        .split_once("<=")
+        .or_else(|| rest.split_once('<'))
+        .or_else(|| rest.split_once(':'))
+        .ok_or("no ':' or '<=' before the threshold")?;
+    let pct = pct.trim();
+    let percentile = if pct == "median" {
+        50.0
+    } else {
+        match pct.strip_prefix('p').and_then(|p| p.parse::<f64>().ok()) {
+            Some(p) if p > 0.0 && p < 100.0 => p,
+            _ => return Err("the percentile must be pQ with 0 < Q < 100, or median"),
+        }
+    };
+    let threshold_ms =
+        parse_threshold_ms(threshold).ok_or("the threshold must be a positive duration")?;
+    Ok((percentile, threshold_ms))
+}
+
+/// A term on whole tasks (an agent's trajectories): `task:pQ<=X`, the
+/// percentile of the durations of the tasks that completed, from the first
+/// call's scheduled send to the last call's end.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TaskTerm {
+    /// Percentile, 0 < p < 100.
+    pub percentile: f64,
+    /// The most the percentile may be, ms.
+    pub threshold_ms: f64,
+}
+
+impl fmt::Display for TaskTerm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "task:p{}<={}",
+            pct_label(self.percentile),
+            format_ms(self.threshold_ms)
+        )
+    }
+}
+
+/// One `--slo` term: on each request's latency, or on whole tasks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum AnyTerm {
+    /// On each request's latency: `ttft:p99<=200ms`.
+    Request(SloTerm),
+    /// On whole tasks: `task:p90<=120s`.
+    Task(TaskTerm),
+}
+
+impl FromStr for AnyTerm {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            Some((m, rest)) if m.trim() == "task" => {
+                let (percentile, threshold_ms) = percentile_and_threshold(rest).map_err(|why| {
+                    format!("invalid SLO term '{s}': {why} (a task term is task:pQ:DURATION, e.g. task:p90:120s)")
+                })?;
+                Ok(AnyTerm::Task(TaskTerm {
+                    percentile,
+                    threshold_ms,
+                }))
+            }
+            _ => s.parse().map(AnyTerm::Request),
+        }
     }
 }
 
@@ -126,6 +180,15 @@ pub fn format_ms(ms: f64) -> String {
 
 /// Parse `--slo` values: each may hold several comma-separated terms.
 pub fn parse_terms(values: &[String]) -> Result<Vec<SloTerm>, String> {
+    parse_list(values)
+}
+
+/// Parse `--slo` values that may hold task terms too.
+pub fn parse_any_terms(values: &[String]) -> Result<Vec<AnyTerm>, String> {
+    parse_list(values)
+}
+
+fn parse_list<T: FromStr<Err = String>>(values: &[String]) -> Result<Vec<T>, String> {
     values
         .iter()
         .flat_map(|v| v.split(','))
@@ -169,6 +232,9 @@ impl FromStr for Threshold {
 pub struct Slo {
     /// Percentile terms (`--slo`); they decide whether the run meets the SLO.
     pub terms: Vec<SloTerm>,
+    /// Terms on whole tasks (`--slo task:p90<=120s`), for agent trajectories.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_terms: Vec<TaskTerm>,
     /// Per-request thresholds for request goodput (`--goodput`); when empty,
     /// the terms' thresholds are used per request.
     pub per_request: Vec<Threshold>,
@@ -182,7 +248,7 @@ pub struct Slo {
 impl Slo {
     /// Whether anything makes a run pass or fail beyond the error rate.
     pub fn is_gate(&self) -> bool {
-        !self.terms.is_empty() || self.attainment.is_some()
+        !self.terms.is_empty() || !self.task_terms.is_empty() || self.attainment.is_some()
     }
 
     /// The thresholds a request must meet to be good.
@@ -213,6 +279,13 @@ impl Slo {
                 )
             })
             .collect();
+        parts.extend(self.task_terms.iter().map(|t| {
+            format!(
+                "p{} task duration <= {}",
+                pct_label(t.percentile),
+                spaced(t.threshold_ms)
+            )
+        }));
         if let Some(a) = self.attainment {
             let th: Vec<String> = self
                 .request_thresholds()
@@ -272,11 +345,29 @@ pub struct TermOutcome {
     pub more_requests_to_settle: Option<u64>,
 }
 
+/// One task term's outcome: the percentile of the completed tasks'
+/// durations with its interval, judged as a request term is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskTermOutcome {
+    pub term: TaskTerm,
+    /// The percentile with its 95 % interval (None: no task completed).
+    pub estimate: Option<Estimate>,
+    /// The point estimate is within the threshold.
+    pub passes: bool,
+    /// Pass or fail on the whole interval, else inconclusive.
+    pub verdict: Verdict,
+    /// More tasks (of the same distribution) that would settle an inconclusive verdict.
+    pub more_tasks_to_settle: Option<u64>,
+}
+
 /// How a run did against its SLO.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SloOutcome {
     pub slo: Slo,
     pub terms: Vec<TermOutcome>,
+    /// The task terms' outcomes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub task_terms: Vec<TaskTermOutcome>,
     /// Good requests / duration (req/s).
     pub request_goodput: f64,
     /// Output tokens of good requests / duration (tokens/s).
@@ -350,6 +441,43 @@ mod tests {
         );
         assert!("ttft:p99:".parse::<SloTerm>().is_err());
         assert!("ttft:p99".parse::<SloTerm>().is_err());
+    }
+
+    /// `task:` terms hold task durations; the others stay request terms.
+    #[test]
+    fn task_terms_parse_beside_request_terms() {
+        let terms = parse_any_terms(&[
+            "task:p90:120s,ttft:p99<=200ms".into(),
+            "task:median<=1.5s".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            terms,
+            [
+                AnyTerm::Task(TaskTerm {
+                    percentile: 90.0,
+                    threshold_ms: 120_000.0
+                }),
+                AnyTerm::Request("ttft:p99<=200ms".parse().unwrap()),
+                AnyTerm::Task(TaskTerm {
+                    percentile: 50.0,
+                    threshold_ms: 1500.0
+                }),
+            ]
+        );
+        let AnyTerm::Task(t) = terms[0] else {
+            unreachable!()
+        };
+        assert_eq!(t.to_string(), "task:p90<=120s");
+        let e = "task:p100:1s".parse::<AnyTerm>().unwrap_err();
+        assert!(e.contains("task:p90:120s"), "{e}");
+        assert!("tasks:p90:1s".parse::<AnyTerm>().is_err());
+        let slo = Slo {
+            task_terms: vec![t],
+            ..Default::default()
+        };
+        assert!(slo.is_gate());
+        assert_eq!(slo.describe(), "p90 task duration <= 120 s");
     }
 
     #[test]

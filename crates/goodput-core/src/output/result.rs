@@ -98,6 +98,7 @@ impl RunResult {
         o.insert("crowding".into(), json!(m.crowding));
         o.insert("schedule_control".into(), json!(m.schedule_control));
         o.insert("sessions".into(), json!(m.sessions));
+        o.insert("tasks".into(), json!(m.tasks));
         o.insert("interactivity".into(), json!(m.interactivity));
         o.insert("groups".into(), json!(m.groups));
         o.insert("inputs".into(), json!(m.inputs));
@@ -275,12 +276,12 @@ impl RunResult {
             quality: field(doc, "quality")?,
             timeseries: field(doc, "timeseries")?,
             saturation: field(doc, "saturation")?,
-            // Documents before it had none.
-            crowding: field::<Option<_>>(doc, "crowding")?,
             slo: field(doc, "slo")?,
             schedule_control: field(doc, "schedule_control")?,
             sessions: field(doc, "sessions")?,
-            // Documents before it had none.
+            // Documents before them had none.
+            crowding: field::<Option<_>>(doc, "crowding")?,
+            tasks: field::<Option<_>>(doc, "tasks")?,
             interactivity: field::<Option<_>>(doc, "interactivity")?,
             groups: field::<Option<_>>(doc, "groups")?,
             // Documents before them had none.

@@ -401,7 +401,9 @@ impl PreparedTarget {
         let early = spec
             .slo
             .as_ref()
-            .filter(|_| spec.early_stop)
+            // An agent's tasks are judged whole: a verdict on the calls
+            // so far would cut the tasks under way.
+            .filter(|_| spec.early_stop && !spec.workload.source.is_agents())
             .and_then(|s| EarlyStop::new(s.terms.clone(), planned_requests(&spec.plan), 0.05));
         let hook = early.as_ref().map(|_| aggregate::EarlyHook {
             control: control.clone(),

@@ -382,9 +382,10 @@ impl TraceArgs {
 pub struct SloArgs {
     /// An SLO term METRIC:pQ:THRESHOLD or 'METRIC:pQ<=THRESHOLD' (repeatable, or
     /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms (no quotes needed); metrics ttft,
-    /// tpot, itl, e2el. A run that misses it exits 1.
+    /// tpot, itl, e2el; task:pQ:DURATION holds an agent trace's task durations. A run that misses
+    /// it exits 1.
     #[arg(long, value_name = "TERM", value_parser = slo_terms, help_heading = "SLO")]
-    pub slo: Vec<Vec<goodput_core::measure::SloTerm>>,
+    pub slo: Vec<Vec<goodput_core::measure::AnyTerm>>,
     /// vLLM's per-request thresholds in ms for request goodput, e.g. --goodput ttft:200 tpot:50
     /// (decides the exit code only together with --slo or --slo-attainment).
     #[arg(long, value_name = "METRIC:MS", num_args = 1.., value_parser = threshold, help_heading = "SLO")]

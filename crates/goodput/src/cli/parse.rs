@@ -182,8 +182,8 @@ pub(super) fn warmup(s: &str) -> Result<goodput_core::load::WarmupPolicy, String
 }
 
 /// `--slo`: one or more comma-separated terms METRIC:pQ:THRESHOLD (or `<=`).
-pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::measure::SloTerm>, String> {
-    goodput_core::measure::parse_terms(&[s.to_string()])
+pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::measure::AnyTerm>, String> {
+    goodput_core::measure::parse_any_terms(&[s.to_string()])
 }
 
 /// `--goodput`: one per-request threshold METRIC:MS.

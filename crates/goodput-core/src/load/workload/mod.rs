@@ -89,6 +89,13 @@ pub enum SourceSpec {
     },
 }
 
+impl SourceSpec {
+    /// Whether the workload is agents' trajectories, whose load is tasks.
+    pub fn is_agents(&self) -> bool {
+        matches!(self, SourceSpec::Agents { .. })
+    }
+}
+
 impl WorkloadSpec {
     /// Synthetic prompts of `spec`'s shape, every one to the one model.
     pub fn synthetic(spec: SyntheticSpec) -> Self {

@@ -69,4 +69,13 @@ pub trait FollowUps: Send + Sync {
             })
             .unwrap_or_default()
     }
+
+    /// Whether what is under way runs to its end once the sending window
+    /// closes: an agent's task is the unit its figures judge, so a task
+    /// cut short by the window would drop out of them, the long ones
+    /// first. A chat session's turns are judged one by one, and stop with
+    /// the window.
+    fn run_to_end(&self) -> bool {
+        false
+    }
 }

@@ -397,6 +397,9 @@ pub fn render(items: &[(String, Saved)]) -> String {
     percentiles.sort_by(f64::total_cmp);
     let mut cols = columns(&percentiles);
     cols.extend(group_columns(&rows));
+    if rows.iter().any(|r| r.run.metrics.tasks.is_some()) {
+        cols.extend(task_columns(&percentiles));
+    }
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
     let _ = w.write_record(cols.iter().map(|c| c.header.as_str()));
     for r in &rows {
@@ -455,6 +458,50 @@ fn group_columns(rows: &[Row<'_>]) -> Vec<Column<'static>> {
                 get(map.get(&name)?)
             }));
         }
+    }
+    cols
+}
+
+/// An agent workload's task columns (docs/metrics.md, "Tasks"): counts,
+/// tasks/s, the duration in seconds with its intervals, what a task holds
+/// and the prefix-cache shares; only in a file with such a row.
+fn task_columns(percentiles: &[f64]) -> Vec<Column<'static>> {
+    use crate::measure::metrics::TaskSummary;
+    type Get = fn(&TaskSummary) -> Cell;
+    let figures: [(&str, Get); 11] = [
+        ("tasks", |t| Some(t.tasks.to_string())),
+        ("tasks_completed", |t| Some(t.completed.to_string())),
+        ("tasks_failed", |t| Some(t.failed.to_string())),
+        ("tasks_cut", |t| Some(t.cut.to_string())),
+        ("task_throughput_tasks_per_s", |t| num(t.throughput)),
+        ("task_calls_mean", |t| num(t.calls_mean)),
+        ("task_subagents_mean", |t| num(t.subagents_mean)),
+        ("task_input_tokens_mean", |t| num(t.input_tokens_mean)),
+        ("task_output_tokens_mean", |t| num(t.output_tokens_mean)),
+        ("task_cacheable_share", |t| opt(t.cacheable_share)),
+        ("task_cached_share", |t| opt(t.cached_share)),
+    ];
+    let mut cols: Vec<Column<'static>> = figures
+        .into_iter()
+        .map(|(h, get)| col(h, move |r| get(r.run.metrics.tasks.as_ref()?)))
+        .collect();
+    let seconds = |e: Estimate| Estimate {
+        value: e.value / 1e3,
+        lo: e.lo.map(|x| x / 1e3),
+        hi: e.hi.map(|x| x / 1e3),
+    };
+    cols.extend(estimate_cols("task_duration_mean", "s", move |r| {
+        Some(seconds(r.metrics.tasks.as_ref()?.duration.as_ref()?.mean))
+    }));
+    for &p in percentiles {
+        cols.extend(estimate_cols(
+            &format!("task_duration_p{}", pct_label(p)),
+            "s",
+            move |r| {
+                let d = r.metrics.tasks.as_ref()?.duration.as_ref()?;
+                Some(seconds(d.percentiles.iter().find(|x| x.0 == p)?.1))
+            },
+        ));
     }
     cols
 }

@@ -60,6 +60,12 @@ pub(super) fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput 
         interval: None,
         method: Some(crate::plan::search::Method::Bracket),
         inconclusive: weak.is_some(),
+        unit: spec
+            .base
+            .workload
+            .source
+            .is_agents()
+            .then(|| "tasks/s".into()),
     }
 }
 

@@ -46,6 +46,7 @@ mod curve;
 mod grid;
 mod observe;
 mod result;
+mod sessions;
 mod spec;
 mod start;
 mod stop;
@@ -163,17 +164,10 @@ impl Runner<'_> {
         Ok(step)
     }
 
-    /// Run one point; `window` bounds its sending, `requests` (when given)
-    /// its measured requests, `control` adjusts its SLO percentiles for its
-    /// own schedule.
-    async fn point_once(
-        &mut self,
-        p: &PointPlan,
-        start: Option<PointStart>,
-    ) -> Result<Step, RunError> {
-        if self.out_of_time() {
-            return Ok(Step::Stop);
-        }
+    /// The run spec of one point: the base spec at the point's load,
+    /// warm-up, window, count, seed and drain, with its early verdicts and
+    /// schedule adjustment.
+    fn point_spec(&self, p: &PointPlan) -> RunSpec {
         let PointPlan {
             role,
             load,
@@ -194,8 +188,11 @@ impl Runner<'_> {
         spec.plan.duration = Some(spec.plan.duration.map_or(window, |d| d.min(window)));
         if let Some(n) = requests {
             // The search sized this point: its count, and time enough for
-            // a sparse sample of it.
-            spec.plan.num_prompts = Some(n);
+            // a sparse sample of it. An agent workload's count is tasks,
+            // not the calls `num_prompts` counts: its window bounds it.
+            if !self.spec.base.workload.source.is_agents() {
+                spec.plan.num_prompts = Some(n);
+            }
             spec.plan.duration = Some(window);
         }
         if matches!(role, PointRole::Search | PointRole::Measure) {
@@ -206,9 +203,35 @@ impl Runner<'_> {
         // Cutting the probe's drain short would save time but bias its
         // throughput low (measured: capacity 7.7 instead of 16.9 req/s on the
         // default preset before its 2026-11-26 step-time model), and a low capacity costs the search more points.
-        spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
+        // An agent's tasks run to their end (up to the drain timeout): a
+        // task cut short would drop out of the task figures, the long
+        // ones first.
+        if !self.spec.base.workload.source.is_agents() {
+            spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
+        }
         spec.early_stop = early;
         spec.schedule_control = control;
+        spec
+    }
+
+    /// Run one point; `window` bounds its sending, `requests` (when given)
+    /// its measured requests, `control` adjusts its SLO percentiles for its
+    /// own schedule.
+    async fn point_once(
+        &mut self,
+        p: &PointPlan,
+        start: Option<PointStart>,
+    ) -> Result<Step, RunError> {
+        if self.out_of_time() {
+            return Ok(Step::Stop);
+        }
+        let spec = self.point_spec(p);
+        let PointPlan {
+            role,
+            load,
+            control,
+            ..
+        } = *p;
         let run_control = self.control.child();
         let progress = Arc::new(Progress::default());
         if let Ok(mut c) = self.live.current.lock() {
@@ -266,46 +289,6 @@ impl Runner<'_> {
 
     fn last(&self) -> Option<&SweepPoint> {
         self.result.points.last()
-    }
-
-    /// A search point's warm-up. With multi-turn sessions (and `auto`
-    /// warm-up) it lasts one expected session — mean turns × (think time +
-    /// the floor's median E2EL) — at least the usual 2 s of arrivals: until
-    /// the sessions started first reach their last turns, a point offers
-    /// fewer turns a second than its steady state does, and its verdict is
-    /// too kind. Measured on the secret server of `tests/predict.rs` (4
-    /// turns, 1 s think, ~11 s sessions): 2 s warm-ups in 40 s points let
-    /// the search answer 5.13 sessions/s where it sustains 3.75.
-    fn session_warmup(&self, load: &Load) -> crate::load::executor::Warmup {
-        use crate::load::executor::{Warmup, WarmupPolicy};
-        let usual = self.spec.warmup.resolve(load);
-        if self.spec.warmup != WarmupPolicy::Auto || !load.is_open() {
-            return usual;
-        }
-        match self.session_span_s() {
-            Some(span) if span > 2.0 => Warmup::Duration(Duration::from_secs_f64(span)),
-            _ => usual,
-        }
-    }
-
-    /// One expected session of a session workload, s: mean turns × (think
-    /// time + the floor's median E2EL). `None` without sessions.
-    fn session_span_s(&self) -> Option<f64> {
-        let shape = self.spec.base.workload.synthetic.sessions.as_ref()?;
-        let floor_e2el_s = self
-            .result
-            .points
-            .iter()
-            .find(|p| p.role == PointRole::Floor)
-            .and_then(|p| p.result.metrics.get(crate::measure::metrics::Metric::E2el))
-            .and_then(|d| d.quantiles.get(50).copied())
-            .map_or(0.0, |ms| ms / 1e3);
-        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(0);
-        let turns = (0..1000)
-            .map(|_| f64::from(shape.turns.sample(&mut rng)))
-            .sum::<f64>()
-            / 1000.0;
-        Some(turns * (shape.think_time.mean().as_secs_f64() + floor_e2el_s))
     }
 
     /// The concurrency-1 run: the latency floor. False when the sweep must stop.
@@ -449,7 +432,11 @@ impl Runner<'_> {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
         };
-        let floor_throughput = floor.metrics.throughput.request.value;
+        // An agent workload's rates are tasks/s.
+        let floor_throughput = match &floor.metrics.tasks {
+            Some(t) => t.throughput,
+            None => floor.metrics.throughput.request.value,
+        };
         if floor_throughput <= 0.0 {
             self.result.goodput = self.floor_verdict(answer);
             return Ok(());
@@ -504,6 +491,13 @@ impl Runner<'_> {
             interval: None,
             method: None,
             inconclusive: false,
+            unit: self
+                .spec
+                .base
+                .workload
+                .source
+                .is_agents()
+                .then(|| "tasks/s".into()),
         }
     }
 
@@ -677,6 +671,15 @@ impl Runner<'_> {
                 "no interval: too few points near the edge to bound it (a longer --search-time gives more)"
                     .into(),
             );
+        }
+        // The search speaks of rates and of the requests its points held;
+        // an agent workload's are tasks/s and tasks.
+        if answer.unit.is_some() {
+            for n in &mut answer.notes {
+                *n = n
+                    .replace(" req/s", " tasks/s")
+                    .replace(" requests", " tasks");
+            }
         }
         self.result.goodput = Some(answer);
     }

@@ -54,12 +54,17 @@ pub fn observe_metrics(
             .map(|t| t.adjusted_ms)
     };
     let mut margin = m.slo.as_ref().and_then(|s| {
+        let tasks = s.task_terms.iter().filter_map(|t| {
+            let v = t.estimate?.value;
+            Some((v.max(1e-9) / t.term.threshold_ms).ln())
+        });
         s.terms
             .iter()
             .filter_map(|t| {
                 let v = adjusted(&t.term.to_string()).or(t.estimate.map(|e| e.value))?;
                 Some((v.max(1e-9) / t.term.threshold_ms).ln())
             })
+            .chain(tasks)
             .reduce(f64::max)
     });
     // A settled early verdict is the evidence: a point settled failing
@@ -71,9 +76,18 @@ pub fn observe_metrics(
         .slo
         .as_ref()
         .is_some_and(|s| !s.error_rate_ok || s.slo.attainment.is_some_and(|a| s.attainment < a));
+    // An agent workload's load is tasks: its rate is tasks/s, and what a
+    // point holds and served is counted in tasks.
+    let (requests, achieved) = match &m.tasks {
+        Some(t) => (t.completed, (t.completed > 0).then_some(t.throughput)),
+        None => (
+            m.completed,
+            (m.completed > 0).then_some(m.throughput.request.value),
+        ),
+    };
     Observation {
         rate: load.offered_rate().unwrap_or(0.0),
-        requests: m.completed,
+        requests,
         margin,
         hard_fail,
         saturated: m.saturation.saturated,
@@ -81,7 +95,7 @@ pub fn observe_metrics(
         measuring,
         settled: early_stop.is_some(),
         bounded: m.slo.as_ref().is_some_and(|s| !s.inconclusive),
-        achieved: (m.completed > 0).then_some(m.throughput.request.value),
+        achieved,
     }
 }
 
@@ -152,13 +166,16 @@ pub fn search_windows(
 }
 
 /// Requests a point needs before its SLO percentiles can be bounded (the
-/// largest over the SLO's per-request terms; pooled ITL has more values
-/// than requests).
+/// largest over the SLO's per-request and task terms; pooled ITL has more
+/// values than requests). An agent workload's points count tasks.
 pub fn min_requests(slo: &crate::measure::slo::Slo) -> u64 {
+    let tasks = slo.task_terms.iter().map(|t| t.percentile);
     slo.terms
         .iter()
         .filter(|t| !t.metric.info().pooled)
-        .map(|t| crate::measure::verdict::requests_to_bound(t.percentile / 100.0))
+        .map(|t| t.percentile)
+        .chain(tasks)
+        .map(|p| crate::measure::verdict::requests_to_bound(p / 100.0))
         .max()
         .unwrap_or(0)
 }

@@ -113,6 +113,17 @@ pub struct Goodput {
     /// say why and what would make one).
     #[serde(default)]
     pub inconclusive: bool,
+    /// The rate's unit when it is not req/s: `tasks/s` for an agent
+    /// workload, whose load is tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl Goodput {
+    /// The rate's unit: `req/s`, or `tasks/s` for an agent workload.
+    pub fn unit(&self) -> &str {
+        self.unit.as_deref().unwrap_or("req/s")
+    }
 }
 
 /// A sweep's document (`"kind": "sweep"`): its points, the curve and its
@@ -209,7 +220,7 @@ pub fn headline(r: &SweepResult) -> Option<String> {
     let rate = if g.inconclusive {
         "no settled rate".to_string()
     } else {
-        format!("{:.2} req/s", g.rate)
+        format!("{:.2} {}", g.rate, g.unit())
     };
     Some(format!(
         "goodput: {rate} ({verdict}{interval}{bracket}) at {} ({}, {:.0} s of load{simulated})",

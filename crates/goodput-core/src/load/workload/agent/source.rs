@@ -189,6 +189,10 @@ impl Shared {
 }
 
 impl FollowUps for Shared {
+    fn run_to_end(&self) -> bool {
+        true
+    }
+
     fn next_turn(
         &self,
         prev: &PreparedRequest,

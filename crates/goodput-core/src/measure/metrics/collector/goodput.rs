@@ -6,7 +6,9 @@
 use super::latency::{Distributions, LatencySamples};
 use super::outcomes::OutcomeCounts;
 use crate::measure::metrics::RequestMetrics;
-use crate::measure::slo::{self, Slo, SloOutcome, SloTerm, TermOutcome, Threshold};
+use crate::measure::slo::{
+    self, Slo, SloOutcome, SloTerm, TaskTermOutcome, TermOutcome, Threshold,
+};
 use crate::measure::stats;
 use crate::measure::verdict::Verdict;
 
@@ -99,6 +101,7 @@ impl Goodput {
             inconclusive: terms.iter().any(|t| t.verdict == Verdict::Inconclusive),
             meets: reasons.is_empty(),
             terms,
+            task_terms: Vec::new(),
             request_goodput: per_s(self.good),
             token_goodput: per_s(self.good_output_tokens),
             attainment,
@@ -107,6 +110,27 @@ impl Goodput {
             reasons,
         }
     }
+}
+
+/// The task terms' outcomes join the run's: a term missed is a reason the
+/// SLO is not met, an unsettled one leaves the verdict inconclusive.
+pub(super) fn add_task_terms(outcome: &mut SloOutcome, task_terms: Vec<TaskTermOutcome>) {
+    for t in task_terms.iter().filter(|t| !t.passes) {
+        outcome.reasons.push(match t.estimate {
+            Some(e) => format!(
+                "p{} task duration {} > {}",
+                stats::pct_label(t.term.percentile),
+                slo::format_ms(e.value),
+                slo::format_ms(t.term.threshold_ms)
+            ),
+            None => format!("no task completed to judge {}", t.term),
+        });
+    }
+    outcome.inconclusive |= task_terms
+        .iter()
+        .any(|t| t.verdict == Verdict::Inconclusive);
+    outcome.meets = outcome.reasons.is_empty();
+    outcome.task_terms = task_terms;
 }
 
 /// One term on the latency a user saw: per-request values by binomial
@@ -160,6 +184,15 @@ fn judge_term(
 pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
     // The verdicts keep the two-sided rule (a settled fail: the 97.5 %
     // lower end over the threshold), and the estimate that lower end.
+    for t in &mut outcome.task_terms {
+        if let Some(e) = t.estimate.as_mut() {
+            e.hi = None;
+        }
+        if t.verdict == Verdict::Pass {
+            t.verdict = Verdict::Inconclusive;
+            t.more_tasks_to_settle = None;
+        }
+    }
     for t in &mut outcome.terms {
         if let Some(e) = t.estimate.as_mut() {
             e.hi = None;

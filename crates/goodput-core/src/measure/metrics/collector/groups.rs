@@ -284,6 +284,7 @@ mod tests {
             per_request: Vec::new(),
             attainment: None,
             max_error_rate: 0.01,
+            ..Default::default()
         };
         let mut recs = Vec::new();
         for i in 0..40 {

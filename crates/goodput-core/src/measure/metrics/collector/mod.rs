@@ -36,6 +36,7 @@ mod outcomes;
 mod outputs;
 mod sessions;
 mod structured;
+mod tasks;
 mod timeseries;
 mod tokens;
 mod ttft_trend;
@@ -75,6 +76,7 @@ pub use sessions::SessionSummary;
 #[cfg(test)]
 pub(crate) use structured::SchemaViolation;
 pub use structured::StructuredOutput;
+pub use tasks::TaskSummary;
 pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
 pub use tokens::TokenSummary;
 
@@ -89,6 +91,7 @@ pub struct Collector {
     window: SendWindow,
     tokens: TokenCounts,
     sessions: Sessions,
+    tasks: tasks::Tasks,
     interactivity: interactivity::InteractivityItems,
     ttft_trend: TtftTrend,
     goodput: Goodput,
@@ -199,6 +202,7 @@ impl Collector {
         self.buckets.add(rec, m, &outcome);
         self.tokens.add(rec, m, &outcome);
         self.sessions.add(rec, m, &outcome);
+        self.tasks.add(rec, m, &outcome, self.open_loop);
         self.inputs.add(rec, m, &outcome);
         if let Some(t) = rec.t_send {
             self.latency.sent(t);
@@ -264,6 +268,7 @@ impl Collector {
                 window.duration_s,
                 self.open_loop,
             );
+            goodput::add_task_terms(&mut outcome, self.tasks.judge(&slo.task_terms));
             if long_memory {
                 goodput::open_upper_sides(&mut outcome);
             }
@@ -311,6 +316,7 @@ impl Collector {
             slo: slo_outcome,
             schedule_control,
             sessions: self.sessions.finish(percentiles),
+            tasks: self.tasks.finish(percentiles, window.duration_s),
             interactivity: self.interactivity.finish(),
             groups,
             inputs: self.inputs.inputs(window.duration_s),
@@ -582,6 +588,8 @@ pub struct RunMetrics {
     pub schedule_control: Option<ScheduleControl>,
     /// Multi-turn sessions, when the workload has them.
     pub sessions: Option<SessionSummary>,
+    /// Agents' tasks (trajectories), when the workload replays them.
+    pub tasks: Option<TaskSummary>,
     /// Interactivity, tokens/s for one user, as MLPerf Endpoints and
     /// InferenceX define it; `None` without a completed request.
     pub interactivity: Option<Interactivity>,

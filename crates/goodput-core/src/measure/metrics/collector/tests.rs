@@ -293,3 +293,95 @@ fn a_rate_interval_covers_the_seconds_after_the_last_completion() {
     assert!(lo < 0.25 && hi > 0.65, "{r:?}");
     assert!(lo >= 0.0 && hi < 2.0, "{r:?}");
 }
+
+/// An agent's call of task `task` (`calls` in all), of agent `agent` at
+/// `depth`.
+fn call(
+    task: u64,
+    turn: u32,
+    calls: u32,
+    agent: u32,
+    depth: u32,
+    send: u64,
+    done: u64,
+) -> RequestRecord {
+    RequestRecord {
+        session: Some((task, turn, calls)),
+        agent: Some(std::sync::Arc::new(crate::request::record::AgentCall {
+            trace: "t".into(),
+            agent,
+            depth,
+            parents: Vec::new(),
+        })),
+        ..ok(send, done)
+    }
+}
+
+/// Tasks are judged whole: one whose every call completed gives its
+/// duration (first scheduled send to last end), one with a failed call
+/// failed, one missing a call was cut; calls split by depth; the task
+/// term judges the completed tasks' durations.
+#[test]
+fn tasks_are_judged_whole() {
+    let tok = Tokenizer::from_spec("none").unwrap();
+    let mut c = Collector::default();
+    c.measure_start(0);
+    let mut recs = Vec::new();
+    // Ten complete tasks of three calls (a subagent's in the middle),
+    // lasting 1 s to 10 s.
+    for k in 0..10u64 {
+        let end = (k + 1) * 1000 * MS;
+        recs.push(call(k, 0, 3, 0, 0, 0, 100 * MS));
+        recs.push(call(k, 1, 3, 1, 1, 200 * MS, end / 2));
+        recs.push(call(k, 2, 3, 0, 0, end / 2, end));
+    }
+    // A failed task and a cut one.
+    recs.push(call(10, 0, 3, 0, 0, 0, 100 * MS));
+    let mut failed = call(10, 1, 3, 1, 1, 200 * MS, 300 * MS);
+    failed.events.clear();
+    failed.error = Some(RequestError {
+        kind: ErrorKind::HttpStatus,
+        message: "500".into(),
+        retry_after: None,
+    });
+    recs.push(failed);
+    recs.push(call(11, 0, 3, 0, 0, 0, 100 * MS));
+    for r in &recs {
+        c.add(r, &RequestMetrics::derive(r, &tok));
+    }
+    let slo = Slo {
+        task_terms: vec![
+            crate::measure::slo::TaskTerm {
+                percentile: 90.0,
+                threshold_ms: 9500.0,
+            },
+            crate::measure::slo::TaskTerm {
+                percentile: 50.0,
+                threshold_ms: 8000.0,
+            },
+        ],
+        max_error_rate: 1.0,
+        ..Default::default()
+    };
+    let m = c.summarize(&[50.0, 90.0], None, 0, Some(&slo));
+    let t = m.tasks.expect("tasks");
+    assert_eq!((t.tasks, t.completed, t.failed, t.cut), (12, 10, 1, 1));
+    let d = t.duration.expect("durations");
+    assert_eq!(d.percentiles[0].1.value, 5500.0);
+    assert_eq!(d.percentiles[1].1.value, 9100.0);
+    assert_eq!((t.calls_mean, t.subagents_mean), (3.0, 1.0));
+    assert_eq!(
+        t.by_depth
+            .iter()
+            .map(|d| (d.depth, d.calls))
+            .collect::<Vec<_>>(),
+        [(0, 22), (1, 10)]
+    );
+    let s = m.slo.expect("judged");
+    assert_eq!(s.task_terms.len(), 2);
+    assert!(s.task_terms[0].passes && s.task_terms[1].passes, "{s:?}");
+    assert_eq!(s.task_terms[0].estimate.map(|e| e.value), Some(9100.0));
+    // Ten tasks cannot settle a p90: its interval is open above.
+    assert_eq!(s.task_terms[0].verdict, Verdict::Inconclusive);
+    assert!(s.meets, "{:?}", s.reasons);
+}

@@ -333,6 +333,7 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
             interval: None,
             method: None,
             inconclusive: false,
+            unit: None,
         }),
         ..Default::default()
     }

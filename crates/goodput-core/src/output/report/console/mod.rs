@@ -12,6 +12,7 @@ mod repeat;
 mod run;
 mod server;
 mod sweep;
+mod tasks;
 #[cfg(test)]
 pub(crate) mod tests;
 

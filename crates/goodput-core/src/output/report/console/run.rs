@@ -168,7 +168,12 @@ pub fn summary(r: &RunResult) -> String {
         slo_section(&mut out, slo);
     }
     super::groups::groups_section(&mut out, r);
-    sessions_section(&mut out, r);
+    // An agent's trajectories are its tasks, not chat sessions.
+    if r.metrics.tasks.is_some() {
+        super::tasks::tasks_section(&mut out, r);
+    } else {
+        sessions_section(&mut out, r);
+    }
     client_section(&mut out, r);
     shards_section(&mut out, r);
     errors_section(&mut out, r);
@@ -523,38 +528,47 @@ fn closing_lines(out: &mut String, r: &RunResult) {
 /// Each term with its estimate, interval and verdict, then the run's verdict.
 fn slo_section(out: &mut String, slo: &SloOutcome) {
     rule(out, "SLO", '-');
-    for t in &slo.terms {
+    type Show = fn(&crate::measure::stats::Estimate) -> String;
+    let requests = slo.terms.iter().map(|t| {
         let label = format!(
             "p{} {} <= {}:",
             pct_label(t.term.percentile),
             t.term.metric.info().short,
             format_ms(t.term.threshold_ms)
         );
-        let verdict = match (t.verdict, t.passes) {
-            (Verdict::Pass, _) => "pass".to_string(),
-            (Verdict::Fail, _) => "FAIL".to_string(),
-            // The point estimate decides (and the exit code with it); the
-            // interval does not settle it yet, which is said after.
-            (Verdict::Inconclusive, p) => format!(
-                "{} on its estimate{} (unsettled{})",
-                if p { "pass" } else { "FAIL" },
-                t.estimate
-                    .filter(|e| t.term.threshold_ms > 0.0 && e.value.is_finite())
-                    .map(|e| format!(
-                        ", {:.0}% of the threshold",
-                        e.value / t.term.threshold_ms * 100.0
-                    ))
-                    .unwrap_or_default(),
-                t.more_requests_to_settle
-                    .map(|n| format!(": ~{n} more requests would settle it"))
-                    .unwrap_or_default()
-            ),
-        };
-        let value = t
-            .estimate
-            .as_ref()
-            .map(estimate)
-            .unwrap_or_else(|| "-".into());
+        let more = t.more_requests_to_settle.map(|n| (n, "requests"));
+        let show: Show = estimate;
+        (
+            label,
+            show,
+            t.estimate,
+            t.verdict,
+            t.passes,
+            t.term.threshold_ms,
+            more,
+        )
+    });
+    let tasks = slo.task_terms.iter().map(|t| {
+        let label = format!(
+            "p{} task duration (s) <= {}:",
+            pct_label(t.term.percentile),
+            format_ms(t.term.threshold_ms)
+        );
+        let more = t.more_tasks_to_settle.map(|n| (n, "tasks"));
+        let show: Show = super::tasks::seconds;
+        (
+            label,
+            show,
+            t.estimate,
+            t.verdict,
+            t.passes,
+            t.term.threshold_ms,
+            more,
+        )
+    });
+    for (label, show, e, verdict, passes, threshold_ms, more) in requests.chain(tasks) {
+        let value = e.as_ref().map(show).unwrap_or_else(|| "-".into());
+        let verdict = verdict_text(verdict, passes, e, threshold_ms, more);
         line(out, &label, format!("{value}  {verdict}"));
     }
     line(
@@ -568,4 +582,29 @@ fn slo_section(out: &mut String, slo: &SloOutcome) {
         format!("NO: {}", slo.reasons.join("; "))
     };
     line(out, "Meets the SLO:", verdict);
+}
+
+/// A term's verdict in words: pass, FAIL, or, unsettled, what its point
+/// estimate says (it decides the exit code) and how many more requests
+/// (or tasks) would settle it.
+fn verdict_text(
+    verdict: Verdict,
+    passes: bool,
+    e: Option<crate::measure::stats::Estimate>,
+    threshold_ms: f64,
+    more: Option<(u64, &str)>,
+) -> String {
+    match verdict {
+        Verdict::Pass => "pass".to_string(),
+        Verdict::Fail => "FAIL".to_string(),
+        Verdict::Inconclusive => format!(
+            "{} on its estimate{} (unsettled{})",
+            if passes { "pass" } else { "FAIL" },
+            e.filter(|e| threshold_ms > 0.0 && e.value.is_finite())
+                .map(|e| format!(", {:.0}% of the threshold", e.value / threshold_ms * 100.0))
+                .unwrap_or_default(),
+            more.map(|(n, what)| format!(": ~{n} more {what} would settle it"))
+                .unwrap_or_default()
+        ),
+    }
 }

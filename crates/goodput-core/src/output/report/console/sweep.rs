@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::layout::{line, num, rule};
 use crate::load::schedule::Load;
 use crate::measure::metrics::Metric;
+use crate::measure::stats::pct_label;
 use crate::plan::sweep::{SweepPoint, SweepResult};
 
 /// How a sweep point's start was made clean, in a few words.
@@ -124,6 +125,28 @@ fn point_notes(p: &SweepPoint) -> Vec<String> {
     if m.saturation.behind_schedule {
         notes.push("behind schedule".to_string());
     }
+    if let Some(t) = &m.tasks {
+        // An agent workload's load is tasks: what the point completed of
+        // them, and the task term the SLO judged (else the median).
+        let judged = m
+            .slo
+            .as_ref()
+            .and_then(|s| s.task_terms.first())
+            .and_then(|t| Some((t.term.percentile, t.estimate?.value)));
+        let median = t
+            .duration
+            .as_ref()
+            .and_then(|d| d.percentiles.iter().find(|p| p.0 == 50.0))
+            .map(|p| (50.0, p.1.value));
+        let duration = judged
+            .or(median)
+            .map(|(p, ms)| format!(", p{} task {:.1} s", pct_label(p), ms / 1e3))
+            .unwrap_or_default();
+        notes.push(format!(
+            "{} tasks, {:.3} tasks/s{duration}",
+            t.completed, t.throughput
+        ));
+    }
     if let Some(c) = &m.schedule_control {
         // What the search judged: the percentiles adjusted for the
         // point's own arrival schedule.
@@ -186,7 +209,7 @@ fn knees_and_goodput(out: &mut String, r: &SweepResult) {
         .iter()
         .any(|c| r.points[c.point].result.config.load.is_open())
     {
-        "req/s"
+        r.goodput.as_ref().map_or("req/s", |g| g.unit())
     } else {
         "concurrency"
     };

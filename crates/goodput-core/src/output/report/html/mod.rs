@@ -46,7 +46,8 @@
 //! | `sweep-interactivity` | per sweep: one per curve point with a p50 TPOT above zero |
 //!
 //! Sections carry `data-section`: `runs`, `sweeps`, and per run `slo`
-//! (only with an SLO), `errors` (only with failures), `workload`, `config`.
+//! (only with an SLO), `tasks` (only for agent trajectories), `errors`
+//! (only with failures), `workload`, `config`.
 
 mod chart;
 mod format;

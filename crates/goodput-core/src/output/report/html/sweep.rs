@@ -4,7 +4,8 @@
 
 use super::chart::{Axis, Chart, Guide, Mark, Series, Shape};
 use super::format::{
-    badge, config_block, escape, ms, num, row, short, swatch, table_by_source, Source,
+    badge, config_block, escape, estimate, ms, num, row, share, short, swatch, table_by_source,
+    Source,
 };
 use super::scale::AxisKind;
 use super::workload::workload;
@@ -114,7 +115,7 @@ fn goodput_cell(s: &SweepResult) -> String {
                 None => format!("at least {}", short(g.bracket.0)),
             };
             let interval = g.interval.map_or(String::new(), |(a, b)| {
-                format!("95 % interval {}–{} req/s; ", short(a), short(b))
+                format!("95 % interval {}–{} {}; ", short(a), short(b), g.unit())
             });
             // The console's words: INCONCLUSIVE where it says so.
             let verdict = if g.inconclusive {
@@ -124,8 +125,9 @@ fn goodput_cell(s: &SweepResult) -> String {
             } else {
                 String::new()
             };
+            let unit = escape(g.unit());
             let mut cell = format!(
-                "<b>{} req/s</b> {verdict}<br><span class=\"ci\">{}bracket {} req/s offered; SLO {}</span>",
+                "<b>{} {unit}</b> {verdict}<br><span class=\"ci\">{}bracket {} {unit} offered; SLO {}</span>",
                 escape(&short(g.rate)),
                 escape(&interval),
                 escape(&bracket),
@@ -219,7 +221,8 @@ fn offered_words(s: &SweepResult, offered: f64) -> String {
     if closed_loop(s) {
         format!("concurrency {}", short(offered))
     } else {
-        format!("{} req/s", short(offered))
+        let unit = s.goodput.as_ref().map_or("req/s", |g| g.unit());
+        format!("{} {unit}", short(offered))
     }
 }
 
@@ -546,6 +549,7 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
     out.push_str(
         "<p class=\"note\">Throughput: completed requests over the point's duration (first send to last response end), and the output tokens every request streamed, counted as they arrived, as the console and the CSV show them.</p>\n",
     );
+    out.push_str(&tasks_table(s));
     for c in s.curve.iter().filter(|c| c.saturated) {
         let findings = &s.points[c.point].result.metrics.saturation.findings;
         out.push_str(&format!(
@@ -563,6 +567,48 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
         ));
     }
     out.push_str("</section>\n");
+    out
+}
+
+/// An agent workload's points by their tasks: offered and completed
+/// tasks/s, the duration's median and p90 with intervals, and the prefix
+/// cache the trace allows beside what the server reported; empty for
+/// other workloads.
+fn tasks_table(s: &SweepResult) -> String {
+    if s.points.iter().all(|p| p.result.metrics.tasks.is_none()) {
+        return String::new();
+    }
+    let mut out = String::from("<div data-section=\"tasks\">\n<h4>Tasks of each point</h4>\n<div class=\"table-wrap\"><table>\n<thead><tr><th>Point</th><th>Load</th><th>Tasks completed (failed, cut)</th><th>Tasks/s</th><th>p50 task</th><th>p90 task</th><th>Cache: allowed / reported</th></tr></thead>\n<tbody>\n");
+    let dash = || "–".to_string();
+    for (i, p) in s.points.iter().enumerate() {
+        let Some(t) = &p.result.metrics.tasks else {
+            continue;
+        };
+        let pct = |q: f64| {
+            t.duration
+                .as_ref()
+                .and_then(|d| d.percentiles.iter().find(|x| x.0 == q))
+                .map_or_else(dash, |(_, e)| estimate(e, ms))
+        };
+        let load = match p.result.config.load {
+            Load::Closed { concurrency } => format!("{concurrency} in flight"),
+            Load::Open { rate, .. } => format!("{} tasks/s", short(rate)),
+        };
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{} ({}, {})</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{} / {}</td></tr>\n",
+            i + 1,
+            escape(&load),
+            t.completed,
+            t.failed,
+            t.cut,
+            num(t.throughput),
+            pct(50.0),
+            pct(90.0),
+            t.cacheable_share.map_or_else(dash, share),
+            t.cached_share.map_or_else(dash, share),
+        ));
+    }
+    out.push_str("</tbody></table></div>\n</div>\n");
     out
 }
 

@@ -67,6 +67,7 @@ fn slo() -> Slo {
         per_request: Vec::new(),
         attainment: None,
         max_error_rate: 0.01,
+        ..Default::default()
     }
 }
 
@@ -139,6 +140,7 @@ fn sweep(scale: f64) -> SweepResult {
             interval: None,
             method: None,
             inconclusive: false,
+            unit: None,
         }),
         search_sizing: None,
         stopped: None,

@@ -35,6 +35,7 @@ pub(super) fn detail(source: Source, r: &RunResult, several: bool) -> String {
         out.push_str(&slo_terms(m, slo));
     }
     out.push_str(&super::groups::groups(r));
+    out.push_str(&super::tasks::tasks(r));
     if m.failed > 0 || !m.errors.by_kind.is_empty() {
         out.push_str(&errors_by_kind(m));
     }
@@ -116,14 +117,7 @@ fn slo_terms(m: &RunMetrics, slo: &SloOutcome) -> String {
     }
     out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr><th>Term</th><th>Judged on</th><th>Estimate [95 %]</th><th>Verdict</th><th>More requests to settle</th></tr></thead>\n<tbody>\n");
     for t in &slo.terms {
-        let verdict = match t.verdict {
-            Verdict::Pass => badge("pass", "pass"),
-            Verdict::Fail => badge("fail", "fail"),
-            Verdict::Inconclusive if t.passes => {
-                badge("inconclusive", "inconclusive (passes as estimated)")
-            }
-            Verdict::Inconclusive => badge("inconclusive", "inconclusive (fails as estimated)"),
-        };
+        let verdict = verdict_badge(t.verdict, t.passes);
         out.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
             escape(&format!(
@@ -143,6 +137,24 @@ fn slo_terms(m: &RunMetrics, slo: &SloOutcome) -> String {
                 .unwrap_or_else(|| "–".into())
         ));
     }
+    for t in &slo.task_terms {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>task duration</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>\n",
+            escape(&format!(
+                "p{} task ≤ {}",
+                pct_label(t.term.percentile),
+                ms_short(t.term.threshold_ms)
+            )),
+            t.estimate
+                .as_ref()
+                .map(|e| estimate(e, ms))
+                .unwrap_or_else(|| "no data".into()),
+            verdict_badge(t.verdict, t.passes),
+            t.more_tasks_to_settle
+                .map(|n| format!("{n} tasks"))
+                .unwrap_or_else(|| "–".into())
+        ));
+    }
     out.push_str("</tbody></table></div>\n");
     if !slo.error_rate_ok {
         out.push_str(&format!(
@@ -153,6 +165,19 @@ fn slo_terms(m: &RunMetrics, slo: &SloOutcome) -> String {
     }
     out.push_str("</div>\n");
     out
+}
+
+/// A term's verdict as a badge; an unsettled one says what its point
+/// estimate says.
+fn verdict_badge(v: Verdict, passes: bool) -> String {
+    match v {
+        Verdict::Pass => badge("pass", "pass"),
+        Verdict::Fail => badge("fail", "fail"),
+        Verdict::Inconclusive if passes => {
+            badge("inconclusive", "inconclusive (passes as estimated)")
+        }
+        Verdict::Inconclusive => badge("inconclusive", "inconclusive (fails as estimated)"),
+    }
 }
 
 /// Failures by kind: count, share of failures and an example message.

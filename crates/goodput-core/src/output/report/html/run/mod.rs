@@ -11,6 +11,7 @@ mod detail;
 mod groups;
 mod headline;
 mod server;
+mod tasks;
 
 use crate::output::report::html::chart::Chart;
 use crate::output::report::html::format::{table_by_source, Source};
