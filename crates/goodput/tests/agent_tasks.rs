@@ -53,9 +53,12 @@ fn task_figures_are_their_calls_and_tasks_run_to_their_end() {
     let traces = dir.join("short.json");
     std::fs::write(&traces, short_traces()).unwrap();
     let (records, out) = (dir.join("records.jsonl"), dir.join("run.json"));
+    let html = dir.join("run.html");
     let _ = std::fs::remove_file(&records);
     let (code, stdout, stderr) = goodput(&[
         "run",
+        "--html",
+        html.to_str().unwrap(),
         "--trace",
         traces.to_str().unwrap(),
         "--concurrency",
@@ -162,6 +165,29 @@ fn task_figures_are_their_calls_and_tasks_run_to_their_end() {
         assert!(stdout.contains(want), "{want} not in:\n{stdout}");
     }
     assert!(!stdout.contains("Turn 1:"), "{stdout}");
+    // The report draws one task: its six calls as bars, the waits dashed.
+    let timeline = t["timeline"].as_array().unwrap();
+    assert_eq!(timeline.len(), 6, "{t}");
+    for c in timeline {
+        let parents_done = c["parents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                timeline[p.as_u64().unwrap() as usize]["done_ms"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .fold(0.0, f64::max);
+        assert!(c["send_ms"].as_f64().unwrap() >= parents_done, "{c}");
+    }
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("data-timeline=\"task\" data-calls=\"6\""),
+        "no timeline"
+    );
+    assert_eq!(page.matches("<rect class=\"call\"").count(), 6);
+    assert!(page.contains("data-section=\"tasks\""));
     // A term the tasks miss exits 1, naming it.
     let (code, stdout, _) = goodput(&[
         "run",

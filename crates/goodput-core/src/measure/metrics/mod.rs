@@ -24,7 +24,8 @@ use crate::tokenizer::Tokenizer;
 pub(crate) use collector::SchemaViolation;
 pub use collector::{
     Collector, Distributions, EarlyStop, GroupFigures, ImagesSummary, InputsSummary, RunMetrics,
-    StructuredOutput, TaskSummary, Throughput, TimeSeries, TokenSummary, CROWDING_LIMIT, GROUPINGS,
+    StructuredOutput, TaskSummary, Throughput, TimeSeries, TimelineCall, TokenSummary,
+    CROWDING_LIMIT, GROUPINGS,
 };
 pub use registry::Metric;
 

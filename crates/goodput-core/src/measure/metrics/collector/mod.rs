@@ -76,7 +76,7 @@ pub use sessions::SessionSummary;
 #[cfg(test)]
 pub(crate) use structured::SchemaViolation;
 pub use structured::StructuredOutput;
-pub use tasks::TaskSummary;
+pub use tasks::{TaskSummary, TimelineCall};
 pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
 pub use tokens::TokenSummary;
 

@@ -53,7 +53,30 @@ pub struct TaskSummary {
     pub cached_share: Option<f64>,
     /// Completed calls by their agent's depth (0: the main agent).
     pub by_depth: Vec<DepthFigures>,
+    /// One task's calls as they ran: of the first completed tasks, the one
+    /// of median duration (the HTML report draws it).
+    #[serde(default)]
+    pub timeline: Vec<TimelineCall>,
 }
+
+/// A call of the task drawn as a timeline: ms from the task's start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineCall {
+    /// Its index in the trace's list order.
+    pub call: u32,
+    /// Its agent (0 the main agent) and that agent's depth.
+    pub agent: u32,
+    pub depth: u32,
+    /// The calls it waited for.
+    pub parents: Vec<u32>,
+    /// When it was due (its parents' end plus its gap), sent, and ended.
+    pub sched_ms: f64,
+    pub send_ms: f64,
+    pub done_ms: f64,
+}
+
+/// The completed tasks whose calls are kept for the timeline.
+const TIMELINES: usize = 64;
 
 /// The completed calls of one depth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,6 +145,9 @@ struct TaskAcc {
     /// The subagents seen (agent ids above 0).
     subagents: Vec<u32>,
     cache: Cache,
+    /// Its calls (times in ms on the run's clock), while it may yet be
+    /// one of the first completed tasks.
+    calls_seen: Vec<TimelineCall>,
 }
 
 #[derive(Debug, Default)]
@@ -136,6 +162,8 @@ struct DepthAcc {
 pub(super) struct Tasks {
     tasks: BTreeMap<u64, TaskAcc>,
     depths: BTreeMap<u32, DepthAcc>,
+    /// The first completed tasks' calls, for the timeline.
+    timelines: Vec<Vec<TimelineCall>>,
 }
 
 impl Tasks {
@@ -165,6 +193,21 @@ impl Tasks {
                     t.subagents.push(call.agent);
                 }
                 t.cache.add(rec);
+                if self.timelines.len() < TIMELINES {
+                    let ms = |ns: u64| ns as f64 / 1e6;
+                    t.calls_seen.push(TimelineCall {
+                        call: rec.session.map_or(0, |s| s.1),
+                        agent: call.agent,
+                        depth: call.depth,
+                        parents: call.parents.clone(),
+                        sched_ms: ms(rec.t_sched),
+                        send_ms: ms(rec.t_send.unwrap_or(rec.t_sched)),
+                        done_ms: ms(rec.t_done),
+                    });
+                    if completed(t) {
+                        self.timelines.push(timeline(t));
+                    }
+                }
                 let d = self.depths.entry(call.depth).or_default();
                 let (ttft, e2el) = if open_loop {
                     (m.ttft_sched_ms, m.e2el_sched_ms)
@@ -233,6 +276,7 @@ impl Tasks {
                 .iter()
                 .map(|(&depth, d)| depth_figures(depth, d))
                 .collect(),
+            timeline: self.median_timeline(),
         })
     }
 
@@ -272,6 +316,29 @@ impl Tasks {
             })
             .collect()
     }
+}
+
+impl Tasks {
+    /// Of the first completed tasks, the one of median duration.
+    fn median_timeline(&self) -> Vec<TimelineCall> {
+        let span = |t: &Vec<TimelineCall>| t.iter().map(|c| c.done_ms).fold(0.0, f64::max);
+        let mut v: Vec<&Vec<TimelineCall>> = self.timelines.iter().collect();
+        v.sort_by(|a, b| span(a).total_cmp(&span(b)));
+        v.get(v.len() / 2).map(|t| (*t).clone()).unwrap_or_default()
+    }
+}
+
+/// A completed task's calls, in list order, from its start.
+fn timeline(t: &mut TaskAcc) -> Vec<TimelineCall> {
+    let start = t.start_ns.unwrap_or(0) as f64 / 1e6;
+    let mut calls = std::mem::take(&mut t.calls_seen);
+    for c in &mut calls {
+        c.sched_ms -= start;
+        c.send_ms -= start;
+        c.done_ms -= start;
+    }
+    calls.sort_by_key(|c| c.call);
+    calls
 }
 
 fn completed(t: &TaskAcc) -> bool {

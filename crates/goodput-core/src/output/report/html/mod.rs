@@ -45,6 +45,10 @@
 //! | `sweep-cost` | per sweep: one per costed curve point; only when some point is costed |
 //! | `sweep-interactivity` | per sweep: one per curve point with a p50 TPOT above zero |
 //!
+//! An agent run's task timeline is `<figure class="chart"
+//! data-timeline="task" data-calls="N">`, one `rect.call` per call and no
+//! circle.
+//!
 //! Sections carry `data-section`: `runs`, `sweeps`, and per run `slo`
 //! (only with an SLO), `tasks` (only for agent trajectories), `errors`
 //! (only with failures), `workload`, `config`.
