@@ -110,6 +110,17 @@ async fn run_points(
     } = session;
     let mut write_error = None;
     let (mut said_points, mut said_sizing, mut said_revision) = (0, false, None);
+    // An agent workload's load is tasks: its rates are tasks/s, and the
+    // search's counts are tasks.
+    let agents = spec.base.workload.source.is_agents();
+    let in_tasks = |line: String| {
+        if agents {
+            line.replace(" req/s", " tasks/s")
+                .replace(" requests", " tasks")
+        } else {
+            line
+        }
+    };
     let mut on_point = |r: &SweepResult, _: &goodput_core::load::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet || r.points.len() == said_points) {
             eprintln!("{}", point_line(r.points.len(), p));
@@ -118,7 +129,7 @@ async fn run_points(
         // What settling the search's answer takes, once, before its
         // measuring points run.
         if let (Some(z), false) = (&r.search_sizing, quiet || said_sizing) {
-            eprintln!("goodput: {}", z.describe());
+            eprintln!("goodput: {}", in_tasks(z.describe()));
             said_sizing = true;
         }
         // Said again when the measuring points moved it.
@@ -127,7 +138,7 @@ async fn run_points(
             r.search_sizing.and_then(|z| z.describe_revision()),
             quiet || revised == said_revision,
         ) {
-            eprintln!("goodput: {line}");
+            eprintln!("goodput: {}", in_tasks(line));
         }
         said_revision = revised;
         // Saved as each point finishes: an interrupted sweep keeps what it measured.
@@ -160,11 +171,19 @@ async fn run_points(
 /// throughput, and whether it met the SLO or saturated the server.
 fn point_line(n: usize, p: &plan::SweepPoint) -> String {
     let m = &p.result.metrics;
+    // An agent workload's load is tasks, and what it completed of them
+    // comes first.
+    let (load, tasks) = match &m.tasks {
+        Some(t) => (
+            format!("{:.2}", p.result.config.load).replace(" req/s", " tasks/s"),
+            format!("{:.2} tasks/s, ", t.throughput),
+        ),
+        None => (format!("{:.2}", p.result.config.load), String::new()),
+    };
     format!(
-        "goodput: point {} ({:?}, {:.2}): {:.2} req/s, {:.0} tok/s{}{}",
+        "goodput: point {} ({:?}, {load}): {tasks}{:.2} req/s, {:.0} tok/s{}{}",
         n,
         p.role,
-        p.result.config.load,
         m.throughput.request.value,
         m.throughput.output.value,
         match p.meets {

@@ -41,8 +41,9 @@ pub(super) fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput 
     });
     if let Some(p) = weak {
         notes.push(format!(
-            "inconclusive: the best passing point held {} requests, fewer than the {need} the SLO's percentiles need to be bounded (a longer --point-time, or --search goodput, sizes points for it)",
-            p.result.metrics.completed
+            "inconclusive: the best passing point held {} {}, fewer than the {need} the SLO's percentiles need to be bounded (a longer --point-time, or --search goodput, sizes points for it)",
+            held(p),
+            if p.result.metrics.tasks.is_some() { "tasks" } else { "requests" }
         ));
     }
     Goodput {
@@ -71,7 +72,14 @@ pub(super) fn goodput_from_points(r: &SweepResult, spec: &SweepSpec) -> Goodput 
 
 /// A point too small to bound the SLO's percentiles, its verdict unsettled.
 fn is_weak(p: &SweepPoint, need: u64) -> bool {
-    p.result.early_stop.is_none() && p.result.metrics.completed < need
+    p.result.early_stop.is_none() && held(p) < need
+}
+
+/// What a point held for its percentiles: its completed requests, or an
+/// agent workload's completed tasks.
+fn held(p: &SweepPoint) -> u64 {
+    let m = &p.result.metrics;
+    m.tasks.as_ref().map_or(m.completed, |t| t.completed)
 }
 
 /// The highest open-loop rate that met the SLO, and whether every pass at

@@ -235,7 +235,10 @@ impl Runner<'_> {
         let run_control = self.control.child();
         let progress = Arc::new(Progress::default());
         if let Ok(mut c) = self.live.current.lock() {
-            let what = format!("{load:.2}");
+            let mut what = format!("{load:.2}");
+            if self.spec.base.workload.source.is_agents() {
+                what = what.replace(" req/s", " tasks/s");
+            }
             *c = Some((progress.clone(), format!("{role:?} {what}").to_lowercase()));
         }
         let t0 = Instant::now();
