@@ -54,30 +54,6 @@ impl Rate {
     }
 }
 
-/// The status words after the bar: rate, in flight, TTFT, errors.
-fn status(p: &Progress, rate: f64) -> String {
-    let sent = p.sent.load(Relaxed);
-    let finished = p.finished.load(Relaxed);
-    let failed = p.failed.load(Relaxed);
-    let ttft = p.recent_ttft_p50_us.load(Relaxed);
-    let ttft = if ttft == 0 {
-        "–".to_string()
-    } else if ttft >= 10_000_000 {
-        format!("{:.1} s", ttft as f64 / 1e6)
-    } else {
-        format!("{:.0} ms", ttft as f64 / 1e3)
-    };
-    let phase = if sent > 0 && p.sent_measured.load(Relaxed) == 0 {
-        "warm-up · "
-    } else {
-        ""
-    };
-    format!(
-        "{phase}{rate:.1} req/s · in flight {} · p50 TTFT {ttft} · errors {failed}",
-        sent.saturating_sub(finished)
-    )
-}
-
 /// `42s`, `3m05s`, `1h02m`.
 fn eta(s: f64) -> String {
     let s = s.max(0.0).round() as u64;
@@ -154,7 +130,7 @@ pub fn spawn(
             let Some(p) = progress else { continue };
             let finished = p.finished.load(Relaxed);
             let r = rate.update(now, finished);
-            let mut words = status(&p, r);
+            let mut words = p.status(r);
             // A run of N requests: about how long is left at the recent rate.
             if let (Watched::Run(_), Some(n), true) = (&watched, bounds.requests, r > 0.0) {
                 let left = n.saturating_sub(p.sent_measured.load(Relaxed).min(finished));

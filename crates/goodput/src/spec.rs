@@ -55,28 +55,13 @@ fn num_prompts(bounds: &BoundsArgs) -> Option<u64> {
 
 /// The SLO of the SLO flags, or `None` when none was given.
 pub fn slo(args: &SloArgs) -> Option<Slo> {
-    use goodput_core::measure::AnyTerm;
-    let all = || args.slo.iter().flatten().copied();
-    let terms: Vec<_> = all()
-        .filter_map(|t| match t {
-            AnyTerm::Request(t) => Some(t),
-            AnyTerm::Task(_) => None,
-        })
-        .collect();
-    let task_terms: Vec<_> = all()
-        .filter_map(|t| match t {
-            AnyTerm::Task(t) => Some(t),
-            AnyTerm::Request(_) => None,
-        })
-        .collect();
-    let gate = !terms.is_empty() || !task_terms.is_empty();
-    (gate || !args.goodput.is_empty() || args.slo_attainment.is_some()).then(|| Slo {
-        terms,
-        task_terms,
-        per_request: args.goodput.clone(),
-        attainment: args.slo_attainment,
-        max_error_rate: args.max_error_rate,
-    })
+    let terms: Vec<_> = args.slo.iter().flatten().copied().collect();
+    Slo::from_flags(
+        &terms,
+        args.goodput.clone(),
+        args.slo_attainment,
+        args.max_error_rate,
+    )
 }
 
 /// The deployment's cost, or `None` when neither a cost nor a power was given.

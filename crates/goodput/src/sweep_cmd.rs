@@ -110,26 +110,16 @@ async fn run_points(
     } = session;
     let mut write_error = None;
     let (mut said_points, mut said_sizing, mut said_revision) = (0, false, None);
-    // An agent workload's load is tasks: its rates are tasks/s, and the
-    // search's counts are tasks.
     let agents = spec.base.workload.source.is_agents();
-    let in_tasks = |line: String| {
-        if agents {
-            line.replace(" req/s", " tasks/s")
-                .replace(" requests", " tasks")
-        } else {
-            line
-        }
-    };
     let mut on_point = |r: &SweepResult, _: &goodput_core::load::Progress| {
         if let (Some(p), false) = (r.points.last(), quiet || r.points.len() == said_points) {
-            eprintln!("{}", point_line(r.points.len(), p));
+            eprintln!("{}", plan::point_line(r.points.len(), p));
         }
         said_points = r.points.len();
         // What settling the search's answer takes, once, before its
         // measuring points run.
         if let (Some(z), false) = (&r.search_sizing, quiet || said_sizing) {
-            eprintln!("goodput: {}", in_tasks(z.describe()));
+            eprintln!("goodput: {}", plan::in_tasks(z.describe(), agents));
             said_sizing = true;
         }
         // Said again when the measuring points moved it.
@@ -138,7 +128,7 @@ async fn run_points(
             r.search_sizing.and_then(|z| z.describe_revision()),
             quiet || revised == said_revision,
         ) {
-            eprintln!("goodput: {}", in_tasks(line));
+            eprintln!("goodput: {}", plan::in_tasks(line, agents));
         }
         said_revision = revised;
         // Saved as each point finishes: an interrupted sweep keeps what it measured.
@@ -165,38 +155,6 @@ async fn run_points(
         Some(e) => Err(e.into()),
         None => Ok(result),
     }
-}
-
-/// The line said on stderr when the `n`th point finishes: its role, load,
-/// throughput, and whether it met the SLO or saturated the server.
-fn point_line(n: usize, p: &plan::SweepPoint) -> String {
-    let m = &p.result.metrics;
-    // An agent workload's load is tasks, and what it completed of them
-    // comes first.
-    let (load, tasks) = match &m.tasks {
-        Some(t) => (
-            format!("{:.2}", p.result.config.load).replace(" req/s", " tasks/s"),
-            format!("{:.2} tasks/s, ", t.throughput),
-        ),
-        None => (format!("{:.2}", p.result.config.load), String::new()),
-    };
-    format!(
-        "goodput: point {} ({:?}, {load}): {tasks}{:.2} req/s, {:.0} tok/s{}{}",
-        n,
-        p.role,
-        m.throughput.request.value,
-        m.throughput.output.value,
-        match p.meets {
-            Some(true) => ", meets the SLO",
-            Some(false) => ", misses the SLO",
-            None => "",
-        },
-        if m.saturation.saturated {
-            ", saturated"
-        } else {
-            ""
-        }
-    )
 }
 
 /// The sweep's exit code (README, "Exit codes"): 130 when a signal

@@ -45,6 +45,7 @@ use crate::request::record::{ErrorKind, RequestRecord};
 use crate::request::transport::Transport;
 
 mod control;
+mod progress;
 mod slots;
 mod turns;
 pub use control::RunControl;

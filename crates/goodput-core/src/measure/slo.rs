@@ -251,6 +251,30 @@ impl Slo {
         !self.terms.is_empty() || !self.task_terms.is_empty() || self.attainment.is_some()
     }
 
+    /// The SLO of the flags: `--slo` terms (request and task terms
+    /// alike), `--goodput` thresholds, `--slo-attainment` and
+    /// `--max-error-rate`; `None` when nothing asks for one.
+    pub fn from_flags(
+        terms: &[AnyTerm],
+        per_request: Vec<Threshold>,
+        attainment: Option<f64>,
+        max_error_rate: f64,
+    ) -> Option<Slo> {
+        let mut slo = Slo {
+            per_request,
+            attainment,
+            max_error_rate,
+            ..Slo::default()
+        };
+        for t in terms {
+            match *t {
+                AnyTerm::Request(t) => slo.terms.push(t),
+                AnyTerm::Task(t) => slo.task_terms.push(t),
+            }
+        }
+        (slo.is_gate() || !slo.per_request.is_empty()).then_some(slo)
+    }
+
     /// The thresholds a request must meet to be good.
     pub fn request_thresholds(&self) -> Vec<Threshold> {
         if !self.per_request.is_empty() {

@@ -55,7 +55,10 @@ use curve::p;
 use grid::{best_passing, goodput_from_points};
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config, search_windows};
-pub use result::{headline, CurvePoint, Goodput, PointRole, PointStart, SweepPoint, SweepResult};
+pub use result::{
+    headline, in_tasks, point_line, CurvePoint, Goodput, PointRole, PointStart, SweepPoint,
+    SweepResult,
+};
 #[cfg(test)]
 pub(crate) use result::{KneeAt, Knees};
 pub use spec::{SweepMode, SweepSpec};
@@ -677,12 +680,9 @@ impl Runner<'_> {
         }
         // The search speaks of rates and of the requests its points held;
         // an agent workload's are tasks/s and tasks.
-        if answer.unit.is_some() {
-            for n in &mut answer.notes {
-                *n = n
-                    .replace(" req/s", " tasks/s")
-                    .replace(" requests", " tasks");
-            }
+        let agents = answer.unit.is_some();
+        for n in &mut answer.notes {
+            *n = in_tasks(std::mem::take(n), agents);
         }
         self.result.goodput = Some(answer);
     }

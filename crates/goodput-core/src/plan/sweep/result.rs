@@ -227,3 +227,46 @@ pub fn headline(r: &SweepResult) -> Option<String> {
         g.slo, g.workload, r.load_time_s
     ))
 }
+
+/// The line said on stderr when the `n`th point finishes: its role, load,
+/// throughput, and whether it met the SLO or saturated the server.
+pub fn point_line(n: usize, p: &SweepPoint) -> String {
+    let m = &p.result.metrics;
+    // An agent workload's load is tasks, and what it completed of them
+    // comes first.
+    let (load, tasks) = match &m.tasks {
+        Some(t) => (
+            format!("{:.2}", p.result.config.load).replace(" req/s", " tasks/s"),
+            format!("{:.2} tasks/s, ", t.throughput),
+        ),
+        None => (format!("{:.2}", p.result.config.load), String::new()),
+    };
+    format!(
+        "goodput: point {} ({:?}, {load}): {tasks}{:.2} req/s, {:.0} tok/s{}{}",
+        n,
+        p.role,
+        m.throughput.request.value,
+        m.throughput.output.value,
+        match p.meets {
+            Some(true) => ", meets the SLO",
+            Some(false) => ", misses the SLO",
+            None => "",
+        },
+        if m.saturation.saturated {
+            ", saturated"
+        } else {
+            ""
+        }
+    )
+}
+
+/// A line of the search in an agent workload's units (`agents`): its
+/// rates are tasks/s and the counts its points hold are tasks.
+pub fn in_tasks(line: String, agents: bool) -> String {
+    if agents {
+        line.replace(" req/s", " tasks/s")
+            .replace(" requests", " tasks")
+    } else {
+        line
+    }
+}
