@@ -252,6 +252,7 @@ fn a_search_with_a_task_slo_answers_in_tasks_per_second() {
         .lines()
         .find(|l| l.starts_with("goodput: "))
         .unwrap_or_default();
+    // Settled or not (60 s may not settle it), the line is in tasks/s.
     assert!(headline.contains("tasks/s"), "{stdout}");
     assert!(!headline.contains("req/s"), "{headline}");
     for p in doc["points"].as_array().unwrap() {
@@ -262,13 +263,13 @@ fn a_search_with_a_task_slo_answers_in_tasks_per_second() {
         assert_eq!(t["cut"], 0, "{t}");
         if let Some(rate) = r["config"]["load"]["rate"].as_f64() {
             // Tasks/s, not req/s: completed tasks follow the offered rate
-            // (the tail of the last tasks lengthens a short point), and
-            // calls run at six a task.
+            // (within a short point's Poisson sample, and the tail of its
+            // last tasks lengthens it), and calls run at six a task.
             let tasks_s = t["throughput"].as_f64().unwrap();
             let calls_s = r["request_throughput"].as_f64().unwrap();
             if done >= 20 && !r["saturation"]["saturated"].as_bool().unwrap() {
                 assert!(
-                    tasks_s > 0.6 * rate && tasks_s < 1.25 * rate,
+                    tasks_s > 0.5 * rate && tasks_s < 1.5 * rate,
                     "{tasks_s} tasks/s at {rate}"
                 );
             }

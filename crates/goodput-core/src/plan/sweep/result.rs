@@ -195,9 +195,12 @@ pub struct PointStart {
 /// search could bound it) and bracket, the SLO and the workload.
 pub fn headline(r: &SweepResult) -> Option<String> {
     let g = r.goodput.as_ref()?;
+    // A rate in other units than req/s (an agent workload's tasks/s)
+    // carries them in its bracket too: an inconclusive line has no rate.
+    let unit = g.unit.as_ref().map(|u| format!(" {u}")).unwrap_or_default();
     let bracket = match g.bracket.1 {
-        Some(hi) => format!("bracket {:.2}–{:.2}", g.bracket.0, hi),
-        None => format!("bracket {:.2}–untested", g.bracket.0),
+        Some(hi) => format!("bracket {:.2}–{:.2}{unit}", g.bracket.0, hi),
+        None => format!("bracket {:.2}–untested{unit}", g.bracket.0),
     };
     let interval = g
         .interval
