@@ -28,7 +28,10 @@ pub use self::metrics::{
     Collector, EarlyStop, RequestMetrics, RunMetrics, TokenSource, CROWDING_LIMIT,
 };
 pub use self::server_metrics::scrape::{check_url, ScrapeOptions};
-pub use self::slo::{parse_any_terms, parse_terms, AnyTerm, Slo, SloTerm, TaskTerm, Threshold};
+pub use self::slo::{
+    any_terms, parse_any_terms, parse_terms, request_terms, AnyTerm, Slo, SloTerm, TaskTerm,
+    Threshold,
+};
 pub use self::stats::{
     pct_label, percentile_of, t_975, Distribution, Estimate, Level, QUANTILE_COUNT,
 };

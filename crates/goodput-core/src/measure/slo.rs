@@ -188,6 +188,16 @@ pub fn parse_any_terms(values: &[String]) -> Result<Vec<AnyTerm>, String> {
     parse_list(values)
 }
 
+/// One `--slo` value (comma-separated terms), request and task terms alike.
+pub fn any_terms(s: &str) -> Result<Vec<AnyTerm>, String> {
+    parse_list(&[s.to_string()])
+}
+
+/// One `--slo` value of request terms only (`predict`: a forecast has no tasks).
+pub fn request_terms(s: &str) -> Result<Vec<SloTerm>, String> {
+    parse_list(&[s.to_string()])
+}
+
 fn parse_list<T: FromStr<Err = String>>(values: &[String]) -> Result<Vec<T>, String> {
     values
         .iter()

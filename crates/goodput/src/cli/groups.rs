@@ -8,8 +8,7 @@ use clap::Args;
 use super::parse::{
     arrival, at_least_one, burstiness, duration, header, listen_addr, model_list, pem_certs,
     pem_key, percentiles, positive, positive_duration, rate, server_metrics_url, share, sim_preset,
-    slo_terms, speed, temperature, threshold, token_range, tokenizer, url, warmup, Percentiles,
-    SimPreset,
+    speed, temperature, threshold, token_range, tokenizer, url, warmup, Percentiles, SimPreset,
 };
 
 /// Where requests go.
@@ -384,7 +383,7 @@ pub struct SloArgs {
     /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms (no quotes needed); metrics ttft,
     /// tpot, itl, e2el; task:pQ:DURATION holds an agent trace's task durations. A run that misses
     /// it exits 1.
-    #[arg(long, value_name = "TERM", value_parser = slo_terms, help_heading = "SLO")]
+    #[arg(long, value_name = "TERM", value_parser = goodput_core::measure::any_terms, help_heading = "SLO")]
     pub slo: Vec<Vec<goodput_core::measure::AnyTerm>>,
     /// vLLM's per-request thresholds in ms for request goodput, e.g. --goodput ttft:200 tpot:50
     /// (decides the exit code only together with --slo or --slo-attainment).

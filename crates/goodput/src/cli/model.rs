@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::groups::{TargetArgs, TraceArgs};
-use super::parse::{at_least_one, finite_rate, percent, share, slo_terms};
+use super::parse::{at_least_one, finite_rate, percent, share};
 
 /// `goodput calibrate`: the target (or the built-in simulator), the design
 /// of the experiment and where the profile goes.
@@ -97,7 +97,7 @@ pub struct PredictArgs {
     pub routing: RoutingArg,
     /// An SLO term METRIC:pQ:THRESHOLD or 'METRIC:pQ<=THRESHOLD' (repeatable, or
     /// comma-separated), e.g. ttft:p99:200ms,tpot:p99:50ms; metrics ttft, tpot, itl, e2el.
-    #[arg(long, value_name = "TERM", value_parser = slo_terms, required = true, help_heading = "SLO")]
+    #[arg(long, value_name = "TERM", value_parser = goodput_core::measure::request_terms, required = true, help_heading = "SLO")]
     pub slo: Vec<Vec<goodput_core::measure::SloTerm>>,
     /// Largest share of failed requests (0 to 1) a passing rate may have.
     #[arg(long, default_value_t = 0.01, value_parser = share, help_heading = "SLO")]

@@ -181,11 +181,6 @@ pub(super) fn warmup(s: &str) -> Result<goodput_core::load::WarmupPolicy, String
         })
 }
 
-/// `--slo`: one or more comma-separated terms METRIC:pQ:THRESHOLD (or `<=`).
-pub(super) fn slo_terms(s: &str) -> Result<Vec<goodput_core::measure::AnyTerm>, String> {
-    goodput_core::measure::parse_any_terms(&[s.to_string()])
-}
-
 /// `--goodput`: one per-request threshold METRIC:MS.
 pub(super) fn threshold(s: &str) -> Result<goodput_core::measure::Threshold, String> {
     s.parse()
