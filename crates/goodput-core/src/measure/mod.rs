@@ -29,8 +29,7 @@ pub use self::metrics::{
 };
 pub use self::server_metrics::scrape::{check_url, ScrapeOptions};
 pub use self::slo::{
-    any_terms, parse_any_terms, parse_terms, request_terms, AnyTerm, Slo, SloTerm, TaskTerm,
-    Threshold,
+    any_terms, parse_terms, request_terms, AnyTerm, Slo, SloTerm, TaskTerm, Threshold,
 };
 pub use self::stats::{
     pct_label, percentile_of, t_975, Distribution, Estimate, Level, QUANTILE_COUNT,
