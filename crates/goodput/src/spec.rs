@@ -168,6 +168,7 @@ pub fn sweep_spec(flags: &CommonArgs<SweepPlanArgs>) -> Result<SweepSpec, Exit> 
         Some(SearchKind::Goodput) => SweepMode::Search {
             precision: s.precision,
         },
+        None if s.frontier => SweepMode::frontier(&s.concurrencies, s.frontier_max),
         None if !s.rates.is_empty() => SweepMode::Rates(s.rates.clone()),
         None if !s.concurrencies.is_empty() => SweepMode::Concurrencies(s.concurrencies.clone()),
         None => SweepMode::Auto,

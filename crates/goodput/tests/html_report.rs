@@ -160,7 +160,7 @@ fn run_and_sweep_reports_open_offline_with_one_mark_per_point() {
         "sweep-e2el",
         "sweep-throughput",
         "sweep-cost",
-        "sweep-interactivity",
+        "sweep-frontier",
     ] {
         assert!(
             sweep.iter().any(|c| c == id),
@@ -219,4 +219,54 @@ async fn text_from_results_cannot_run_as_script() {
     );
     let mut b = Browser::launch(&exe);
     check_page(&mut b, &html, "escaped.png");
+}
+
+/// A frontier sweep's chart, as Chromium lays it out: the frontier is one
+/// line whose every segment is horizontal or vertical (a step function,
+/// MLPerf Endpoints' representation), stepping down as interactivity rises.
+#[test]
+fn the_frontier_is_drawn_as_a_step_function() {
+    let Some(exe) = chromium() else { return };
+    let html = tmp("frontier.html");
+    let (code, _, err) = goodput(&[
+        "sweep",
+        "--sim",
+        "llama-3.1-8b,h100-sxm,time-scale=0.25,max-num-seqs=8",
+        "--frontier",
+        "--point-time",
+        "1s",
+        "--input-tokens",
+        "128",
+        "--output-tokens",
+        "32",
+        "--quiet",
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let mut b = Browser::launch(&exe);
+    let charts = check_page(&mut b, &html, "frontier.png");
+    assert!(charts.iter().any(|c| c == "sweep-frontier"), "{charts:?}");
+    let mut log = b.open(&html, 1280);
+    let lines = b.eval(
+        "JSON.stringify([...document.querySelectorAll('figure[data-chart=sweep-frontier] svg polyline[stroke-width=\"2\"]')].map(p => [...p.points].map(q => [q.x, q.y])))",
+        &mut log,
+    );
+    let lines: Vec<Vec<(f64, f64)>> = serde_json::from_str(lines.as_str().unwrap()).unwrap();
+    assert_eq!(lines.len(), 1, "one frontier line: {lines:?}");
+    let path = &lines[0];
+    assert!(path.len() >= 3, "{path:?}");
+    let (mut across, mut down) = (0, 0);
+    for w in path.windows(2) {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        assert!(x0 == x1 || y0 == y1, "a sloped segment: {path:?}");
+        // SVG y grows downwards: throughput falls as y grows.
+        assert!(
+            x1 >= x0 && y1 >= y0,
+            "the frontier rises somewhere: {path:?}"
+        );
+        across += usize::from(y0 == y1 && x1 > x0);
+        down += usize::from(x0 == x1 && y1 > y0);
+    }
+    assert!(across > 0 && down > 0, "{path:?}");
 }

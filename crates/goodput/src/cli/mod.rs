@@ -142,6 +142,12 @@ pub struct SweepPlanArgs {
     /// Search the highest rate that meets the SLO (needs --slo or --slo-attainment).
     #[arg(long, value_enum, help_heading = "Sweep")]
     pub search: Option<SearchKind>,
+    /// The deployment frontier over MLPerf Endpoints' plan of concurrencies (or --concurrencies).
+    #[arg(long, conflicts_with_all = ["rates", "search"], help_heading = "Sweep")]
+    pub frontier: bool,
+    /// Highest concurrency the frontier's plan may run.
+    #[arg(long, value_parser = at_least_one, requires = "frontier", help_heading = "Sweep")]
+    pub frontier_max: Option<usize>,
     /// Relative precision of the goodput search, e.g. 5%.
     #[arg(long, default_value = "5%", value_parser = percent, help_heading = "Sweep")]
     pub precision: f64,

@@ -18,6 +18,8 @@ struct Row<'a> {
     point: Option<usize>,
     role: Option<String>,
     run: &'a RunResult,
+    /// The sweep point's figures on its sweep's frontier (`--frontier`).
+    frontier: Option<&'a crate::plan::sweep::FrontierPoint>,
 }
 
 fn rows(items: &[(String, Saved)]) -> Vec<Row<'_>> {
@@ -29,6 +31,7 @@ fn rows(items: &[(String, Saved)]) -> Vec<Row<'_>> {
                 point: None,
                 role: None,
                 run: r,
+                frontier: None,
             }),
             Saved::Repeat(r) => {
                 for (i, run) in r.runs.iter().enumerate() {
@@ -37,6 +40,7 @@ fn rows(items: &[(String, Saved)]) -> Vec<Row<'_>> {
                         point: Some(i),
                         role: Some("repeat".into()),
                         run,
+                        frontier: None,
                     });
                 }
             }
@@ -49,6 +53,10 @@ fn rows(items: &[(String, Saved)]) -> Vec<Row<'_>> {
                             .ok()
                             .and_then(|v| v.as_str().map(str::to_string)),
                         run: &p.result,
+                        frontier: s
+                            .frontier
+                            .as_ref()
+                            .and_then(|f| f.points.iter().find(|fp| fp.point == i)),
                     });
                 }
             }
@@ -400,6 +408,9 @@ pub fn render(items: &[(String, Saved)]) -> String {
     if rows.iter().any(|r| r.run.metrics.tasks.is_some()) {
         cols.extend(task_columns(&percentiles));
     }
+    if rows.iter().any(|r| r.frontier.is_some()) {
+        cols.extend(frontier_columns());
+    }
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
     let _ = w.write_record(cols.iter().map(|c| c.header.as_str()));
     for r in &rows {
@@ -504,6 +515,49 @@ fn task_columns(percentiles: &[f64]) -> Vec<Column<'static>> {
         ));
     }
     cols
+}
+
+/// One side of a frontier point's per-user interval.
+fn frontier_interval(p: &crate::plan::sweep::FrontierPoint, hi: bool) -> Cell {
+    let (lo, up) = p.tps_per_user_interval?;
+    opt(if hi { up } else { lo })
+}
+
+/// A frontier sweep's per-point figures (docs/metrics.md, "The
+/// frontier"); only in a file with such a row.
+fn frontier_columns() -> Vec<Column<'static>> {
+    use crate::plan::sweep::FrontierPoint;
+    type Get = fn(&FrontierPoint) -> Cell;
+    let figures: [(&str, Get); 10] = [
+        ("frontier_region", |p| {
+            serde_json::to_value(p.region?)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+        }),
+        ("frontier_system_tps_tok_per_s", |p| num(p.system_tps)),
+        ("frontier_system_tps_per_gpu_tok_per_s", |p| {
+            num(p.system_tps_per_gpu)
+        }),
+        ("frontier_tps_per_user_tok_per_s", |p| opt(p.tps_per_user)),
+        ("frontier_tps_per_user_ci_lo_tok_per_s", |p| {
+            frontier_interval(p, false)
+        }),
+        ("frontier_tps_per_user_ci_hi_tok_per_s", |p| {
+            frontier_interval(p, true)
+        }),
+        ("frontier_tps_per_user_p50_tok_per_s", |p| {
+            opt(p.tps_per_user_p50)
+        }),
+        ("frontier_tps_per_user_by_concurrency_tok_per_s", |p| {
+            opt(p.tps_per_user_by_concurrency)
+        }),
+        ("frontier_ttft_p90_ms", |p| opt(p.ttft_p90_ms)),
+        ("frontier_on_frontier", |p| Some(p.on_frontier.to_string())),
+    ];
+    figures
+        .into_iter()
+        .map(|(h, get)| col(h, move |r| get(r.frontier?)))
+        .collect()
 }
 
 /// The header line alone (for the snapshot test).

@@ -1,10 +1,17 @@
-//! A grid sweep's goodput: the highest offered rate among the points that
+//! A grid sweep: its points in order (stopping after two saturated ones
+//! in a row), and its goodput: the highest offered rate among the points that
 //! met the SLO, and whether the pass it rests on is large enough for the
 //! SLO's percentiles (else the sweep confirms it with a larger point, and
 //! a failing confirmation outweighs the small pass).
 
+use std::time::Duration;
+
 use super::observe;
-use super::{Goodput, PointRole, SweepPoint, SweepResult, SweepSpec};
+use super::{
+    Goodput, PointPlan, PointRole, Runner, Step, StopReason, SweepPoint, SweepResult, SweepSpec,
+};
+use crate::load::schedule::Load;
+use crate::plan::target::RunError;
 
 /// Without a search: the highest offered rate among the points that met the
 /// SLO, bracketed by the lowest failing rate above it.
@@ -103,4 +110,64 @@ pub(super) fn best_passing(points: &[SweepPoint], need: u64) -> Option<(f64, boo
         .filter(|p| rate_of(p) == best)
         .all(|p| is_weak(p, need));
     Some((best, weak))
+}
+
+impl Runner<'_> {
+    /// Run loads in order; stop once two points in a row are saturated.
+    pub(super) async fn grid(&mut self, loads: Vec<Load>) -> Result<(), RunError> {
+        let mut saturated_in_a_row = 0;
+        for load in loads {
+            if let Step::Stop = self
+                .point(PointPlan::new(
+                    PointRole::Grid,
+                    load,
+                    self.spec.point_time,
+                    false,
+                ))
+                .await?
+            {
+                return Ok(());
+            }
+            let sat = self
+                .last()
+                .is_some_and(|p| p.result.metrics.saturation.saturated);
+            saturated_in_a_row = if sat { saturated_in_a_row + 1 } else { 0 };
+            if saturated_in_a_row >= 2 {
+                self.result.stopped = Some(StopReason::Saturated);
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// A grid's answer resting on a point too small for the SLO's
+    /// percentiles is no answer: that rate is run again as a confirming
+    /// point sized for them (ending early once its verdict is settled). A
+    /// confirmation that fails outweighs the small pass at its rate, and
+    /// the next lower passing rate is confirmed in turn (two at most).
+    pub(super) async fn confirm_grid(&mut self) -> Result<(), RunError> {
+        let Some(slo) = &self.spec.base.slo else {
+            return Ok(());
+        };
+        let need = observe::min_requests(slo);
+        for _ in 0..2 {
+            let Some((rate, true)) = best_passing(&self.result.points, need) else {
+                return Ok(());
+            };
+            // 10 % over the count, and time for a sparse sample of it.
+            let requests = need + need / 10;
+            let window = self
+                .spec
+                .point_time
+                .max(Duration::from_secs_f64(requests as f64 * 1.2 / rate));
+            let plan = PointPlan {
+                requests: Some(requests),
+                ..PointPlan::new(PointRole::Confirm, self.open(rate), window, true)
+            };
+            if let Step::Stop = self.point(plan).await? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
 }

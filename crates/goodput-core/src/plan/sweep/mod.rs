@@ -43,8 +43,10 @@ use crate::measure::metrics::Metric;
 use crate::plan::search::{Answer, Search, Step as SearchStep};
 
 mod curve;
+mod frontier;
 mod grid;
 mod observe;
+mod pareto;
 mod result;
 mod sessions;
 mod spec;
@@ -52,9 +54,11 @@ mod start;
 mod stop;
 use crate::plan::target::{PreparedTarget, RunError, RunSpec};
 use curve::p;
-use grid::{best_passing, goodput_from_points};
+pub use frontier::frontier;
+use grid::goodput_from_points;
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config, search_windows};
+pub use pareto::{Frontier, FrontierPoint, Region, Regions};
 pub use result::{
     headline, in_tasks, point_line, CurvePoint, Goodput, PointRole, PointStart, SweepPoint,
     SweepResult,
@@ -209,11 +213,24 @@ impl Runner<'_> {
         // An agent's tasks run to their end (up to the drain timeout): a
         // task cut short would drop out of the task figures, the long
         // ones first.
+        // A frontier point's window is sized to its answers (`frontier`).
+        let frontier = matches!(self.spec.mode, SweepMode::Frontier { .. });
+        let cap = if frontier {
+            window
+        } else {
+            self.spec.point_time
+        };
         if !self.spec.base.workload.source.is_agents() {
-            spec.plan.drain_timeout = spec.plan.drain_timeout.min(self.spec.point_time / 2);
+            spec.plan.drain_timeout = spec.plan.drain_timeout.min(cap / 2);
         }
         spec.early_stop = early;
         spec.schedule_control = control;
+        if frontier {
+            // The frontier's x is 1000 / p90 TPOT; InferenceX's, p50.
+            spec.percentiles.extend([50.0, 90.0]);
+            spec.percentiles.sort_by(f64::total_cmp);
+            spec.percentiles.dedup();
+        }
         spec
     }
 
@@ -355,64 +372,6 @@ impl Runner<'_> {
             arrival: self.spec.arrival,
             max_concurrency: self.spec.max_concurrency,
         }
-    }
-
-    /// Run loads in order; stop once two points in a row are saturated.
-    async fn grid(&mut self, loads: Vec<Load>) -> Result<(), RunError> {
-        let mut saturated_in_a_row = 0;
-        for load in loads {
-            if let Step::Stop = self
-                .point(PointPlan::new(
-                    PointRole::Grid,
-                    load,
-                    self.spec.point_time,
-                    false,
-                ))
-                .await?
-            {
-                return Ok(());
-            }
-            let sat = self
-                .last()
-                .is_some_and(|p| p.result.metrics.saturation.saturated);
-            saturated_in_a_row = if sat { saturated_in_a_row + 1 } else { 0 };
-            if saturated_in_a_row >= 2 {
-                self.result.stopped = Some(StopReason::Saturated);
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
-    /// A grid's answer resting on a point too small for the SLO's
-    /// percentiles is no answer: that rate is run again as a confirming
-    /// point sized for them (ending early once its verdict is settled). A
-    /// confirmation that fails outweighs the small pass at its rate, and
-    /// the next lower passing rate is confirmed in turn (two at most).
-    async fn confirm_grid(&mut self) -> Result<(), RunError> {
-        let Some(slo) = &self.spec.base.slo else {
-            return Ok(());
-        };
-        let need = observe::min_requests(slo);
-        for _ in 0..2 {
-            let Some((rate, true)) = best_passing(&self.result.points, need) else {
-                return Ok(());
-            };
-            // 10 % over the count, and time for a sparse sample of it.
-            let requests = need + need / 10;
-            let window = self
-                .spec
-                .point_time
-                .max(Duration::from_secs_f64(requests as f64 * 1.2 / rate));
-            let plan = PointPlan {
-                requests: Some(requests),
-                ..PointPlan::new(PointRole::Confirm, self.open(rate), window, true)
-            };
-            if let Step::Stop = self.point(plan).await? {
-                return Ok(());
-            }
-        }
-        Ok(())
     }
 
     /// The goodput search: the floor run, then the points [`Search`] asks
@@ -704,6 +663,10 @@ impl Runner<'_> {
         let (curve, knees) = curve::curve_and_knees(&self.result.points);
         self.result.curve = curve;
         self.result.knees = knees;
+        if matches!(self.spec.mode, SweepMode::Frontier { .. }) {
+            let agents = self.spec.base.workload.source.is_agents();
+            self.result.frontier = Some(frontier(&self.result.points, agents));
+        }
     }
 }
 
@@ -719,7 +682,10 @@ pub async fn sweep(
 ) -> Result<SweepResult, RunError> {
     let planned = match &spec.mode {
         SweepMode::Rates(r) => r.len(),
-        SweepMode::Concurrencies(c) => c.len(),
+        SweepMode::Concurrencies(c)
+        | SweepMode::Frontier {
+            concurrencies: c, ..
+        } => c.len(),
         _ => 0,
     };
     live.points_planned
@@ -764,6 +730,10 @@ pub async fn sweep(
             runner.grid(loads).await?;
         }
         SweepMode::Search { precision } => runner.search(*precision).await?,
+        SweepMode::Frontier {
+            concurrencies,
+            max_concurrency,
+        } => runner.frontier(concurrencies, *max_concurrency).await?,
     }
     let searched = matches!(spec.mode, SweepMode::Search { .. });
     if spec.base.slo.is_some() && runner.result.goodput.is_none() && !searched {

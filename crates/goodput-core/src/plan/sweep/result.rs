@@ -148,6 +148,9 @@ pub struct SweepResult {
     /// had found the edge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search_sizing: Option<crate::plan::search::Sizing>,
+    /// The deployment frontier over the points (`--frontier`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<super::pareto::Frontier>,
     /// Why the sweep stopped before its plan was done.
     pub stopped: Option<StopReason>,
     /// Seconds spent running points (load time).

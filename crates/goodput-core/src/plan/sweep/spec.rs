@@ -25,6 +25,27 @@ pub enum SweepMode {
         /// share of the estimate (`--precision`, strictly between 0 and 1).
         precision: f64,
     },
+    /// Closed-loop points for the deployment frontier (`--frontier`): the
+    /// given concurrencies, or doubling from 1 until output throughput is
+    /// flat, then at least 7 points (MLPerf Endpoints' plan).
+    Frontier {
+        /// The concurrencies to run (`--concurrencies`); empty: planned.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        concurrencies: Vec<usize>,
+        /// The highest concurrency the plan may run (`--frontier-max`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_concurrency: Option<usize>,
+    },
+}
+
+impl SweepMode {
+    /// The frontier's points: `concurrencies`, or planned up to `max`.
+    pub fn frontier(concurrencies: &[usize], max: Option<usize>) -> SweepMode {
+        SweepMode::Frontier {
+            concurrencies: concurrencies.to_vec(),
+            max_concurrency: max,
+        }
+    }
 }
 
 /// A whole sweep.

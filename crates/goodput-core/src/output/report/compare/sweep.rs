@@ -90,6 +90,12 @@ fn describe_mode(m: &Option<SweepMode>) -> String {
         Some(SweepMode::Search { precision }) => {
             format!("goodput search (precision {}%)", precision * 100.0)
         }
+        Some(SweepMode::Frontier { concurrencies, .. }) => format!(
+            "frontier {}",
+            list(concurrencies.iter().map(|x| x.to_string()).collect())
+        )
+        .trim_end()
+        .to_string(),
     }
 }
 

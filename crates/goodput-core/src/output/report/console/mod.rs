@@ -5,6 +5,7 @@
 //! sweep's `sweep`, a repeat set's `repeat`; `layout` holds the
 //! rules, padded lines and number formats they share.
 
+mod frontier;
 mod groups;
 mod inputs;
 mod layout;

@@ -60,6 +60,7 @@ pub fn sweep_summary(r: &SweepResult) -> String {
         out,
         "  (latencies in ms; open-loop TTFT and E2EL from the scheduled arrival)"
     );
+    super::frontier::frontier_section(&mut out, r.frontier.as_ref());
     knees_and_goodput(&mut out, r);
     out
 }

@@ -49,6 +49,11 @@ fn hex(c: (u8, u8, u8)) -> String {
 pub(super) enum Line {
     Solid,
     Dashed,
+    /// A staircase through the points, in their order: across to the next
+    /// point's x, then up or down to its y (a frontier's step function).
+    Step,
+    /// Points only, not joined (a search's short exploring points).
+    None,
 }
 
 /// One series: a name for the legend, a palette index and its points.
@@ -78,6 +83,34 @@ impl Series {
         self.hollow = true;
         self
     }
+
+    /// Joined as a staircase: see [`Line::Step`].
+    pub fn step(mut self) -> Series {
+        self.line = Line::Step;
+        self
+    }
+
+    /// Hollow points, not joined: see [`Line::None`].
+    pub fn unjoined(mut self) -> Series {
+        self.line = Line::None;
+        self.hollow = true;
+        self
+    }
+}
+
+/// The staircase through `points` (by x rising): from each point straight
+/// up or down to the next one's level, then across to it, so that the
+/// level between two points is the right-hand one's (a Pareto frontier:
+/// the most throughput a point at least this interactive gave).
+fn staircase(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut path = Vec::with_capacity(points.len() * 2);
+    for (i, &p) in points.iter().enumerate() {
+        if i > 0 {
+            path.push((points[i - 1].0, p.1));
+        }
+        path.push(p);
+    }
+    path
 }
 
 /// A reference drawn across the chart, named in the legend.
@@ -399,8 +432,9 @@ impl Chart {
             for s in series {
                 let c = hex(PALETTE[s.colour % PALETTE.len()]);
                 let line = match s.line {
-                    Line::Solid => "<i class=\"ln\"></i>",
+                    Line::Solid | Line::Step => "<i class=\"ln\"></i>",
                     Line::Dashed => "<i class=\"ln dash\"></i>",
+                    Line::None => "",
                 };
                 let dot = if s.hollow { "dot hollow" } else { "dot" };
                 items.push(format!(
@@ -465,6 +499,11 @@ fn draw_series(chart: &mut Plot, series: &[Series]) -> Result<(), String> {
             Line::Dashed if s.points.len() > 1 => {
                 chart
                     .draw_series(DashedLineSeries::new(s.points.clone(), 7, 4, stroke))
+                    .map_err(|e| e.to_string())?;
+            }
+            Line::Step if s.points.len() > 1 => {
+                chart
+                    .draw_series(LineSeries::new(staircase(&s.points), stroke))
                     .map_err(|e| e.to_string())?;
             }
             _ => {}

@@ -43,7 +43,7 @@
 //! | `sweep-ttft`, `sweep-tpot`, `sweep-e2el` | per sweep: one per curve point with a p50, one per curve point with a p99 |
 //! | `sweep-throughput` | per sweep: one per curve point |
 //! | `sweep-cost` | per sweep: one per costed curve point; only when some point is costed |
-//! | `sweep-interactivity` | per sweep: one per curve point with a p50 TPOT above zero |
+//! | `sweep-frontier` | per sweep: one per point with a completed request and a p90 TPOT above zero (the frontier's corners joined as a staircase, the dominated points hollow and unjoined) |
 //!
 //! An agent run's task timeline is `<figure class="chart"
 //! data-timeline="task" data-calls="N">`, one `rect.call` per call and no
@@ -55,6 +55,7 @@
 
 mod chart;
 mod format;
+mod frontier;
 mod run;
 mod scale;
 mod sweep;

@@ -57,7 +57,7 @@ pub(super) fn section(sweeps: &[(Source, &SweepResult)]) -> String {
         .collect();
     charts.push(throughput_chart(sweeps));
     charts.push(cost_chart(sweeps));
-    charts.push(interactivity_chart(sweeps));
+    charts.push(super::frontier::frontier_chart(sweeps));
     out.push_str(
         "<p class=\"note\">▲ throughput knee: where throughput stops rising with offered load (kneedle). \
          ◆ degradation knee: the first load whose p99 TTFT exceeds the floor's by the factor. \
@@ -93,15 +93,29 @@ fn mode_words(s: &SweepResult) -> String {
         Some(SweepMode::Search { precision }) => {
             format!("goodput search to {} %", num(precision * 100.0))
         }
+        Some(SweepMode::Frontier { .. }) => format!(
+            "deployment frontier, concurrencies {}",
+            list(
+                s.frontier
+                    .iter()
+                    .flat_map(|f| &f.points)
+                    .filter_map(|p| p.concurrency)
+                    .map(|c| c.to_string())
+                    .collect()
+            )
+        ),
     }
 }
 
 fn closed_loop(s: &SweepResult) -> bool {
-    matches!(s.mode, Some(SweepMode::Concurrencies(_)))
-        || s.curve
-            .first()
-            .and_then(|c| s.points.get(c.point))
-            .is_some_and(|p| matches!(p.result.config.load, Load::Closed { .. }))
+    matches!(
+        s.mode,
+        Some(SweepMode::Concurrencies(_) | SweepMode::Frontier { .. })
+    ) || s
+        .curve
+        .first()
+        .and_then(|c| s.points.get(c.point))
+        .is_some_and(|p| matches!(p.result.config.load, Load::Closed { .. }))
 }
 
 /// The summary's goodput cell: the rate, the console's verdict word, the
@@ -320,20 +334,44 @@ fn latency_chart(
     ));
     let single = sweeps.len() == 1;
     for (source, s) in sweeps {
-        let pts = |f: Pick| -> Vec<(f64, f64)> {
+        // A search's short exploring points are dots apart from the line:
+        // joined with the measuring points between them, by offered load,
+        // the line zig-zags.
+        let pts = |f: Pick, exploring: bool| -> Vec<(f64, f64)> {
             s.curve
                 .iter()
+                .filter(|c| is_exploring(s, c) == exploring)
                 .filter_map(|c| f(c).map(|y| (c.request_throughput, y)))
                 .collect()
         };
         chart.series.push(Series::new(
             name(single, source.label, "p50"),
             source.colour,
-            pts(p50),
+            pts(p50, false),
         ));
-        chart
-            .series
-            .push(Series::new(name(single, source.label, "p99"), source.colour, pts(p99)).dashed());
+        chart.series.push(
+            Series::new(
+                name(single, source.label, "p99"),
+                source.colour,
+                pts(p99, false),
+            )
+            .dashed(),
+        );
+        let explored = pts(p99, true);
+        if !explored.is_empty() {
+            chart.series.push(
+                Series::new(
+                    name(
+                        single,
+                        source.label,
+                        "p99 of exploring points (short, not joined)",
+                    ),
+                    source.colour,
+                    explored,
+                )
+                .unjoined(),
+            );
+        }
         chart.guides.extend(thresholds(s, metric));
         chart.marks.extend(marks(s, source.colour, &|c| {
             p99(c).map(|y| (c.request_throughput, y))
@@ -371,15 +409,29 @@ fn throughput_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
         let (drawn, ended_early): (Vec<&CurvePoint>, Vec<&CurvePoint>) =
             s.curve.iter().partition(|c| !ended_before_any_answer(s, c));
         unfinished += ended_early.len();
-        let pts = drawn
-            .iter()
-            .map(|c| (c.offered, c.request_throughput))
-            .collect();
+        let pts = |exploring: bool| -> Vec<(f64, f64)> {
+            drawn
+                .iter()
+                .filter(|c| is_exploring(s, c) == exploring)
+                .map(|c| (c.offered, c.request_throughput))
+                .collect()
+        };
         chart.series.push(Series::new(
             name(single, source.label, "requests/s"),
             source.colour,
-            pts,
+            pts(false),
         ));
+        let explored = pts(true);
+        if !explored.is_empty() {
+            chart.series.push(
+                Series::new(
+                    name(single, source.label, "exploring points (short, not joined)"),
+                    source.colour,
+                    explored,
+                )
+                .unjoined(),
+            );
+        }
         chart.marks.extend(marks(s, source.colour, &|c| {
             (!ended_before_any_answer(s, c)).then_some((c.offered, c.request_throughput))
         }));
@@ -390,6 +442,13 @@ fn throughput_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
         ));
     }
     chart
+}
+
+/// A goodput search's short exploring point (its role `search`).
+fn is_exploring(s: &SweepResult, c: &CurvePoint) -> bool {
+    s.points
+        .get(c.point)
+        .is_some_and(|p| p.role == crate::plan::sweep::PointRole::Search)
 }
 
 /// A point that ended before any of its requests completed or failed: its
@@ -433,41 +492,6 @@ fn cost_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
             c.cost_per_million_good_output_tokens
                 .map(|y| (c.request_throughput, y))
         }));
-    }
-    chart
-}
-
-/// GPUs behind a curve point (`--gpus`, in its cost), else 1.
-fn gpus(s: &SweepResult, c: &CurvePoint) -> f64 {
-    s.points
-        .get(c.point)
-        .and_then(|p| p.result.cost.as_ref())
-        .map(|cost| f64::from(cost.spec.gpus.max(1)))
-        .unwrap_or(1.0)
-}
-
-fn interactivity_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
-    let mut chart = Chart::new(
-        "sweep-interactivity",
-        "Interactivity against throughput per GPU",
-        Axis::new("output tokens/s per GPU", AxisKind::FromZero),
-        Axis::new("output tokens/s per user (1000 / p50 TPOT)", AxisKind::FromZero),
-    )
-    .note("Up and to the right is better: each user's decode speed against what each GPU produces. GPUs from --gpus, else 1.");
-    let single = sweeps.len() == 1;
-    for (source, s) in sweeps {
-        let at = |c: &CurvePoint| -> Option<(f64, f64)> {
-            c.tpot_p50_ms
-                .filter(|t| *t > 0.0)
-                .map(|t| (c.output_throughput / gpus(s, c), 1000.0 / t))
-        };
-        let pts = s.curve.iter().filter_map(at).collect();
-        chart.series.push(Series::new(
-            name(single, source.label, "tokens/s per user"),
-            source.colour,
-            pts,
-        ));
-        chart.marks.extend(marks(s, source.colour, &at));
     }
     chart
 }

@@ -143,6 +143,7 @@ fn sweep(scale: f64) -> SweepResult {
             unit: None,
         }),
         search_sizing: None,
+        frontier: None,
         stopped: None,
         load_time_s: 16.0,
         workload: "chat, input 32 / output 5 tokens".into(),
@@ -234,7 +235,7 @@ fn a_sweep_has_its_charts_with_knees_and_goodput_marked() {
             "sweep-e2el",
             "sweep-throughput",
             "sweep-cost",
-            "sweep-interactivity"
+            "sweep-frontier"
         ]
     );
     assert_points_are_circles(&html);
@@ -496,4 +497,38 @@ fn a_closed_loop_has_no_from_schedule_series() {
             );
         }
     }
+}
+
+/// A search's short exploring points are dots apart from the line, which
+/// joins the other points by offered load: it never folds back.
+#[test]
+fn a_searchs_exploring_points_are_not_joined_into_its_curves() {
+    let mut s = sweep(1.0);
+    s.points[1].role = PointRole::Search;
+    s.points[2].role = PointRole::Search;
+    let html = render(&one("sweep.json", Saved::Sweep(Box::new(s))));
+    let figs = figures(&html);
+    for id in ["sweep-throughput", "sweep-ttft"] {
+        let fig = &figs.iter().find(|f| f.0 == id).unwrap().3;
+        assert!(fig.contains("exploring points (short, not joined)"), "{id}");
+        // Every joined line runs through the two other points, left to right.
+        let lines: Vec<Vec<f64>> = fig
+            .split("<polyline ")
+            .skip(1)
+            .filter(|p| p.contains("stroke-width=\"2\""))
+            .map(|p| {
+                let at = p.find("points=\"").unwrap() + 8;
+                p[at..at + p[at..].find('"').unwrap()]
+                    .split_whitespace()
+                    .map(|xy| xy.split(',').next().unwrap().parse().unwrap())
+                    .collect()
+            })
+            .collect();
+        assert!(!lines.is_empty(), "{id}");
+        for xs in lines.iter().filter(|xs| xs.len() > 1) {
+            assert_eq!(xs.len(), 2, "{id}: {xs:?}");
+            assert!(xs[1] > xs[0], "{id}: {xs:?}");
+        }
+    }
+    assert_points_are_circles(&html);
 }
