@@ -26,6 +26,7 @@
 //!    design, the fit from saved results and the forecast.
 //! 7. `bench_cmd`: vLLM's `bench serve` command line, translated into a
 //!    `goodput run` by goodput-vllm and run by `run_cmd`.
+//!    `goodput tune` is goodput-tune's, whose sweeps are this program's.
 
 mod bench_cmd;
 mod calibrate_cmd;
@@ -89,6 +90,7 @@ fn main() {
         cli::Command::Merge(args) => merge_cmd::main(*args),
         cli::Command::K8s(args) => k8s_cmd::main(*args),
         cli::Command::Bench(args) => bench_cmd::main(*args),
+        cli::Command::Tune(args) => std::process::exit(goodput_tune::main(*args)),
         cli::Command::Completions(args) => print_completions(args.shell),
         cli::Command::Man => print_man(),
     };

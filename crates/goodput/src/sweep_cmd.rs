@@ -47,14 +47,9 @@ pub fn main(args: SweepArgs) -> Result<Code, Exit> {
 
 async fn sweep_async(mut args: SweepArgs) -> Result<Code, Exit> {
     let spec = spec::sweep_spec(&args.common)?;
+    let workload = plan::describe_workload(args.common.target.endpoint, &spec.base);
     let unstarted = |_: &goodput_core::plan::TargetOptions| {
-        document_bytes(&SweepResult {
-            mode: Some(spec.mode.clone()),
-            stopped: Some(plan::StopReason::InterruptedBeforeSending),
-            seconds_per_point: spec.point_time.as_secs_f64(),
-            workload: plan::describe_workload(args.common.target.endpoint, &spec.base),
-            ..SweepResult::default()
-        })
+        document_bytes(&SweepResult::unstarted(&spec, workload.clone()))
     };
     let has_url = args.common.target.url.is_some();
     let place = crate::sharding::place(&args.common.shards, &mut args.common.output, has_url)?;

@@ -71,6 +71,8 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Print the Kubernetes manifests of a run sharded over N pods (an Indexed Job and a headless Service).
     K8s(Box<K8sArgs>),
+    /// Run a server command over a grid of configurations, sweep each, rank them: --serve 'CMD --max-num-seqs {64,128} --port {port}'.
+    Tune(Box<goodput_tune::TuneArgs>),
     /// Print a shell completion script: goodput completions bash > ~/.local/share/bash-completion/completions/goodput
     Completions(CompletionsArgs),
     /// Print the manual page (roff): goodput man > goodput.1; man -l goodput.1
@@ -185,9 +187,8 @@ pub struct SweepPlanArgs {
 /// What `sweep --search` looks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SearchKind {
-    // The highest rate whose requests meet the SLO (docs/metrics.md,
-    // goodput). A plain comment: a doc comment would add a description of
-    // each value to `--help`.
+    // The highest rate meeting the SLO (docs/metrics.md, goodput); a plain
+    // comment, as a doc comment would describe each value in `--help`.
     Goodput,
 }
 

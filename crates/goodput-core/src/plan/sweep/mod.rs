@@ -735,8 +735,13 @@ pub async fn sweep(
             max_concurrency,
         } => runner.frontier(concurrencies, *max_concurrency).await?,
     }
-    let searched = matches!(spec.mode, SweepMode::Search { .. });
-    if spec.base.slo.is_some() && runner.result.goodput.is_none() && !searched {
+    // A search answers itself; a frontier's points are concurrencies, with
+    // no rate to answer in (each point still has its verdict).
+    let answered = matches!(
+        spec.mode,
+        SweepMode::Search { .. } | SweepMode::Frontier { .. }
+    );
+    if spec.base.slo.is_some() && runner.result.goodput.is_none() && !answered {
         runner.result.goodput = Some(goodput_from_points(&runner.result, spec));
     }
     Ok(runner.result)

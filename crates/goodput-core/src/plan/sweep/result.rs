@@ -163,6 +163,18 @@ pub struct SweepResult {
 }
 
 impl SweepResult {
+    /// The document of a sweep stopped by a signal before it sent a
+    /// request (what `--out` holds then).
+    pub fn unstarted(spec: &super::SweepSpec, workload: String) -> SweepResult {
+        SweepResult {
+            mode: Some(spec.mode.clone()),
+            stopped: Some(StopReason::InterruptedBeforeSending),
+            seconds_per_point: spec.point_time.as_secs_f64(),
+            workload,
+            ..SweepResult::default()
+        }
+    }
+
     /// What answered the sweep's points (the first point's; every point
     /// of a sweep has the same target).
     pub fn target(&self) -> Option<&crate::output::config::Target> {
