@@ -827,3 +827,66 @@ async fn responses_messages_and_embeddings_of_llama_cpp_are_read_as_chat_is() {
     assert!(v["ttft"].is_null() && v["e2el"]["count"] == 16, "{v}");
     assert!(v["total_input_tokens"].as_u64().unwrap() >= 64, "{v}");
 }
+
+/// `goodput tune` over llama.cpp's slots: `--parallel {2,4}`, each swept
+/// (the frontier), ranked, and no server left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tune_measures_llama_cpp_over_its_slots_and_stops_every_server() {
+    let Some(bin) = llama::binary() else { return };
+    let _one = llama::one_at_a_time().await;
+    let dir = tmp("tune-llama");
+    let token = format!("tune-llama-{}", std::process::id());
+    let serve = format!(
+        "{} -m {} --host 127.0.0.1 --port {{port}} --parallel {{2,4}} -c 2048 --threads 1 --threads-batch 1 --no-webui --alias {token}",
+        bin.display(),
+        llama::model().0.display()
+    );
+    let (code, stdout, err) = goodput_async(argv(&[
+        "tune",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--serve",
+        &serve,
+        "--grace",
+        "5s",
+        "--frontier",
+        "--frontier-max",
+        "8",
+        "--point-time",
+        "1s",
+        "--input-tokens",
+        "32",
+        "--output-tokens",
+        "16",
+        "--quiet",
+    ]))
+    .await;
+    assert_eq!(code, 0, "{stdout}\n{err}");
+    let t = read_json(&dir.join("tune.json"));
+    let configs = t["configurations"].as_array().unwrap();
+    let names: Vec<&str> = configs
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"parallel=2") && names.contains(&"parallel=4"));
+    for c in configs {
+        assert_eq!(c["status"], "measured", "{c}");
+        assert!(c["best_output_throughput"].as_f64().unwrap() > 0.0);
+    }
+    // Ranked by the most output tokens a second.
+    let best: Vec<f64> = configs
+        .iter()
+        .map(|c| c["best_output_throughput"].as_f64().unwrap())
+        .collect();
+    assert!(best[0] >= best[1], "{best:?}");
+    // No llama-server of this tune is left.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&token))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
