@@ -55,5 +55,6 @@ fn options(args: &PredictArgs) -> PredictOptions {
         draws: args.draws,
         precision: args.precision,
         seed: args.seed,
+        frontier: args.frontier,
     }
 }

@@ -128,6 +128,50 @@ fn the_frontier_plans_mlperfs_points_and_steps_down_as_interactivity_rises() {
         concurrencies.iter().max().copied()
     );
 
+    // `goodput predict --frontier` forecasts the same frontier in virtual
+    // time, in seconds: its output throughput within 15 % of the measured
+    // one at every concurrency both ran.
+    let forecast = tmp("frontier-forecast.json");
+    let (code, _, err) = goodput(&[
+        "predict",
+        "--frontier",
+        "--sim",
+        SIM,
+        "--input-tokens",
+        "256",
+        "--output-tokens",
+        "32",
+        "--slo",
+        "ttft:p99:2s",
+        "--out",
+        forecast.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let forecast = read_json(&forecast);
+    assert!(forecast["elapsed_s"].as_f64().unwrap() < 10.0);
+    let predicted = forecast["frontier"]["points"].as_array().unwrap();
+    assert!(predicted.len() >= 7, "{predicted:?}");
+    let mut compared = 0;
+    for p in predicted {
+        let Some(m) = fpoints
+            .iter()
+            .find(|m| m["concurrency"] == p["concurrency"])
+        else {
+            continue;
+        };
+        let (a, b) = (
+            p["system_tps"].as_f64().unwrap(),
+            m["system_tps"].as_f64().unwrap(),
+        );
+        assert!(
+            (a / b - 1.0).abs() < 0.15,
+            "c={}: predicted {a} tok/s, measured {b}",
+            p["concurrency"]
+        );
+        compared += 1;
+    }
+    assert!(compared >= 4, "{compared} concurrencies in common");
+
     // The sweep document validates, and the CSV carries the frontier.
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../../schema/sweep.schema.json")).unwrap();

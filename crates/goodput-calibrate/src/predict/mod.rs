@@ -34,6 +34,7 @@ use goodput_sim::{RefMetric, RefTerm, SimConfig};
 
 use crate::error::Error;
 
+mod frontier;
 mod report;
 
 /// What the forecast leaves out, said with every answer.
@@ -86,6 +87,9 @@ pub struct PredictOptions {
     pub precision: f64,
     /// Seed of the schedules, the lengths and the draws.
     pub seed: u64,
+    /// Also forecast the deployment frontier (closed loops, as `sweep
+    /// --frontier` runs them).
+    pub frontier: bool,
 }
 
 /// A trace replayed as the workload: its arrivals scaled to each rate.
@@ -462,7 +466,12 @@ impl Prediction {
             &rates,
         )
         .map_err(Error::usage)?;
+        let frontier = match options.frontier {
+            true => Some(frontier::frontier(&model.config, &options)?),
+            false => None,
+        };
         Ok(Forecast {
+            frontier,
             elapsed_s: started.elapsed().as_secs_f64(),
             options,
             model,
@@ -511,5 +520,6 @@ pub struct Forecast {
     interval: Option<(f64, f64)>,
     draws: usize,
     curve: Vec<ForecastPoint>,
+    frontier: Option<goodput_core::plan::Frontier>,
     elapsed_s: f64,
 }

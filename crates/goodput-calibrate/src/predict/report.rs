@@ -100,6 +100,7 @@ impl Forecast {
             ),
         };
         s += &self.recorded_words();
+        s += &self.frontier_words();
         s += &format!("{LEFT_OUT}\nAnswered in {:.1} s.\n", self.elapsed_s);
         s += "====================================================\n";
         let interval = match self.interval {
@@ -122,6 +123,30 @@ impl Forecast {
             self.slo_words(),
             self.workload_words()
         );
+        s
+    }
+
+    /// The forecast frontier (`--frontier`): a line per closed loop.
+    fn frontier_words(&self) -> String {
+        let Some(f) = &self.frontier else {
+            return String::new();
+        };
+        let opt = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.1}"));
+        let mut s = format!(
+            "--- Frontier (closed loops, {} GPU(s)) ---\n{:>7} {:>13} {:>11} {:>17} {:>9}  frontier\n",
+            f.gpus, "load", "system tok/s", "tok/s/GPU", "tok/s/user (p90)", "p90 TTFT"
+        );
+        for p in &f.points {
+            s += &format!(
+                "{:>7} {:>13.1} {:>11.1} {:>17} {:>9}  {}\n",
+                format!("c={}", p.concurrency.unwrap_or(0)),
+                p.system_tps,
+                p.system_tps_per_gpu,
+                opt(p.tps_per_user),
+                opt(p.ttft_p90_ms),
+                if p.on_frontier { "*" } else { "" }
+            );
+        }
         s
     }
 
@@ -201,6 +226,7 @@ impl Forecast {
                 "seed": self.question.plan.seed,
             },
             "curve": curve,
+            "frontier": self.frontier,
             "left_out": LEFT_OUT,
             "elapsed_s": self.elapsed_s,
         })

@@ -27,9 +27,9 @@ pub mod sharding {
     pub use super::shard::process::{finish, follow, join, missing, Place, PlaceError};
 }
 pub use self::sweep::{
-    describe_workload, frontier, headline, in_tasks, observe_metrics, point_line, search_config,
-    search_windows, sweep, Frontier, FrontierPoint, Region, Regions, StopReason, SweepLive,
-    SweepMode, SweepPoint, SweepResult, SweepSpec,
+    describe_workload, fill_frontier_plan, frontier, headline, in_tasks, observe_metrics,
+    point_line, search_config, search_windows, sweep, Frontier, FrontierPoint, Region, Regions,
+    StopReason, SweepLive, SweepMode, SweepPoint, SweepResult, SweepSpec, FLAT_GAIN, PLAN_CAP,
 };
 pub use self::target::{
     unstarted, PreparedTarget, Role, RunError, RunSpec, ServerMetricsChoice, Sharding,

@@ -75,8 +75,7 @@ pub struct PredictArgs {
     /// The profile `goodput calibrate` wrote (or any simulator config file).
     #[arg(long, value_name = "FILE.toml", help_heading = "Model")]
     pub profile: Option<PathBuf>,
-    /// A built-in deployment instead of a profile, as `--sim` takes it
-    /// (e.g. llama-3.1-70b,h100-sxm,tp=4).
+    /// A built-in deployment instead of a profile, as `--sim` takes it (e.g. llama-3.1-70b,h100-sxm,tp=4).
     #[arg(
         long,
         value_name = "SPEC",
@@ -163,6 +162,9 @@ pub struct PredictArgs {
     /// Seed of the schedules, the lengths and the draws.
     #[arg(long, default_value_t = 0, help_heading = "Forecast")]
     pub seed: u64,
+    /// Also forecast the deployment frontier: closed loops from concurrency 1 until flat, as sweep --frontier runs them.
+    #[arg(long, help_heading = "Forecast")]
+    pub frontier: bool,
     /// Write the forecast as JSON to this file.
     #[arg(long, value_name = "PATH", help_heading = "Output")]
     pub out: Option<PathBuf>,

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use super::curve::p;
-use super::pareto::{pareto, unmet, Frontier, FrontierPoint, Regions, MIN_POINTS, ULTRA_LOW_MAX};
+use super::pareto::{Frontier, FrontierPoint, MIN_POINTS};
 use super::result::SweepPoint;
 use super::{PointPlan, PointRole, Runner, Step};
 use crate::load::schedule::Load;
@@ -34,36 +34,18 @@ pub fn frontier(points: &[SweepPoint], agents: bool) -> Frontier {
         .iter()
         .find_map(|p| p.result.cost.as_ref().map(|c| c.spec.gpus.max(1)))
         .unwrap_or(1);
-    let concurrencies: Vec<usize> = points
-        .iter()
-        .filter_map(|p| closed(&p.result.config.load))
-        .collect();
-    let regions = match (concurrencies.iter().min(), concurrencies.iter().max()) {
-        (Some(&lo), Some(&hi)) => Regions::new(lo.min(ULTRA_LOW_MAX), hi),
-        _ => None,
-    };
-    let mut out: Vec<FrontierPoint> = points
+    let out: Vec<FrontierPoint> = points
         .iter()
         .enumerate()
         .filter(|(_, pt)| pt.result.metrics.completed > 0)
-        .map(|(i, pt)| point(i, pt, agents, gpus, regions))
+        .map(|(i, pt)| point(i, pt, agents, gpus))
         .collect();
-    out.sort_by(|a, b| a.offered.total_cmp(&b.offered));
-    let steps = pareto(&mut out);
-    let mlperf_unmet = unmet(&concurrencies, regions);
-    Frontier {
-        x: if agents {
-            "e2e_interactivity"
-        } else {
-            "tps_per_user"
-        }
-        .into(),
-        gpus,
-        points: out,
-        steps,
-        regions,
-        mlperf_unmet,
-    }
+    let x = if agents {
+        "e2e_interactivity"
+    } else {
+        "tps_per_user"
+    };
+    Frontier::from_points(out, x, gpus)
 }
 
 fn closed(load: &Load) -> Option<usize> {
@@ -73,13 +55,7 @@ fn closed(load: &Load) -> Option<usize> {
     }
 }
 
-fn point(
-    i: usize,
-    pt: &SweepPoint,
-    agents: bool,
-    gpus: u32,
-    regions: Option<Regions>,
-) -> FrontierPoint {
+fn point(i: usize, pt: &SweepPoint, agents: bool, gpus: u32) -> FrontierPoint {
     let r = &pt.result;
     let m = &r.metrics;
     let concurrency = closed(&r.config.load);
@@ -106,7 +82,7 @@ fn point(
         concurrency,
         offered: concurrency
             .map_or_else(|| r.config.load.offered_rate().unwrap_or(0.0), |c| c as f64),
-        region: concurrency.zip(regions).map(|(c, g)| g.of(c)),
+        region: None,
         system_tps,
         system_tps_per_gpu: system_tps / f64::from(gpus),
         tps_per_user: x,
@@ -120,9 +96,9 @@ fn point(
     }
 }
 
-/// The concurrencies to add to `run` (sorted) until it holds
-/// [`MIN_POINTS`]: geometric midpoints of the widest gaps first, below the
-/// top; then doublings past the top when no gap is left.
+/// The concurrencies to add to `run` (sorted) until it holds MLPerf's 7
+/// points (`MIN_POINTS`): geometric midpoints of the widest gaps first,
+/// below the top; then doublings past the top when no gap is left.
 pub fn fill(run: &[usize]) -> Vec<usize> {
     let mut all: Vec<usize> = run.to_vec();
     all.sort_unstable();

@@ -54,7 +54,7 @@ mod start;
 mod stop;
 use crate::plan::target::{PreparedTarget, RunError, RunSpec};
 use curve::p;
-pub use frontier::frontier;
+pub use frontier::{fill as fill_frontier_plan, frontier, FLAT_GAIN, PLAN_CAP};
 use grid::goodput_from_points;
 use observe::{observe, point_meets};
 pub use observe::{observe_metrics, search_config, search_windows};

@@ -150,6 +150,31 @@ pub struct Frontier {
 }
 
 impl Frontier {
+    /// The frontier of `points` (any order; `x` names their per-user
+    /// figure, `gpus` the GPUs behind each): by offered load, MLPerf's
+    /// regions over their concurrencies, the Pareto corners, and MLPerf's
+    /// point rules unmet.
+    pub fn from_points(mut points: Vec<FrontierPoint>, x: &str, gpus: u32) -> Frontier {
+        let concurrencies: Vec<usize> = points.iter().filter_map(|p| p.concurrency).collect();
+        let regions = match (concurrencies.iter().min(), concurrencies.iter().max()) {
+            (Some(&lo), Some(&hi)) => Regions::new(lo.min(ULTRA_LOW_MAX), hi),
+            _ => None,
+        };
+        for p in &mut points {
+            p.region = p.concurrency.zip(regions).map(|(c, g)| g.of(c));
+        }
+        points.sort_by(|a, b| a.offered.total_cmp(&b.offered));
+        let steps = pareto(&mut points);
+        Frontier {
+            x: x.into(),
+            gpus,
+            points,
+            steps,
+            regions,
+            mlperf_unmet: unmet(&concurrencies, regions),
+        }
+    }
+
     /// The step function's value at `x`: the most `system_tps` any point
     /// with at least that per-user rate gave; None past the last corner.
     pub fn at(&self, x: f64) -> Option<f64> {
@@ -164,7 +189,7 @@ impl Frontier {
 /// Mark the Pareto-optimal points and return them by x rising: a point is
 /// on the frontier when no point has at least its per-user rate with more
 /// throughput, nor more per-user rate with as much throughput.
-pub(super) fn pareto(points: &mut [FrontierPoint]) -> Vec<usize> {
+fn pareto(points: &mut [FrontierPoint]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..points.len())
         .filter(|&i| points[i].tps_per_user.is_some_and(f64::is_finite))
         .collect();
@@ -191,7 +216,7 @@ pub(super) fn pareto(points: &mut [FrontierPoint]) -> Vec<usize> {
 }
 
 /// Where closed-loop concurrencies fall short of MLPerf's point rules.
-pub(super) fn unmet(concurrencies: &[usize], regions: Option<Regions>) -> Vec<String> {
+fn unmet(concurrencies: &[usize], regions: Option<Regions>) -> Vec<String> {
     let mut cs = concurrencies.to_vec();
     cs.sort_unstable();
     cs.dedup();
