@@ -286,9 +286,17 @@ fn measure(args: &TuneArgs, config: &Config, slug: &str, goodput: &Path) -> Outc
     outcome
 }
 
-/// Run the sweep as a child; a signal to this process is passed on to it.
+/// Run the sweep as a child; a signal to this process is passed on to it,
+/// once. The child has a process group of its own, so that a Ctrl-C at the
+/// terminal reaches it only through this process (a second signal would
+/// stop a sweep before it wrote what it measured).
 fn run_sweep(goodput: &Path, argv: &[String], srv: &mut server::Server) -> Option<i32> {
-    let mut child = Command::new(goodput).args(argv).spawn().ok()?;
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(goodput)
+        .args(argv)
+        .process_group(0)
+        .spawn()
+        .ok()?;
     let mut passed = false;
     loop {
         if let Ok(Some(status)) = child.try_wait() {
