@@ -44,22 +44,39 @@ fn point(config: &SimConfig, options: &PredictOptions, c: usize) -> Result<Front
         })
         .collect();
     let report = simulate_closed_loop_with(config, c, n, |i| lengths[i]).map_err(Error::usage)?;
-    let measured = c..n.saturating_sub(c);
-    let (mut tokens, mut first, mut last) = (0usize, f64::INFINITY, 0.0f64);
+    // The loop is full from the c-th completion to the (n − c)-th (after
+    // it, sending has stopped and the loop drains): the output tokens
+    // produced between them over their span, and the latencies of the
+    // requests sent after the first c and finished before the drain.
+    let mut done: Vec<f64> = report
+        .requests
+        .iter()
+        .filter_map(|o| o.token_times_s.last().copied())
+        .collect();
+    done.sort_by(f64::total_cmp);
+    let (from, to) = match (
+        done.get(c.saturating_sub(1)),
+        done.get(n.saturating_sub(c + 1)),
+    ) {
+        (Some(&a), Some(&b)) if b > a => (a, b),
+        _ => (0.0, 0.0),
+    };
+    let mut tokens = 0usize;
     let (mut tpots, mut ttfts) = (Vec::new(), Vec::new());
-    for i in measured {
-        let o = &report.requests[i];
-        let Some(&done) = o.token_times_s.last() else {
-            continue;
-        };
-        tokens += o.token_times_s.len();
-        first = first.min(report.arrivals_s[i]);
-        last = last.max(done);
-        tpots.extend(o.tpot_s());
-        ttfts.extend(o.ttft_s(report.arrivals_s[i]));
+    for (i, o) in report.requests.iter().enumerate() {
+        tokens += o
+            .token_times_s
+            .iter()
+            .filter(|t| **t > from && **t <= to)
+            .count();
+        let finished_in = o.token_times_s.last().is_some_and(|t| *t <= to);
+        if i >= c && finished_in {
+            tpots.extend(o.tpot_s());
+            ttfts.extend(o.ttft_s(report.arrivals_s[i]));
+        }
     }
-    let system_tps = if last > first {
-        tokens as f64 / (last - first)
+    let system_tps = if to > from {
+        tokens as f64 / (to - from)
     } else {
         0.0
     };
