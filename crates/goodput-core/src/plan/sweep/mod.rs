@@ -24,6 +24,12 @@
 //!   percentiles adjusted for that sample ([`crate::measure::metrics::control_variate`]); the
 //!   answer is the search's fit, with its interval and bracket.
 //!
+//! - **Frontier** (`--frontier`): closed-loop points from concurrency 1,
+//!   doubled until output throughput is flat, filled to MLPerf Endpoints'
+//!   7 points, each window four answers long
+//!   ([`frontier`](crate::plan::frontier)); the sweep's `frontier` holds
+//!   their throughput against each user's token rate and the Pareto corners.
+//!
 //! A point passes only when it meets the SLO and is not saturated: a point
 //! whose queue grew met the SLO, if it did, only because it ended first.
 //!
@@ -210,16 +216,17 @@ impl Runner<'_> {
         // Cutting the probe's drain short would save time but bias its
         // throughput low (measured: capacity 7.7 instead of 16.9 req/s on the
         // default preset before its 2026-11-26 step-time model), and a low capacity costs the search more points.
-        // An agent's tasks run to their end (up to the drain timeout): a
-        // task cut short would drop out of the task figures, the long
-        // ones first.
-        // A frontier point's window is sized to its answers (`frontier`).
+        // A frontier point's window is sized to its answers (`frontier`),
+        // and its drain with it.
         let frontier = matches!(self.spec.mode, SweepMode::Frontier { .. });
         let cap = if frontier {
             window
         } else {
             self.spec.point_time
         };
+        // An agent's tasks run to their end (up to the drain timeout): a
+        // task cut short would drop out of the task figures, the long
+        // ones first.
         if !self.spec.base.workload.source.is_agents() {
             spec.plan.drain_timeout = spec.plan.drain_timeout.min(cap / 2);
         }
