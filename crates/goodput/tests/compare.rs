@@ -406,3 +406,91 @@ fn runs_too_short_for_their_crowding_are_not_judged_on_latency() {
         assert_eq!(figure(&doc, name)["significant"], Value::Null, "{name}");
     }
 }
+
+/// Two `--repeat` results are compared across their repeats: each figure
+/// the mean over a side's repeats, judged by Welch's test on the repeats'
+/// values. A result against itself passes; a copy whose every TTFT is
+/// doubled fails its gate, judged by the repeats; a repeat result against
+/// a single run is refused, saying what to compare.
+#[test]
+fn two_repeat_results_are_compared_across_their_repeats() {
+    let base = tmp("repeat-base.json");
+    let mut args = run_args_with("3", "64", s(&base), "unused");
+    args.truncate(args.len() - 2);
+    args.extend(["--repeat", "3"]);
+    let (code, stdout, stderr) = goodput(&args);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+
+    let (code, stdout, stderr) = goodput(&["compare", s(&base), s(&base), "--format", "json"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["base"]["kind"], "repeat");
+    assert_eq!(doc["base"]["points"], 3);
+    let mean = figure(&doc, "mean_ttft_ms");
+    assert_eq!(mean["method"], "repeats", "{mean}");
+    assert_eq!(mean["significant"], false, "{mean}");
+    assert_eq!(mean["p_value"], 1.0, "{mean}");
+    assert_eq!(figure(&doc, "error_rate")["method"], "two_proportions");
+    // The side's value is the mean over its repeats.
+    let saved = read_json(&base);
+    let repeats: Vec<f64> = saved["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["mean_ttft_ms"].as_f64().unwrap())
+        .collect();
+    let avg = repeats.iter().sum::<f64>() / 3.0;
+    assert!(
+        (mean["base"].as_f64().unwrap() - avg).abs() < 1e-9,
+        "{mean}"
+    );
+    let notes = doc["notes"].to_string();
+    assert!(
+        notes.contains("mean over 3 BASE and 3 NEW repeats of one schedule (seed 3)"),
+        "{notes}"
+    );
+    assert!(notes.contains("Welch's t-test"), "{notes}");
+
+    let mut slower = saved.clone();
+    for run in slower["runs"].as_array_mut().unwrap() {
+        scale_ttft_results(run, 2.0);
+    }
+    let new = tmp("repeat-new.json");
+    std::fs::write(&new, slower.to_string()).unwrap();
+    let (code, stdout, stderr) = goodput(&[
+        "compare",
+        s(&base),
+        s(&new),
+        "--fail-on",
+        "mean_ttft_ms>+50%",
+    ]);
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("mean_ttft_ms: +100.0% > +50% (significant: repeats, p"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("3 repeats"), "{stdout}");
+
+    // Another seed: another schedule, whose difference the repeats'
+    // spread does not hold. Nothing is judged, and compare says why.
+    let mut other = saved.clone();
+    for run in other["runs"].as_array_mut().unwrap() {
+        run["config"]["seed"] = serde_json::json!(4);
+    }
+    let other_path = tmp("repeat-other-seed.json");
+    std::fs::write(&other_path, other.to_string()).unwrap();
+    let (code, stdout, stderr) =
+        goodput(&["compare", s(&base), s(&other_path), "--format", "json"]);
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(warning_kinds(&doc).contains(&"seeds"), "{doc}");
+    assert!(figure(&doc, "mean_ttft_ms")["significant"].is_null());
+
+    let (out, _) = fixture();
+    let (code, _, stderr) = goodput(&["compare", s(&base), s(out)]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("BASE is a repeat and NEW is a run: compare a run with a run, a sweep with a sweep, or a --repeat result with another"),
+        "{stderr}"
+    );
+}

@@ -17,6 +17,7 @@ mod binomial;
 mod level;
 mod mean;
 mod ranks;
+pub(crate) mod student;
 
 pub use binomial::binomial_ci_ranks;
 #[cfg(test)]

@@ -21,7 +21,8 @@ pub use self::result::{now_rfc3339, RunResult};
 /// (`goodput compare`).
 pub mod compare {
     pub use crate::output::report::compare::{
-        compare, metrics_figures, CompareError, FailOn, Figure, Input, RecordSamples, Samples,
+        compare, metrics_figures, repeats_figures, CompareError, FailOn, Figure, Input,
+        RecordSamples, Samples,
     };
 
     /// The comparison written as text, Markdown or JSON.

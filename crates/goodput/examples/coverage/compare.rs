@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use goodput_core::measure::{Metric, RequestMetrics};
-use goodput_core::output::compare::{metrics_figures, Figure, Samples};
+use goodput_core::output::compare::{metrics_figures, repeats_figures, Figure, Samples};
 use goodput_core::tokenizer::Tokenizer;
 
 use crate::loads::Cell;
@@ -84,9 +84,7 @@ impl Alarms {
 }
 
 pub fn study(v: &Virtual, cells: &[Cell], pairs: u64) {
-    let mut slow = Virtual::readme();
-    slow.cooldown = v.cooldown;
-    slow.config.hardware.peak_tflops /= 1.1;
+    let slow = slower_prefill(v);
     for size in SIZES {
         println!("\n## compare, {size}-request runs, {pairs} pairs per cell");
         println!("| load | same plan: any figure significant (saved intervals) | (with records) | most called | 10 % slower prefill: flagged (any figure) | TTFT figure flagged |");
@@ -123,5 +121,119 @@ pub fn study(v: &Virtual, cells: &[Cell], pairs: u64) {
                 ttft_flagged as f64 / pairs as f64 * 100.0,
             );
         }
+    }
+}
+
+/// A 10 % slower prefill: the hardware's compute peak divided by 1.1.
+fn slower_prefill(v: &Virtual) -> Virtual {
+    let mut slow = Virtual::readme();
+    slow.cooldown = v.cooldown;
+    slow.config.hardware.peak_tflops /= 1.1;
+    slow
+}
+
+/// The run size of the `effect` and `repeats` sections (`COVERAGE_SIZES`,
+/// default the default `run`'s 1,000).
+fn size() -> u64 {
+    std::env::var("COVERAGE_SIZES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000)
+}
+
+/// How far a 10 % slower prefill moves each figure in units of the runs'
+/// own spread, d = (mean NEW − mean BASE) / √(sd BASE² + sd NEW²) over
+/// `runs` runs a side: the most any test of one pair of runs can see. A
+/// test of one figure at α = 0.05 two-sided flags a shift of d in about
+/// Φ(d − 1.96) of pairs (80 % needs d ≥ 2.8); Holm over twenty figures
+/// needs d ≥ 3.9.
+pub fn effect(v: &Virtual, cells: &[Cell], runs: u64) {
+    let slow = slower_prefill(v);
+    let size = size();
+    let ms = |v: &[f64]| {
+        let n = v.len() as f64;
+        let m = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+        (m, var.sqrt())
+    };
+    for cell in cells {
+        let mut sides: [BTreeMap<String, Vec<f64>>; 2] = Default::default();
+        for r in 0..runs {
+            for (i, engine) in [v, &slow].into_iter().enumerate() {
+                let a = cell.run(engine, size, 2 * r + 1);
+                for f in metrics_figures(&a.metrics, &a.metrics, &PERCENTILES, None) {
+                    if let Some(x) = f.base {
+                        sides[i].entry(f.name).or_default().push(x);
+                    }
+                }
+            }
+        }
+        println!("\n### {} ({size}-request runs, {runs} a side)", cell.name);
+        println!("| figure | BASE mean ± sd | slower prefill mean ± sd | shift | d |");
+        println!("| --- | --- | --- | --- | --- |");
+        for (name, a) in &sides[0] {
+            let Some(b) = sides[1].get(name) else {
+                continue;
+            };
+            let ((ma, sa), (mb, sb)) = (ms(a), ms(b));
+            if sa == 0.0 && sb == 0.0 {
+                continue;
+            }
+            let d = (mb - ma) / (sa * sa + sb * sb).sqrt();
+            println!(
+                "| {name} | {ma:.2} ± {sa:.2} | {mb:.2} ± {sb:.2} | {:+.1} % | {d:+.2} |",
+                (mb / ma - 1.0) * 100.0
+            );
+        }
+    }
+}
+
+fn metrics(s: &[Run]) -> Vec<&goodput_core::measure::RunMetrics> {
+    s.iter().map(|x| &x.metrics).collect()
+}
+
+/// `compare` of two `--repeat` results (`COVERAGE_REPEATS` runs a side,
+/// default 5): the false alarms on pairs of the same plan with different
+/// seeds, and the power on a 10 % slower prefill.
+pub fn repeats(v: &Virtual, cells: &[Cell], pairs: u64) {
+    let slow = slower_prefill(v);
+    let size = size();
+    let k: u64 = std::env::var("COVERAGE_REPEATS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    println!(
+        "\n## compare of two --repeat {k} results, {size}-request runs, {pairs} pairs per cell"
+    );
+    println!("| load | same plan: any figure significant | most called | 10 % slower prefill: flagged (any figure) | TTFT figure flagged |");
+    println!("| --- | --- | --- | --- | --- |");
+    for cell in cells {
+        let (mut plain, mut power) = (Alarms::default(), Alarms::default());
+        let mut ttft_flagged = 0;
+        for r in 0..pairs {
+            // Seeds: BASE 3kr…, NEW 3kr + k…, slower 3kr + 2k… (never shared).
+            let side = |engine: &Virtual, from: u64| -> Vec<Run> {
+                (0..k).map(|i| cell.run(engine, size, from + i)).collect()
+            };
+            let a = side(v, 3 * k * r);
+            let b = side(v, 3 * k * r + k);
+            let c = side(&slow, 3 * k * r + 2 * k);
+            plain.add(&repeats_figures(&metrics(&a), &metrics(&b), &PERCENTILES));
+            let figs = repeats_figures(&metrics(&a), &metrics(&c), &PERCENTILES);
+            ttft_flagged += u32::from(
+                figs.iter()
+                    .any(|f| f.name.contains("ttft") && f.significance.significant == Some(true)),
+            );
+            power.add(&figs);
+        }
+        let worst = plain.worst();
+        println!(
+            "| {} | {:.1} % | {} | {:.1} % | {:.1} % |",
+            cell.name,
+            plain.share(),
+            if worst.is_empty() { "-".into() } else { worst },
+            power.share(),
+            ttft_flagged as f64 / pairs as f64 * 100.0,
+        );
     }
 }

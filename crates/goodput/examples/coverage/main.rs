@@ -13,7 +13,11 @@
 //!
 //! `cargo run --release -p goodput --example coverage -- [REPLICATIONS] [SECTIONS]`
 //! (default 200 replications; SECTIONS a comma-separated subset of
-//! `intervals,compare`, default all). For studies of one effect:
+//! `intervals,compare`, default both; `effect` prints how far a 10 %
+//! slower prefill moves each figure in units of the runs' spread, and
+//! `repeats` compares pairs of `--repeat` results, `COVERAGE_REPEATS` runs
+//! a side, default 5, REPLICATIONS pairs; both at `COVERAGE_SIZES`
+//! requests, default 1,000). For studies of one effect:
 //! `COVERAGE_ONLY=TEXT` keeps the cells whose name holds TEXT;
 //! `COVERAGE_WARMUP_S=S` warms the open loop up for S s of arrivals instead
 //! of goodput's 2; `COVERAGE_COOLDOWN=1` keeps the load on, unmeasured,
@@ -46,6 +50,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         match section {
             "intervals" => intervals::study(&v, &cells, replications),
             "compare" => compare::study(&v, &cells, replications),
+            "effect" => compare::effect(&v, &cells, replications),
+            "repeats" => compare::repeats(&v, &cells, replications),
 
             other => return Err(format!("unknown section '{other}'").into()),
         }

@@ -33,6 +33,9 @@ impl Saved {
                     RunResult::from_document(d).map_err(|e| format!("repeat {}: {e}", i + 1))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            if runs.is_empty() {
+                return Err("a repeat result with no runs".into());
+            }
             let summary = serde_json::from_value(doc["across_repeats"].clone())
                 .map_err(|e| format!("'across_repeats': {e}"))?;
             Ok(Saved::Repeat(Box::new(crate::plan::repeat::RepeatResult {

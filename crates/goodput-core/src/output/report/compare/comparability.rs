@@ -27,6 +27,10 @@ pub enum WarningKind {
     /// A run whose requests queued behind each other for longer than it
     /// ran: its latency changes are not judged.
     Crowding,
+    /// Two `--repeat` results drawn with different seeds: their repeats'
+    /// spread holds the server's noise but not the schedule's, so no change
+    /// is judged across them.
+    Seeds,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -93,14 +97,14 @@ fn crowding_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
     warning(
         WarningKind::Crowding,
         format!(
-            "requests queued behind each other for longer than the run (crowding index {}, above {}): latency figures are bounded from below only, and a change is judged only where that lower end faces the other run; a longer run or a lighter load judges them",
+            "requests queued behind each other for longer than the run (crowding index {}, above {}): latency figures are bounded from below only, and a change is judged only where that lower end faces the other run; two --repeat results judge them across their repeats (or a longer run, or a lighter load)",
             sides.join(", "),
             crate::measure::metrics::CROWDING_LIMIT
         ),
     )
 }
 
-fn warning(kind: WarningKind, message: String) -> Option<Warning> {
+pub(super) fn warning(kind: WarningKind, message: String) -> Option<Warning> {
     Some(Warning { kind, message })
 }
 

@@ -125,3 +125,11 @@ impl Figure {
         }
     }
 }
+
+/// Holm's correction over every figure with a p-value
+/// ([`super::significance::holm`]).
+pub(super) fn holm(figures: &mut [Figure]) {
+    let mut sigs: Vec<&mut Significance> =
+        figures.iter_mut().map(|f| &mut f.significance).collect();
+    super::significance::holm(&mut sigs);
+}

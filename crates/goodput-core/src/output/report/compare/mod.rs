@@ -5,9 +5,10 @@
 //! measured alike. Pure: results (and records' values) in, a [`Comparison`]
 //! out; [`render`] turns it into text, Markdown or JSON.
 //!
-//! Runs are compared figure by figure ([`run_figures`]); sweeps by their
-//! goodput headline and their curve points matched by offered load
-//! ([`sweep`]).
+//! Runs are compared figure by figure ([`run_figures`]); two `--repeat`
+//! results by each figure's values across their repeats ([`repeats`]);
+//! sweeps by their goodput headline and their curve points matched by
+//! offered load ([`sweep`]).
 
 pub mod comparability;
 pub mod gate;
@@ -17,6 +18,7 @@ pub mod significance;
 pub mod sweep;
 
 mod figure;
+mod repeats;
 mod run;
 
 use serde::Serialize;
@@ -26,6 +28,7 @@ use crate::output::report::saved::Saved;
 pub use comparability::{run_warnings, Warning};
 pub use figure::Figure;
 pub use gate::{FailOn, GateError, GateOutcome};
+pub use repeats::repeats_figures;
 pub use run::{metrics_figures, run_figures};
 pub use samples::{RecordSamples, Samples};
 pub use sweep::SweepComparison;
@@ -45,7 +48,7 @@ pub struct Side {
     pub started_at: Option<String>,
     /// A run's load, in words.
     pub load: Option<String>,
-    /// A sweep's number of points.
+    /// A sweep's number of points, or a `--repeat` result's repeats.
     pub points: Option<usize>,
     /// Per-request values (records) were given.
     pub records: bool,
@@ -88,17 +91,14 @@ pub struct Input<'a> {
 pub enum CompareError {
     /// One side is a run and the other a sweep.
     #[error(
-        "BASE is a {base} and NEW is a {new}: compare a run with a run, or a sweep with a sweep"
+        "BASE is a {base} and NEW is a {new}: compare a run with a run, a sweep with a sweep, or a --repeat result with another"
     )]
     KindMismatch {
-        /// BASE's kind: `run` or `sweep`.
+        /// BASE's kind: `run`, `sweep` or `repeat`.
         base: &'static str,
-        /// NEW's kind: `run` or `sweep`.
+        /// NEW's kind: `run`, `sweep` or `repeat`.
         new: &'static str,
     },
-    /// A side is a `--repeat` result, which cannot be compared yet.
-    #[error("a --repeat result holds several runs: compare one of them (`goodput report` shows each), or compare two --repeat results' across-repeat intervals by eye; a test across repeats is not built yet")]
-    Repeats,
     /// A side's records hold no measured request of its results' runs.
     #[error("the {side} records have no measured request of {what} (the records of another run?)")]
     RecordsDoNotMatch {
@@ -130,7 +130,12 @@ fn side(input: &Input) -> Side {
         kind: kind(input.saved),
         run_id: run.map(|r| r.run_id.clone()),
         started_at: input.saved.runs().first().map(|r| r.started_at.clone()),
-        load: run.map(|r| r.config.load.to_string()),
+        // A repeat's runs share their load; a sweep's points do not.
+        load: match input.saved {
+            Saved::Repeat(r) => r.runs.first(),
+            _ => run,
+        }
+        .map(|r| r.config.load.to_string()),
         points: match input.saved {
             Saved::Sweep(s) => Some(s.points.len()),
             Saved::Repeat(r) => Some(r.runs.len()),
@@ -173,7 +178,11 @@ pub fn compare(base: Input, new: Input, gates: &[FailOn]) -> Result<Comparison, 
             let (warnings, figures, s) = sweep::compare(b, n, records);
             (warnings, figures, Some(s))
         }
-        (Saved::Repeat(_), _) | (_, Saved::Repeat(_)) => return Err(CompareError::Repeats),
+        (Saved::Repeat(b), Saved::Repeat(n)) => {
+            let (warnings, figures, said) = repeats::compare(b, n, records.is_some());
+            notes.extend(said);
+            (warnings, figures, None)
+        }
         (b, n) => {
             return Err(CompareError::KindMismatch {
                 base: kind(b),

@@ -184,8 +184,10 @@ fn side_details(s: &super::Side) -> String {
     if let Some(id) = &s.run_id {
         parts.push(format!("run {id}"));
     }
-    if let Some(n) = s.points {
-        parts.push(format!("sweep of {n} points"));
+    match (s.kind, s.points) {
+        ("repeat", Some(n)) => parts.push(format!("{n} repeats")),
+        (_, Some(n)) => parts.push(format!("sweep of {n} points")),
+        _ => {}
     }
     if let Some(t) = &s.started_at {
         parts.push(format!("started {t}"));

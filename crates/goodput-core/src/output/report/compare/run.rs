@@ -146,12 +146,7 @@ pub fn metrics_figures(
     out.extend(schema_figure(b, n));
     out.extend(latency_figures(b, n, percentiles, samples));
     out.extend(group_figures(b, n, percentiles));
-    significance::holm(
-        &mut out
-            .iter_mut()
-            .map(|f| &mut f.significance)
-            .collect::<Vec<_>>(),
-    );
+    super::figure::holm(&mut out);
     out
 }
 

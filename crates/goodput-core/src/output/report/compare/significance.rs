@@ -12,6 +12,8 @@
 //!   means' difference with each mean's standard error from batch means.
 //! - [`two_proportions`]: the pooled two-proportion z-test, for the error
 //!   rate (failed of finished requests).
+//! - [`super::repeats::welch`]: two `--repeat` results, Welch's t-test on
+//!   their repeats' values.
 //!
 //! A comparison judges some twenty figures at once; [`holm`] corrects the
 //! family, so that two runs of the same plan have at most an α chance of
@@ -35,6 +37,9 @@ pub enum Method {
     BatchMeans,
     /// Two-proportion z-test on the failed and finished counts.
     TwoProportions,
+    /// Welch's t-test on two `--repeat` results' per-repeat values
+    /// ([`super::repeats`]).
+    Repeats,
     /// No interval, no records: not known.
     None,
 }
@@ -62,7 +67,7 @@ impl Significance {
         family: 0,
     };
 
-    fn from_p(method: Method, p: f64) -> Significance {
+    pub(super) fn from_p(method: Method, p: f64) -> Significance {
         Significance {
             method,
             significant: Some(p < ALPHA),
@@ -78,6 +83,7 @@ impl Significance {
             Method::Intervals => "intervals",
             Method::BatchMeans => "batch means",
             Method::TwoProportions => "proportions",
+            Method::Repeats => "repeats",
             Method::None => return "no interval and no per-request values".into(),
         };
         match (self.p_value, self.p_adjusted) {

@@ -246,7 +246,7 @@ fn compare_judges_gates_and_refuses_mismatched_inputs() {
     let e = compare(run_input("a", &b), run_input("s", &s), &[]).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "BASE is a run and NEW is a sweep: compare a run with a run, or a sweep with a sweep"
+        "BASE is a run and NEW is a sweep: compare a run with a run, a sweep with a sweep, or a --repeat result with another"
     );
     // Records of another run.
     let other = RecordSamples::from_runs([("ffff".to_string(), Samples::default())]);
