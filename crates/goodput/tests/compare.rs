@@ -470,6 +470,10 @@ fn two_repeat_results_are_compared_across_their_repeats() {
         "{stderr}"
     );
     assert!(stdout.contains("3 repeats"), "{stdout}");
+    assert!(
+        stdout.contains("repeats: Welch's t-test on the repeats' values"),
+        "{stdout}"
+    );
 
     // Another seed: another schedule, whose difference the repeats'
     // spread does not hold. Nothing is judged, and compare says why.

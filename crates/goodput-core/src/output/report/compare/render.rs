@@ -162,6 +162,9 @@ fn legend(c: &Comparison) -> String {
     if used(Method::BatchMeans) {
         parts.push("batch means: z-test on the means, each error from batch means over the records' requests in the order they finished");
     }
+    if used(Method::Repeats) {
+        parts.push("repeats: Welch's t-test on the repeats' values, each side's spread read from its own repeats");
+    }
     if used(Method::TwoProportions) {
         parts.push("proportions: two-proportion z-test of failed / finished requests");
     }
