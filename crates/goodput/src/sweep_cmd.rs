@@ -207,11 +207,9 @@ fn verdict(result: &SweepResult, stopping: bool, search: Option<SearchKind>) -> 
             _ => Code::Interrupted,
         });
     }
-    if let Some(g) = &result.goodput {
-        if g.rate == 0.0 {
-            eprintln!("goodput: goodput is 0: {}", g.notes.join("; "));
-            return Ok(Code::GateFailed);
-        }
+    if let Some(why) = result.gate_failure() {
+        eprintln!("goodput: {why}");
+        return Ok(Code::GateFailed);
     }
     Ok(Code::Ok)
 }

@@ -202,6 +202,48 @@ async fn an_impossible_slo_is_goodput_zero_and_exit_1() {
     );
 }
 
+/// A sweep of concurrencies with an SLO has no request rate to answer in:
+/// no goodput line (it used to print "goodput: 0.00 req/s" and exit 1
+/// after every point passed), the highest concurrency that met the SLO
+/// instead, and exit 1 only when no point met it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_of_concurrencies_says_the_highest_that_met_the_slo() {
+    let out = tmp("sweep.json");
+    let sweep = |slo: &'static str| {
+        argv(&[
+            "sweep",
+            "--sim",
+            SIM,
+            "--concurrencies",
+            "1,2",
+            "--point-time",
+            "1s",
+            "--slo",
+            slo,
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "32",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (code, stdout, stderr) = goodput_async(sweep("ttft:p99<=10s")).await;
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let said = stdout
+        .lines()
+        .find(|l| l.starts_with("SLO met up to:"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(said.contains("concurrency 2 ("), "{said}");
+    assert!(!stdout.contains("goodput:"), "{stdout}");
+    assert!(sweep_json(&out)["goodput"].is_null());
+
+    let (code, stdout, stderr) = goodput_async(sweep("ttft:p99<=1us")).await;
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    assert!(stdout.contains("no point met it"), "{stdout}");
+    assert!(stderr.contains("goodput: no point met the SLO"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_without_an_slo_is_a_usage_error() {
     let (code, _, stderr) = goodput_async(argv(&["sweep", "--search", "goodput"])).await;

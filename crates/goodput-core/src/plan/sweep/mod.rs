@@ -742,11 +742,13 @@ pub async fn sweep(
             max_concurrency,
         } => runner.frontier(concurrencies, *max_concurrency).await?,
     }
-    // A search answers itself; a frontier's points are concurrencies, with
-    // no rate to answer in (each point still has its verdict).
+    // A search answers itself; a frontier's or a concurrency grid's points
+    // are concurrencies, with no rate to answer in: each point keeps its
+    // verdict, and the console says the highest that met the SLO
+    // (`SweepResult::slo_met_up_to`).
     let answered = matches!(
         spec.mode,
-        SweepMode::Search { .. } | SweepMode::Frontier { .. }
+        SweepMode::Search { .. } | SweepMode::Frontier { .. } | SweepMode::Concurrencies(_)
     );
     if spec.base.slo.is_some() && runner.result.goodput.is_none() && !answered {
         runner.result.goodput = Some(goodput_from_points(&runner.result, spec));

@@ -175,6 +175,34 @@ impl SweepResult {
         }
     }
 
+    /// A sweep of concurrencies with an SLO (`--concurrencies`,
+    /// `--frontier`: no request rate to answer in): the highest-concurrency
+    /// point that met it, `Some(None)` when none did; `None` for any other
+    /// sweep.
+    pub fn slo_met_up_to(&self) -> Option<Option<&SweepPoint>> {
+        let judged = self.points.iter().any(|p| p.meets.is_some());
+        let closed = self.points.iter().all(|p| !p.result.config.load.is_open());
+        if self.goodput.is_some() || !judged || !closed {
+            return None;
+        }
+        Some(
+            self.points
+                .iter()
+                .filter(|p| p.meets == Some(true))
+                .max_by_key(|p| p.result.config.load.concurrency_cap().unwrap_or(0)),
+        )
+    }
+
+    /// Why the sweep's gate failed (exit 1), if it did: a goodput of 0, or
+    /// a sweep of concurrencies whose every point missed its SLO.
+    pub fn gate_failure(&self) -> Option<String> {
+        match (&self.goodput, self.slo_met_up_to()) {
+            (Some(g), _) if g.rate == 0.0 => Some(format!("goodput is 0: {}", g.notes.join("; "))),
+            (None, Some(None)) => Some("no point met the SLO".into()),
+            _ => None,
+        }
+    }
+
     /// What answered the sweep's points (the first point's; every point
     /// of a sweep has the same target).
     pub fn target(&self) -> Option<&crate::output::config::Target> {

@@ -237,6 +237,24 @@ fn knees_and_goodput(out: &mut String, r: &SweepResult) {
     if let Some(why) = &r.stopped {
         line(out, "Stopped:", why);
     }
+    match r.slo_met_up_to() {
+        Some(Some(p)) => {
+            let m = &p.result.metrics;
+            line(
+                out,
+                "SLO met up to:",
+                format!(
+                    "{} ({} req/s, {} tok/s; {} requests)",
+                    p.result.config.load,
+                    num(m.throughput.request.value),
+                    num(m.throughput.output.value),
+                    m.completed
+                ),
+            );
+        }
+        Some(None) => line(out, "SLO met up to:", "no point met it"),
+        None => {}
+    }
     line(out, "Load time (s):", num(r.load_time_s));
     rule(out, "", '=');
     if let Some(g) = &r.goodput {
