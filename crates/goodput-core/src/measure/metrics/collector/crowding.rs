@@ -84,7 +84,7 @@ impl Crowding {
                 format!(
                     "requests in flight varied {index:.1}x as much as requests that do not wait for each other would (above {LIMIT}): the server's queue remembers longer than this run"
                 ),
-                "a longer run, a lighter load, or --repeat (whose intervals across the repeats read the spread from run to run)",
+                "a longer run or a lighter load",
             ),
             Some(_) => return None,
             None => (
