@@ -96,6 +96,8 @@ pub struct SimConfig {
     pub scheduling_policy: SchedulingPolicy,
     /// LoRA adapters served beside the base model ([`LoraConfig`]).
     pub lora: LoraConfig,
+    /// Speculative decoding ([`crate::engine::SpecDecode`]); off by default.
+    pub spec: crate::engine::SpecDecode,
 }
 
 /// LoRA adapters, as vLLM's `--lora-modules`, `--max-loras` and
@@ -137,6 +139,7 @@ impl Default for SimConfig {
             request_latency_ms: 0.0,
             scheduling_policy: SchedulingPolicy::Fcfs,
             lora: LoraConfig::default(),
+            spec: crate::engine::SpecDecode::default(),
             image_patch_px: 14,
             embedding_dim: 384,
         }
@@ -209,6 +212,7 @@ impl SimConfig {
 
     /// Check every field; the message names the field and what is valid.
     pub fn validate(&self) -> Result<(), SimError> {
+        self.spec.validate()?;
         let tp = self.tensor_parallel;
         if tp == 0 || !self.model.attention_heads.is_multiple_of(tp) {
             return Err(SimError::invalid(
@@ -375,6 +379,8 @@ impl SimConfig {
             enable_prefix_caching: self.enable_prefix_caching,
             scheduling_policy: self.scheduling_policy,
             lora: self.lora_limits(),
+            spec: self.spec,
+            seed: self.seed,
         };
         Ok(Engine::new(limits, self.roofline()))
     }
@@ -450,6 +456,8 @@ struct ConfigFile {
     max_loras: Option<usize>,
     max_cpu_loras: Option<usize>,
     lora_load_ms: Option<f64>,
+    spec_tokens: Option<u32>,
+    spec_acceptance: Option<f64>,
     image_patch_px: Option<u32>,
     embedding_dim: Option<usize>,
     /// What `goodput calibrate` measured (read by `goodput predict`; the
@@ -490,6 +498,8 @@ impl ConfigFile {
         c.lora.max_loras = self.max_loras.or(c.lora.max_loras);
         c.lora.max_cpu_loras = self.max_cpu_loras.or(c.lora.max_cpu_loras);
         set(&mut c.lora.load_ms, self.lora_load_ms);
+        set(&mut c.spec.tokens, self.spec_tokens);
+        set(&mut c.spec.acceptance, self.spec_acceptance);
         set(&mut c.image_patch_px, self.image_patch_px);
         set(&mut c.embedding_dim, self.embedding_dim);
         Ok(())
@@ -552,6 +562,14 @@ pub struct SimArgs {
     /// Seed of output lengths, output words and fault draws [default: 0].
     #[arg(long, value_name = "S")]
     pub seed: Option<u64>,
+    /// Speculative decoding: draft tokens proposed a step for each decoding sequence, 1 to 8
+    /// (vLLM's num_speculative_tokens) [default: 0, off].
+    #[arg(long, value_name = "K")]
+    pub spec_tokens: Option<u32>,
+    /// Probability that each draft token is accepted, given the ones before it were, 0-1
+    /// [default: 0.7].
+    #[arg(long, value_name = "A")]
+    pub spec_acceptance: Option<f64>,
     /// Output-length distribution for requests without ignore_eos (capped by max_tokens):
     /// N, uniform:MIN,MAX, normal:MEAN,STD, lognormal:MEDIAN,SIGMA or exponential:MEAN
     /// [default: lognormal:200,0.8].
@@ -648,6 +666,8 @@ impl Default for SimArgs {
             num_gpu_blocks_override: None,
             no_enable_prefix_caching: false,
             seed: None,
+            spec_tokens: None,
+            spec_acceptance: None,
             output_len_dist: None,
             time_scale: None,
             server_threads: None,
@@ -717,6 +737,8 @@ impl SimArgs {
         set(&mut c.time_scale, self.time_scale);
         set(&mut c.server_threads, self.server_threads);
         set(&mut c.engine_priority, self.engine_priority);
+        set(&mut c.spec.tokens, self.spec_tokens);
+        set(&mut c.spec.acceptance, self.spec_acceptance);
         let f = &mut c.faults;
         set(&mut f.http_500, self.fault_500);
         set(&mut f.http_503, self.fault_503);

@@ -62,6 +62,78 @@ pub struct EngineLimits {
     pub scheduling_policy: SchedulingPolicy,
     /// LoRA adapters per batch, resident slots and load time (the `mixes` module).
     pub lora: LoraLimits,
+    /// Speculative decoding ([`SpecDecode`]).
+    pub spec: SpecDecode,
+    /// Seed of the draft acceptances.
+    pub seed: u64,
+}
+
+/// Most draft tokens a step ([`SpecDecode::tokens`]).
+pub const MAX_SPEC_TOKENS: usize = 8;
+
+/// Speculative decoding as vLLM runs it with a draft model or EAGLE heads:
+/// every step, each decoding sequence's draft proposes `tokens` tokens and
+/// the target model verifies them in the same forward pass (`tokens + 1`
+/// positions a sequence); draft position `i` is accepted with probability
+/// `acceptance` when the ones before it were, and the first rejection ends
+/// the run of accepted tokens. The step emits the accepted tokens plus one
+/// of the target's own (the bonus, or the correction), so a sequence gains
+/// 1 to `tokens + 1` tokens a step, streamed as one chunk. The draft's own
+/// forward passes cost `DRAFT_SHARE` of the target's step a draft token (a
+/// head about one layer deep). A prefill's step emits its first token
+/// alone, undrafted. The engine counts what vLLM's Prometheus counters do:
+/// drafts, draft tokens, accepted tokens, accepted tokens by position.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct SpecDecode {
+    /// Draft tokens a step (0: off).
+    pub tokens: u32,
+    /// Probability a draft token is accepted given the ones before it were.
+    pub acceptance: f64,
+}
+
+impl Default for SpecDecode {
+    fn default() -> Self {
+        SpecDecode {
+            tokens: 0,
+            acceptance: 0.7,
+        }
+    }
+}
+
+/// A draft token's share of the target's step time.
+const DRAFT_SHARE: f64 = 0.04;
+
+/// One draft of `spec.tokens` tokens verified: how many were accepted,
+/// counted as vLLM counts them.
+fn draft(rng: &mut rand::rngs::StdRng, spec: SpecDecode, counters: &mut EngineCounters) -> usize {
+    let mut accepted = 0;
+    while accepted < spec.tokens as usize && rand::Rng::random_bool(rng, spec.acceptance) {
+        counters.spec_accepted_per_pos[accepted] += 1;
+        accepted += 1;
+    }
+    counters.spec_drafts += 1;
+    counters.spec_draft_tokens += u64::from(spec.tokens);
+    counters.spec_accepted_tokens += accepted as u64;
+    accepted
+}
+
+impl SpecDecode {
+    /// Whether the settings are in range.
+    pub fn validate(&self) -> Result<(), crate::error::SimError> {
+        if self.tokens as usize > MAX_SPEC_TOKENS {
+            return Err(crate::error::SimError::invalid(
+                "spec_tokens",
+                format!("{} must be 0 to {MAX_SPEC_TOKENS}", self.tokens),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.acceptance) {
+            return Err(crate::error::SimError::invalid(
+                "spec_acceptance",
+                format!("{} must be in [0, 1]", self.acceptance),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Why the engine refused a request.
@@ -203,6 +275,14 @@ pub struct EngineCounters {
     pub aborted: u64,
     /// LoRA adapters loaded because they were not resident.
     pub lora_loads: u64,
+    /// Speculative decoding: drafts proposed (one a decoding sequence a step).
+    pub spec_drafts: u64,
+    /// Draft tokens proposed.
+    pub spec_draft_tokens: u64,
+    /// Draft tokens accepted.
+    pub spec_accepted_tokens: u64,
+    /// Drafts whose token at each position was accepted.
+    pub spec_accepted_per_pos: [u64; MAX_SPEC_TOKENS],
 }
 
 #[derive(Debug)]
@@ -222,6 +302,32 @@ impl Sequence {
     fn total(&self) -> usize {
         self.req.prompt_tokens + self.generated
     }
+
+    /// `n` tokens made in the step that ended at `end_s` (the first with
+    /// the gap since the last, the rest with none: one chunk); whether the
+    /// last of them was the request's last.
+    fn emit(&mut self, id: RequestId, n: usize, end_s: f64, tokens: &mut Vec<TokenEvent>) -> bool {
+        let mut last = false;
+        for k in 0..n {
+            let index = self.generated;
+            self.generated += 1;
+            last = self.generated >= self.req.output_tokens;
+            let gap_s = if k == 0 {
+                end_s - self.last_token_s
+            } else {
+                0.0
+            };
+            tokens.push(TokenEvent {
+                id,
+                index: index as u32,
+                time_s: end_s,
+                gap_s,
+                last,
+            });
+        }
+        self.last_token_s = end_s;
+        last
+    }
 }
 
 /// The engine: waiting queue, running batch, KV cache.
@@ -237,11 +343,14 @@ pub struct Engine {
     scheduled: Vec<(RequestId, usize)>,
     /// The LoRA adapters kept loaded (the `mixes` module).
     resident: mixes::Resident,
+    /// Draws of the draft acceptances.
+    spec_rng: rand::rngs::StdRng,
 }
 
 impl Engine {
     /// An empty engine with `limits`, timing its steps with `roofline`.
     pub fn new(limits: EngineLimits, roofline: Roofline) -> Self {
+        let spec_rng = rand::SeedableRng::seed_from_u64(limits.seed ^ 0x5bec_dec0de);
         Engine {
             pool: BlockPool::new(limits.num_blocks),
             limits,
@@ -252,6 +361,7 @@ impl Engine {
             counters: EngineCounters::default(),
             scheduled: Vec::new(),
             resident: mixes::Resident::default(),
+            spec_rng,
         }
     }
 
@@ -558,6 +668,29 @@ impl Engine {
         }
     }
 
+    /// What the scheduled batch processes, its decoding sequences and its
+    /// prefill tokens. A decode under speculative decoding verifies the
+    /// draft's tokens beside its own.
+    fn batch_shape(&self) -> (BatchShape, usize, usize) {
+        let mut shape = BatchShape::default();
+        let mut num_decodes = 0;
+        let mut prefill_tokens = 0;
+        let drafts = self.limits.spec.tokens as u64;
+        for &(id, new) in &self.scheduled {
+            if let Some(seq) = self.seqs.get(&id) {
+                let decoding = seq.generated > 0 && seq.computed + 1 == seq.total();
+                if decoding {
+                    num_decodes += 1;
+                    shape.add(seq.computed as u64, new as u64 + drafts, true);
+                } else {
+                    prefill_tokens += new;
+                    shape.add(seq.computed as u64, new as u64, false);
+                }
+            }
+        }
+        (shape, num_decodes, prefill_tokens)
+    }
+
     /// Run one step starting at `now_s`: build the batch, time it, and apply
     /// its results (stamped at the step's end) into `out`. `None` when there
     /// is nothing to run.
@@ -574,21 +707,16 @@ impl Engine {
             return None;
         }
 
-        let mut shape = BatchShape::default();
-        let mut num_decodes = 0;
-        let mut prefill_tokens = 0;
-        for &(id, new) in &self.scheduled {
-            if let Some(seq) = self.seqs.get(&id) {
-                let decoding = seq.generated > 0 && seq.computed + 1 == seq.total();
-                if decoding {
-                    num_decodes += 1;
-                } else {
-                    prefill_tokens += new;
-                }
-                shape.add(seq.computed as u64, new as u64, decoding);
-            }
-        }
+        let (shape, num_decodes, prefill_tokens) = self.batch_shape();
+        let drafts = self.limits.spec.tokens as u64;
         let mut time = self.roofline.step_time(&shape);
+        if drafts > 0 && num_decodes > 0 {
+            // The draft's forward passes, weight-bound like the target's.
+            let share = DRAFT_SHARE * drafts as f64;
+            let parts = time.gemm_s + time.attention_s + time.communication_s + time.overhead_s;
+            time.gemm_s += share * parts;
+            time.total_s *= 1.0 + share;
+        }
         self.load_adapters(&mut time);
         let end_s = now_s + time.total_s;
         self.counters.steps += 1;
@@ -613,18 +741,16 @@ impl Engine {
             if seq.computed < seq.total() {
                 continue; // a prefill chunk that did not reach the end
             }
-            let index = seq.generated;
-            seq.generated += 1;
-            let last = seq.generated >= seq.req.output_tokens;
-            out.tokens.push(TokenEvent {
-                id,
-                index: index as u32,
-                time_s: end_s,
-                gap_s: end_s - seq.last_token_s,
-                last,
-            });
-            seq.last_token_s = end_s;
-            self.counters.generation_tokens += 1;
+            // A decode with a draft: its accepted tokens, then the target's own.
+            let mut emit = 1;
+            if drafts > 0 && seq.generated > 0 {
+                let accepted = draft(&mut self.spec_rng, self.limits.spec, &mut self.counters);
+                emit = (1 + accepted).min(seq.req.output_tokens - seq.generated);
+                // Their KV was written by the verifying pass.
+                seq.computed += emit - 1;
+            }
+            let last = seq.emit(id, emit, end_s, &mut out.tokens);
+            self.counters.generation_tokens += emit as u64;
             if last {
                 any_finished = true;
                 out.finished.push(FinishedRequest {

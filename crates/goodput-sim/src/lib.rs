@@ -26,6 +26,7 @@ pub mod faults;
 pub mod forecast;
 pub mod kv;
 pub mod metrics;
+pub mod power;
 pub mod presets;
 pub mod priority;
 mod rate_search;

@@ -58,6 +58,7 @@ pub fn render(state: &LiveState, summary: &SimStats, model_name: &str) -> String
     };
     scheduler_gauges(&mut o, state);
     token_counters(&mut o, &state.counters);
+    spec_counters(&mut o, &state.counters, state.spec_tokens);
     finished_requests(&mut o, state);
     latency_histograms(&mut o, state);
     engine_steps(&mut o, state);
@@ -108,6 +109,43 @@ fn scheduler_gauges(o: &mut Out, state: &LiveState) {
         "GPU KV-cache usage. 1 means 100 percent usage (older name).",
         state.kv_usage,
     );
+}
+
+/// vLLM's speculative-decoding counters (`vllm/v1/spec_decode/metrics.py`),
+/// served, as vLLM serves them, only when speculation is on: drafts, draft
+/// tokens, accepted tokens, and accepted tokens by draft position (0-based
+/// `position` label).
+fn spec_counters(o: &mut Out, c: &EngineCounters, spec_tokens: u32) {
+    if spec_tokens == 0 {
+        return;
+    }
+    for (name, help, v) in [
+        (
+            "vllm:spec_decode_num_drafts_total",
+            "Number of spec decoding drafts.",
+            c.spec_drafts,
+        ),
+        (
+            "vllm:spec_decode_num_draft_tokens_total",
+            "Number of draft tokens.",
+            c.spec_draft_tokens,
+        ),
+        (
+            "vllm:spec_decode_num_accepted_tokens_total",
+            "Number of accepted tokens.",
+            c.spec_accepted_tokens,
+        ),
+    ] {
+        o.value(name, "counter", help, v as f64);
+    }
+    let name = "vllm:spec_decode_num_accepted_tokens_per_pos_total";
+    o.header(name, "counter", "Accepted tokens per draft position.");
+    for (pos, v) in c.spec_accepted_per_pos[..spec_tokens as usize]
+        .iter()
+        .enumerate()
+    {
+        let _ = writeln!(o.buf, "{name}{{{},position=\"{pos}\"}} {v}", o.labels);
+    }
 }
 
 /// vLLM's counters: preemptions, prefix-cache lookups (V1 and older names),

@@ -94,6 +94,21 @@ pub struct HardwareProfile {
     /// sampling), microseconds.
     #[serde(default = "default_per_seq_overhead_us")]
     pub per_seq_overhead_us: f64,
+    /// Board power limit, W: what a compute-bound step draws
+    /// ([`crate::power`]).
+    #[serde(default = "default_tdp_w")]
+    pub tdp_w: f64,
+    /// Power drawn with the model loaded and nothing running, W.
+    #[serde(default = "default_idle_w")]
+    pub idle_w: f64,
+}
+
+fn default_tdp_w() -> f64 {
+    700.0
+}
+
+fn default_idle_w() -> f64 {
+    75.0
 }
 
 fn default_gemm_half_tokens() -> f64 {
@@ -190,6 +205,7 @@ fn hardware(
     mfu: f64,
     mbu: f64,
     step_overhead_ms: f64,
+    (tdp_w, idle_w): (f64, f64),
 ) -> HardwareProfile {
     HardwareProfile {
         name: name.into(),
@@ -204,6 +220,8 @@ fn hardware(
         mbu,
         step_overhead_ms,
         per_seq_overhead_us: PER_SEQ_OVERHEAD_US,
+        tdp_w,
+        idle_w,
     }
 }
 
@@ -266,10 +284,32 @@ const PER_SEQ_OVERHEAD_US: f64 = 45.0;
 pub fn builtin_hardware() -> Vec<HardwareProfile> {
     let (f, b, o) = (GEMM_EFFICIENCY, MBU, STEP_OVERHEAD_MS);
     vec![
-        hardware("h100-sxm", 79.6, 989.0, 3350.0, 450.0, f, b, o),
-        hardware("h200", 140.4, 989.0, 4800.0, 450.0, f, b, o),
-        hardware("a100-80gb", 80.0, 312.0, 2039.0, 300.0, f, b, o),
-        hardware("l4", 22.5, 121.0, 300.0, 32.0, f, b, o),
+        // Board power limits from the data sheets (SXM parts); idle with a
+        // model loaded is an assumption of about a tenth to a fifth of it.
+        hardware(
+            "h100-sxm",
+            79.6,
+            989.0,
+            3350.0,
+            450.0,
+            f,
+            b,
+            o,
+            (700.0, 75.0),
+        ),
+        hardware("h200", 140.4, 989.0, 4800.0, 450.0, f, b, o, (700.0, 80.0)),
+        hardware(
+            "a100-80gb",
+            80.0,
+            312.0,
+            2039.0,
+            300.0,
+            f,
+            b,
+            o,
+            (400.0, 55.0),
+        ),
+        hardware("l4", 22.5, 121.0, 300.0, 32.0, f, b, o, (72.0, 16.0)),
     ]
 }
 

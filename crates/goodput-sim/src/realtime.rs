@@ -44,10 +44,14 @@ impl FinishReason {
 /// Sent to a request's connection task.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
-    /// Output token `index` was produced; `done` is set on the last one.
+    /// Output tokens `index` to `index + count - 1` were produced in one
+    /// step (several under speculative decoding: one chunk); `done` is set
+    /// on the last one.
     Token {
-        /// 0-based index of the token in the request's output.
+        /// 0-based index of the chunk's first token in the request's output.
         index: u32,
+        /// Tokens in the chunk (at least 1).
+        count: u32,
         /// On the last token, the finished request; `None` before it.
         done: Option<FinishedRequest>,
     },
@@ -185,6 +189,30 @@ struct Route {
     reason: FinishReason,
 }
 
+/// A step's tokens as chunks for their connections: a sequence's tokens of
+/// one step are consecutive, and go as one chunk.
+fn deliveries(out: &StepOutputs, routes: &HashMap<RequestId, Route>) -> Vec<Delivery> {
+    let mut batch = Vec::with_capacity(out.tokens.len());
+    for run in out.tokens.chunk_by(|a, b| a.id == b.id) {
+        let (first, t) = (run[0], run[run.len() - 1]);
+        let Some(route) = routes.get(&t.id) else {
+            continue;
+        };
+        let done = if t.last {
+            out.finished.iter().find(|f| f.id == t.id).copied()
+        } else {
+            None
+        };
+        let ev = StreamEvent::Token {
+            index: first.index,
+            count: run.len() as u32,
+            done,
+        };
+        batch.push((route.events.clone(), ev));
+    }
+    batch
+}
+
 /// One token (or rejection) for one connection.
 pub type Delivery = (UnboundedSender<StreamEvent>, StreamEvent);
 
@@ -269,22 +297,7 @@ pub fn run(mut engine: Engine, io: EngineIo, stats: LiveStats, clock: MonoClock)
         last_wake = Some(woke_ns);
         next_start = Some(end);
 
-        let mut batch = Vec::with_capacity(out.tokens.len());
-        for t in &out.tokens {
-            let Some(route) = routes.get(&t.id) else {
-                continue;
-            };
-            let done = if t.last {
-                out.finished.iter().find(|f| f.id == t.id).copied()
-            } else {
-                None
-            };
-            let ev = StreamEvent::Token {
-                index: t.index,
-                done,
-            };
-            batch.push((route.events.clone(), ev));
-        }
+        let batch = deliveries(&out, &routes);
         if !batch.is_empty() {
             // Fails only while the server shuts down.
             let _ = deliver.send(batch);
@@ -293,6 +306,7 @@ pub fn run(mut engine: Engine, io: EngineIo, stats: LiveStats, clock: MonoClock)
         s.lateness_exact.record_ns(late_ns);
         s.lateness.observe(late_ns as f64 * 1e-9);
         s.step_duration.observe(report.time.total_s);
+        s.power.step(&report.time, std::time::Instant::now());
         for t in &out.tokens {
             if t.index == 0 {
                 s.ttft.observe(t.gap_s);

@@ -240,6 +240,10 @@ pub struct LiveState {
     pub engine_work_ns: u64,
     /// The most of it for one step, ns.
     pub engine_work_max_ns: u64,
+    /// What the GPUs have drawn (`/dcgm/metrics`).
+    pub power: crate::power::PowerState,
+    /// Draft tokens a step under speculative decoding (0: off).
+    pub spec_tokens: u32,
 }
 
 impl Default for LiveState {
@@ -261,6 +265,8 @@ impl Default for LiveState {
             priority: EnginePriority::default(),
             engine_work_ns: 0,
             engine_work_max_ns: 0,
+            power: crate::power::PowerState::default(),
+            spec_tokens: 0,
         }
     }
 }
@@ -319,6 +325,8 @@ impl LiveState {
             priority: self.priority,
             engine_work_ns: self.engine_work_ns,
             engine_work_max_ns: self.engine_work_max_ns,
+            power: self.power.clone(),
+            spec_tokens: self.spec_tokens,
         }
     }
 }
@@ -328,6 +336,22 @@ impl LiveState {
 pub struct LiveStats(Arc<Mutex<LiveState>>);
 
 impl LiveStats {
+    /// Empty statistics of a server of `config`: its GPUs' power model and
+    /// its speculative decoding.
+    pub fn for_config(config: &crate::config::SimConfig) -> LiveStats {
+        let stats = LiveStats::default();
+        {
+            let mut s = stats.lock();
+            s.power = crate::power::PowerState::new(
+                &config.hardware,
+                config.tensor_parallel,
+                config.gpu_memory_utilization,
+            );
+            s.spec_tokens = config.spec.tokens;
+        }
+        stats
+    }
+
     /// Lock the state (a poisoned lock is taken as is).
     pub fn lock(&self) -> MutexGuard<'_, LiveState> {
         // A poisoned lock only means a panic elsewhere; the counters stay usable.

@@ -27,7 +27,7 @@ pub fn main(args: goodput_sim::SimArgs) -> Result<Code, Exit> {
         .context("starting the simulator")
         .map_err(usage)?;
     eprintln!(
-        "goodput sim: serving model '{}' at http://{} (OpenAI-compatible; /v1/models, /v1/chat/completions, /v1/completions, /metrics). Ctrl-C to stop.",
+        "goodput sim: serving model '{}' at http://{} (OpenAI-compatible; /v1/models, /v1/chat/completions, /v1/completions, /metrics, and its GPUs as a DCGM exporter would at /dcgm/metrics). Ctrl-C to stop.",
         server.model_name(),
         server.local_addr()
     );

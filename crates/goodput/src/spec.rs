@@ -392,6 +392,7 @@ pub fn target_options(
         server_in_process,
         target: kind,
         output: None,
+        gpu_metrics: target.gpu_metrics.clone(),
         server_metrics: match (&target.server_metrics, target.no_server_metrics) {
             (_, true) => ServerMetricsChoice::Off,
             (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {

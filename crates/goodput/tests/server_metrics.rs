@@ -15,43 +15,18 @@ mod fixtures;
 
 use common::*;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A `/metrics` endpoint that answers `bodies` in turn (the last one
 /// again and again): the first for goodput's check and its baseline, the
 /// next ones for whatever comes after. Returns its URL and the scrape count.
 async fn metrics_server(bodies: Vec<&'static str>) -> (String, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
     let count = Arc::new(AtomicUsize::new(0));
     let c = count.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                continue;
-            };
-            let c = c.clone();
-            let bodies = bodies.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match sock.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let i = c.fetch_add(1, Ordering::SeqCst);
-                let body = bodies[i.min(bodies.len() - 1)];
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = sock.write_all(head.as_bytes()).await;
-                let _ = sock.write_all(body.as_bytes()).await;
-            });
-        }
-    });
+    let url = metrics_endpoint(move |i| {
+        c.fetch_add(1, Ordering::SeqCst);
+        bodies[i.min(bodies.len() - 1)].to_string()
+    })
+    .await;
     (url, count)
 }
 

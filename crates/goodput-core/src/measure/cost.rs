@@ -34,7 +34,14 @@ pub struct Cost {
 }
 
 impl Cost {
-    pub fn of(spec: CostSpec, m: &RunMetrics, sessions_completed: Option<u64>) -> Cost {
+    /// `energy_j`: the GPUs' measured energy over the run, which tokens per
+    /// joule then read instead of `--power-watts` × the duration.
+    pub fn of(
+        spec: CostSpec,
+        m: &RunMetrics,
+        sessions_completed: Option<u64>,
+        energy_j: Option<f64>,
+    ) -> Cost {
         let hours = m.duration_s / 3600.0;
         let total = spec.per_hour.map(|c| c * hours);
         let per = |n: f64| total.filter(|_| n > 0.0).map(|t| t / n);
@@ -45,10 +52,10 @@ impl Cost {
             per_million_output_tokens: per(m.total_output_tokens as f64 / 1e6),
             per_million_good_output_tokens: good_tokens.and_then(|g| per(g / 1e6)),
             per_session: sessions_completed.and_then(|n| per(n as f64)),
-            output_tokens_per_joule: spec
-                .power_watts
-                .filter(|_| m.duration_s > 0.0)
-                .map(|w| m.total_output_tokens as f64 / (w * m.duration_s)),
+            output_tokens_per_joule: energy_j
+                .or(spec.power_watts.map(|w| w * m.duration_s))
+                .filter(|e| *e > 0.0)
+                .map(|e| m.total_output_tokens as f64 / e),
             output_throughput_per_gpu: m.throughput.output.value / f64::from(spec.gpus.max(1)),
         }
     }

@@ -9,6 +9,7 @@
 pub(crate) mod aggregate;
 pub(crate) mod cost;
 pub(crate) mod exposition;
+pub(crate) mod gpu;
 pub(crate) mod live;
 pub(crate) mod metrics;
 pub(crate) mod quality;
@@ -21,6 +22,7 @@ pub(crate) mod verdict;
 pub use self::aggregate::RecordsSink;
 pub use self::cost::CostSpec;
 pub use self::exposition::Exposition;
+pub use self::gpu::{GpuId, GpuMetrics, GpuSample, GpuScraper, GpuSummary, GpuWindow};
 pub use self::live::{LiveMetrics, CONTENT_TYPE as LIVE_CONTENT_TYPE};
 pub use self::metrics::control_variate::ControlSpec;
 pub use self::metrics::registry::Metric;

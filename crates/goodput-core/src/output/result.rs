@@ -56,9 +56,20 @@ pub struct RunResult {
     pub output_hashes: Vec<(u64, u64)>,
     /// What the server's own metrics said over the run (`--server-metrics`).
     pub server_metrics: Option<crate::measure::server_metrics::ServerMetrics>,
+    /// What the GPUs drew over the run, from a DCGM exporter (`--gpu-metrics`).
+    pub gpu_metrics: Option<crate::measure::gpu::GpuMetrics>,
     /// A sharded run's shards: clocks, starts, lags, CPU, and any shard
     /// lost (`--shards`).
     pub shards: Option<crate::plan::shard::merge::ShardsReport>,
+}
+
+/// The value at a dotted `path` of a results document.
+fn field<T: serde::de::DeserializeOwned>(v: &Value, path: &str) -> Result<T, String> {
+    let mut x = v;
+    for k in path.split('.') {
+        x = x.get(k).unwrap_or(&Value::Null);
+    }
+    serde_json::from_value(x.clone()).map_err(|e| format!("'{path}': {e}"))
 }
 
 fn interval(e: &Estimate) -> Value {
@@ -116,6 +127,9 @@ impl RunResult {
         o.insert("warnings".into(), json!(self.warnings));
         o.insert("server_metrics".into(), json!(self.server_metrics));
         o.insert("shards".into(), json!(self.shards));
+        if self.gpu_metrics.is_some() {
+            o.insert("gpu_metrics".into(), json!(self.gpu_metrics));
+        }
         o.insert("timeseries".into(), json!(m.timeseries));
         o.insert("run".into(), self.run_section());
         o.insert("model_id".into(), json!(self.config.model));
@@ -225,13 +239,6 @@ impl RunResult {
 
     /// Read a results document back.
     pub fn from_document(doc: &Value) -> Result<RunResult, String> {
-        fn field<T: serde::de::DeserializeOwned>(v: &Value, path: &str) -> Result<T, String> {
-            let mut x = v;
-            for k in path.split('.') {
-                x = x.get(k).unwrap_or(&Value::Null);
-            }
-            serde_json::from_value(x.clone()).map_err(|e| format!("'{path}': {e}"))
-        }
         let mut distributions = Distributions::new();
         for metric in Metric::ALL {
             if let Some(v) = doc.get(metric.key()).filter(|v| !v.is_null()) {
@@ -321,6 +328,7 @@ impl RunResult {
             clock_origin_monotonic_ns: field(run, "clock_origin_monotonic_ns")?,
             output_hashes: Vec::new(),
             server_metrics: field::<Option<_>>(doc, "server_metrics")?,
+            gpu_metrics: field::<Option<_>>(doc, "gpu_metrics")?,
             shards: field::<Option<_>>(doc, "shards")?,
         })
     }

@@ -20,6 +20,7 @@ use crate::load::timer::PreciseTimer;
 use crate::load::workload::Prefetch;
 use crate::measure::aggregate::{self, LineContext, RecordsSink};
 use crate::measure::cost::Cost;
+use crate::measure::gpu::{GpuMetrics, GpuScraper};
 use crate::measure::metrics::{Collector, EarlyStop, RunMetrics};
 use crate::measure::server_metrics::{ScrapeOptions, Scraper, ServerMetrics};
 use crate::measure::slo::Slo;
@@ -66,6 +67,8 @@ pub struct PreparedTarget {
     live: Option<Arc<crate::measure::live::LiveMetrics>>,
     /// The server's metrics, scraped during each run.
     scraper: Option<Scraper>,
+    /// The GPUs' telemetry, scraped during each run.
+    gpu: Option<GpuScraper>,
     /// This process's place in a sharded run.
     sharding: Option<sharded::Sharding>,
 }
@@ -141,6 +144,7 @@ impl PreparedTarget {
         if let Some(c) = slot_context(&client).await {
             client.set_sequence_context(c);
         }
+        let gpu = gpu_scraper(&opts, clock).await?;
         Ok(PreparedTarget {
             client: Arc::new(client),
             clock,
@@ -151,6 +155,7 @@ impl PreparedTarget {
             options: opts,
             live: None,
             scraper,
+            gpu,
             sharding: None,
         })
     }
@@ -217,7 +222,7 @@ impl PreparedTarget {
         let exec = self
             .execute(spec, source, control, tx, progress, None)
             .await;
-        let server_metrics = stop_scrape(scrape).await;
+        let (server_metrics, gpu_metrics) = stop_scrape(scrape).await;
         let (collector, returned_sink) =
             join_aggregator(aggregator, exec.sent_warmup + exec.sent_measured).await?;
         *sink = returned_sink;
@@ -226,6 +231,7 @@ impl PreparedTarget {
             exec,
             connections: self.client.connection_stats().since(connections_before),
             server_metrics,
+            gpu_metrics,
             shards: None,
         };
         self.result(spec, collector, sink, ran, started)
@@ -273,6 +279,7 @@ impl PreparedTarget {
             mut exec,
             connections,
             server_metrics,
+            gpu_metrics,
             shards,
         } = ran;
         if exec.records_lost > 0 {
@@ -295,7 +302,9 @@ impl PreparedTarget {
             exec.interrupted = false;
         }
         let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
-        let cost = spec.cost.map(|c| Cost::of(c, &metrics, sessions_completed));
+        let gpu_metrics = gpu_metrics.map(|g| g.with_tokens(metrics.total_output_tokens));
+        let energy_j = gpu_metrics.as_ref().and_then(GpuMetrics::energy_j);
+        let cost = (spec.cost).map(|c| Cost::of(c, &metrics, sessions_completed, energy_j));
         let mut notes = self.run_notes(sink, &metrics, &collector, &connections);
         notes.extend(
             shards
@@ -331,6 +340,7 @@ impl PreparedTarget {
                 .map(|o| o + started.origin_ns),
             output_hashes,
             server_metrics,
+            gpu_metrics,
             shards,
         })
     }
@@ -357,12 +367,17 @@ impl PreparedTarget {
 
     /// Start scraping the server's own metrics through the run, where a
     /// scraper was set up.
-    fn start_scrape(&self, spec: &RunSpec, progress: &Arc<Progress>) -> Option<Scrape> {
-        self.scraper.as_ref().map(|s| {
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
-            let warmup = !matches!(spec.plan.warmup, executor::Warmup::None);
-            (stop_tx, s.spawn(progress.clone(), warmup, stop_rx))
-        })
+    fn start_scrape(&self, spec: &RunSpec, progress: &Arc<Progress>) -> Scrape {
+        let warmup = !matches!(spec.plan.warmup, executor::Warmup::None);
+        let mut stop = Vec::new();
+        let mut stopper = || {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            stop.push(tx);
+            rx
+        };
+        let server = (self.scraper.as_ref()).map(|s| s.spawn(progress.clone(), warmup, stopper()));
+        let gpu = (self.gpu.as_ref()).map(|s| s.spawn(progress.clone(), warmup, stopper()));
+        Scrape { stop, server, gpu }
     }
 
     /// The run's requests, built on their own thread ahead of the sends
@@ -561,6 +576,7 @@ pub fn unstarted(opts: &TargetOptions, spec: &RunSpec) -> RunResult {
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
         server_metrics: None,
+        gpu_metrics: None,
         shards: None,
     }
 }
@@ -611,6 +627,7 @@ struct Ran {
     exec: executor::ExecSummary,
     connections: ConnectionStats,
     server_metrics: Option<ServerMetrics>,
+    gpu_metrics: Option<GpuMetrics>,
     /// A sharded run's shards.
     shards: Option<crate::plan::shard::merge::ShardsReport>,
 }
@@ -632,17 +649,57 @@ fn planned_requests(plan: &RunPlan) -> u64 {
     }
 }
 
-/// A run's scrape of the server's metrics: what stops it, and its task.
-type Scrape = (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<ServerMetrics>,
-);
+/// A run's scrapes of the server's metrics and the GPUs': what stops
+/// them, and their tasks.
+struct Scrape {
+    stop: Vec<tokio::sync::oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<ServerMetrics>>,
+    gpu: Option<tokio::task::JoinHandle<GpuMetrics>>,
+}
 
-/// Stop the run's scrape and take what it saw.
-async fn stop_scrape(scrape: Option<Scrape>) -> Option<ServerMetrics> {
-    let (stop, task) = scrape?;
-    let _ = stop.send(());
-    task.await.ok()
+/// Stop the run's scrapes and take what they saw.
+async fn stop_scrape(scrape: Scrape) -> (Option<ServerMetrics>, Option<GpuMetrics>) {
+    for stop in scrape.stop {
+        let _ = stop.send(());
+    }
+    let server = match scrape.server {
+        Some(t) => t.await.ok(),
+        None => None,
+    };
+    let gpu = match scrape.gpu {
+        Some(t) => t.await.ok(),
+        None => None,
+    };
+    (server, gpu)
+}
+
+/// The GPUs' telemetry: the `--gpu-metrics` exporters (each must answer
+/// with DCGM's series), else a simulated target's own, when it serves one.
+async fn gpu_scraper(
+    opts: &TargetOptions,
+    clock: RunClock,
+) -> Result<Option<GpuScraper>, RunError> {
+    let interval = match &opts.server_metrics {
+        ServerMetricsChoice::Auto { interval } => *interval,
+        ServerMetricsChoice::Url(o) => o.interval,
+        ServerMetricsChoice::Off => std::time::Duration::from_secs(1),
+    };
+    if !opts.gpu_metrics.is_empty() {
+        return GpuScraper::connect(&opts.gpu_metrics, interval, &opts.client, clock)
+            .await
+            .map(Some)
+            .map_err(|e| RunError::GpuMetrics(e.to_string()));
+    }
+    if opts.target == crate::output::config::Target::Server {
+        return Ok(None);
+    }
+    let Some(url) = crate::measure::server_metrics::default_url(&opts.client.url) else {
+        return Ok(None);
+    };
+    let url = url.replace("/metrics", crate::measure::gpu::SIM_PATH);
+    Ok(GpuScraper::connect(&[url], interval, &opts.client, clock)
+        .await
+        .ok())
 }
 
 /// The aggregator thread of a run; it returns its collector and the records sink.

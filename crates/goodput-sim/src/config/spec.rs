@@ -157,6 +157,20 @@ const OPTIONS: &[SimOption] = &[
         },
     },
     SimOption {
+        key: "spec-tokens",
+        set: |a, v| {
+            a.spec_tokens = Some(whole(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
+        key: "spec-acceptance",
+        set: |a, v| {
+            a.spec_acceptance = Some(share(v)?);
+            Ok(())
+        },
+    },
+    SimOption {
         key: "max-model-len",
         set: |a, v| {
             a.max_model_len = Some(count(v)?);

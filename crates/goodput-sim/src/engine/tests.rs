@@ -270,3 +270,44 @@ fn past_capacity_the_queue_grows_while_throughput_flattens() {
         "{over_tput} vs {far_tput}"
     );
 }
+
+/// Speculative decoding: each decoding step emits 1 to K + 1 tokens of a
+/// sequence, never more than it has left; the counters add up to the
+/// tokens emitted and follow the acceptance the draws promise.
+#[test]
+fn speculative_decoding_emits_the_accepted_tokens_and_counts_them() {
+    let config = SimConfig {
+        spec: crate::engine::SpecDecode {
+            tokens: 3,
+            acceptance: 0.7,
+        },
+        ..SimConfig::default()
+    };
+    let reqs: Vec<_> = (0..64)
+        .map(|i| VirtualRequest::unique(0.0, 200, 500, i))
+        .collect();
+    let r = simulate(&config, &reqs).unwrap();
+    let c = r.counters;
+    assert_eq!(c.generation_tokens, 64 * 500);
+    // Every token after the first came from a draft's step: the drafts'
+    // steps emitted 1 + accepted each, cut short only at a request's end.
+    let emitted_by_drafts = c.generation_tokens - 64;
+    assert!(emitted_by_drafts <= c.spec_drafts + c.spec_accepted_tokens);
+    assert!(emitted_by_drafts + 64 * 3 >= c.spec_drafts + c.spec_accepted_tokens);
+    assert_eq!(c.spec_draft_tokens, 3 * c.spec_drafts);
+    let rate = c.spec_accepted_tokens as f64 / c.spec_draft_tokens as f64;
+    assert!((rate - 0.511).abs() < 0.015, "{rate}");
+    let per_pos = c.spec_accepted_per_pos;
+    assert_eq!(per_pos[..3].iter().sum::<u64>(), c.spec_accepted_tokens);
+    assert!(per_pos[0] >= per_pos[1] && per_pos[1] >= per_pos[2]);
+    assert_eq!(per_pos[3], 0);
+    // Fewer steps than without speculation, each a little longer.
+    let plain = simulate(&SimConfig::default(), &reqs).unwrap();
+    assert!(
+        r.steps.len() * 2 < plain.steps.len(),
+        "{} {}",
+        r.steps.len(),
+        plain.steps.len()
+    );
+    assert!(r.end_s < 0.7 * plain.end_s, "{} {}", r.end_s, plain.end_s);
+}

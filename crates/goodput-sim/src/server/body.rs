@@ -68,8 +68,9 @@ impl SseStream {
     /// Write one event; returns `false` if the stream must be cut instead.
     fn write(&mut self, ev: StreamEvent, buf: &mut BytesMut) -> bool {
         match ev {
-            StreamEvent::Token { index, done } => {
-                if self.faults.cut_at == Some(index) {
+            StreamEvent::Token { index, count, done } => {
+                let at = |f: Option<u32>| f.is_some_and(|f| (index..index + count).contains(&f));
+                if at(self.faults.cut_at) {
                     return false;
                 }
                 if !self.role_sent {
@@ -79,18 +80,33 @@ impl SseStream {
                     }
                     self.role_sent = true;
                 }
-                if self.faults.malformed_at == Some(index) {
+                if at(self.faults.malformed_at) {
                     buf.extend_from_slice(b"data: {\"id\":\"malformed\",\"choices\":[{\n\n");
                 }
-                let word = output_word(self.seed, self.request_index, index);
                 let last = done.as_ref().map(|_| self.reason);
-                match &mut self.writer {
-                    Writer::Chunk(w) => w.token(buf, word, last),
-                    Writer::Typed(w, Some(pieces)) => {
-                        let piece = pieces.get(index as usize).map_or(" ", String::as_str);
-                        w.token(buf, piece, last);
+                let (seed, request) = (self.seed, self.request_index);
+                let words = || {
+                    let mut w = String::new();
+                    for i in index..index + count {
+                        if i > index {
+                            w.push(' ');
+                        }
+                        w.push_str(output_word(seed, request, i));
                     }
-                    Writer::Typed(w, None) => w.token(buf, &format!(" {word}"), last),
+                    w
+                };
+                match &mut self.writer {
+                    Writer::Chunk(w) if count == 1 => {
+                        w.token(buf, output_word(seed, request, index), last)
+                    }
+                    Writer::Chunk(w) => w.token(buf, &words(), last),
+                    Writer::Typed(w, Some(pieces)) => {
+                        let piece: String = (index..index + count)
+                            .map(|i| pieces.get(i as usize).map_or(" ", String::as_str))
+                            .collect();
+                        w.token(buf, &piece, last);
+                    }
+                    Writer::Typed(w, None) => w.token(buf, &format!(" {}", words()), last),
                 }
                 if let Some(f) = done {
                     match &mut self.writer {
@@ -152,8 +168,10 @@ impl SseStream {
                     Poll::Pending => break,
                 },
             };
-            if let (StreamEvent::Token { index, .. }, Some((at, d))) = (&ev, self.faults.stall_at) {
-                if *index == at {
+            if let (StreamEvent::Token { index, count, .. }, Some((at, d))) =
+                (&ev, self.faults.stall_at)
+            {
+                if (*index..*index + *count).contains(&at) {
                     self.faults.stall_at = None;
                     self.held = Some(ev);
                     let mut sleep = Box::pin(tokio::time::sleep(d));

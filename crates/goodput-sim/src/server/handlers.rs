@@ -64,6 +64,10 @@ pub(super) async fn handle(
             text.push_str(&state.cache_config_info);
             response(StatusCode::OK, "text/plain; version=0.0.4", text)
         }
+        (&Method::GET, "/dcgm/metrics") => {
+            let text = state.stats.lock().power.render(std::time::Instant::now());
+            response(StatusCode::OK, "text/plain; version=0.0.4", text)
+        }
         (&Method::POST, "/v1/chat/completions") => completion(state, req, Endpoint::Chat).await,
         (&Method::POST, "/v1/completions") => completion(state, req, Endpoint::Completions).await,
         (&Method::POST, "/v1/embeddings") => {
@@ -483,9 +487,11 @@ async fn whole_response(state: &AppState, mut a: Accepted) -> Response<SimBody> 
     let mut text = String::with_capacity(a.output_tokens * 7);
     let finished = loop {
         match a.events.recv().await {
-            Some(StreamEvent::Token { index: i, done }) => {
-                text.push(' ');
-                text.push_str(output_word(state.seed, a.text_key, i));
+            Some(StreamEvent::Token { index, count, done }) => {
+                for i in index..index + count {
+                    text.push(' ');
+                    text.push_str(output_word(state.seed, a.text_key, i));
+                }
                 if let Some(f) = done {
                     break f;
                 }

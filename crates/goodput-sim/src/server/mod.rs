@@ -138,7 +138,7 @@ impl SimServer {
         }
         .map_err(|e| SimError::Start(format!("tokio runtime: {e}")))?;
 
-        let stats = LiveStats::default();
+        let stats = LiveStats::for_config(&config);
         let clock = MonoClock::new();
         let (engine_tx, engine_rx) = mpsc::channel();
         let (deliver_tx, deliver_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -222,6 +222,11 @@ impl SimServer {
     /// The scheduling priority the engine thread obtained.
     pub fn engine_priority(&self) -> EnginePriority {
         self.priority
+    }
+
+    /// The engine's cumulative counters now.
+    pub fn counters(&self) -> crate::engine::EngineCounters {
+        self.stats.lock().counters
     }
 
     /// Live statistics, including step lateness.

@@ -621,3 +621,40 @@ pub async fn silent_server() -> (std::net::SocketAddr, Arc<std::sync::atomic::At
     });
     (addr, accepted)
 }
+
+/// A Prometheus text endpoint on a loopback port: every GET is answered
+/// with `body(n)` (n counting the scrapes from 0), then the connection is
+/// closed. Returns its URL (`/metrics`).
+pub async fn metrics_endpoint(body: impl Fn(usize) -> String + Send + Sync + 'static) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+    let body = Arc::new(body);
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                continue;
+            };
+            let (body, count) = (body.clone(), count.clone());
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match sock.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let text = body(count.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                    text.len()
+                );
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(text.as_bytes()).await;
+            });
+        }
+    });
+    url
+}

@@ -80,6 +80,59 @@ pub struct ServerSummary {
     /// window: how many requests one batch carried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub busy_slots_per_decode: Option<f64>,
+    /// Speculative decoding over the window, where the server exposes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_decode: Option<SpecDecodeSummary>,
+}
+
+/// Speculative decoding as the server counted it over the window
+/// (docs/metrics.md, "Speculative decoding").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SpecDecodeSummary {
+    /// `counters` (vLLM: the window's drafts and tokens) or `gauges`
+    /// (SGLang: its scheduler's recent rates at the window's end).
+    pub from: String,
+    /// Drafts proposed in the window (one a decoding sequence a step).
+    pub drafts: Option<f64>,
+    /// Draft tokens proposed.
+    pub draft_tokens: Option<f64>,
+    /// Draft tokens accepted.
+    pub accepted_tokens: Option<f64>,
+    /// Accepted over proposed draft tokens.
+    pub acceptance_rate: Option<f64>,
+    /// Tokens a verifying step emitted for a sequence, the bonus token
+    /// included: 1 + accepted / drafts.
+    pub mean_acceptance_length: Option<f64>,
+    /// The share of drafts whose token at each position (from 0) was
+    /// accepted.
+    pub acceptance_by_position: Vec<f64>,
+}
+
+/// The window's speculative decoding: vLLM's counters, else SGLang's gauges.
+fn spec_decode(d: &Snapshot) -> Option<SpecDecodeSummary> {
+    let per =
+        |n: Option<f64>, over: Option<f64>| n.zip(over.filter(|s| *s > 0.0)).map(|(n, s)| n / s);
+    if d.spec_drafts.is_some() || d.spec_draft_tokens.is_some() {
+        return Some(SpecDecodeSummary {
+            from: "counters".into(),
+            drafts: d.spec_drafts,
+            draft_tokens: d.spec_draft_tokens,
+            accepted_tokens: d.spec_accepted_tokens,
+            acceptance_rate: per(d.spec_accepted_tokens, d.spec_draft_tokens),
+            mean_acceptance_length: per(d.spec_accepted_tokens, d.spec_drafts).map(|a| 1.0 + a),
+            acceptance_by_position: (d.spec_accepted_by_position.iter())
+                .filter_map(|(_, v)| per(Some(*v), d.spec_drafts))
+                .collect(),
+        });
+    }
+    (d.spec_accept_rate_gauge.is_some() || d.spec_accept_length_gauge.is_some()).then(|| {
+        SpecDecodeSummary {
+            from: "gauges".into(),
+            acceptance_rate: d.spec_accept_rate_gauge,
+            mean_acceptance_length: d.spec_accept_length_gauge,
+            ..SpecDecodeSummary::default()
+        }
+    })
 }
 
 /// A server histogram over the window, in ms.
@@ -181,7 +234,15 @@ pub(super) fn summarise(
         generation_tokens_per_slot_s: per(d.generation_tokens, d.generation_seconds),
         decode_calls: d.decode_calls,
         busy_slots_per_decode: per(d.busy_slot_decodes, d.decode_calls),
+        spec_decode: spec_decode(d),
     };
+    if summary
+        .spec_decode
+        .as_ref()
+        .is_some_and(|s| s.from == "gauges")
+    {
+        notes.push("the speculative-decoding acceptance is SGLang's gauges at the window's end (sglang:spec_accept_rate, sglang:spec_accept_length): the rates of its scheduler's recent steps, not of the whole window".into());
+    }
     (summary, notes)
 }
 

@@ -45,16 +45,18 @@ pub enum ScrapeError {
     Status { url: String, status: u16 },
     #[error("{url} holds no Prometheus metrics")]
     Empty { url: String },
+    #[error("{url} holds no DCGM GPU series (DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, ...)")]
+    NoGpus { url: String },
 }
 
 /// Split `http://host:port/path` into the base (`http://host:port`) and the path.
 fn split_url(url: &str) -> Result<(String, String), ScrapeError> {
     let uri: http::Uri = url
         .parse()
-        .map_err(|e| ScrapeError::Url(format!("invalid --server-metrics URL '{url}': {e}")))?;
+        .map_err(|e| ScrapeError::Url(format!("invalid metrics URL '{url}': {e}")))?;
     let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
         return Err(ScrapeError::Url(format!(
-            "invalid --server-metrics URL '{url}': it needs a scheme and a host, for example http://localhost:8000/metrics"
+            "invalid metrics URL '{url}': it needs a scheme and a host, for example http://localhost:8000/metrics"
         )));
     };
     let path = match uri.path_and_query().map(|p| p.as_str()) {
@@ -76,6 +78,31 @@ pub fn default_url(target_url: &str) -> Option<String> {
         .map(|(base, _)| format!("{base}/metrics"))
 }
 
+/// A client of its own for the metrics at `url`, and the path to read
+/// there. The target's credentials go with it only when it is on the
+/// target's host and port.
+pub(crate) async fn client_for(
+    url: &str,
+    interval: Duration,
+    target: &ClientOptions,
+    clock: RunClock,
+) -> Result<(Client, String), ScrapeError> {
+    let (base, path) = split_url(url)?;
+    let same_host = split_url(&target.url).is_ok_and(|(b, _)| b == base);
+    let client_opts = ClientOptions {
+        url: base,
+        api_key: target.api_key.clone().filter(|_| same_host),
+        headers: if same_host {
+            target.headers.clone()
+        } else {
+            Vec::new()
+        },
+        timeout: interval.max(Duration::from_secs(2)),
+        ..target.clone()
+    };
+    Ok((Client::new(client_opts, clock).await?, path))
+}
+
 impl Scraper {
     /// Build a client for `opts.url` and read it once: an answer that is
     /// not Prometheus text is an error. The target's credentials go with it
@@ -85,20 +112,7 @@ impl Scraper {
         target: &ClientOptions,
         clock: RunClock,
     ) -> Result<Scraper, ScrapeError> {
-        let (base, path) = split_url(&opts.url)?;
-        let same_host = split_url(&target.url).is_ok_and(|(b, _)| b == base);
-        let client_opts = ClientOptions {
-            url: base,
-            api_key: target.api_key.clone().filter(|_| same_host),
-            headers: if same_host {
-                target.headers.clone()
-            } else {
-                Vec::new()
-            },
-            timeout: opts.interval.max(Duration::from_secs(2)),
-            ..target.clone()
-        };
-        let client = Client::new(client_opts, clock).await?;
+        let (client, path) = client_for(&opts.url, opts.interval, target, clock).await?;
         let mut scraper = Scraper {
             client,
             url: opts.url.clone(),
@@ -162,42 +176,92 @@ impl Scraper {
         self,
         progress: Arc<Progress>,
         warmup: bool,
-        mut stop: tokio::sync::oneshot::Receiver<()>,
+        stop: tokio::sync::oneshot::Receiver<()>,
     ) -> ServerMetrics {
-        let started = Instant::now();
-        let mut acc = Acc::new(&self, started);
-        if !warmup {
-            acc.baseline(self.scrape().await, started);
-        }
-        let mut next_tick = Instant::now() + self.interval;
-        loop {
-            // Poll for the measured phase's start every 10 ms until it has
-            // a baseline (atomics only), else sleep to the next tick.
-            let wake = if acc.base.is_none() {
-                (Instant::now() + Duration::from_millis(10)).min(next_tick)
-            } else {
-                next_tick
-            };
-            tokio::select! {
-                biased;
-                _ = &mut stop => break,
-                _ = tokio::time::sleep_until(wake.into()) => {}
-            }
-            if acc.base.is_none() && progress.sent_measured.load(Relaxed) > 0 {
-                acc.baseline(self.scrape().await, Instant::now());
-                continue;
-            }
-            if Instant::now() >= next_tick {
-                next_tick += self.interval;
-                if next_tick < Instant::now() {
-                    next_tick = Instant::now() + self.interval;
-                }
-                let s = self.scrape().await;
-                acc.sample(s, Instant::now());
-            }
-        }
-        let last = self.scrape().await;
+        let mut acc = Acc::new(&self, Instant::now());
+        let last = over_the_window(&mut acc, self.interval, &progress, warmup, stop, || {
+            self.scrape()
+        })
+        .await;
         acc.finish(last, Instant::now())
+    }
+}
+
+/// What a scrape over a run's measured window keeps: a baseline as the
+/// measured phase starts, then a sample every interval.
+pub(crate) trait Window {
+    type Scrape;
+    fn has_baseline(&self) -> bool;
+    fn baseline(&mut self, s: Self::Scrape, at: Instant);
+    fn sample(&mut self, s: Self::Scrape, at: Instant);
+}
+
+/// Scrape every `interval` until `stop` fires, the baseline taken when the
+/// measured phase starts (`progress.sent_measured` > 0, or at once with no
+/// warm-up); returns one last scrape, taken after `stop`.
+pub(crate) async fn over_the_window<W: Window, F, Fut>(
+    acc: &mut W,
+    interval: Duration,
+    progress: &Progress,
+    warmup: bool,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+    scrape: F,
+) -> W::Scrape
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = W::Scrape>,
+{
+    if !warmup {
+        acc.baseline(scrape().await, Instant::now());
+    }
+    let mut next_tick = Instant::now() + interval;
+    loop {
+        // Poll for the measured phase's start every 10 ms until it has a
+        // baseline (atomics only), else sleep to the next tick.
+        let wake = if acc.has_baseline() {
+            next_tick
+        } else {
+            (Instant::now() + Duration::from_millis(10)).min(next_tick)
+        };
+        tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            _ = tokio::time::sleep_until(wake.into()) => {}
+        }
+        if !acc.has_baseline() && progress.sent_measured.load(Relaxed) > 0 {
+            acc.baseline(scrape().await, Instant::now());
+            continue;
+        }
+        if Instant::now() >= next_tick {
+            next_tick += interval;
+            if next_tick < Instant::now() {
+                next_tick = Instant::now() + interval;
+            }
+            let s = scrape().await;
+            acc.sample(s, Instant::now());
+        }
+    }
+    scrape().await
+}
+
+impl Window for Acc {
+    type Scrape = Result<Snapshot, ScrapeError>;
+
+    fn has_baseline(&self) -> bool {
+        self.base.is_some()
+    }
+
+    fn baseline(&mut self, s: Self::Scrape, at: Instant) {
+        if let Some(s) = self.take(s) {
+            self.base = Some((s.clone(), at));
+            self.push(&s, at);
+        }
+    }
+
+    fn sample(&mut self, s: Self::Scrape, at: Instant) {
+        if let Some(s) = self.take(s) {
+            self.push(&s, at);
+        }
     }
 }
 
@@ -252,19 +316,6 @@ impl Acc {
             if !self.out.notes.contains(n) {
                 self.out.notes.push(n.clone());
             }
-        }
-    }
-
-    fn baseline(&mut self, s: Result<Snapshot, ScrapeError>, at: Instant) {
-        if let Some(s) = self.take(s) {
-            self.base = Some((s.clone(), at));
-            self.push(&s, at);
-        }
-    }
-
-    fn sample(&mut self, s: Result<Snapshot, ScrapeError>, at: Instant) {
-        if let Some(s) = self.take(s) {
-            self.push(&s, at);
         }
     }
 

@@ -411,6 +411,21 @@ pub fn render(items: &[(String, Saved)]) -> String {
     if rows.iter().any(|r| r.frontier.is_some()) {
         cols.extend(frontier_columns());
     }
+    if rows.iter().any(|r| r.run.gpu_metrics.is_some()) {
+        cols.extend(gpu_columns());
+    }
+    let spec = |r: &Row| {
+        let s = r.run.server_metrics.as_ref()?.summary.as_ref()?;
+        s.spec_decode.clone()
+    };
+    if rows.iter().any(|r| spec(r).is_some()) {
+        cols.push(col("server_spec_acceptance_rate", move |r: &Row| {
+            opt(spec(r).and_then(|s| s.acceptance_rate))
+        }));
+        cols.push(col("server_spec_mean_acceptance_length", move |r: &Row| {
+            opt(spec(r).and_then(|s| s.mean_acceptance_length))
+        }));
+    }
     let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
     let _ = w.write_record(cols.iter().map(|c| c.header.as_str()));
     for r in &rows {
@@ -471,6 +486,29 @@ fn group_columns(rows: &[Row<'_>]) -> Vec<Column<'static>> {
         }
     }
     cols
+}
+
+/// The GPUs' measured energy and power (docs/metrics.md, "Energy from the
+/// GPUs"); only in a file with a row that scraped them.
+fn gpu_columns() -> Vec<Column<'static>> {
+    use crate::measure::gpu::GpuSummary;
+    type Get = fn(&GpuSummary) -> Option<f64>;
+    let figures: [(&str, Get); 6] = [
+        ("gpu_energy_j", |s| s.energy_j),
+        ("gpu_mean_power_w", |s| s.mean_power_w),
+        ("gpu_peak_power_w", |s| s.peak_power_w),
+        ("gpu_output_tokens_per_joule", |s| s.output_tokens_per_joule),
+        ("gpu_mean_util_pct", |s| s.mean_util_pct),
+        ("gpu_peak_fb_used_mib", |s| s.peak_fb_used_mib),
+    ];
+    figures
+        .into_iter()
+        .map(|(name, f)| {
+            col(name, move |r: &Row| {
+                opt((r.run.gpu_metrics.as_ref()).and_then(|g| g.summary.as_ref().and_then(f)))
+            })
+        })
+        .collect()
 }
 
 /// An agent workload's task columns (docs/metrics.md, "Tasks"): counts,

@@ -121,6 +121,7 @@ fn merge_run(run_id: &str, parts: Vec<Part>, sink: &mut RecordsSink) -> Result<R
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
         server_metrics: None,
+        gpu_metrics: None,
         shards: Some(report),
     })
 }

@@ -141,7 +141,7 @@ impl PreparedTarget {
             (g, c.lost().to_vec())
         };
         let own = own?;
-        let server_metrics = stop_scrape(scrape).await;
+        let (server_metrics, gpu_metrics) = stop_scrape(scrape).await;
         let unwritten = own.unwritten.clone();
         let own = own.into_part(header);
         let mut parts = vec![ShardPart {
@@ -170,6 +170,7 @@ impl PreparedTarget {
             exec,
             connections: self.client.connection_stats().since(connections_before),
             server_metrics,
+            gpu_metrics,
             shards: Some(report),
         };
         let mut r = self.result(spec, collector, sink, ran, started)?;

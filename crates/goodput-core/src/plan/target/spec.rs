@@ -37,6 +37,10 @@ pub struct TargetOptions {
     pub target: crate::output::config::Target,
     /// Where to scrape the server's own metrics during each run.
     pub server_metrics: ServerMetricsChoice,
+    /// DCGM exporters to scrape for the GPUs' power and energy during each
+    /// run (`--gpu-metrics`, at the server metrics' interval); none given,
+    /// a simulated target's own (`/dcgm/metrics`).
+    pub gpu_metrics: Vec<String>,
     /// Tools and response format sent with every request (`--tools`,
     /// `--response-format`), and checked against every answer.
     pub output: Option<Arc<crate::request::tools::OutputSpec>>,
@@ -117,6 +121,9 @@ pub enum RunError {
     /// The `--server-metrics` URL given could not be scraped: its error.
     #[error("--server-metrics: {0}")]
     ServerMetrics(String),
+    /// A `--gpu-metrics` URL could not be scraped: its error.
+    #[error("--gpu-metrics: {0}")]
+    GpuMetrics(String),
     /// A sharded run could not go on: the coordinator or a shard's part of
     /// the plan.
     #[error("sharded run: {0}")]

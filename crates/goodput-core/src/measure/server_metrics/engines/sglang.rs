@@ -31,6 +31,10 @@ pub(super) fn read(s: &Scope) -> Snapshot {
         generation_tokens: s.sum(&["sglang:generation_tokens_total"]),
         requests_finished: s.sum(&["sglang:num_requests_total"]),
         requests_aborted: s.sum(&["sglang:num_aborted_requests_total"]),
+        // Gauges of the scheduler's recent steps, averaged over DP ranks
+        // by taking the largest (no window counters in the builds read).
+        spec_accept_rate_gauge: s.max(&["sglang:spec_accept_rate"]),
+        spec_accept_length_gauge: s.max(&["sglang:spec_accept_length"]),
         ttft: s.hist(&["sglang:time_to_first_token_seconds"]),
         queue_time: s.hist(&["sglang:queue_time_seconds"]),
         tpot: s.hist(&["sglang:request_time_per_output_token_seconds"]),

@@ -58,6 +58,20 @@ pub struct Snapshot {
     /// Draft tokens accepted by speculative decoding (counter, vLLM). Above
     /// zero, one engine step can emit several tokens of a request.
     pub spec_accepted_tokens: Option<f64>,
+    /// Drafts proposed by speculative decoding (counter, vLLM): one per
+    /// decoding sequence per step.
+    pub spec_drafts: Option<f64>,
+    /// Draft tokens proposed (counter, vLLM).
+    pub spec_draft_tokens: Option<f64>,
+    /// Accepted tokens by 0-based draft position (counters, vLLM's
+    /// `position` label), in position order; empty where not exposed.
+    pub spec_accepted_by_position: Vec<(u32, f64)>,
+    /// SGLang's acceptance gauges (`sglang:spec_accept_rate`,
+    /// `sglang:spec_accept_length`): its scheduler's recent values, not a
+    /// window's.
+    pub spec_accept_rate_gauge: Option<f64>,
+    /// See [`Snapshot::spec_accept_rate_gauge`].
+    pub spec_accept_length_gauge: Option<f64>,
     /// Time to first token per request.
     pub ttft: Option<Hist>,
     /// Time waiting before first scheduled, per request.
@@ -123,6 +137,16 @@ impl Snapshot {
             ),
             requests_aborted: counter(self.requests_aborted, earlier.requests_aborted),
             spec_accepted_tokens: counter(self.spec_accepted_tokens, earlier.spec_accepted_tokens),
+            spec_drafts: counter(self.spec_drafts, earlier.spec_drafts),
+            spec_draft_tokens: counter(self.spec_draft_tokens, earlier.spec_draft_tokens),
+            spec_accepted_by_position: (self.spec_accepted_by_position.iter())
+                .map(|&(p, now)| {
+                    let before = (earlier.spec_accepted_by_position.iter())
+                        .find(|(q, _)| *q == p)
+                        .map(|(_, v)| *v);
+                    (p, counter(Some(now), before).unwrap_or(0.0))
+                })
+                .collect(),
             prompt_seconds: counter(self.prompt_seconds, earlier.prompt_seconds),
             generation_seconds: counter(self.generation_seconds, earlier.generation_seconds),
             decode_calls: counter(self.decode_calls, earlier.decode_calls),

@@ -20,6 +20,12 @@ pub enum Unit {
     /// Inputs of pooling requests per second (embeddings, rerank, score).
     #[serde(rename = "inputs/s")]
     InputsPerSecond,
+    /// Output tokens per joule of the GPUs' measured energy.
+    #[serde(rename = "tok/J")]
+    TokensPerJoule,
+    /// Tokens a verifying step gave a sequence (speculative decoding).
+    #[serde(rename = "tok/step")]
+    TokensPerStep,
 }
 
 impl Unit {
@@ -31,6 +37,8 @@ impl Unit {
             Unit::Share => "share",
             Unit::Milliseconds => "ms",
             Unit::InputsPerSecond => "inputs/s",
+            Unit::TokensPerJoule => "tok/J",
+            Unit::TokensPerStep => "tok/step",
         }
     }
 

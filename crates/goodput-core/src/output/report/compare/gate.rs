@@ -17,7 +17,7 @@ use super::significance::Significance;
 
 /// Fixed figure names (the latency ones are `mean_`/`median_`/`pNN_` +
 /// metric + `_ms`).
-const FIXED: [&str; 7] = [
+const FIXED: [&str; 10] = [
     "request_throughput",
     "output_throughput",
     "total_token_throughput",
@@ -25,6 +25,9 @@ const FIXED: [&str; 7] = [
     "error_rate",
     "inputs_throughput",
     "schema_invalid_share",
+    "output_tokens_per_joule",
+    "spec_acceptance_rate",
+    "spec_mean_acceptance_length",
 ];
 /// Latency metrics with figures, by their key (the registry's compared
 /// ones).

@@ -85,7 +85,50 @@ pub fn run_figures(
         .collect();
     percentiles.sort_by(f64::total_cmp);
     percentiles.dedup();
-    metrics_figures(&base.metrics, &new.metrics, &percentiles, samples)
+    let mut out = metrics_figures(&base.metrics, &new.metrics, &percentiles, samples);
+    // Tokens per joule of the GPUs' measured energy, when either run read it.
+    let per_joule = |r: &RunResult| {
+        let g = r.gpu_metrics.as_ref()?.summary.as_ref()?;
+        g.output_tokens_per_joule
+    };
+    // Speculative decoding's acceptance, when either server counted it.
+    let spec = |r: &RunResult| {
+        let s = r.server_metrics.as_ref()?.summary.as_ref()?;
+        s.spec_decode.clone()
+    };
+    if spec(base).is_some() || spec(new).is_some() {
+        let (b, n) = (
+            spec(base).unwrap_or_default(),
+            spec(new).unwrap_or_default(),
+        );
+        out.push(Figure::new(
+            "spec_acceptance_rate",
+            Unit::Share,
+            b.acceptance_rate,
+            n.acceptance_rate,
+            Significance::NOT_AVAILABLE,
+        ));
+        out.push(Figure::new(
+            "spec_mean_acceptance_length",
+            Unit::TokensPerStep,
+            b.mean_acceptance_length,
+            n.mean_acceptance_length,
+            Significance::NOT_AVAILABLE,
+        ));
+    }
+    if per_joule(base).is_some() || per_joule(new).is_some() {
+        out.insert(
+            3,
+            Figure::new(
+                "output_tokens_per_joule",
+                Unit::TokensPerJoule,
+                per_joule(base),
+                per_joule(new),
+                Significance::NOT_AVAILABLE,
+            ),
+        );
+    }
+    out
 }
 
 /// `run_figures` from the two runs' metrics and the percentiles either

@@ -486,7 +486,11 @@ fn cost_section(out: &mut String, r: &RunResult) {
             line(out, "Cost per session:", money(c.per_session));
         }
         if let Some(j) = c.output_tokens_per_joule {
-            line(out, "Output tokens per joule:", format!("{j:.3}"));
+            let from = match r.gpu_metrics.as_ref().and_then(|g| g.energy_j()) {
+                Some(_) => " (the GPUs' measured energy)",
+                None => " (--power-watts)",
+            };
+            line(out, "Output tokens per joule:", format!("{j:.3}{from}"));
         }
         line(
             out,
@@ -509,6 +513,9 @@ fn closing_lines(out: &mut String, r: &RunResult) {
     }
     if let Some(sm) = &r.server_metrics {
         server_section(out, sm);
+    }
+    if let Some(g) = &r.gpu_metrics {
+        super::server::gpu_section(out, g);
     }
     if r.exec.interrupted {
         let _ = writeln!(

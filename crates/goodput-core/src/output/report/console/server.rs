@@ -18,6 +18,9 @@ pub(super) fn server_section(out: &mut String, sm: &crate::measure::server_metri
     server_latency_lines(out, s);
     server_load_lines(out, s);
     server_token_lines(out, s);
+    if let Some(sd) = &s.spec_decode {
+        spec_decode_lines(out, sd);
+    }
     if sm.failed_scrapes > 0 {
         let _ = writeln!(
             out,
@@ -29,6 +32,102 @@ pub(super) fn server_section(out: &mut String, sm: &crate::measure::server_metri
         );
     }
     for n in &sm.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+}
+
+/// Speculative decoding over the window: the acceptance rate, the mean
+/// acceptance length and the acceptance by draft position.
+fn spec_decode_lines(
+    out: &mut String,
+    sd: &crate::measure::server_metrics::results::SpecDecodeSummary,
+) {
+    if let Some(r) = sd.acceptance_rate {
+        let of = match (sd.accepted_tokens, sd.draft_tokens) {
+            (Some(a), Some(d)) => format!(" ({a:.0} of {d:.0} draft tokens)"),
+            _ => String::new(),
+        };
+        line(
+            out,
+            "Spec decoding acceptance rate:",
+            format!("{}{of}", server_percent(r)),
+        );
+    }
+    if let Some(l) = sd.mean_acceptance_length {
+        line(
+            out,
+            "Mean acceptance length (tokens a step):",
+            format!("{l:.2} (the bonus token included)"),
+        );
+    }
+    if !sd.acceptance_by_position.is_empty() {
+        let by: Vec<String> = (sd.acceptance_by_position.iter())
+            .map(|r| format!("{r:.3}"))
+            .collect();
+        line(out, "Acceptance by draft position:", by.join(", "));
+    }
+}
+
+/// What the GPUs drew over the window (`--gpu-metrics`, or the
+/// simulator's exporter): energy and where it came from, power, tokens per
+/// joule, and the GPUs' load.
+pub(super) fn gpu_section(out: &mut String, g: &crate::measure::gpu::GpuMetrics) {
+    rule(out, "GPUs (DCGM)", '-');
+    let Some(s) = &g.summary else {
+        for n in &g.notes {
+            let _ = writeln!(out, "{n}");
+        }
+        return;
+    };
+    let models: Vec<&str> = (s.per_gpu.iter())
+        .filter_map(|w| w.id.model.as_deref())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    line(out, "GPUs:", format!("{} {}", s.gpus, models.join(", ")));
+    if let Some(e) = s.energy_j {
+        let from = match s.energy_from.as_deref() {
+            Some("counter") => "from the energy counters",
+            Some("power") => "power integrated over the scrapes",
+            _ => "counters and integrated power",
+        };
+        line(
+            out,
+            "Energy (J):",
+            format!("{} over {:.1} s ({from})", num(e), s.window_s),
+        );
+    }
+    line(
+        out,
+        "Mean / peak power (W):",
+        server_pair(s.mean_power_w, s.peak_power_w, num),
+    );
+    if let Some(t) = s.output_tokens_per_joule {
+        line(
+            out,
+            "Output tokens per joule (measured):",
+            format!("{t:.3}"),
+        );
+    }
+    if let Some(u) = s.mean_util_pct {
+        line(out, "Mean GPU utilisation (%):", format!("{u:.1}"));
+    }
+    if let Some(m) = s.peak_fb_used_mib {
+        line(out, "Peak memory used a GPU (MiB):", format!("{m:.0}"));
+    }
+    if let Some(c) = s.mean_sm_clock_mhz {
+        line(out, "Mean SM clock (MHz):", format!("{c:.0}"));
+    }
+    if g.failed_scrapes > 0 {
+        let _ = writeln!(
+            out,
+            "{} of {} rounds of GPU scrapes failed: {}",
+            g.failed_scrapes,
+            g.scrapes,
+            g.last_error.as_deref().unwrap_or("")
+        );
+    }
+    for n in &g.notes {
         let _ = writeln!(out, "note: {n}");
     }
 }

@@ -79,6 +79,7 @@ pub(crate) fn sample_result() -> RunResult {
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
         server_metrics: None,
+        gpu_metrics: None,
         shards: None,
     }
 }

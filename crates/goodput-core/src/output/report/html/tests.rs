@@ -57,6 +57,7 @@ fn run(slo: Option<&Slo>, fail: bool, message: &str) -> RunResult {
         clock_origin_monotonic_ns: None,
         output_hashes: Vec::new(),
         server_metrics: None,
+        gpu_metrics: None,
         shards: None,
     }
 }
@@ -81,6 +82,7 @@ fn sweep(scale: f64) -> SweepResult {
             gpus: 2,
         },
         &base.metrics,
+        None,
         None,
     ));
     let rates = [2.0, 6.0, 12.0, 20.0];

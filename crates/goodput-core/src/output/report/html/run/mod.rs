@@ -8,6 +8,7 @@
 
 mod charts;
 mod detail;
+mod gpu;
 mod groups;
 mod headline;
 mod server;
@@ -18,6 +19,7 @@ use crate::output::report::html::format::{table_by_source, Source};
 use crate::output::result::RunResult;
 use charts::{cdf_chart, cdfs, time_charts};
 use detail::detail;
+use gpu::gpu_block;
 use headline::headline_rows;
 use server::server_block;
 
@@ -56,6 +58,7 @@ pub(super) fn section(runs: &[(Source, &RunResult)]) -> String {
         out.push_str("</div>\n");
     }
     out.push_str(&server_block(runs));
+    out.push_str(&gpu_block(runs));
     for (source, r) in runs {
         out.push_str(&detail(*source, r, runs.len() > 1));
     }

@@ -157,6 +157,25 @@ fn server_latency_figures() -> Vec<ServerFigure> {
 }
 
 /// The server's load, cache, token and (llama.cpp) slot figures.
+/// Speculative decoding's acceptance (rows only where a run has it).
+fn spec_decode_figures() -> Vec<ServerFigure> {
+    vec![
+        ("Spec decoding acceptance rate", |s| {
+            s.spec_decode.as_ref()?.acceptance_rate.map(server_pct)
+        }),
+        ("Mean acceptance length (tokens a step)", |s| {
+            (s.spec_decode.as_ref()?.mean_acceptance_length).map(|l| format!("{l:.2}"))
+        }),
+        ("Acceptance by draft position", |s| {
+            let by = &s.spec_decode.as_ref()?.acceptance_by_position;
+            (!by.is_empty()).then(|| {
+                let v: Vec<String> = by.iter().map(|r| format!("{r:.3}")).collect();
+                v.join(", ")
+            })
+        }),
+    ]
+}
+
 fn server_load_figures() -> Vec<ServerFigure> {
     vec![
         ("Peak KV-cache usage", |s| s.peak_kv_usage.map(server_pct)),
@@ -209,7 +228,8 @@ fn server_rows(with: &[ServerRun]) -> Vec<String> {
     );
     let figures = server_latency_figures()
         .into_iter()
-        .chain(server_load_figures());
+        .chain(server_load_figures())
+        .chain(spec_decode_figures());
     std::iter::once(engine)
         .chain(figures.filter_map(|(name, cell)| server_row(name, with, &cell)))
         .collect()
