@@ -99,6 +99,7 @@ async fn energy_is_the_counters_over_the_measured_window() {
     let t = times.lock().unwrap().clone();
     let window = t[t.len() - 1] - t[1];
     let truth = 750.0 * window;
+    eprintln!("counters: {energy} J over a {window} s window, truth {truth} J");
     assert!(
         (energy - truth).abs() <= 0.01 * truth,
         "{energy} J against {truth}"
@@ -137,6 +138,7 @@ async fn without_counters_the_power_is_integrated_over_the_scrapes() {
     let energy = f(&s["energy_j"]);
     let t = times.lock().unwrap().clone();
     let truth = 2.0 * (swing_j(t[t.len() - 1]) - swing_j(t[1]));
+    eprintln!("integrated: {energy} J over {} scrapes, truth {truth} J", t.len());
     assert!(
         (energy - truth).abs() <= 0.02 * truth,
         "{energy} J integrated against {truth} over {} scrapes",
