@@ -393,6 +393,7 @@ pub fn target_options(
         target: kind,
         output: None,
         gpu_metrics: target.gpu_metrics.clone(),
+        nvml: target.nvml,
         server_metrics: match (&target.server_metrics, target.no_server_metrics) {
             (_, true) => ServerMetricsChoice::Off,
             (Some(url), false) => ServerMetricsChoice::Url(ScrapeOptions {

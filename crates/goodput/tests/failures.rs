@@ -214,6 +214,7 @@ async fn a_failing_aggregator_is_an_internal_fault_not_the_servers() {
             tokenizer: goodput_core::tokenizer::Tokenizer::from_spec("none").unwrap(),
             server_metrics: goodput_core::plan::ServerMetricsChoice::Off,
             gpu_metrics: Vec::new(),
+            nvml: false,
             output: None,
         },
         &control,

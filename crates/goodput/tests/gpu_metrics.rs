@@ -138,7 +138,10 @@ async fn without_counters_the_power_is_integrated_over_the_scrapes() {
     let energy = f(&s["energy_j"]);
     let t = times.lock().unwrap().clone();
     let truth = 2.0 * (swing_j(t[t.len() - 1]) - swing_j(t[1]));
-    eprintln!("integrated: {energy} J over {} scrapes, truth {truth} J", t.len());
+    eprintln!(
+        "integrated: {energy} J over {} scrapes, truth {truth} J",
+        t.len()
+    );
     assert!(
         (energy - truth).abs() <= 0.02 * truth,
         "{energy} J integrated against {truth} over {} scrapes",
@@ -157,7 +160,7 @@ async fn an_exporter_that_does_not_answer_or_has_no_gpus_is_an_error() {
     let dead = format!("http://127.0.0.1:{port}/metrics");
     let not_dcgm = format!("{}/v1/models", server.url());
     for (url, said) in [
-        (dead.as_str(), "--gpu-metrics:"),
+        (dead.as_str(), "GPU metrics (--gpu-metrics, --nvml):"),
         (not_dcgm.as_str(), "holds no"),
     ] {
         let (code, _, stderr) = goodput_async(argv(&[
@@ -226,4 +229,36 @@ fn the_simulator_reports_measured_energy() {
     ]);
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains("output_tokens_per_joule"), "{stdout}");
+}
+
+/// `--nvml` loads the driver's NVML at run time: on a machine without it
+/// the run stops before any request with a message saying what it needs;
+/// with it, the local GPUs' energy is read like an exporter's.
+#[test]
+fn nvml_is_loaded_at_run_time_or_said_missing() {
+    let out = tmp("nvml.json");
+    let (code, stdout, stderr) = goodput(&[
+        "run",
+        "--nvml",
+        "--num-prompts",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    if code == 2 {
+        assert!(
+            stderr.contains("--nvml needs the NVIDIA driver")
+                || stderr.contains("NVML sees no GPU"),
+            "{stderr}"
+        );
+        return;
+    }
+    assert_eq!(code, 0, "{stdout}\n{stderr}");
+    let doc = read_json(&out);
+    assert!(
+        doc["gpu_metrics"]["urls"][0] == "nvml",
+        "{}",
+        doc["gpu_metrics"]
+    );
+    assert!(f(&doc["gpu_metrics"]["summary"]["gpus"]) >= 1.0);
 }

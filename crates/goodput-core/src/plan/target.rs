@@ -684,8 +684,9 @@ async fn gpu_scraper(
         ServerMetricsChoice::Url(o) => o.interval,
         ServerMetricsChoice::Off => std::time::Duration::from_secs(1),
     };
-    if !opts.gpu_metrics.is_empty() {
-        return GpuScraper::connect(&opts.gpu_metrics, interval, &opts.client, clock)
+    if !opts.gpu_metrics.is_empty() || opts.nvml {
+        let (urls, nvml) = (&opts.gpu_metrics, opts.nvml);
+        return GpuScraper::connect(urls, nvml, interval, &opts.client, clock)
             .await
             .map(Some)
             .map_err(|e| RunError::GpuMetrics(e.to_string()));
@@ -697,9 +698,11 @@ async fn gpu_scraper(
         return Ok(None);
     };
     let url = url.replace("/metrics", crate::measure::gpu::SIM_PATH);
-    Ok(GpuScraper::connect(&[url], interval, &opts.client, clock)
-        .await
-        .ok())
+    Ok(
+        GpuScraper::connect(&[url], false, interval, &opts.client, clock)
+            .await
+            .ok(),
+    )
 }
 
 /// The aggregator thread of a run; it returns its collector and the records sink.

@@ -80,10 +80,12 @@ pub struct TargetArgs {
     /// and llama.cpp names understood) [default: the target's /metrics, when it answers].
     #[arg(long, value_name = "URL", value_parser = server_metrics_url, conflicts_with = "no_server_metrics", help_heading = "Target")]
     pub server_metrics: Option<String>,
-    /// Scrape a DCGM exporter (repeatable: one per node) for the GPUs' measured power and energy
-    /// over every run, at --server-metrics-interval [default: the simulator's own].
+    /// Scrape a DCGM exporter (repeatable: one per node) for the GPUs' measured power and energy over every run, at --server-metrics-interval [default: the simulator's own].
     #[arg(long, value_name = "URL", value_parser = server_metrics_url, help_heading = "Target")]
     pub gpu_metrics: Vec<String>,
+    /// Read this machine's GPUs through NVML (loaded at run time) for their power and energy.
+    #[arg(long, help_heading = "Target")]
+    pub nvml: bool,
     /// Do not scrape the server's metrics.
     #[arg(long, help_heading = "Target")]
     pub no_server_metrics: bool,

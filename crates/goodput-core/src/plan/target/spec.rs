@@ -41,6 +41,8 @@ pub struct TargetOptions {
     /// run (`--gpu-metrics`, at the server metrics' interval); none given,
     /// a simulated target's own (`/dcgm/metrics`).
     pub gpu_metrics: Vec<String>,
+    /// Read the local GPUs through NVML too (`--nvml`).
+    pub nvml: bool,
     /// Tools and response format sent with every request (`--tools`,
     /// `--response-format`), and checked against every answer.
     pub output: Option<Arc<crate::request::tools::OutputSpec>>,
@@ -122,7 +124,7 @@ pub enum RunError {
     #[error("--server-metrics: {0}")]
     ServerMetrics(String),
     /// A `--gpu-metrics` URL could not be scraped: its error.
-    #[error("--gpu-metrics: {0}")]
+    #[error("GPU metrics (--gpu-metrics, --nvml): {0}")]
     GpuMetrics(String),
     /// A sharded run could not go on: the coordinator or a shard's part of
     /// the plan.

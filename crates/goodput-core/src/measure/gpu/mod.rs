@@ -30,6 +30,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+mod nvml;
+mod reading;
+
+pub use reading::GpuId;
+pub(crate) use reading::GpuReading;
+
 use super::server_metrics::parse::{self, Sample};
 use super::server_metrics::scrape::{client_for, over_the_window, ScrapeError, Window};
 use crate::load::executor::Progress;
@@ -45,31 +51,6 @@ const SM_CLOCK: &str = "DCGM_FI_DEV_SM_CLOCK";
 /// The path the simulator serves its GPUs' telemetry on, as a DCGM
 /// exporter would.
 pub const SIM_PATH: &str = "/dcgm/metrics";
-
-/// One GPU, as the exporter names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct GpuId {
-    /// The `Hostname` label, else the exporter URL's host and port.
-    pub node: String,
-    /// The `gpu` label (the device index on its node).
-    pub gpu: String,
-    /// The `UUID` label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uuid: Option<String>,
-    /// The `modelName` label.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-}
-
-/// One GPU at one scrape.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct GpuReading {
-    pub power_w: Option<f64>,
-    pub energy_mj: Option<f64>,
-    pub util_pct: Option<f64>,
-    pub fb_used_mib: Option<f64>,
-    pub sm_clock_mhz: Option<f64>,
-}
 
 /// Every GPU of one exporter's text; `node` names GPUs without a
 /// `Hostname` label.
@@ -218,18 +199,28 @@ struct Source {
 #[derive(Clone)]
 pub struct GpuScraper {
     sources: Vec<Source>,
+    /// The local GPUs through NVML (`--nvml`).
+    nvml: Option<std::sync::Arc<nvml::Nvml>>,
     interval: Duration,
 }
 
 impl GpuScraper {
     /// A client per URL, each read once: an answer without DCGM's GPU
-    /// series is an error.
+    /// series is an error; with `nvml`, the local GPUs through NVML too
+    /// (an error where it cannot be loaded).
     pub async fn connect(
         urls: &[String],
+        nvml: bool,
         interval: Duration,
         target: &ClientOptions,
         clock: RunClock,
     ) -> Result<GpuScraper, ScrapeError> {
+        let nvml = match nvml {
+            true => Some(std::sync::Arc::new(
+                nvml::Nvml::open().map_err(ScrapeError::Url)?,
+            )),
+            false => None,
+        };
         let mut sources = Vec::with_capacity(urls.len());
         for url in urls {
             let (client, path) = client_for(url, interval, target, clock).await?;
@@ -247,7 +238,11 @@ impl GpuScraper {
             }
             sources.push(source);
         }
-        Ok(GpuScraper { sources, interval })
+        Ok(GpuScraper {
+            sources,
+            nvml,
+            interval,
+        })
     }
 
     /// Scrape until `stop` fires, then once more (as the server's scrape).
@@ -269,6 +264,9 @@ impl GpuScraper {
     /// Every exporter once: the GPUs read, and the errors.
     async fn scrape(&self) -> Scrape {
         let mut out = Scrape::default();
+        if let Some(nvml) = &self.nvml {
+            out.gpus.extend(nvml.read());
+        }
         for source in &self.sources {
             match source.scrape().await {
                 Ok(r) => out.gpus.extend(r),
@@ -362,7 +360,9 @@ impl Acc {
     fn new(s: &GpuScraper, started: Instant) -> Acc {
         Acc {
             out: GpuMetrics {
-                urls: s.sources.iter().map(|s| s.url.clone()).collect(),
+                urls: (s.sources.iter().map(|s| s.url.clone()))
+                    .chain(s.nvml.as_ref().map(|_| "nvml".to_string()))
+                    .collect(),
                 interval_s: s.interval.as_secs_f64(),
                 scrapes: 0,
                 failed_scrapes: 0,
@@ -577,6 +577,7 @@ mod tests {
     fn acc() -> (Acc, Instant) {
         let s = GpuScraper {
             sources: Vec::new(),
+            nvml: None,
             interval: Duration::from_secs(1),
         };
         let started = Instant::now();
