@@ -64,12 +64,14 @@ pub fn slo(args: &SloArgs) -> Option<Slo> {
     )
 }
 
-/// The deployment's cost, or `None` when neither a cost nor a power was given.
+/// The deployment's cost, or `None` when no cost, power or energy price was given.
 fn cost(args: &CostArgs) -> Option<CostSpec> {
-    (args.cost_per_hour.is_some() || args.power_watts.is_some()).then_some(CostSpec {
+    let any = [args.cost_per_hour, args.power_watts, args.energy_price];
+    any.iter().any(Option::is_some).then_some(CostSpec {
         per_hour: args.cost_per_hour,
         power_watts: args.power_watts,
         gpus: args.gpus,
+        energy_price_per_kwh: args.energy_price,
     })
 }
 

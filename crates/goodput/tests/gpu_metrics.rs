@@ -68,6 +68,8 @@ async fn run(gpu_url: &str, interval: &str) -> Value {
         "20",
         "--num-prompts",
         "60",
+        "--energy-price",
+        "0.3",
         "--out",
         out.to_str().unwrap(),
     ]))
@@ -119,6 +121,28 @@ async fn energy_is_the_counters_over_the_measured_window() {
     );
     assert!((f(&s["mean_power_w"]) - 750.0).abs() < 7.5, "{s}");
     assert_eq!(s["per_gpu"].as_array().unwrap().len(), 2);
+    // Per request and per token, and what it cost at 0.3 a kWh.
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+    let completed = f(&doc["completed"]);
+    assert!(
+        close(f(&s["joules_per_request"]), energy / completed),
+        "{s}"
+    );
+    assert!(
+        close(f(&s["joules_per_output_token"]), energy / tokens),
+        "{s}"
+    );
+    let cost = &doc["cost"];
+    assert_eq!(cost["energy_from"], "measured", "{cost}");
+    let kwh_cost = energy / 3.6e6 * 0.3;
+    assert!(close(f(&cost["energy_cost"]), kwh_cost), "{cost}");
+    assert!(
+        close(
+            f(&cost["energy_cost_per_million_output_tokens"]),
+            kwh_cost / (tokens / 1e6)
+        ),
+        "{cost}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -147,6 +147,8 @@ fn run_and_sweep_reports_open_offline_with_one_mark_per_point() {
         "cdf-e2el",
         "ts-throughput",
         "ts-in-flight",
+        "gpu-power",
+        "gpu-util",
     ] {
         assert!(
             run.iter().any(|c| c == id),
@@ -160,6 +162,7 @@ fn run_and_sweep_reports_open_offline_with_one_mark_per_point() {
         "sweep-e2el",
         "sweep-throughput",
         "sweep-cost",
+        "sweep-energy",
         "sweep-frontier",
     ] {
         assert!(

@@ -1,8 +1,9 @@
 //! Speculative decoding as the server saw it (issue 40): against the
 //! simulator with `--spec-tokens 3 --spec-acceptance 0.7`, the run reports
 //! the acceptance rate and the mean acceptance length the engine counted,
-//! its TPOT falls below the same plan's without speculation, and its
-//! inter-chunk latency rises above its inter-token latency.
+//! its TPOT falls below the same plan's without speculation, its
+//! inter-chunk latency rises above its inter-token latency, and the
+//! stream's tokens per chunk estimate the same acceptance.
 
 mod common;
 
@@ -92,6 +93,24 @@ fn the_acceptance_the_engine_counted_is_reported_and_speculation_shows_in_the_st
     for (p, want) in [0.7, 0.49, 0.343].into_iter().enumerate() {
         assert!(within(f(&by[p]), want, 0.08), "position {p}: {}", by[p]);
     }
+    // The stream's own estimate: tokens per decode chunk, and the share of
+    // chunks of at least i + 2 tokens, against what the engine counted.
+    let chunks = &with["tokens"]["decode_chunks"];
+    let mean = f(&chunks["mean_tokens"]);
+    assert!(
+        within(mean, engine_length, 0.03),
+        "{mean} tokens a chunk against the engine's {engine_length}"
+    );
+    let shares: Vec<f64> = chunks["shares"].as_array().unwrap().iter().map(f).collect();
+    assert_eq!(shares.len(), 4, "{chunks}");
+    for p in 0..3 {
+        let at_least: f64 = shares[p + 1..].iter().sum();
+        assert!(
+            within(at_least, f(&by[p]), 0.08),
+            "position {p}: {at_least} of chunks against {}",
+            by[p]
+        );
+    }
     // Several tokens a chunk: ICL above ITL, and TPOT below the same plan
     // without speculation.
     let icl = f(&with["icl"]["mean_ms"]);
@@ -101,6 +120,7 @@ fn the_acceptance_the_engine_counted_is_reported_and_speculation_shows_in_the_st
     let without = run(&plain);
     plain.shutdown();
     assert!(without["server_metrics"]["summary"]["spec_decode"].is_null());
+    assert!(without["tokens"]["decode_chunks"].is_null());
     let (tpot, tpot_plain) = (f(&with["mean_tpot_ms"]), f(&without["mean_tpot_ms"]));
     assert!(
         tpot < 0.8 * tpot_plain,

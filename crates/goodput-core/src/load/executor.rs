@@ -48,55 +48,15 @@ mod control;
 mod progress;
 mod slots;
 mod turns;
+mod warmup;
 pub use control::RunControl;
 use slots::{all_slots_back, common_start, spawn_canceller, SlotRamp};
 use turns::{FollowUp, PendingTurns, Slot};
+pub use warmup::{Warmup, WarmupPolicy};
 
 /// The slot count of an uncapped open loop: more than can ever be in
 /// flight, and small enough that draining can acquire all of them at once.
 const UNCAPPED: usize = 1 << 30;
-
-/// Requests sent before the measured phase.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Warmup {
-    /// No warm-up: the first request is measured.
-    None,
-    /// This many requests, sent before the first measured one.
-    Requests(u64),
-    /// Requests sent for this long from the first warm-up send.
-    #[serde(with = "crate::serde_secs")]
-    Duration(Duration),
-}
-
-/// How the warm-up is chosen: explicitly, or from the load (`auto`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WarmupPolicy {
-    /// One request per slot in closed loop (at least 4); 2 s of arrivals in
-    /// open loop (8 to 500 requests): enough that a cold server (first
-    /// kernels compiled, caches empty) does not distort the measured phase.
-    Auto,
-    /// This warm-up, whatever the load.
-    Fixed(Warmup),
-}
-
-impl WarmupPolicy {
-    /// The warm-up to run under `load`: a fixed one as is, `Auto` as a
-    /// request count sized to the load.
-    pub fn resolve(self, load: &Load) -> Warmup {
-        match self {
-            WarmupPolicy::Fixed(w) => w,
-            WarmupPolicy::Auto => Warmup::Requests(match *load {
-                Load::Closed { concurrency } => (concurrency as u64).max(4),
-                Load::Open { rate, .. } if rate.is_finite() => {
-                    ((rate * 2.0).ceil() as u64).clamp(8, 500)
-                }
-                Load::Open { .. } => 8,
-            }),
-        }
-    }
-}
 
 /// What to run: the load, its bounds, and how to end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

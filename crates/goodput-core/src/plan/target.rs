@@ -302,7 +302,8 @@ impl PreparedTarget {
             exec.interrupted = false;
         }
         let sessions_completed = metrics.sessions.as_ref().map(|s| s.sessions_completed);
-        let gpu_metrics = gpu_metrics.map(|g| g.with_tokens(metrics.total_output_tokens));
+        let gpu_metrics =
+            gpu_metrics.map(|g| g.with_run(metrics.total_output_tokens, metrics.completed));
         let energy_j = gpu_metrics.as_ref().and_then(GpuMetrics::energy_j);
         let cost = (spec.cost).map(|c| Cost::of(c, &metrics, sessions_completed, energy_j));
         let mut notes = self.run_notes(sink, &metrics, &collector, &connections);

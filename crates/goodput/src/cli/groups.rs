@@ -404,9 +404,13 @@ pub struct CostArgs {
     /// Cost of the deployment under test per hour (any currency), for cost per request and per 1M tokens.
     #[arg(long, value_name = "C", value_parser = positive, help_heading = "Cost")]
     pub cost_per_hour: Option<f64>,
-    /// Power drawn by the deployment in watts, for output tokens per joule.
+    /// Power the deployment draws in watts: an assumption, for output tokens per joule where
+    /// no GPU was measured (--gpu-metrics, --nvml, the simulator's exporter).
     #[arg(long, value_name = "W", value_parser = positive, help_heading = "Cost")]
     pub power_watts: Option<f64>,
+    /// What a kWh costs (any currency), for the energy's cost per 1M output tokens.
+    #[arg(long, value_name = "P", value_parser = positive, help_heading = "Cost")]
+    pub energy_price: Option<f64>,
     /// GPUs in the deployment (normalises per-GPU figures).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..), help_heading = "Cost")]
     pub gpus: u32,

@@ -158,27 +158,9 @@ pub(super) fn share(s: &str) -> Result<f64, String> {
     }
 }
 
-/// `--warmup`: auto, a request count (0: none) or a duration.
+/// `--warmup`: auto, a request count (0: none) or a duration (the core's grammar).
 pub(super) fn warmup(s: &str) -> Result<goodput_core::load::WarmupPolicy, String> {
-    use goodput_core::load::Warmup;
-    let s = s.trim();
-    if s == "auto" {
-        return Ok(goodput_core::load::WarmupPolicy::Auto);
-    }
-    if let Ok(n) = s.parse::<u64>() {
-        return Ok(goodput_core::load::WarmupPolicy::Fixed(if n == 0 {
-            Warmup::None
-        } else {
-            Warmup::Requests(n)
-        }));
-    }
-    goodput_core::units::parse_duration(s)
-        .map(|d| goodput_core::load::WarmupPolicy::Fixed(Warmup::Duration(d)))
-        .map_err(|_| {
-            format!(
-                "invalid warm-up '{s}': expected auto, a request count (20) or a duration (10s)"
-            )
-        })
+    s.parse()
 }
 
 /// `--goodput`: one per-request threshold METRIC:MS.

@@ -94,9 +94,8 @@ pub struct GpuSummary {
     /// Every GPU's energy over the window, J; `None` when a GPU had neither
     /// a counter nor two power readings in it.
     pub energy_j: Option<f64>,
-    /// Where the energy came from: `counter`, `power` (integrated), or
-    /// `counter_and_power` (some GPUs each way).
-    pub energy_from: Option<String>,
+    /// Where the energy came from (some GPUs each way: `counter_and_power`).
+    pub energy_from: Option<EnergyFrom>,
     /// Energy / window: every GPU together.
     pub mean_power_w: Option<f64>,
     /// The highest summed power of one scrape.
@@ -109,6 +108,12 @@ pub struct GpuSummary {
     pub mean_sm_clock_mhz: Option<f64>,
     /// The run's output tokens over `energy_j` (filled by the run).
     pub output_tokens_per_joule: Option<f64>,
+    /// `energy_j` over the run's completed requests, J.
+    #[serde(default)]
+    pub joules_per_request: Option<f64>,
+    /// `energy_j` over the run's output tokens, J.
+    #[serde(default)]
+    pub joules_per_output_token: Option<f64>,
     /// Each GPU's own figures.
     pub per_gpu: Vec<GpuWindow>,
 }
@@ -121,7 +126,7 @@ pub struct GpuWindow {
     /// Its energy over the window, J.
     pub energy_j: Option<f64>,
     /// `counter` or `power`.
-    pub energy_from: Option<String>,
+    pub energy_from: Option<EnergyFrom>,
     /// Energy / window, W.
     pub mean_power_w: Option<f64>,
     /// The highest power a scrape read, W.
@@ -132,6 +137,29 @@ pub struct GpuWindow {
     pub peak_fb_used_mib: Option<f64>,
     /// SM clock over the window's scrapes, mean, MHz.
     pub mean_sm_clock_mhz: Option<f64>,
+}
+
+/// Where a window's energy came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnergyFrom {
+    /// The energy counters' differences.
+    Counter,
+    /// Power integrated over the scrapes (trapezoids).
+    Power,
+    /// Some GPUs each way.
+    CounterAndPower,
+}
+
+impl EnergyFrom {
+    /// In words, for the reports.
+    pub fn words(self) -> &'static str {
+        match self {
+            EnergyFrom::Counter => "from the energy counters",
+            EnergyFrom::Power => "power integrated over the scrapes",
+            EnergyFrom::CounterAndPower => "counters and integrated power",
+        }
+    }
 }
 
 /// One point of the GPUs' time series.
@@ -169,13 +197,15 @@ pub struct GpuMetrics {
 }
 
 impl GpuMetrics {
-    /// The run's output tokens over the window's energy.
-    pub fn with_tokens(mut self, output_tokens: u64) -> GpuMetrics {
+    /// The window's energy set against the run's output tokens and
+    /// completed requests.
+    pub fn with_run(mut self, output_tokens: u64, completed: u64) -> GpuMetrics {
         if let Some(s) = self.summary.as_mut() {
-            s.output_tokens_per_joule = s
-                .energy_j
-                .filter(|e| *e > 0.0)
-                .map(|e| output_tokens as f64 / e);
+            let energy = s.energy_j.filter(|e| *e > 0.0);
+            let per = |n: u64| energy.filter(|_| n > 0).map(|e| e / n as f64);
+            s.output_tokens_per_joule = energy.map(|e| output_tokens as f64 / e);
+            s.joules_per_request = per(completed);
+            s.joules_per_output_token = per(output_tokens);
         }
         self
     }
@@ -314,6 +344,8 @@ struct Acc {
     out: GpuMetrics,
     started: Instant,
     base_t: Option<f64>,
+    /// The last scrape that read any GPU.
+    last_t: Option<f64>,
     gpus: BTreeMap<GpuId, Track>,
     /// (t, summed power, mean utilisation) per scrape.
     series: Vec<(f64, Option<f64>, Option<f64>)>,
@@ -341,6 +373,9 @@ impl Window for Acc {
     fn sample(&mut self, s: Scrape, at: Instant) {
         self.count(&s);
         let t = self.t(at);
+        if !s.gpus.is_empty() {
+            self.last_t = Some(t);
+        }
         let sum = |f: fn(&GpuReading) -> Option<f64>| {
             let v: Vec<f64> = s.gpus.values().filter_map(f).collect();
             (!v.is_empty()).then(|| v.iter().sum::<f64>())
@@ -373,6 +408,7 @@ impl Acc {
             },
             started,
             base_t: None,
+            last_t: None,
             gpus: BTreeMap::new(),
             series: Vec::new(),
         }
@@ -400,7 +436,16 @@ impl Acc {
             return self.out;
         };
         self.sample(last, at);
-        let t1 = self.t(at);
+        // A last round that failed ends the window at the last one that
+        // read the GPUs: their energy is known up to there.
+        let (end, t1) = (self.t(at), self.last_t.unwrap_or(t0));
+        if end - t1 > 1e-9 {
+            self.out.notes.push(format!(
+                "the last GPU scrapes failed: the energy covers the window's first {:.1} s of {:.1} s",
+                t1 - t0,
+                end - t0
+            ));
+        }
         let window_s = t1 - t0;
         self.out.series = (self.series.iter())
             .map(|&(t, power_w, util_pct)| GpuSample {
@@ -421,21 +466,20 @@ impl Acc {
         let energy_j = (!per_gpu.is_empty())
             .then(|| per_gpu.iter().map(|g| g.energy_j).sum::<Option<f64>>())
             .flatten();
-        let from: Vec<&str> = per_gpu
-            .iter()
-            .filter_map(|g| g.energy_from.as_deref())
-            .collect();
-        let energy_from = match (from.contains(&"counter"), from.contains(&"power")) {
-            (true, true) => Some("counter_and_power".to_string()),
-            (true, false) => Some("counter".into()),
-            (false, true) => Some("power".into()),
+        let from: Vec<EnergyFrom> = per_gpu.iter().filter_map(|g| g.energy_from).collect();
+        let energy_from = match (
+            from.contains(&EnergyFrom::Counter),
+            from.contains(&EnergyFrom::Power),
+        ) {
+            (true, true) => Some(EnergyFrom::CounterAndPower),
+            (true, false) => Some(EnergyFrom::Counter),
+            (false, true) => Some(EnergyFrom::Power),
             (false, false) => None,
         };
         let in_window = |&&(t, _, _): &&(f64, Option<f64>, Option<f64>)| t >= t0 - 1e-9;
         let peak_power_w = (self.series.iter().filter(in_window))
             .filter_map(|p| p.1)
             .reduce(f64::max);
-        let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
         self.out.summary = Some(GpuSummary {
             window_s,
             gpus: per_gpu.len(),
@@ -443,13 +487,15 @@ impl Acc {
             energy_from,
             mean_power_w: energy_j.filter(|_| window_s > 0.0).map(|e| e / window_s),
             peak_power_w,
-            mean_util_pct: mean(per_gpu.iter().filter_map(|g| g.mean_util_pct).collect()),
+            mean_util_pct: mean(per_gpu.iter().filter_map(|g| g.mean_util_pct)),
             peak_fb_used_mib: per_gpu
                 .iter()
                 .filter_map(|g| g.peak_fb_used_mib)
                 .reduce(f64::max),
-            mean_sm_clock_mhz: mean(per_gpu.iter().filter_map(|g| g.mean_sm_clock_mhz).collect()),
+            mean_sm_clock_mhz: mean(per_gpu.iter().filter_map(|g| g.mean_sm_clock_mhz)),
             output_tokens_per_joule: None,
+            joules_per_request: None,
+            joules_per_output_token: None,
             per_gpu,
         });
         self.out
@@ -482,8 +528,8 @@ fn gpu_window(id: &GpuId, track: &Track, t0: f64, t1: f64, notes: &mut Vec<Strin
             .sum::<f64>()
     });
     let (energy_j, from) = match (by_counter, integrated) {
-        (Some(e), _) => (Some(e), Some("counter".to_string())),
-        (None, Some(e)) => (Some(e), Some("power".into())),
+        (Some(e), _) => (Some(e), Some(EnergyFrom::Counter)),
+        (None, Some(e)) => (Some(e), Some(EnergyFrom::Power)),
         (None, None) => (None, None),
     };
     if by_counter.is_none() && counter.len() >= 2 {
@@ -522,22 +568,25 @@ fn gpu_window(id: &GpuId, track: &Track, t0: f64, t1: f64, notes: &mut Vec<Strin
             ));
         }
     }
-    let mean = |v: Vec<(f64, f64)>| {
-        (!v.is_empty()).then(|| v.iter().map(|p| p.1).sum::<f64>() / v.len() as f64)
-    };
     GpuWindow {
         id: id.clone(),
         energy_j,
         energy_from: from,
         mean_power_w: energy_j.filter(|_| window_s > 0.0).map(|e| e / window_s),
         peak_power_w: power.iter().map(|p| p.1).reduce(f64::max),
-        mean_util_pct: mean(series(|r| r.util_pct)),
+        mean_util_pct: mean(series(|r| r.util_pct).into_iter().map(|p| p.1)),
         peak_fb_used_mib: series(|r| r.fb_used_mib)
             .iter()
             .map(|p| p.1)
             .reduce(f64::max),
-        mean_sm_clock_mhz: mean(series(|r| r.sm_clock_mhz)),
+        mean_sm_clock_mhz: mean(series(|r| r.sm_clock_mhz).into_iter().map(|p| p.1)),
     }
+}
+
+/// The mean of `v`, `None` when it is empty.
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = v.fold((0usize, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
 }
 
 #[cfg(test)]
@@ -611,15 +660,18 @@ mod tests {
         assert_eq!(sum.gpus, 2);
         assert!((sum.window_s - 10.0).abs() < 1e-9);
         assert_eq!(sum.energy_j, Some(8000.0));
-        assert_eq!(sum.energy_from.as_deref(), Some("counter"));
+        assert_eq!(sum.energy_from, Some(EnergyFrom::Counter));
         assert_eq!(sum.mean_power_w, Some(800.0));
         assert_eq!(sum.peak_power_w, Some(800.0));
         assert_eq!(sum.mean_util_pct, Some(50.0));
         assert_eq!(sum.peak_fb_used_mib, Some(1001.0));
         assert!(m.notes.is_empty(), "{:?}", m.notes);
         assert_eq!(m.series[0].t_s, -1.0);
-        let m = m.with_tokens(16_000);
-        assert_eq!(m.summary.unwrap().output_tokens_per_joule, Some(2.0));
+        let m = m.with_run(16_000, 40);
+        let sum = m.summary.unwrap();
+        assert_eq!(sum.output_tokens_per_joule, Some(2.0));
+        assert_eq!(sum.joules_per_output_token, Some(0.5));
+        assert_eq!(sum.joules_per_request, Some(200.0));
     }
 
     #[test]
@@ -633,7 +685,7 @@ mod tests {
         }
         let m = a.finish(scrape(300.0, None), t + ms(4000));
         let sum = m.summary.unwrap();
-        assert_eq!(sum.energy_from.as_deref(), Some("power"));
+        assert_eq!(sum.energy_from, Some(EnergyFrom::Power));
         assert!((sum.energy_j.unwrap() - 1600.0).abs() < 1e-6);
         assert_eq!(sum.peak_power_w, Some(600.0));
     }
@@ -667,6 +719,30 @@ mod tests {
             m.notes
                 .iter()
                 .any(|n| n.contains("refreshed its readings about every 2.0 s")),
+            "{:?}",
+            m.notes
+        );
+    }
+
+    #[test]
+    fn a_failed_last_round_ends_the_window_at_the_last_reading() {
+        let (mut a, t) = acc();
+        let s = Duration::from_secs;
+        // Two GPUs at 800 W each, then an exporter that stops answering.
+        a.baseline(scrape(800.0, Some(0.0)), t);
+        a.sample(scrape(800.0, Some(8e5)), t + s(1));
+        a.sample(scrape(800.0, Some(1.6e6)), t + s(2));
+        let failed = Scrape {
+            gpus: BTreeMap::new(),
+            errors: vec!["connection refused".into()],
+        };
+        let m = a.finish(failed, t + s(5));
+        let sum = m.summary.as_ref().unwrap();
+        assert!((sum.window_s - 2.0).abs() < 1e-9);
+        assert_eq!(sum.energy_j, Some(3200.0));
+        assert_eq!(sum.mean_power_w, Some(1600.0));
+        assert!(
+            m.notes.iter().any(|n| n.contains("first 2.0 s of 5.0 s")),
             "{:?}",
             m.notes
         );

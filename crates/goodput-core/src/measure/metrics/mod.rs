@@ -23,8 +23,8 @@ use crate::tokenizer::Tokenizer;
 #[cfg(test)]
 pub(crate) use collector::SchemaViolation;
 pub use collector::{
-    Collector, Distributions, EarlyStop, GroupFigures, ImagesSummary, InputsSummary, RunMetrics,
-    StructuredOutput, TaskSummary, Throughput, TimeSeries, TimelineCall, TokenSummary,
+    ChunkSizes, Collector, Distributions, EarlyStop, GroupFigures, ImagesSummary, InputsSummary,
+    RunMetrics, StructuredOutput, TaskSummary, Throughput, TimeSeries, TimelineCall, TokenSummary,
     CROWDING_LIMIT, GROUPINGS,
 };
 pub use registry::Metric;

@@ -89,8 +89,9 @@ pub struct ServerSummary {
 /// (docs/metrics.md, "Speculative decoding").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpecDecodeSummary {
-    /// `counters` (vLLM: the window's drafts and tokens) or `gauges`
-    /// (SGLang: its scheduler's recent rates at the window's end).
+    /// `counters` (vLLM: the window's drafts and tokens), `verify_calls`
+    /// (SGLang's verifying steps over the window, its rate a gauge) or
+    /// `gauges` (SGLang: its scheduler's recent rates at the window's end).
     pub from: String,
     /// Drafts proposed in the window (one a decoding sequence a step).
     pub drafts: Option<f64>,
@@ -108,7 +109,8 @@ pub struct SpecDecodeSummary {
     pub acceptance_by_position: Vec<f64>,
 }
 
-/// The window's speculative decoding: vLLM's counters, else SGLang's gauges.
+/// The window's speculative decoding: vLLM's counters, else SGLang's
+/// verifying steps, else its gauges.
 fn spec_decode(d: &Snapshot) -> Option<SpecDecodeSummary> {
     let per =
         |n: Option<f64>, over: Option<f64>| n.zip(over.filter(|s| *s > 0.0)).map(|(n, s)| n / s);
@@ -125,13 +127,27 @@ fn spec_decode(d: &Snapshot) -> Option<SpecDecodeSummary> {
                 .collect(),
         });
     }
-    (d.spec_accept_rate_gauge.is_some() || d.spec_accept_length_gauge.is_some()).then(|| {
-        SpecDecodeSummary {
-            from: "gauges".into(),
+    // SGLang: each request's first token is its prefill's, every other
+    // one a verifying step's (accepted drafts and the bonus token).
+    let verified = d
+        .generation_tokens
+        .zip(d.requests_finished)
+        .map(|(g, n)| g - n);
+    if let Some(length) = per(verified, d.spec_verify_calls) {
+        return Some(SpecDecodeSummary {
+            from: "verify_calls".into(),
             acceptance_rate: d.spec_accept_rate_gauge,
-            mean_acceptance_length: d.spec_accept_length_gauge,
+            mean_acceptance_length: Some(length),
             ..SpecDecodeSummary::default()
-        }
+        });
+    }
+    // SGLang serves its gauges at 0 when it does not speculate.
+    let length = d.spec_accept_length_gauge.filter(|l| *l > 0.0);
+    length.is_some().then(|| SpecDecodeSummary {
+        from: "gauges".into(),
+        acceptance_rate: d.spec_accept_rate_gauge,
+        mean_acceptance_length: length,
+        ..SpecDecodeSummary::default()
     })
 }
 
@@ -236,12 +252,12 @@ pub(super) fn summarise(
         busy_slots_per_decode: per(d.busy_slot_decodes, d.decode_calls),
         spec_decode: spec_decode(d),
     };
-    if summary
-        .spec_decode
-        .as_ref()
-        .is_some_and(|s| s.from == "gauges")
-    {
-        notes.push("the speculative-decoding acceptance is SGLang's gauges at the window's end (sglang:spec_accept_rate, sglang:spec_accept_length): the rates of its scheduler's recent steps, not of the whole window".into());
+    let from = summary.spec_decode.as_ref().map(|s| s.from.as_str());
+    if from == Some("verify_calls") {
+        notes.push("the mean acceptance length is SGLang's over the window: (generated tokens − finished requests) / sglang:spec_verify_calls_total, each request's first token its prefill's; the acceptance rate is its sglang:spec_accept_rate gauge at the window's end (its last logging interval; builds before April 2026 count the bonus token as accepted, so the rate reads high)".into());
+    }
+    if from == Some("gauges") {
+        notes.push("the speculative-decoding acceptance is SGLang's gauges at the window's end (sglang:spec_accept_rate, sglang:spec_accept_length): the rates of its scheduler's last logging interval, not of the whole window (builds before April 2026 count the bonus token in the rate as accepted, so it reads high)".into());
     }
     (summary, notes)
 }
@@ -348,6 +364,45 @@ mod tests {
             "{:?}",
             m.notes
         );
+    }
+
+    #[test]
+    fn sglang_speculates_by_its_verify_counter_else_its_gauges_and_not_at_zero() {
+        use super::super::fixtures;
+        use super::super::parse::parse;
+        let snap = |t: &str| engines::snapshot(&parse(t).samples, None);
+        // 0.5.2 serves sglang:spec_accept_length 0 without speculation.
+        let plain = snap(fixtures::SGLANG_V052_T1)
+            .delta(&snap(fixtures::SGLANG_V052_T0))
+            .unwrap();
+        assert_eq!(plain.spec_accept_length_gauge, Some(0.0));
+        assert_eq!(spec_decode(&plain), None);
+        // 1,000 requests of 201 tokens over 80,000 verifying steps: 2.5
+        // tokens a step after each one's prefill token.
+        let window = Snapshot {
+            generation_tokens: Some(201_000.0),
+            requests_finished: Some(1_000.0),
+            spec_verify_calls: Some(80_000.0),
+            spec_accept_rate_gauge: Some(0.48),
+            spec_accept_length_gauge: Some(2.6),
+            ..plain.clone()
+        };
+        let sd = spec_decode(&window).unwrap();
+        assert_eq!(sd.from, "verify_calls");
+        assert_eq!(sd.mean_acceptance_length, Some(2.5));
+        assert_eq!(sd.acceptance_rate, Some(0.48));
+        let (_, notes) = summarise(&window, &[], 10.0);
+        assert!(
+            notes.iter().any(|n| n.contains("spec_verify_calls_total")),
+            "{notes:?}"
+        );
+        let gauges = Snapshot {
+            spec_verify_calls: None,
+            ..window
+        };
+        let sd = spec_decode(&gauges).unwrap();
+        assert_eq!(sd.from, "gauges");
+        assert_eq!(sd.mean_acceptance_length, Some(2.6));
     }
 
     #[test]

@@ -250,7 +250,7 @@ fn latency_columns(percentiles: &[f64]) -> Vec<Column<'static>> {
     c
 }
 
-/// Cost figures (`--cost-per-hour`, `--power-watts`).
+/// Cost figures (`--cost-per-hour`, `--power-watts`, `--energy-price`).
 fn cost_columns() -> Vec<Column<'static>> {
     let mut c = Vec::new();
     let cost = |f: fn(&crate::measure::cost::Cost) -> Option<f64>| {
@@ -269,6 +269,10 @@ fn cost_columns() -> Vec<Column<'static>> {
     c.push(col(
         "output_tokens_per_joule",
         cost(|c| c.output_tokens_per_joule),
+    ));
+    c.push(col(
+        "energy_cost_per_million_output_tokens_usd",
+        cost(|c| c.energy_cost_per_million_output_tokens),
     ));
     c.push(col(
         "output_throughput_per_gpu_tok_per_s",
@@ -493,11 +497,13 @@ fn group_columns(rows: &[Row<'_>]) -> Vec<Column<'static>> {
 fn gpu_columns() -> Vec<Column<'static>> {
     use crate::measure::gpu::GpuSummary;
     type Get = fn(&GpuSummary) -> Option<f64>;
-    let figures: [(&str, Get); 6] = [
+    let figures: [(&str, Get); 8] = [
         ("gpu_energy_j", |s| s.energy_j),
         ("gpu_mean_power_w", |s| s.mean_power_w),
         ("gpu_peak_power_w", |s| s.peak_power_w),
         ("gpu_output_tokens_per_joule", |s| s.output_tokens_per_joule),
+        ("gpu_joules_per_request", |s| s.joules_per_request),
+        ("gpu_joules_per_output_token", |s| s.joules_per_output_token),
         ("gpu_mean_util_pct", |s| s.mean_util_pct),
         ("gpu_peak_fb_used_mib", |s| s.peak_fb_used_mib),
     ];

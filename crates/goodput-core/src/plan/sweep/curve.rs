@@ -66,6 +66,7 @@ fn curve_point(i: usize, pt: &SweepPoint) -> CurvePoint {
         Load::Closed { concurrency } => concurrency as f64,
     };
     let m = &r.metrics;
+    let gpus = r.gpu_metrics.as_ref().and_then(|g| g.summary.as_ref());
     CurvePoint {
         point: i,
         offered,
@@ -89,5 +90,7 @@ fn curve_point(i: usize, pt: &SweepPoint) -> CurvePoint {
             .cost
             .as_ref()
             .and_then(|c| c.per_million_good_output_tokens),
+        output_tokens_per_joule: gpus.and_then(|g| g.output_tokens_per_joule),
+        mean_power_w: gpus.and_then(|g| g.mean_power_w),
     }
 }

@@ -67,6 +67,13 @@ pub struct CurvePoint {
     pub saturated: bool,
     pub meets: Option<bool>,
     pub cost_per_million_good_output_tokens: Option<f64>,
+    /// The point's output tokens over its GPUs' measured energy
+    /// (`--gpu-metrics`, `--nvml`, a simulated target's exporter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_joule: Option<f64>,
+    /// Its GPUs' mean power over the point's window, W.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_power_w: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -46,7 +46,32 @@ pub struct TokenSummary {
     pub reasoning_tokens: Option<u64>,
     #[serde(default)]
     pub answer_tokens: Option<u64>,
+    /// How many tokens the stream's decode chunks carried, where any
+    /// carried more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_chunks: Option<ChunkSizes>,
 }
+
+/// The tokens a decode chunk carried: every completed request's content
+/// events but its first (the prefill's) and its last (which `max_tokens`
+/// or a stop may cut short). With speculative decoding and one chunk a
+/// step, the mean estimates the mean acceptance length, the bonus token
+/// included, and the share of chunks of at least i + 2 tokens the
+/// acceptance at draft position i; a server that batches its stream
+/// (vLLM's `--stream-interval`) or a proxy that joins chunks raises both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkSizes {
+    /// Decode chunks counted.
+    pub chunks: u64,
+    /// Their tokens over their count.
+    pub mean_tokens: f64,
+    /// The share of chunks that carried 1, 2, … tokens (the last entry:
+    /// that many or more, up to 16).
+    pub shares: Vec<f64>,
+}
+
+/// Chunk sizes from 1 to this (the last: this or more).
+const CHUNK_SIZES: usize = 16;
 
 /// Token counts, over completed requests unless said otherwise.
 #[derive(Debug, Default)]
@@ -76,6 +101,9 @@ pub(super) struct TokenCounts {
     /// The length mix: prompts over every sent request, the rest over
     /// completed ones.
     mix: MixAcc,
+    /// Decode chunks by their tokens (index k: k + 1 tokens), and their tokens.
+    chunk_sizes: [u64; CHUNK_SIZES],
+    chunk_tokens: u64,
 }
 
 impl TokenCounts {
@@ -116,6 +144,14 @@ impl TokenCounts {
             self.length_mismatches += 1;
         }
         self.mix.add(rec, m);
+        let decode = match m.event_tokens.as_slice() {
+            [_, middle @ .., _] => middle,
+            _ => &[],
+        };
+        for &n in decode.iter().filter(|n| **n > 0) {
+            self.chunk_sizes[(n as usize).min(CHUNK_SIZES) - 1] += 1;
+            self.chunk_tokens += u64::from(n);
+        }
         if rec.finish_reason.as_deref() == Some("stop")
             && rec.max_tokens.is_some_and(|mt| m.output_tokens < mt)
         {
@@ -166,6 +202,23 @@ impl TokenCounts {
             answer_tokens: self
                 .reasoned
                 .then(|| self.total_output.saturating_sub(self.reasoning_tokens)),
+            decode_chunks: self.chunk_sizes(),
         }
+    }
+
+    /// The decode chunks' sizes, where any carried more than one token.
+    fn chunk_sizes(&self) -> Option<ChunkSizes> {
+        let chunks: u64 = self.chunk_sizes.iter().sum();
+        if chunks == self.chunk_sizes[0] {
+            return None;
+        }
+        let last = self.chunk_sizes.iter().rposition(|c| *c > 0).unwrap_or(0);
+        Some(ChunkSizes {
+            chunks,
+            mean_tokens: self.chunk_tokens as f64 / chunks as f64,
+            shares: (self.chunk_sizes[..=last].iter())
+                .map(|c| *c as f64 / chunks as f64)
+                .collect(),
+        })
     }
 }

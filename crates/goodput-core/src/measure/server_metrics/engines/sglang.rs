@@ -35,6 +35,9 @@ pub(super) fn read(s: &Scope) -> Snapshot {
         // by taking the largest (no window counters in the builds read).
         spec_accept_rate_gauge: s.max(&["sglang:spec_accept_rate"]),
         spec_accept_length_gauge: s.max(&["sglang:spec_accept_length"]),
+        // Added to each finished request's verifying steps, as the
+        // generated tokens are: the window's acceptance length.
+        spec_verify_calls: s.sum(&["sglang:spec_verify_calls_total"]),
         ttft: s.hist(&["sglang:time_to_first_token_seconds"]),
         queue_time: s.hist(&["sglang:queue_time_seconds"]),
         tpot: s.hist(&["sglang:request_time_per_output_token_seconds"]),

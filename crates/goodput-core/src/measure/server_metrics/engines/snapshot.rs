@@ -72,6 +72,9 @@ pub struct Snapshot {
     pub spec_accept_rate_gauge: Option<f64>,
     /// See [`Snapshot::spec_accept_rate_gauge`].
     pub spec_accept_length_gauge: Option<f64>,
+    /// SGLang's verifying steps of finished requests
+    /// (`sglang:spec_verify_calls_total`, a counter since mid-2026).
+    pub spec_verify_calls: Option<f64>,
     /// Time to first token per request.
     pub ttft: Option<Hist>,
     /// Time waiting before first scheduled, per request.
@@ -139,6 +142,7 @@ impl Snapshot {
             spec_accepted_tokens: counter(self.spec_accepted_tokens, earlier.spec_accepted_tokens),
             spec_drafts: counter(self.spec_drafts, earlier.spec_drafts),
             spec_draft_tokens: counter(self.spec_draft_tokens, earlier.spec_draft_tokens),
+            spec_verify_calls: counter(self.spec_verify_calls, earlier.spec_verify_calls),
             spec_accepted_by_position: (self.spec_accepted_by_position.iter())
                 .map(|&(p, now)| {
                     let before = (earlier.spec_accepted_by_position.iter())

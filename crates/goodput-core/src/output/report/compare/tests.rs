@@ -317,6 +317,8 @@ fn sweep(rates: &[f64], goodput: Option<f64>) -> SweepResult {
             saturated: false,
             meets: Some(true),
             cost_per_million_good_output_tokens: None,
+            output_tokens_per_joule: None,
+            mean_power_w: None,
         })
         .collect();
     SweepResult {

@@ -300,6 +300,39 @@ fn latency_sections(out: &mut String, r: &RunResult) {
             section(out, info.title, info.short, d, info.note);
         }
     }
+    if let Some(c) = &m.tokens.decode_chunks {
+        chunk_line(out, c, r);
+    }
+}
+
+/// How many tokens the decode chunks carried, and what that estimates.
+fn chunk_line(out: &mut String, c: &crate::measure::metrics::ChunkSizes, r: &RunResult) {
+    let last = c.shares.len();
+    let shares: Vec<String> = (c.shares.iter().enumerate())
+        .map(|(i, s)| {
+            let more = if i + 1 == last && last == 16 { "+" } else { "" };
+            format!("{}{more}: {:.1}%", i + 1, s * 100.0)
+        })
+        .collect();
+    line(
+        out,
+        "Tokens per decode chunk:",
+        format!(
+            "{:.2} mean over {} chunks ({})",
+            c.mean_tokens,
+            c.chunks,
+            shares.join(", ")
+        ),
+    );
+    let counted = (r.server_metrics.as_ref())
+        .and_then(|s| s.summary.as_ref())
+        .is_some_and(|s| s.spec_decode.is_some());
+    if !counted {
+        let _ = writeln!(
+            out,
+            "  the stream's: with speculative decoding, an estimate of the mean acceptance length (the server counted none); a batched stream raises it too"
+        );
+    }
 }
 
 /// Interactivity, the two ways the field defines it, each named.
@@ -466,31 +499,41 @@ fn errors_section(out: &mut String, r: &RunResult) {
     }
 }
 
-/// Cost per request, per million tokens and per GPU (`--cost-per-hour`).
+/// Cost per request, per million tokens and per GPU (`--cost-per-hour`),
+/// tokens per joule, and the energy's cost (`--energy-price`).
 fn cost_section(out: &mut String, r: &RunResult) {
     if let Some(c) = &r.cost {
         rule(out, "Cost", '-');
         let money = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.6}"));
-        line(out, "Cost per request:", money(c.per_request));
-        line(
-            out,
-            "Cost per 1M output tokens:",
-            money(c.per_million_output_tokens),
-        );
-        line(
-            out,
-            "Cost per 1M good output tokens:",
-            money(c.per_million_good_output_tokens),
-        );
+        if c.spec.per_hour.is_some() {
+            line(out, "Cost per request:", money(c.per_request));
+            line(
+                out,
+                "Cost per 1M output tokens:",
+                money(c.per_million_output_tokens),
+            );
+            line(
+                out,
+                "Cost per 1M good output tokens:",
+                money(c.per_million_good_output_tokens),
+            );
+        }
         if c.per_session.is_some() {
             line(out, "Cost per session:", money(c.per_session));
         }
+        let from = match c.energy_from.as_deref() {
+            Some("measured") => " (the GPUs' measured energy)",
+            _ => " (--power-watts, assumed)",
+        };
         if let Some(j) = c.output_tokens_per_joule {
-            let from = match r.gpu_metrics.as_ref().and_then(|g| g.energy_j()) {
-                Some(_) => " (the GPUs' measured energy)",
-                None => " (--power-watts)",
-            };
             line(out, "Output tokens per joule:", format!("{j:.3}{from}"));
+        }
+        if let Some(e) = c.energy_cost_per_million_output_tokens {
+            line(
+                out,
+                "Energy cost per 1M output tokens:",
+                format!("{e:.6}{from}"),
+            );
         }
         line(
             out,

@@ -86,11 +86,7 @@ pub(super) fn gpu_section(out: &mut String, g: &crate::measure::gpu::GpuMetrics)
         .collect();
     line(out, "GPUs:", format!("{} {}", s.gpus, models.join(", ")));
     if let Some(e) = s.energy_j {
-        let from = match s.energy_from.as_deref() {
-            Some("counter") => "from the energy counters",
-            Some("power") => "power integrated over the scrapes",
-            _ => "counters and integrated power",
-        };
+        let from = s.energy_from.map_or("-", |f| f.words());
         line(
             out,
             "Energy (J):",
@@ -107,6 +103,15 @@ pub(super) fn gpu_section(out: &mut String, g: &crate::measure::gpu::GpuMetrics)
             out,
             "Output tokens per joule (measured):",
             format!("{t:.3}"),
+        );
+    }
+    if s.joules_per_request.is_some() || s.joules_per_output_token.is_some() {
+        line(
+            out,
+            "Joules per request / output token:",
+            server_pair(s.joules_per_request, s.joules_per_output_token, |j| {
+                format!("{j:.4}")
+            }),
         );
     }
     if let Some(u) = s.mean_util_pct {

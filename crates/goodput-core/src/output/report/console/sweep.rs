@@ -38,9 +38,11 @@ pub fn sweep_summary(r: &SweepResult) -> String {
     if let Some(t) = r.target().filter(|t| t.is_simulated()) {
         let _ = writeln!(out, "Target: {} — not a real server", t.describe());
     }
+    // The GPUs' tokens per joule, where any point measured its energy.
+    let energy = r.points.iter().any(|p| tokens_per_joule(p).is_some());
     let _ = writeln!(
         out,
-        "{:>2}  {:<8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6}  {:<5} notes",
+        "{:>2}  {:<8} {:>12} {:>9} {:>9} {:>10} {:>10} {:>10} {:>10} {:>6}{}  {:<5} notes",
         "#",
         "role",
         "load",
@@ -51,10 +53,11 @@ pub fn sweep_summary(r: &SweepResult) -> String {
         "p99 TPOT",
         "p99 E2EL",
         "err%",
+        if energy { "  tok/J" } else { "" },
         "SLO",
     );
     for (i, p) in r.points.iter().enumerate() {
-        point_line(&mut out, i, p);
+        point_line(&mut out, i, p, energy);
     }
     let _ = writeln!(
         out,
@@ -65,9 +68,15 @@ pub fn sweep_summary(r: &SweepResult) -> String {
     out
 }
 
+/// A point's output tokens over its GPUs' measured energy.
+fn tokens_per_joule(p: &SweepPoint) -> Option<f64> {
+    let g = p.result.gpu_metrics.as_ref()?.summary.as_ref()?;
+    g.output_tokens_per_joule
+}
+
 /// One point's line: its role, load, throughput, p99 latencies, error
-/// rate, SLO verdict and notes.
-fn point_line(out: &mut String, i: usize, p: &SweepPoint) {
+/// rate, tokens per joule (with `energy`), SLO verdict and notes.
+fn point_line(out: &mut String, i: usize, p: &SweepPoint, energy: bool) {
     let ms = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into());
     let m = &p.result.metrics;
     let load = match p.result.config.load {
@@ -92,7 +101,7 @@ fn point_line(out: &mut String, i: usize, p: &SweepPoint) {
     let notes = point_notes(p);
     let _ = writeln!(
         out,
-        "{:>2}  {:<8} {:>12} {:>9} {:>9.2} {:>10.1} {:>10} {:>10} {:>10} {:>6.1}  {:<5} {}",
+        "{:>2}  {:<8} {:>12} {:>9} {:>9.2} {:>10.1} {:>10} {:>10} {:>10} {:>6.1}{}  {:<5} {}",
         i + 1,
         format!("{:?}", p.role).to_lowercase(),
         load,
@@ -109,6 +118,10 @@ fn point_line(out: &mut String, i: usize, p: &SweepPoint) {
             Metric::E2el
         })),
         m.errors.error_rate * 100.0,
+        match (energy, tokens_per_joule(p)) {
+            (false, _) => String::new(),
+            (true, t) => format!(" {:>6}", t.map_or("-".into(), |t| format!("{t:.2}"))),
+        },
         slo,
         notes.join(", ")
     );

@@ -57,6 +57,7 @@ pub(super) fn section(sweeps: &[(Source, &SweepResult)]) -> String {
         .collect();
     charts.push(throughput_chart(sweeps));
     charts.push(cost_chart(sweeps));
+    charts.push(energy_chart(sweeps));
     charts.push(super::frontier::frontier_chart(sweeps));
     out.push_str(
         "<p class=\"note\">▲ throughput knee: where throughput stops rising with offered load (kneedle). \
@@ -461,40 +462,83 @@ fn ended_before_any_answer(s: &SweepResult, c: &CurvePoint) -> bool {
 }
 
 fn cost_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
-    let mut chart = Chart::new(
-        "sweep-cost",
-        "Cost per million good output tokens",
-        Axis::new("achieved request throughput (req/s)", AxisKind::FromZero),
-        Axis::new("cost per million good output tokens", AxisKind::Auto),
+    along_the_curve(
+        sweeps,
+        (
+            "sweep-cost",
+            "Cost per million good output tokens",
+            "cost per million good output tokens",
+            "cost",
+        ),
+        |c| c.cost_per_million_good_output_tokens,
     )
     .note(
         "Only output tokens of requests within the SLO count; in the currency of --cost-per-hour.",
+    )
+}
+
+fn energy_chart(sweeps: &[(Source, &SweepResult)]) -> Chart {
+    along_the_curve(
+        sweeps,
+        (
+            "sweep-energy",
+            "Output tokens per joule",
+            "output tokens per joule (measured)",
+            "tok/J",
+        ),
+        |c| c.output_tokens_per_joule,
+    )
+    .note(
+        "Each point's output tokens over the energy its GPUs drew in its window (DCGM, NVML or the simulator's exporter): idle power included, so a lightly loaded server spends more per token.",
+    )
+}
+
+/// A figure of each curve point against its achieved request throughput:
+/// `(id, title, y axis, series name)`.
+fn along_the_curve(
+    sweeps: &[(Source, &SweepResult)],
+    (id, title, y, series): (&str, &str, &str, &str),
+    figure: fn(&CurvePoint) -> Option<f64>,
+) -> Chart {
+    let mut chart = Chart::new(
+        id,
+        title,
+        Axis::new("achieved request throughput (req/s)", AxisKind::FromZero),
+        Axis::new(y, AxisKind::Auto),
     );
     let single = sweeps.len() == 1;
+    let at = |c: &CurvePoint| figure(c).map(|y| (c.request_throughput, y));
     for (source, s) in sweeps {
-        let pts: Vec<(f64, f64)> = s
-            .curve
-            .iter()
-            .filter_map(|c| {
-                c.cost_per_million_good_output_tokens
-                    .map(|y| (c.request_throughput, y))
-            })
-            .collect();
+        let pts: Vec<(f64, f64)> = s.curve.iter().filter_map(at).collect();
         if pts.is_empty() {
             continue;
         }
         chart.series.push(Series::new(
-            name(single, source.label, "cost"),
+            name(single, source.label, series),
             source.colour,
             pts,
         ));
-        chart.marks.extend(marks(s, source.colour, &|c| {
-            c.cost_per_million_good_output_tokens
-                .map(|y| (c.request_throughput, y))
-        }));
+        chart.marks.extend(marks(s, source.colour, &at));
     }
     chart
 }
+
+/// The columns of a sweep's table of points.
+const POINT_COLUMNS: [&str; 13] = [
+    "Offered",
+    "Request throughput (req/s)",
+    "Output tokens streamed (tok/s)",
+    "p50 TTFT",
+    "p99 TTFT",
+    "p50 TPOT",
+    "p99 TPOT",
+    "p50 E2EL",
+    "p99 E2EL",
+    "SLO",
+    "Cost / M good tokens",
+    "Output tok/J",
+    "Start and sample",
+];
 
 fn detail(source: Source, s: &SweepResult, several: bool) -> String {
     let mut out = String::from("<section class=\"run-detail\">\n");
@@ -514,20 +558,7 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
         ));
     }
     out.push_str("<h4>Points of the curve</h4>\n<div class=\"table-wrap\"><table>\n<thead><tr>");
-    for h in [
-        "Offered",
-        "Request throughput (req/s)",
-        "Output tokens streamed (tok/s)",
-        "p50 TTFT",
-        "p99 TTFT",
-        "p50 TPOT",
-        "p99 TPOT",
-        "p50 E2EL",
-        "p99 E2EL",
-        "SLO",
-        "Cost / M good tokens",
-        "Start and sample",
-    ] {
+    for h in POINT_COLUMNS {
         out.push_str(&format!("<th>{h}</th>"));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
@@ -556,11 +587,14 @@ fn detail(source: Source, s: &SweepResult, several: bool) -> String {
             c.cost_per_million_good_output_tokens
                 .map(num)
                 .unwrap_or_else(|| "–".into()),
+            c.output_tokens_per_joule
+                .map(|t| format!("{t:.3}"))
+                .unwrap_or_else(|| "–".into()),
             point_remarks(&s.points[c.point]),
         ];
         out.push_str("<tr>");
         for (i, cell) in cells.iter().enumerate() {
-            let class = if i == 0 || i == 9 || i == 11 {
+            let class = if i == 0 || i == 9 || i == 12 {
                 ""
             } else {
                 " class=\"num\""

@@ -80,6 +80,7 @@ fn sweep(scale: f64) -> SweepResult {
             per_hour: Some(4.0),
             power_watts: None,
             gpus: 2,
+            energy_price_per_kwh: None,
         },
         &base.metrics,
         None,
@@ -104,6 +105,8 @@ fn sweep(scale: f64) -> SweepResult {
             saturated: i == 3,
             meets: Some(i < 2),
             cost_per_million_good_output_tokens: (i < 2).then_some(9.0 / (1.0 + i as f64)),
+            output_tokens_per_joule: (i < 3).then_some(0.5 + i as f64),
+            mean_power_w: (i < 3).then_some(400.0),
         })
         .collect();
     SweepResult {
@@ -237,6 +240,7 @@ fn a_sweep_has_its_charts_with_knees_and_goodput_marked() {
             "sweep-e2el",
             "sweep-throughput",
             "sweep-cost",
+            "sweep-energy",
             "sweep-frontier"
         ]
     );
@@ -247,6 +251,7 @@ fn a_sweep_has_its_charts_with_knees_and_goodput_marked() {
     assert_eq!(points("sweep-ttft"), 8);
     assert_eq!(points("sweep-e2el"), 7);
     assert_eq!(points("sweep-cost"), 2);
+    assert_eq!(points("sweep-energy"), 3);
     let ttft = &figs[0].3;
     // Knees and the goodput point: one polygon each, named in the legend.
     assert_eq!(ttft.matches("<polygon").count(), 3);
