@@ -23,6 +23,16 @@ pub struct CostSpec {
     pub energy_price_per_kwh: Option<f64>,
 }
 
+/// Where a run's energy came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostEnergy {
+    /// The GPUs' energy over the measured window.
+    Measured,
+    /// `--power-watts` × the run's duration: an assumption.
+    PowerWatts,
+}
+
 /// A run's cost figures; each is `None` where its input is missing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
@@ -35,10 +45,9 @@ pub struct Cost {
     pub per_session: Option<f64>,
     pub output_tokens_per_joule: Option<f64>,
     pub output_throughput_per_gpu: f64,
-    /// The energy the tokens per joule and the energy cost read: `measured`
-    /// (the GPUs') or `power_watts` (`--power-watts` × the duration).
+    /// The energy the tokens per joule and the energy cost read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy_from: Option<String>,
+    pub energy_from: Option<CostEnergy>,
     /// The run's energy at `--energy-price`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_cost: Option<f64>,
@@ -61,8 +70,8 @@ impl Cost {
         let per = |n: f64| total.filter(|_| n > 0.0).map(|t| t / n);
         let good_tokens = m.slo.as_ref().map(|s| s.token_goodput * m.duration_s);
         let (energy, energy_from) = match (energy_j, spec.power_watts) {
-            (Some(e), _) => (Some(e), Some("measured")),
-            (None, Some(w)) => (Some(w * m.duration_s), Some("power_watts")),
+            (Some(e), _) => (Some(e), Some(CostEnergy::Measured)),
+            (None, Some(w)) => (Some(w * m.duration_s), Some(CostEnergy::PowerWatts)),
             (None, None) => (None, None),
         };
         let energy = energy.filter(|e| *e > 0.0);
@@ -78,7 +87,7 @@ impl Cost {
             per_session: sessions_completed.and_then(|n| per(n as f64)),
             output_tokens_per_joule: energy.map(|e| output_tokens / e),
             output_throughput_per_gpu: m.throughput.output.value / f64::from(spec.gpus.max(1)),
-            energy_from: energy.and(energy_from).map(str::to_string),
+            energy_from: energy.and(energy_from),
             energy_cost,
             energy_cost_per_million_output_tokens: energy_cost
                 .filter(|_| output_tokens > 0.0)

@@ -25,7 +25,7 @@ pub(crate) use collector::SchemaViolation;
 pub use collector::{
     ChunkSizes, Collector, Distributions, EarlyStop, GroupFigures, ImagesSummary, InputsSummary,
     RunMetrics, StructuredOutput, TaskSummary, Throughput, TimeSeries, TimelineCall, TokenSummary,
-    CROWDING_LIMIT, GROUPINGS,
+    CHUNK_SIZES, CROWDING_LIMIT, GROUPINGS,
 };
 pub use registry::Metric;
 

@@ -78,7 +78,7 @@ pub(crate) use structured::SchemaViolation;
 pub use structured::StructuredOutput;
 pub use tasks::{TaskSummary, TimelineCall};
 pub use timeseries::{SteadyState, TimeSeries, BUCKET_S};
-pub use tokens::{ChunkSizes, TokenSummary};
+pub use tokens::{ChunkSizes, TokenSummary, CHUNK_SIZES};
 
 /// Accumulates the measured phase, one finished request at a time.
 #[derive(Debug, Default)]

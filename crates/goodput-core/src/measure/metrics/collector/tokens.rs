@@ -71,7 +71,7 @@ pub struct ChunkSizes {
 }
 
 /// Chunk sizes from 1 to this (the last: this or more).
-const CHUNK_SIZES: usize = 16;
+pub const CHUNK_SIZES: usize = 16;
 
 /// Token counts, over completed requests unless said otherwise.
 #[derive(Debug, Default)]

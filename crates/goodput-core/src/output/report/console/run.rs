@@ -9,8 +9,9 @@ use super::layout::{estimate, line, num, rule};
 use super::server::server_section;
 use crate::load::schedule::Load;
 use crate::load::workload::dataset::DatasetStats;
+use crate::measure::cost::CostEnergy;
 use crate::measure::metrics::registry::Shown;
-use crate::measure::metrics::Metric;
+use crate::measure::metrics::{ChunkSizes, Metric, CHUNK_SIZES};
 use crate::measure::slo::{format_ms, SloOutcome};
 use crate::measure::stats::{pct_label, Distribution};
 use crate::measure::verdict::Verdict;
@@ -306,11 +307,14 @@ fn latency_sections(out: &mut String, r: &RunResult) {
 }
 
 /// How many tokens the decode chunks carried, and what that estimates.
-fn chunk_line(out: &mut String, c: &crate::measure::metrics::ChunkSizes, r: &RunResult) {
+fn chunk_line(out: &mut String, c: &ChunkSizes, r: &RunResult) {
     let last = c.shares.len();
     let shares: Vec<String> = (c.shares.iter().enumerate())
         .map(|(i, s)| {
-            let more = if i + 1 == last && last == 16 { "+" } else { "" };
+            let more = match i + 1 == last && last == CHUNK_SIZES {
+                true => "+",
+                false => "",
+            };
             format!("{}{more}: {:.1}%", i + 1, s * 100.0)
         })
         .collect();
@@ -521,8 +525,12 @@ fn cost_section(out: &mut String, r: &RunResult) {
         if c.per_session.is_some() {
             line(out, "Cost per session:", money(c.per_session));
         }
-        let from = match c.energy_from.as_deref() {
-            Some("measured") => " (the GPUs' measured energy)",
+        // Files written before `energy_from` was: measured where the run
+        // read the GPUs.
+        let measured = r.gpu_metrics.as_ref().and_then(|g| g.energy_j()).is_some();
+        let from = match c.energy_from {
+            Some(CostEnergy::Measured) => " (the GPUs' measured energy)",
+            None if measured => " (the GPUs' measured energy)",
             _ => " (--power-watts, assumed)",
         };
         if let Some(j) = c.output_tokens_per_joule {
