@@ -661,16 +661,21 @@ mod tests {
     fn coverage_is_at_least_95_percent() {
         // Uniform(0,1) samples: the true median is 0.5.
         let mut rng = StdRng::seed_from_u64(9);
-        let mut hits = 0;
+        let (mut hits, mut open) = (0, 0);
         for _ in 0..400 {
             let v: Vec<f64> = (0..50).map(|_| rng.random::<f64>()).collect();
             let d = describe(v, &[50.0], Level::TwoSided).unwrap();
             let e = d.percentiles[0].1;
-            if e.lo.unwrap() <= 0.5 && 0.5 <= e.hi.unwrap() {
+            // An open side covers. For independent values it is rare: the
+            // batches merge to four on a lag-1 autocorrelation seen by
+            // chance, one time in twenty at eight batches.
+            open += usize::from(e.lo.is_none() || e.hi.is_none());
+            if e.lo.unwrap_or(f64::MIN) <= 0.5 && 0.5 <= e.hi.unwrap_or(f64::MAX) {
                 hits += 1;
             }
         }
         assert!(hits >= 372, "coverage {hits}/400");
+        assert!(open <= 4, "{open} of 400 open");
     }
 
     /// Two durations, far apart: Student's t on one degree of freedom

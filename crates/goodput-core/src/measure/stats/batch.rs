@@ -21,12 +21,24 @@
 //! The batch count adapts, as in Fishman and Yarberry's LBATCH: it starts
 //! at [`START_BATCHES`] and halves (neighbouring batches merged) while the
 //! batch residuals' lag-1 autocorrelation is positive (neighbouring batches
-//! still alike), down to [`MIN_BATCHES`].
+//! still alike), down to [`MIN_BATCHES`]. Below that it halves again, down
+//! to [`FLOOR_BATCHES`], only on evidence: a lag-1 autocorrelation above
+//! what independent batches exceed one time in twenty ([`evident`]). A run
+//! that spans only a few of the server's memories (400 requests near
+//! capacity) has batches still alike at 8, and its intervals were too
+//! narrow; merging every such run on any positive correlation widened the
+//! many whose batches are independent too (the coverage study,
+//! BENCHMARKS.md).
 
 /// Batches to start from.
 pub const START_BATCHES: usize = 32;
-/// Fewest batches: below this Student's t grows too fast to be useful.
+/// Fewest batches merged down to on any positive correlation, and the
+/// fewest a spread is read from at all.
 pub const MIN_BATCHES: usize = 8;
+/// Fewest batches merged down to on evident correlation: Student's t on 3
+/// degrees of freedom (3.18 at 95 %) is the price, paid only by runs whose
+/// batches show they need it.
+pub const FLOOR_BATCHES: usize = 4;
 
 /// The spread of a linearised total from batch means.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -89,6 +101,10 @@ pub fn spread(items: &[(f64, f64)]) -> Option<Spread> {
             batches = merge_pairs(&batches);
             continue;
         }
+        if alike && b / 2 >= FLOOR_BATCHES && lag1 / sum_sq > evident(b) {
+            batches = merge_pairs(&batches);
+            continue;
+        }
         return Some(Spread {
             variance: b as f64 / (b as f64 - 1.0) * sum_sq,
             df: b - 1,
@@ -96,6 +112,14 @@ pub fn spread(items: &[(f64, f64)]) -> Option<Spread> {
             amount,
         });
     }
+}
+
+/// The lag-1 autocorrelation that `b` independent batches' residuals exceed
+/// with probability 5 %: Anderson's one-sided point, `(−1 + 1.645·√(b − 2))
+/// / (b − 1)` (0.433 at 8 batches, 0.352 at 15).
+fn evident(b: usize) -> f64 {
+    let b = b as f64;
+    (-1.0 + 1.645 * (b - 2.0).sqrt()) / (b - 1.0)
 }
 
 /// Neighbouring batches merged two by two (an odd last one joins the pair
@@ -151,6 +175,25 @@ mod tests {
             "{} vs {independent}",
             s.variance
         );
+    }
+
+    /// Eight batches still evidently alike (a slow swing over the run,
+    /// lag-1 autocorrelation 0.57) merge on to four; eight only weakly
+    /// alike (0.18, what independent batches often show) stay eight.
+    #[test]
+    fn evident_likeness_at_eight_batches_merges_to_four() {
+        let items = |xs: [f64; 8]| xs.map(|x| (x, 1.0));
+        let swing = spread(&items([3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0, 0.0])).unwrap();
+        assert_eq!(swing.df, FLOOR_BATCHES - 1);
+        // The four merged batches' totals 5, 1, −3, −3.
+        assert!(
+            (swing.variance - 4.0 / 3.0 * 44.0).abs() < 1e-9,
+            "{}",
+            swing.variance
+        );
+        let weak = spread(&items([-1.0, 1.0, 0.0, -3.0, -1.0, 1.0, 3.0, 0.0])).unwrap();
+        assert_eq!(weak.df, MIN_BATCHES - 1);
+        assert!((evident(8) - 0.4328).abs() < 1e-3);
     }
 
     #[test]
