@@ -84,7 +84,7 @@ impl Crowding {
                 format!(
                     "requests in flight varied {index:.1}x as much as requests that do not wait for each other would (above {LIMIT}): the server's queue remembers longer than this run"
                 ),
-                "a longer run or a lighter load",
+                "a lighter load (a longer run at this load reads the same crowding)",
             ),
             Some(_) => return None,
             None => (

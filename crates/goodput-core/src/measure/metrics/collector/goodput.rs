@@ -180,7 +180,11 @@ fn judge_term(
 /// A long-memory run ([`super::crowding`]) bounds each term's long-run
 /// value from below only: its estimate loses its upper end, and a pass it
 /// settled is no longer settled (the point estimate, and the exit code with
-/// it, still decide).
+/// it, still decide). No count of requests settles a pass then: the
+/// crowding is the load's, and a longer run at it reads the same index
+/// (docs/metrics.md "Crowding"), so a passing term has no
+/// `more_requests_to_settle`; a failing one keeps its count (its lower end
+/// can still settle the fail).
 pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
     // The verdicts keep the two-sided rule (a settled fail: the 97.5 %
     // lower end over the threshold), and the estimate that lower end.
@@ -190,6 +194,8 @@ pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
         }
         if t.verdict == Verdict::Pass {
             t.verdict = Verdict::Inconclusive;
+        }
+        if t.verdict == Verdict::Inconclusive && t.passes {
             t.more_tasks_to_settle = None;
         }
     }
@@ -199,7 +205,78 @@ pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
         }
         if t.verdict == Verdict::Pass {
             t.verdict = Verdict::Inconclusive;
+        }
+        if t.verdict == Verdict::Inconclusive && t.passes {
             t.more_requests_to_settle = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::slo::{parse_terms, Slo};
+    use crate::measure::stats::Estimate;
+    use crate::measure::Metric;
+
+    /// In a crowded run a passing term, settled or not, loses its upper end
+    /// and any count of requests that would settle it (none would at this
+    /// load); a failing term keeps its count and a settled fail stays one.
+    #[test]
+    fn a_crowded_runs_passing_terms_have_no_count_to_settle() {
+        let term = parse_terms(&["ttft:p99<=200ms".to_string()]).unwrap()[0];
+        let outcome = |passes: bool, verdict: Verdict, more: Option<u64>| TermOutcome {
+            term,
+            judged: Metric::Ttft,
+            estimate: Some(Estimate {
+                value: if passes { 100.0 } else { 300.0 },
+                lo: Some(90.0),
+                hi: Some(if passes { 150.0 } else { 400.0 }),
+            }),
+            passes,
+            verdict,
+            more_requests_to_settle: more,
+        };
+        let terms = vec![
+            outcome(true, Verdict::Pass, None),
+            outcome(true, Verdict::Inconclusive, Some(500)),
+            outcome(false, Verdict::Inconclusive, Some(300)),
+            outcome(false, Verdict::Fail, None),
+        ];
+        let mut o = SloOutcome {
+            slo: Slo {
+                terms: vec![term],
+                task_terms: Vec::new(),
+                per_request: Vec::new(),
+                attainment: None,
+                max_error_rate: 0.01,
+            },
+            terms,
+            task_terms: Vec::new(),
+            request_goodput: 0.0,
+            token_goodput: 0.0,
+            attainment: 1.0,
+            good_requests: 0,
+            error_rate_ok: true,
+            meets: true,
+            inconclusive: false,
+            reasons: Vec::new(),
+        };
+        open_upper_sides(&mut o);
+        let got: Vec<(Verdict, Option<u64>)> = o
+            .terms
+            .iter()
+            .map(|t| (t.verdict, t.more_requests_to_settle))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Verdict::Inconclusive, None),
+                (Verdict::Inconclusive, None),
+                (Verdict::Inconclusive, Some(300)),
+                (Verdict::Fail, None),
+            ]
+        );
+        assert!(o.terms.iter().all(|t| t.estimate.unwrap().hi.is_none()));
     }
 }

@@ -97,7 +97,7 @@ fn crowding_warning(base: &RunResult, new: &RunResult) -> Option<Warning> {
     warning(
         WarningKind::Crowding,
         format!(
-            "requests queued behind each other for longer than the run (crowding index {}, above {}): latency figures are bounded from below only, and a change is judged only where that lower end faces the other run; a longer run or a lighter load judges them, and two --repeat results with one seed judge a change across their repeats",
+            "requests queued behind each other for longer than the run (crowding index {}, above {}): latency figures are bounded from below only, and a change is judged only where that lower end faces the other run; a lighter load judges them (a longer run at that load is as crowded), and two --repeat results with one seed judge a change across their repeats",
             sides.join(", "),
             crate::measure::metrics::CROWDING_LIMIT
         ),

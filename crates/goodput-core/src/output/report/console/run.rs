@@ -166,7 +166,8 @@ pub fn summary(r: &RunResult) -> String {
     latency_sections(&mut out, r);
     interactivity_section(&mut out, r);
     if let Some(slo) = &r.metrics.slo {
-        slo_section(&mut out, slo);
+        let crowded = r.metrics.crowding.is_some_and(|c| c.long_memory);
+        slo_section(&mut out, slo, crowded);
     }
     super::groups::groups_section(&mut out, r);
     // An agent's trajectories are its tasks, not chat sessions.
@@ -583,8 +584,10 @@ fn closing_lines(out: &mut String, r: &RunResult) {
     }
 }
 
-/// Each term with its estimate, interval and verdict, then the run's verdict.
-fn slo_section(out: &mut String, slo: &SloOutcome) {
+/// Each term with its estimate, interval and verdict, then the run's
+/// verdict. In a `crowded` run a passing term cannot settle (its upper end
+/// is open at this load), and says so instead of a count.
+fn slo_section(out: &mut String, slo: &SloOutcome, crowded: bool) {
     rule(out, "SLO", '-');
     type Show = fn(&crate::measure::stats::Estimate) -> String;
     let requests = slo.terms.iter().map(|t| {
@@ -626,6 +629,11 @@ fn slo_section(out: &mut String, slo: &SloOutcome) {
     });
     for (label, show, e, verdict, passes, threshold_ms, more) in requests.chain(tasks) {
         let value = e.as_ref().map(show).unwrap_or_else(|| "-".into());
+        let more = match more {
+            None if crowded && passes => Unsettled::Crowded,
+            None => Unsettled::Unknown,
+            Some(m) => Unsettled::After(m),
+        };
         let verdict = verdict_text(verdict, passes, e, threshold_ms, more);
         line(out, &label, format!("{value}  {verdict}"));
     }
@@ -642,15 +650,24 @@ fn slo_section(out: &mut String, slo: &SloOutcome) {
     line(out, "Meets the SLO:", verdict);
 }
 
+/// What would settle an unsettled term.
+enum Unsettled<'a> {
+    /// About this many more requests (or tasks).
+    After((u64, &'a str)),
+    /// A pass in a crowded run: no count at this load.
+    Crowded,
+    /// Not known.
+    Unknown,
+}
+
 /// A term's verdict in words: pass, FAIL, or, unsettled, what its point
-/// estimate says (it decides the exit code) and how many more requests
-/// (or tasks) would settle it.
+/// estimate says (it decides the exit code) and what would settle it.
 fn verdict_text(
     verdict: Verdict,
     passes: bool,
     e: Option<crate::measure::stats::Estimate>,
     threshold_ms: f64,
-    more: Option<(u64, &str)>,
+    more: Unsettled,
 ) -> String {
     match verdict {
         Verdict::Pass => "pass".to_string(),
@@ -661,8 +678,41 @@ fn verdict_text(
             e.filter(|e| threshold_ms > 0.0 && e.value.is_finite())
                 .map(|e| format!(", {:.0}% of the threshold", e.value / threshold_ms * 100.0))
                 .unwrap_or_default(),
-            more.map(|(n, what)| format!(": ~{n} more {what} would settle it"))
-                .unwrap_or_default()
+            match more {
+                Unsettled::After((n, what)) => format!(": ~{n} more {what} would settle it"),
+                Unsettled::Crowded => ": a crowded run bounds it from below only".to_string(),
+                Unsettled::Unknown => String::new(),
+            }
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::stats::Estimate;
+
+    /// A passing term a crowded run cannot settle says why instead of a
+    /// count; an unsettled term elsewhere says how many more would do.
+    #[test]
+    fn an_unsettled_pass_says_what_would_settle_it() {
+        let e = Some(Estimate {
+            value: 50.0,
+            lo: Some(40.0),
+            hi: None,
+        });
+        let text = |more| verdict_text(Verdict::Inconclusive, true, e, 200.0, more);
+        assert_eq!(
+            text(Unsettled::Crowded),
+            "pass on its estimate, 25% of the threshold (unsettled: a crowded run bounds it from below only)"
+        );
+        assert_eq!(
+            text(Unsettled::After((195, "requests"))),
+            "pass on its estimate, 25% of the threshold (unsettled: ~195 more requests would settle it)"
+        );
+        assert_eq!(
+            text(Unsettled::Unknown),
+            "pass on its estimate, 25% of the threshold (unsettled)"
+        );
     }
 }
