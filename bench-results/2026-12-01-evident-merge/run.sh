@@ -21,3 +21,6 @@ COVERAGE_SEED_FROM=1000 COVERAGE_SIZES=400 COVERAGE_ONLY=open $ex 400 intervals 
 s=target/release/examples/search_accuracy
 $s 100 8 20000 > $d/search-readme.txt
 SEARCH_SLOWER=20 $s 100 8 20000 > $d/search-slower-20.txt
+# A longer run at a crowded load is as crowded: the crowding index of five
+# open-loop runs a load at 2,000 and at 20,000 requests.
+COVERAGE_SIZES=2000,20000 COVERAGE_ONLY=open $ex 5 intervals > $d/crowding-2000-20000.txt
