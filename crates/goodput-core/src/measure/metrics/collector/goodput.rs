@@ -186,29 +186,42 @@ fn judge_term(
 /// `more_requests_to_settle`; a failing one keeps its count (its lower end
 /// can still settle the fail).
 pub(super) fn open_upper_sides(outcome: &mut SloOutcome) {
-    // The verdicts keep the two-sided rule (a settled fail: the 97.5 %
-    // lower end over the threshold), and the estimate that lower end.
     for t in &mut outcome.task_terms {
-        if let Some(e) = t.estimate.as_mut() {
-            e.hi = None;
-        }
-        if t.verdict == Verdict::Pass {
-            t.verdict = Verdict::Inconclusive;
-        }
-        if t.verdict == Verdict::Inconclusive && t.passes {
-            t.more_tasks_to_settle = None;
-        }
+        open_upper_side(
+            &mut t.estimate,
+            &mut t.verdict,
+            t.passes,
+            &mut t.more_tasks_to_settle,
+        );
     }
     for t in &mut outcome.terms {
-        if let Some(e) = t.estimate.as_mut() {
-            e.hi = None;
-        }
-        if t.verdict == Verdict::Pass {
-            t.verdict = Verdict::Inconclusive;
-        }
-        if t.verdict == Verdict::Inconclusive && t.passes {
-            t.more_requests_to_settle = None;
-        }
+        open_upper_side(
+            &mut t.estimate,
+            &mut t.verdict,
+            t.passes,
+            &mut t.more_requests_to_settle,
+        );
+    }
+}
+
+/// One term (of requests or of tasks) of a long-memory run, as
+/// [`open_upper_sides`] says.
+fn open_upper_side(
+    estimate: &mut Option<stats::Estimate>,
+    verdict: &mut Verdict,
+    passes: bool,
+    more_to_settle: &mut Option<u64>,
+) {
+    // The verdicts keep the two-sided rule (a settled fail: the 97.5 %
+    // lower end over the threshold), and the estimate that lower end.
+    if let Some(e) = estimate.as_mut() {
+        e.hi = None;
+    }
+    if *verdict == Verdict::Pass {
+        *verdict = Verdict::Inconclusive;
+    }
+    if *verdict == Verdict::Inconclusive && passes {
+        *more_to_settle = None;
     }
 }
 
