@@ -33,6 +33,9 @@ pub struct CalibrateOptions {
     pub decode_tokens: u32,
     /// Requests sent at once to find the largest batch the server runs.
     pub burst: usize,
+    /// The held-queue point's deep loop runs twice the largest batch plus
+    /// this many at a time (0: the point is not run).
+    pub held_queue: usize,
     /// The server's token budget per step when it does not say its own.
     pub max_num_batched_tokens: Option<usize>,
 }

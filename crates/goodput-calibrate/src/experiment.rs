@@ -36,6 +36,7 @@ use crate::check;
 use crate::discover::Published;
 use crate::error::Error;
 use crate::fit::{self, Written};
+use crate::held;
 use crate::records::{common_gaps, median, spread, Rec};
 
 /// Where the design points are run and the experiment's progress is said:
@@ -126,6 +127,7 @@ pub async fn calibrate<M: Measure>(
     let limits = limits(&mut runner, options, published, &design).await?;
     let prefills = prefill_series(&mut runner, options, &limits).await?;
     let decodes = decode_series(&mut runner, options, &limits).await?;
+    let held = held_queue(&mut runner, limits.max_batch.value, options.held_queue).await?;
     let mut observations = Observations {
         prefills,
         decodes,
@@ -148,6 +150,9 @@ pub async fn calibrate<M: Measure>(
     }
     let written = fit::fit_and_write(&observations, model, source, &options.out, &[])?;
     print(&written.said);
+    if let Some(h) = &held {
+        print(&format!("{}\n", held::check(&options.out, h)?));
+    }
     if let Some(b) = &observations.limits.burst {
         print(&format!("{}\n", check::burst(&options.out, b)?));
     }
@@ -299,6 +304,61 @@ async fn limits<M: Measure>(
         step_tokens,
         burst,
     })
+}
+
+/// Run the two loops of `depth` waiting requests beyond the largest batch
+/// `batch` (none when `depth` is 0 or a request failed; the progress says
+/// which).
+async fn held_queue<M: Measure>(
+    runner: &mut Runner<'_, M>,
+    batch: usize,
+    depth: usize,
+) -> Result<Option<held::Held>, Error> {
+    if depth == 0 {
+        return Ok(None);
+    }
+    // The deep loop holds at least twice the shallow one, so that the
+    // held cost tells the two apart on a large batch too.
+    let shallow = batch.max(1);
+    let deep = 2 * shallow + depth;
+    let requests = 4 * deep;
+    runner.say(format!(
+        "held queue: {requests} requests of {} prompt tokens {shallow} at a time, then {deep} at a time ({} waiting), to see whether the server slows as requests wait on it",
+        held::PROMPT,
+        deep - shallow
+    ));
+    let mut spans = Vec::new();
+    let mut prompts = Vec::new();
+    for c in [shallow, deep] {
+        let recs = runner
+            .point(c, requests as u64, held::PROMPT, held::OUTPUT)
+            .await?;
+        prompts.extend(
+            recs.iter()
+                .filter_map(|r| r.prompt_tokens.map(|t| t as f64)),
+        );
+        match held::makespan(&recs) {
+            Some(s) => spans.push(s),
+            None => {
+                runner.say(format!(
+                    "held queue: {} of {} requests failed at {c} at a time; not read",
+                    recs.iter().filter(|r| !r.ok).count(),
+                    recs.len()
+                ));
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(held::Held {
+        shallow,
+        deep,
+        requests,
+        prompt_tokens: median(&mut prompts).map_or(held::PROMPT, |m| m.round() as usize),
+        output_tokens: held::OUTPUT,
+        shallow_s: spans[0].0,
+        deep_s: spans[1].0,
+        relative_se: spans[0].1.max(spans[1].1),
+    }))
 }
 
 /// KV capacity from a burst of long prompts, for a server that did not say:
@@ -564,6 +624,7 @@ mod tests {
             contexts: vec![128, 2048],
             decode_tokens: 64,
             burst: 512,
+            held_queue: 32,
             max_num_batched_tokens: None,
         }
     }

@@ -35,6 +35,7 @@ mod error;
 mod experiment;
 mod fit;
 mod from_files;
+mod held;
 mod predict;
 mod records;
 

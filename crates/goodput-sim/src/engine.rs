@@ -679,6 +679,9 @@ impl Engine {
         for &(id, new) in &self.scheduled {
             if let Some(seq) = self.seqs.get(&id) {
                 let decoding = seq.generated > 0 && seq.computed + 1 == seq.total();
+                if seq.computed + new >= seq.total() {
+                    shape.streamed += 1;
+                }
                 if decoding {
                     num_decodes += 1;
                     shape.add(seq.computed as u64, new as u64 + drafts, true);
@@ -688,6 +691,7 @@ impl Engine {
                 }
             }
         }
+        shape.held = self.seqs.len() as u64;
         (shape, num_decodes, prefill_tokens)
     }
 

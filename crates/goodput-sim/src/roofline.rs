@@ -45,6 +45,11 @@ pub struct BatchShape {
     pub decode_context_tokens: u64,
     /// Sequences in the step.
     pub seqs: u64,
+    /// Tokens the step streams out (one per sequence that ends the step
+    /// with a new token).
+    pub streamed: u64,
+    /// Requests the server holds while the step runs (running or waiting).
+    pub held: u64,
 }
 
 impl BatchShape {
@@ -116,6 +121,17 @@ pub struct StepModel {
     /// Tensor-parallel all-reduce payload of one token, ns.
     #[serde(default)]
     pub comm_token_ns: f64,
+    /// Host time of one streamed token for each request the server holds
+    /// (running or waiting), ns: a server whose connections' threads all
+    /// wake on every token, on the engine's cores (llama.cpp's one-thread
+    /// `llama-server`), slows as its queue grows. Read by a calibration's
+    /// held queue; 0 in the physical model.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub held_token_ns: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl StepModel {
@@ -154,11 +170,12 @@ impl StepModel {
             attention_pair_ps: pair_s * 1e12,
             comm_step_us: comm_step_s * 1e6,
             comm_token_ns: comm_token_s * 1e9,
+            held_token_ns: 0.0,
         }
     }
 
     /// Every coefficient, by its field name (for messages and fits).
-    pub fn fields(&self) -> [(&'static str, f64); 9] {
+    pub fn fields(&self) -> [(&'static str, f64); 10] {
         [
             ("overhead_ms", self.overhead_ms),
             ("per_seq_us", self.per_seq_us),
@@ -169,6 +186,7 @@ impl StepModel {
             ("attention_pair_ps", self.attention_pair_ps),
             ("comm_step_us", self.comm_step_us),
             ("comm_token_ns", self.comm_token_ns),
+            ("held_token_ns", self.held_token_ns),
         ]
     }
 
@@ -186,6 +204,9 @@ impl StepModel {
             0.0
         };
         let overhead_s = self.overhead_ms * 1e-3 + self.per_seq_us * 1e-6 * shape.seqs as f64;
+        // The held requests' threads woken by each streamed token, as overhead.
+        let held_s = self.held_token_ns * 1e-9 * shape.streamed as f64 * shape.held as f64;
+        let overhead_s = overhead_s + held_s;
         StepTime {
             gemm_s,
             gemm_compute_bound: compute_s > weights_s,
@@ -310,6 +331,26 @@ mod tests {
         shape.add(0, 2048, false);
         let (a, b) = (tp4.step_time(&shape), tp8.step_time(&shape));
         assert!(a.communication_s > 0.0 && b.communication_s > a.communication_s * 0.9);
+    }
+
+    #[test]
+    fn each_streamed_token_costs_the_held_requests_their_wake_ups() {
+        let base = *h100_8b().step_model();
+        let held = StepModel {
+            held_token_ns: 6_000.0,
+            ..base
+        };
+        let mut shape = BatchShape::default();
+        shape.add(500, 1, true);
+        shape.add(700, 1, true);
+        shape.streamed = 2;
+        shape.held = 34;
+        let extra = held.step_time(&shape).total_s - base.step_time(&shape).total_s;
+        // 2 tokens × 34 held × 6 µs.
+        assert!((extra - 2.0 * 34.0 * 6e-6).abs() < 1e-12, "{extra}");
+        // Not written where it is 0, so presets' files are unchanged.
+        assert!(!toml::to_string(&base).unwrap().contains("held_token_ns"));
+        assert!(toml::to_string(&held).unwrap().contains("held_token_ns"));
     }
 
     #[test]

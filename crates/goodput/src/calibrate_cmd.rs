@@ -48,6 +48,7 @@ fn options(args: &CalibrateArgs) -> CalibrateOptions {
         contexts: args.contexts.clone(),
         decode_tokens: args.decode_tokens,
         burst: args.burst,
+        held_queue: args.held_queue,
         max_num_batched_tokens: args.max_num_batched_tokens,
     }
 }

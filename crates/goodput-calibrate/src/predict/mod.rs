@@ -119,13 +119,20 @@ fn model(options: &PredictOptions) -> Result<Model, Error> {
         let config = profile
             .sim_config()
             .map_err(|e| Error::context(format!("the profile {}", path.display()), e))?;
-        let describe = format!(
+        let mut describe = format!(
             "profile {} ({}, calibrated {}, fit rms error {:.1} %)",
             path.display(),
             profile.calibration.source_url,
             profile.calibration.date,
             profile.calibration.rms_relative_error * 100.0
         );
+        let held = profile.step.held_token_ns;
+        if held > 0.0 {
+            describe += &format!(
+                "; the server slows as requests wait on it: {:.1} µs a streamed token for each request it holds",
+                held * 1e-3
+            );
+        }
         return Ok(Model {
             config,
             profile: Some(profile),

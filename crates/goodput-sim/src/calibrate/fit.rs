@@ -81,6 +81,10 @@ pub struct StepErrors {
     /// Standard error of `attention_pair_ps`, ps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention_pair_ps: Option<f64>,
+    /// Standard error of `held_token_ns`, ns (the held queue's, not θ's:
+    /// drawn on its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_token_ns: Option<f64>,
 }
 
 /// How the fit meets one observation.
@@ -292,6 +296,7 @@ fn standard_errors(theta: &Theta, cov: &Matrix, status: &[ParameterStatus]) -> S
         gemm_half_tokens: gemm_half,
         context_token_ns: se(K, 1e9),
         attention_pair_ps: se(A, 1e12),
+        held_token_ns: None,
     }
 }
 
@@ -310,6 +315,7 @@ pub(crate) fn step_from_theta(theta: &Theta) -> (StepModel, f64) {
         attention_pair_ps: t[A] * 1e12,
         comm_step_us: 0.0,
         comm_token_ns: 0.0,
+        held_token_ns: 0.0,
     };
     (step, t[R] * 1e3)
 }

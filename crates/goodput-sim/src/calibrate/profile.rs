@@ -244,7 +244,10 @@ impl Profile {
     ///   simulator's own engine σ is about 0.1 %; on a one-thread llama.cpp
     ///   server 13.5 %. Without it a forecast's interval had zero width
     ///   where the fit was exact (4.14–4.14 req/s) and stopped at the
-    ///   estimate itself where the draws leaned one way.
+    ///   estimate itself where the draws leaned one way;
+    /// - the held queue's cost (`held_token_ns`, when a calibration read
+    ///   one): scaled with the rest, and lognormal about its reading with
+    ///   the relative standard error the reading recorded.
     pub fn draws(&self, k: usize, seed: u64) -> Result<Vec<SimConfig>, SimError> {
         self.check_covariance()?;
         let base = self.sim_config()?;
@@ -256,12 +259,25 @@ impl Profile {
             0.0
         };
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ MODEL_ERROR_STREAM);
+        let held = self.step.held_token_ns;
+        let held_sigma = match self.calibration.standard_errors.held_token_ns {
+            Some(se) if held > 0.0 && se.is_finite() => (se / held).max(0.0),
+            _ => 0.0,
+        };
         Ok(draw_thetas(&theta, &self.calibration.covariance, k, seed)
             .iter()
             .map(|t| {
                 let z: f64 = rng.sample(StandardNormal);
                 let scale = (sigma * z).exp();
-                let (step, latency_ms) = step_from_theta(&t.map(|v| v * scale));
+                let (mut step, latency_ms) = step_from_theta(&t.map(|v| v * scale));
+                // The held queue's cost is a time too (the model's error
+                // scales it), and its own reading's error is drawn beside.
+                let zh: f64 = if held > 0.0 {
+                    rng.sample(StandardNormal)
+                } else {
+                    0.0
+                };
+                step.held_token_ns = held * scale * (held_sigma * zh).exp();
                 let mut c = base.clone();
                 c.step = Some(step);
                 c.request_latency_ms = latency_ms;

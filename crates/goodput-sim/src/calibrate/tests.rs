@@ -22,6 +22,7 @@ fn truth() -> StepModel {
         attention_pair_ps: 1000.0,
         comm_step_us: 0.0,
         comm_token_ns: 0.0,
+        held_token_ns: 0.0,
     }
 }
 

@@ -48,6 +48,10 @@ pub struct CalibrateArgs {
     /// Requests sent at once to find the largest batch the server runs.
     #[arg(long, default_value_t = 512, value_parser = at_least_one, help_heading = "Calibration")]
     pub burst: usize,
+    /// The held-queue point's deep loop runs twice the largest batch plus this many at a time; it reads
+    /// whether the server slows as requests wait on it (0: skip it).
+    #[arg(long, default_value_t = 32, help_heading = "Calibration")]
+    pub held_queue: usize,
     /// The server's token budget per step when it does not say (vLLM's
     /// --max-num-batched-tokens; llama.cpp's --batch-size is read from /props).
     #[arg(long, value_name = "TOKENS", value_parser = at_least_one, help_heading = "Calibration")]
