@@ -14,11 +14,11 @@
 //! largest batch, nothing waiting) and `B + depth` at a time (`depth`
 //! waiting). Their makespans' ratio, against the fitted model's replay of
 //! both, reads `held_token_ns`: the host time of a streamed token for each
-//! request the server holds ([`goodput_sim::roofline::StepModel`]). A cost
-//! per token and held request (the threads woken) forecast configuration
-//! C's sustained goodput 1.10–1.35× high over three calibrations; a share
-//! of every step's time per held request, read from the same loops, 1.27–
-//! 1.60× (BENCHMARKS.md, issue 34, twenty-sixth session).
+//! request the server holds ([`goodput_sim::roofline::StepModel`]). With
+//! it, configuration C's sustained goodput was forecast 1.10–1.58× high
+//! over nine calibrations (2.15× without); a share of every step's time
+//! per held request instead, 1.27–1.60× over three (BENCHMARKS.md, issue
+//! 34, twenty-sixth session).
 
 use std::path::Path;
 
