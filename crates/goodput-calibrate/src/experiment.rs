@@ -306,9 +306,9 @@ async fn limits<M: Measure>(
     })
 }
 
-/// Run the two loops of `depth` waiting requests beyond the largest batch
-/// `batch` (none when `depth` is 0 or a request failed; the progress says
-/// which).
+/// Run the held queue's two loops: the largest batch `batch` at a time,
+/// then `2 × batch + depth` (none when `depth` is 0 or a request failed;
+/// the progress says which).
 async fn held_queue<M: Measure>(
     runner: &mut Runner<'_, M>,
     batch: usize,

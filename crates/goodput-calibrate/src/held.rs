@@ -6,13 +6,12 @@
 //! condition that every streamed token signals, on the engine's cores, so
 //! with 160 requests waiting a 2-slot server completed 4.2 requests/s
 //! where 2 at a time completed 12.8, and its own prompt timings rose by
-//! half. A forecast
-//! without that cost puts goodput where the queue it builds would sink
-//! the server.
+//! half. A forecast without that cost puts goodput where the queue it
+//! builds would sink the server.
 //!
 //! Two closed loops of the same short requests: `B` at a time (the
-//! largest batch, nothing waiting) and `B + depth` at a time (`depth`
-//! waiting). Their makespans' ratio, against the fitted model's replay of
+//! largest batch, nothing waiting) and `2B + depth` at a time (`B +
+//! depth` waiting). Their makespans' ratio, against the fitted model's replay of
 //! both, reads `held_token_ns`: the host time of a streamed token for each
 //! request the server holds ([`goodput_sim::roofline::StepModel`]). With
 //! it, configuration C's sustained goodput was forecast 1.10–1.58× high
