@@ -6,8 +6,8 @@
 //! condition that every streamed token signals, on the engine's cores, so
 //! with 160 requests waiting a 2-slot server completed 4.2 requests/s
 //! where 2 at a time completed 12.8, and its own prompt timings rose by
-//! half. A forecast without that cost puts goodput where the queue it
-//! builds would sink the server.
+//! half. Near such a server's goodput the queue is short and the cost
+//! moves a forecast little; past it, the cost is what sinks the server.
 //!
 //! Two closed loops of the same short requests: `B` at a time (the
 //! largest batch, nothing waiting) and `2B + depth` at a time (`B +
