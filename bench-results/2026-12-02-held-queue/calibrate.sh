@@ -5,12 +5,8 @@
 #   calibrate.sh GOODPUT LLAMA_SERVER OUT_DIR
 set -euo pipefail
 g=$1 server=$2 out=$3
-here=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$out"
-python3 "$here/crates/goodput/tests/llama/make_model.py" "$out/model" --layers 4 --embd 128 >/dev/null
-. "$here/bench-results/2026-11-28-slow-llama/server.sh"
-start_server "$server" "$out/model/tiny.gguf" 2 "$out/server.log"
-taskset -a -p -c 1 "$server_pid" >/dev/null
+. "$(dirname "$0")/server-c.sh"
+start_c "$out"
 taskset -c 0 "$g" calibrate --url "$url" --max-num-batched-tokens 2048 --out "$out/profile.toml" > "$out/calibrate.txt" 2>&1
 grep -E "held queue: [0-9]+ requests \(|check:" "$out/calibrate.txt"
 for w in "518 64" "264 128"; do

@@ -6,12 +6,8 @@
 #   probe.sh GOODPUT LLAMA_SERVER OUT_DIR ["1 2 4 8 16 32 64 160"]
 set -euo pipefail
 goodput=$1 server=$2 out=$3 concs=${4:-1 2 4 8 16 32 64 160}
-here=$(cd "$(dirname "$0")/../.." && pwd)
-mkdir -p "$out"
-python3 "$here/crates/goodput/tests/llama/make_model.py" "$out/model" --layers 4 --embd 128 >/dev/null
-. "$here/bench-results/2026-11-28-slow-llama/server.sh"
-start_server "$server" "$out/model/tiny.gguf" 2 "$out/server.log"
-taskset -a -p -c 1 "$server_pid" >/dev/null
+. "$(dirname "$0")/server-c.sh"
+start_c "$out"
 for c in $concs; do
   n=$(( c < 8 ? 120 : 200 ))
   taskset -c 0 "$goodput" run --url "$url" --concurrency "$c" --num-prompts "$n" \

@@ -111,14 +111,14 @@ fn replay(config: &SimConfig, held: &Held, w: f64) -> Result<(f64, f64), Error> 
 }
 
 /// The `held_token_ns` at which the model's deep-to-shallow ratio is
-/// `ratio` (0 when even 0 gives more; the largest tried, 10 ms, when none
-/// reaches it).
-fn solve(config: &SimConfig, held: &Held, ratio: f64) -> Result<f64, Error> {
+/// `ratio` (0 when even 0 gives more, the model's ratio at 0 being
+/// `at_zero`; the largest tried, 10 ms, when none reaches it).
+fn solve(config: &SimConfig, held: &Held, ratio: f64, at_zero: f64) -> Result<f64, Error> {
     let model_ratio = |w: f64| -> Result<f64, Error> {
         let (s, d) = replay(config, held, w)?;
         Ok(d / s)
     };
-    if model_ratio(0.0)? >= ratio {
+    if at_zero >= ratio {
         return Ok(0.0);
     }
     let (mut lo, mut hi) = (0.0, 1.0);
@@ -161,14 +161,15 @@ pub(crate) struct Reading {
 pub(crate) fn read(config: &SimConfig, held: &Held) -> Result<Reading, Error> {
     let measured_ratio = held.deep_s / held.shallow_s;
     let (s0, d0) = replay(config, held, 0.0)?;
-    let w = solve(config, held, measured_ratio)?;
+    let at_zero = d0 / s0;
+    let w = solve(config, held, measured_ratio, at_zero)?;
     let se_ratio = measured_ratio * held.relative_se * std::f64::consts::SQRT_2;
-    let up = solve(config, held, measured_ratio + se_ratio)?;
-    let down = solve(config, held, (measured_ratio - se_ratio).max(0.0))?;
+    let up = solve(config, held, measured_ratio + se_ratio, at_zero)?;
+    let down = solve(config, held, (measured_ratio - se_ratio).max(0.0), at_zero)?;
     Ok(Reading {
         held_token_ns: w,
         standard_error: 0.5 * (up - down),
-        model_ratio: d0 / s0,
+        model_ratio: at_zero,
         measured_ratio,
     })
 }
