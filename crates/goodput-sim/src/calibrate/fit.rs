@@ -156,11 +156,12 @@ pub fn fit(observations: &[Observation], options: &FitOptions) -> Result<Fit, Si
     // Every assignment of sides a θ can make is a knee in the step sizes
     // (`sides_at_knee`): solve each, keep those whose θ puts every step on
     // the side it was solved with, and of those the one with the least χ²
-    // (the first, smallest knee on a tie). This is the fixed point that iterating assign–solve–
-    // reassign looks for, found without its cycles or its spurious fixed
-    // points (such as every step compute-bound, with D unidentified).
-    // The smallest step is taken to be weight-bound ([`knees`]).
-    let mut best: Option<(bool, f64, Solution)> = None;
+    // (the first on a tie). This is the fixed point that iterating
+    // assign–solve–reassign looks for, found without its cycles. The
+    // assignment with every step compute-bound (no weight floor, D
+    // unidentified) comes last ([`knees`]), so it is kept only when it
+    // fits strictly better: a CPU engine's.
+    let mut best: Option<(bool, f64, Solution, bool)> = None;
     for knee in knees(&steps) {
         let sides = sides_at_knee(&steps, knee);
         let rows: Vec<Theta> = kinds
@@ -178,13 +179,13 @@ pub fn fit(observations: &[Observation], options: &FitOptions) -> Result<Fit, Si
         let score = s.chi_square;
         let better = match &best {
             None => true,
-            Some((c, b, _)) => (consistent, -score) > (*c, -*b),
+            Some((c, b, ..)) => (consistent, -score) > (*c, -*b),
         };
         if better {
-            best = Some((consistent, score, s));
+            best = Some((consistent, score, s, knee == 0.0));
         }
     }
-    let Some((consistent, _, solution)) = best else {
+    let Some((consistent, _, solution, all_compute)) = best else {
         return Err(SimError::invalid("observations", "no step to fit"));
     };
     if !consistent {
@@ -194,13 +195,21 @@ pub fn fit(observations: &[Observation], options: &FitOptions) -> Result<Fit, Si
                 .to_string(),
         );
     }
-    Ok(assemble(observations, &steps, solution, notes))
+    if all_compute {
+        notes.push(
+            "every step fitted compute-bound: a one-token decode pays a token's compute like a \
+             prefill token and no weight floor shows (a CPU engine's shape), so weights_ms is 0"
+                .to_string(),
+        );
+    }
+    Ok(assemble(observations, &steps, solution, all_compute, notes))
 }
 
 fn assemble(
     observations: &[Observation],
     steps: &[Vec<super::model::Step>],
     s: Solution,
+    all_compute: bool,
     mut notes: Vec<String>,
 ) -> Fit {
     let n = observations.len();
@@ -216,6 +225,8 @@ fn assemble(
         let field = PROFILE_FIELDS[j];
         match status {
             ParameterStatus::Fitted => {}
+            // No weight-bound step: said above.
+            ParameterStatus::Unidentified if all_compute && j == D => {}
             ParameterStatus::Unidentified => notes.push(format!(
                 "{field} is not identifiable from these observations (fixed at 0, its effect \
                  carried by the parameters it is confounded with); it needs {}",

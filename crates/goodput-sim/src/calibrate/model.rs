@@ -231,14 +231,22 @@ pub(crate) fn sides_at_knee(steps: &[Vec<Step>], knee: f64) -> Vec<Vec<bool>> {
 }
 
 /// The candidate knees: each distinct step size (every step up to it
-/// weight-bound). The smallest step is always weight-bound: reading the
-/// weights bounds a step of one or a few tokens on any accelerator, and
-/// without that assumption a design can seldom tell a weight floor from a
-/// compute-bound intercept.
+/// weight-bound), then 0 (every step compute-bound). Reading the weights
+/// bounds a step of one or a few tokens on an accelerator, and without
+/// that a design can seldom tell a weight floor from a compute-bound
+/// intercept, so the step-size knees come first and win a tie. On a CPU
+/// engine (configuration C of issue 34: a 4 × 128 model on one thread) a
+/// one-token decode pays a token's compute like a prefill token does and
+/// no weight floor shows (D fits below 0): only the last knee describes it.
+/// Without it the fit kept every step weight-bound, so a prefill's time
+/// per token fell to the request's latency (20 ms, no engine time) and the
+/// quadratic term, and the forecast's prefills barely delayed the decodes
+/// beside them.
 pub(crate) fn knees(steps: &[Vec<Step>]) -> Vec<f64> {
     let mut k: Vec<f64> = steps.iter().flatten().map(|s| s.tokens).collect();
     k.sort_by(f64::total_cmp);
     k.dedup();
+    k.push(0.0);
     k
 }
 

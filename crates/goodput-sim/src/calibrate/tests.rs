@@ -436,3 +436,54 @@ fn draws_carry_the_models_error_from_its_residuals() {
     );
     assert_eq!(profile.draws(50, 9).unwrap(), profile.draws(50, 9).unwrap());
 }
+
+/// A CPU engine (issue 34's configuration C: a 4 × 128 llama.cpp model on
+/// one thread, 2 slots), as its calibration measured it: a decode pays a
+/// token's compute like a prefill does, and no weight floor shows. The fit
+/// puts every step on the compute side (χ² 17 against 77 with every step
+/// weight-bound, which it kept before: 32 % rms, a 20 ms request latency
+/// standing in for the prefill's per-token time, which then cost the
+/// engine nothing under load).
+#[test]
+fn a_cpu_engine_is_fitted_compute_bound_in_every_step() {
+    let p = |n: u64, m: f64, s: f64| Observation::prefill(n, m * 1e-3, s * 1e-3, 5);
+    let d = |b: u64, ctx: f64, m: f64, s: f64, c: u32| {
+        Observation::decode(b, ctx, m * 1e-3, s * 1e-3, c)
+    };
+    let observations = vec![
+        p(70, 11.145, 2.98),
+        p(259, 24.395, 6.10),
+        p(503, 43.646, 0.67),
+        p(995, 114.064, 4.33),
+        p(1995, 312.286, 22.26),
+        d(1, 161.0, 0.898, 1.331, 63),
+        d(2, 168.0, 1.261, 1.869, 124),
+        d(1, 1956.0, 2.316, 0.452, 63),
+        d(2, 1957.0, 5.575, 2.543, 122),
+    ];
+    let options = FitOptions {
+        max_num_batched_tokens: 2048,
+    };
+    let f = fit(&observations, &options).unwrap();
+    assert!(f.rms_relative_error < 0.12, "{}", f.rms_relative_error);
+    assert_eq!(f.step.weights_ms, 0.0);
+    assert!((f.step.token_us - 43.6).abs() < 0.5, "{:?}", f.step);
+    assert!(f.request_latency_ms < 7.0, "{}", f.request_latency_ms);
+    assert!(
+        f.notes
+            .iter()
+            .any(|n| n.starts_with("every step fitted compute-bound")),
+        "{:?}",
+        f.notes
+    );
+    assert!(
+        !f.notes.iter().any(|n| n.starts_with("weights_ms")),
+        "{:?}",
+        f.notes
+    );
+    // A 503-token prefill is engine time, not the request's latency.
+    let engine_ms = f.step.per_seq_us * 1e-3
+        + f.step.token_us * 1e-3 * 503.0
+        + f.step.attention_pair_ps * 1e-9 * 503.0 * 504.0 / 2.0;
+    assert!(engine_ms > 30.0, "{engine_ms}");
+}
