@@ -36,9 +36,6 @@ pub struct CalibrateOptions {
     /// The held-queue point's deep loop runs twice the largest batch plus
     /// this many at a time (0: the point is not run).
     pub held_queue: usize,
-    /// Seconds of arrivals of the open loop run after the fit (0: the
-    /// point is not run).
-    pub open_loop_s: f64,
     /// The server's token budget per step when it does not say its own.
     pub max_num_batched_tokens: Option<usize>,
 }

@@ -21,18 +21,13 @@
 //!    long prompt at once; fewer than `B_max` in the first wave means the
 //!    cache, not the batch limit, held them back.
 //!
-//! 6. **A held queue** ([`crate::held`]): closed loops of `B_max` and
-//!    `2 B_max + depth` at a time.
-//!
 //! The observations go to the simulator's fit ([`goodput_sim::calibrate`]),
 //! which writes the profile that `goodput predict`, `goodput sim --profile`
-//! and `--sim FILE` use. The profile is then held against the burst, the
-//! held queue and, last, **an open loop** of Poisson arrivals
-//! ([`crate::open_loop`]), the one point that is not a closed loop.
+//! and `--sim FILE` use.
 
 use std::future::Future;
 
-use goodput_sim::calibrate::{LimitSource, Profile};
+use goodput_sim::calibrate::LimitSource;
 
 use crate::calibration::{
     step_tokens, CalibrateOptions, Decode, Limit, Limits, Observations, Prefill,
@@ -42,7 +37,6 @@ use crate::discover::Published;
 use crate::error::Error;
 use crate::fit::{self, Written};
 use crate::held;
-use crate::open_loop;
 use crate::records::{common_gaps, median, spread, Rec};
 
 /// Where the design points are run and the experiment's progress is said:
@@ -56,18 +50,6 @@ pub trait Measure {
     fn point(
         &mut self,
         concurrency: usize,
-        requests: u64,
-        prompt_tokens: u32,
-        output_tokens: u32,
-    ) -> impl Future<Output = Result<Vec<Rec>, Error>>;
-
-    /// `requests` requests of Poisson arrivals at `rate` req/s (open
-    /// loop, no warm-up), of `prompt_tokens` prompt tokens of the client's
-    /// tokenizer and exactly `output_tokens` output tokens each; the
-    /// records of the requests.
-    fn open(
-        &mut self,
-        rate: f64,
         requests: u64,
         prompt_tokens: u32,
         output_tokens: u32,
@@ -108,18 +90,6 @@ impl<M: Measure> Runner<'_, M> {
         self.measure
             .point(concurrency, requests, asked, output)
             .await
-    }
-
-    /// [`Runner::point`]'s open loop: Poisson arrivals at `rate`.
-    async fn open(
-        &mut self,
-        rate: f64,
-        requests: u64,
-        input: usize,
-        output: u32,
-    ) -> Result<Vec<Rec>, Error> {
-        let asked = (input as f64 / self.scale).round().max(1.0) as u32;
-        self.measure.open(rate, requests, asked, output).await
     }
 
     fn say(&mut self, line: String) {
@@ -186,46 +156,7 @@ pub async fn calibrate<M: Measure>(
     if let Some(b) = &observations.limits.burst {
         print(&format!("{}\n", check::burst(&options.out, b)?));
     }
-    if options.open_loop_s > 0.0 {
-        if let Some(line) = open_loop(&mut runner, options).await? {
-            print(&format!("{line}\n"));
-        }
-    }
     Ok(written)
-}
-
-/// The open loop on the fitted profile ([`crate::open_loop`]): run, read
-/// and written into the profile; `None` (the progress says why) when the
-/// profile cannot be simulated or a request failed.
-async fn open_loop<M: Measure>(
-    runner: &mut Runner<'_, M>,
-    options: &CalibrateOptions,
-) -> Result<Option<String>, Error> {
-    let config = match Profile::read(&options.out).and_then(|p| p.sim_config()) {
-        Ok(c) => c,
-        Err(e) => {
-            runner.say(format!(
-                "open loop: not run, the profile cannot be simulated ({e})"
-            ));
-            return Ok(None);
-        }
-    };
-    let (rate, requests) = open_loop::plan(&config, options.open_loop_s)?;
-    runner.say(format!(
-        "open loop: {requests} requests of {} prompt / {} output tokens at {rate:.2} req/s (Poisson, half the fitted model's capacity), to see whether the server runs open-loop load as its steps say",
-        open_loop::PROMPT,
-        open_loop::OUTPUT
-    ));
-    let recs = runner
-        .open(rate, requests, open_loop::PROMPT, open_loop::OUTPUT)
-        .await?;
-    match open_loop::Sample::new(rate, &recs) {
-        Ok(sample) => Ok(Some(open_loop::check(&options.out, &sample)?)),
-        Err(why) => {
-            runner.say(format!("open loop: not read: {why}"));
-            Ok(None)
-        }
-    }
 }
 
 /// What the experiment is bounded by before it knows the server's limits.
@@ -694,7 +625,6 @@ mod tests {
             decode_tokens: 64,
             burst: 512,
             held_queue: 32,
-            open_loop_s: 30.0,
             max_num_batched_tokens: None,
         }
     }
@@ -729,16 +659,6 @@ mod tests {
                     }
                 })
                 .collect())
-        }
-
-        async fn open(
-            &mut self,
-            _rate: f64,
-            _requests: u64,
-            _prompt_tokens: u32,
-            _output_tokens: u32,
-        ) -> Result<Vec<Rec>, Error> {
-            Err(Error::Internal("the mock runs closed loops only".into()))
         }
 
         fn say(&mut self, line: String) {

@@ -12,8 +12,7 @@
 //! dispatch:
 //!
 //! - [`calibrate`]: the live experiment's design (a burst for the largest
-//!   batch, the KV capacity, a batch-1 prefill series, a decode series, a
-//!   held queue, and an open loop after the fit)
+//!   batch, the KV capacity, a batch-1 prefill series and a decode series)
 //!   run through a [`Measure`], the caller's seam to a server: the binary
 //!   runs each point as a `goodput run`, a test answers with records of its
 //!   own. [`published`] reads what a server says of its own limits.
@@ -37,7 +36,6 @@ mod experiment;
 mod fit;
 mod from_files;
 mod held;
-mod open_loop;
 mod predict;
 mod records;
 

@@ -63,7 +63,7 @@ mod solve;
 
 pub use fit::{fit, Fit, FitOptions, Residual, StepErrors, PROFILE_FIELDS};
 pub use model::{Observation, ObservationKind, Theta, THETA_LEN, THETA_NAMES};
-pub use profile::{Calibration, LimitSource, LimitSources, OpenLoopCheck, Profile, ServerLimits};
+pub use profile::{Calibration, LimitSource, LimitSources, Profile, ServerLimits};
 pub use solve::ParameterStatus;
 
 #[cfg(test)]

@@ -49,7 +49,6 @@ fn options(args: &CalibrateArgs) -> CalibrateOptions {
         decode_tokens: args.decode_tokens,
         burst: args.burst,
         held_queue: args.held_queue,
-        open_loop_s: args.open_loop_time.as_secs_f64(),
         max_num_batched_tokens: args.max_num_batched_tokens,
     }
 }
@@ -125,17 +124,19 @@ struct Runner<'a> {
     quiet: bool,
 }
 
-impl Runner<'_> {
-    /// The run `flags` give with `requests` requests of exactly these
-    /// lengths and no warm-up, its records written to memory and read
-    /// back.
-    async fn records(
+impl Measure for Runner<'_> {
+    /// A closed-loop `goodput run` without warm-up, its records written to
+    /// memory and read back.
+    async fn point(
         &mut self,
-        mut flags: CommonArgs<LoadArgs>,
+        concurrency: usize,
         requests: u64,
         prompt_tokens: u32,
         output_tokens: u32,
     ) -> Result<Vec<Rec>, Error> {
+        let mut flags = self.base.clone();
+        flags.load.concurrency = Some(concurrency);
+        flags.load.request_rate = None;
         flags.bounds.num_prompts = Some(requests);
         flags.bounds.duration = None;
         flags.bounds.warmup = WarmupPolicy::Fixed(Warmup::None);
@@ -168,40 +169,6 @@ impl Runner<'_> {
             .lines()
             .filter_map(Rec::parse)
             .collect())
-    }
-}
-
-impl Measure for Runner<'_> {
-    /// A closed-loop `goodput run` without warm-up, its records written to
-    /// memory and read back.
-    async fn point(
-        &mut self,
-        concurrency: usize,
-        requests: u64,
-        prompt_tokens: u32,
-        output_tokens: u32,
-    ) -> Result<Vec<Rec>, Error> {
-        let mut flags = self.base.clone();
-        flags.load.concurrency = Some(concurrency);
-        flags.load.request_rate = None;
-        self.records(flags, requests, prompt_tokens, output_tokens)
-            .await
-    }
-
-    /// An open-loop `goodput run` (Poisson arrivals) without warm-up, its
-    /// records read back as [`Measure::point`]'s are.
-    async fn open(
-        &mut self,
-        rate: f64,
-        requests: u64,
-        prompt_tokens: u32,
-        output_tokens: u32,
-    ) -> Result<Vec<Rec>, Error> {
-        let mut flags = self.base.clone();
-        flags.load.concurrency = None;
-        flags.load.request_rate = Some(rate);
-        self.records(flags, requests, prompt_tokens, output_tokens)
-            .await
     }
 
     /// A line of progress on standard error, unless `--quiet`.

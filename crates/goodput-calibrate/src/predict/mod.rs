@@ -24,7 +24,7 @@ use std::time::Instant;
 use goodput_core::load::{load_trace, LengthSpec, TraceOptions, TraceStats};
 use goodput_core::measure::{Metric, SloTerm};
 use goodput_core::units::DurationSpec;
-use goodput_sim::calibrate::{OpenLoopCheck, Profile};
+use goodput_sim::calibrate::Profile;
 use goodput_sim::forecast::{
     evaluate_rates, forecast_goodput, forecast_goodput_near, Deployment, ForecastAnswer,
     ForecastPlan, ForecastPoint, ForecastTrace, ForecastWorkload, Routing, Sessions, SharedPrefix,
@@ -113,26 +113,6 @@ struct Model {
     describe: String,
 }
 
-impl Model {
-    /// The calibration's open loop, where it told the server from the
-    /// model: the server's rates are the model's times its load factor.
-    fn open_loop(&self) -> Option<OpenLoopCheck> {
-        self.profile
-            .as_ref()?
-            .calibration
-            .open_loop
-            .filter(OpenLoopCheck::differs)
-    }
-}
-
-/// A point of the model's curve as the server's: its rates times `k`.
-fn scaled(mut p: ForecastPoint, k: f64) -> ForecastPoint {
-    p.rate *= k;
-    p.request_throughput *= k;
-    p.output_throughput *= k;
-    p
-}
-
 fn model(options: &PredictOptions) -> Result<Model, Error> {
     if let Some(path) = &options.profile {
         let profile = Profile::read(path).map_err(Error::usage)?;
@@ -151,12 +131,6 @@ fn model(options: &PredictOptions) -> Result<Model, Error> {
             describe += &format!(
                 "; the server slows as requests wait on it: {:.1} µs a streamed token for each request it holds",
                 held * 1e-3
-            );
-        }
-        if let Some(c) = profile.calibration.open_loop.filter(OpenLoopCheck::differs) {
-            describe += &format!(
-                "; under open-loop load the server ran {:.2} req/s as loaded as the model ran {:.2}: every rate is the model's times {:.2} (95 % {:.2}–{:.2})",
-                c.rate, c.equivalent_rate, c.load_factor, c.load_factor_low, c.load_factor_high
             );
         }
         return Ok(Model {
@@ -466,35 +440,15 @@ impl Prediction {
                 .as_ref()
                 .map_or_else(|| plan(&options), |r| r.plan(&options)),
         };
-        let modelled = question.goodput(&model.config)?;
-        let draws = draws(&options, &model, &question, &modelled)?;
+        let central = question.goodput(&model.config)?;
+        let draws = draws(&options, &model, &question, &central)?;
         // The central answer is one draw of the model too: the interval holds it.
         let interval = (draws.len() >= 2).then(|| {
             (
-                quantile(&draws, 0.025).min(modelled.goodput),
-                quantile(&draws, 0.975).max(modelled.goodput),
+                quantile(&draws, 0.025).min(central.goodput),
+                quantile(&draws, 0.975).max(central.goodput),
             )
         });
-        // The server's rates are the model's times the open loop's load
-        // factor, and its interval's ends go with the factor's.
-        let open_loop = model.open_loop();
-        let k = open_loop.map_or(1.0, |c| c.load_factor);
-        let interval = match open_loop {
-            Some(c) => {
-                let (a, b) = interval.unwrap_or((modelled.goodput, modelled.goodput));
-                Some((a * c.load_factor_low, b * c.load_factor_high))
-            }
-            None => interval,
-        };
-        let central = ForecastAnswer {
-            goodput: modelled.goodput * k,
-            first_failing: modelled.first_failing.map(|f| f * k),
-            curve: modelled
-                .curve
-                .iter()
-                .map(|p| scaled(p.clone(), k))
-                .collect(),
-        };
         let mut rates: Vec<f64> = if options.rates.is_empty() {
             let g = central.goodput.max(1e-3);
             [0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5]
@@ -510,35 +464,21 @@ impl Prediction {
             .zip(options.trace.as_ref())
             .map(|(r, t)| r.trace.mean_rate() * t.speed);
         rates.extend(recorded.filter(|r| !rates.contains(r)));
-        // The curve comes back sorted by rate: so are the rates it pairs with.
-        rates.sort_by(f64::total_cmp);
-        let model_rates: Vec<f64> = rates.iter().map(|r| r / k).collect();
         let curve = evaluate_rates(
             &model.config,
             &question.deployment,
             &question.workload,
             &question.slo,
             &question.plan,
-            &model_rates,
+            &rates,
         )
-        .map_err(Error::usage)?
-        .into_iter()
-        .zip(&rates)
-        // The server's rate exactly as asked (a trace's recorded rate is
-        // found by it).
-        .map(|(p, &r)| ForecastPoint {
-            rate: r,
-            ..scaled(p, k)
-        })
-        .collect();
+        .map_err(Error::usage)?;
         let frontier = match options.frontier {
             true => Some(frontier::frontier(&model.config, &options)?),
             false => None,
         };
         Ok(Forecast {
             frontier,
-            open_loop,
-            modelled: modelled.goodput,
             elapsed_s: started.elapsed().as_secs_f64(),
             options,
             model,
@@ -584,10 +524,6 @@ pub struct Forecast {
     /// The rate of the replay at `--trace-speed`.
     recorded: Option<f64>,
     central: ForecastAnswer,
-    /// The calibration's open loop, where it scaled the model's rates.
-    open_loop: Option<OpenLoopCheck>,
-    /// The model's own goodput, before the open loop's scaling.
-    modelled: f64,
     interval: Option<(f64, f64)>,
     draws: usize,
     curve: Vec<ForecastPoint>,

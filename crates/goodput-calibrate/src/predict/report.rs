@@ -100,7 +100,6 @@ impl Forecast {
             ),
         };
         s += &self.recorded_words();
-        s += &self.open_loop_words();
         s += &self.frontier_words();
         s += &format!("{LEFT_OUT}\nAnswered in {:.1} s.\n", self.elapsed_s);
         s += "====================================================\n";
@@ -125,26 +124,6 @@ impl Forecast {
             self.workload_words()
         );
         s
-    }
-
-    /// How the calibration's open loop scaled the model's rates.
-    fn open_loop_words(&self) -> String {
-        let Some(c) = &self.open_loop else {
-            return String::new();
-        };
-        format!(
-            "  Rates are the model's times {:.2}: the calibration's open loop ({} requests, {} / {} tokens) ran {:.2} req/s on the server as loaded as {:.2} in the model (mean E2EL {:.0} ms; the model {:.0} at the same rate). The model alone forecasts {:.2} {}.\n",
-            c.load_factor,
-            c.requests,
-            c.prompt_tokens,
-            c.output_tokens,
-            c.rate,
-            c.equivalent_rate,
-            c.server_mean_e2el_ms,
-            c.model_mean_e2el_ms,
-            self.modelled,
-            self.unit()
-        )
     }
 
     /// The forecast frontier (`--frontier`): a line per closed loop.
@@ -235,8 +214,6 @@ impl Forecast {
             "trace": self.trace_json(),
             "interval": self.interval.map(|(a, b)| json!({"low": a, "high": b, "draws": self.draws})),
             "first_failing": self.central.first_failing,
-            "open_loop": self.open_loop,
-            "model_goodput": self.modelled,
             "slo": self.question.slo.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
             "workload": self.workload_words(),
             "replicas": self.question.deployment.replicas,

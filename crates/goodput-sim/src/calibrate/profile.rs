@@ -93,54 +93,6 @@ pub struct Calibration {
     pub status: BTreeMap<String, ParameterStatus>,
     /// How the fit meets each observation, in the order measured.
     pub residuals: Vec<Residual>,
-    /// The fit held against an open loop (`goodput calibrate`'s last
-    /// point), when one ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_loop: Option<OpenLoopCheck>,
-}
-
-/// An open loop of Poisson arrivals the calibrated server ran after the
-/// fit, and the model replayed on the same arrivals: the rate at which
-/// the model is as loaded as the server was. A server that runs slower
-/// under open-loop load than its designed points explain (a CPU engine
-/// whose HTTP threads share the engine's cores, a scheduler unlike the
-/// model's) shows it here as a `load_factor` below 1: it ran at `rate`
-/// like the model at `rate / load_factor`, so its goodput is about
-/// `load_factor` times the model's.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OpenLoopCheck {
-    /// The rate the arrivals were drawn at, req/s.
-    pub rate: f64,
-    /// Requests sent (the first tenth warm the server up and are not read).
-    pub requests: usize,
-    /// The server's count of each prompt.
-    pub prompt_tokens: usize,
-    /// Output tokens of each request.
-    pub output_tokens: usize,
-    /// The server's mean end-to-end latency over the read requests, ms.
-    pub server_mean_e2el_ms: f64,
-    /// The model's on the same arrivals, ms.
-    pub model_mean_e2el_ms: f64,
-    /// The rate at which the model's mean matches the server's (the
-    /// arrivals' gaps scaled), req/s.
-    pub equivalent_rate: f64,
-    /// `rate / equivalent_rate`: below 1, the server is more loaded than
-    /// the model at the same rate.
-    pub load_factor: f64,
-    /// The load factor's 95 % interval (the server's mean against the
-    /// model's, request by request on the same arrivals, by batch means).
-    pub load_factor_low: f64,
-    /// Its upper end.
-    pub load_factor_high: f64,
-}
-
-impl OpenLoopCheck {
-    /// Whether the check tells the server from the model: its interval
-    /// excludes 1.
-    pub fn differs(&self) -> bool {
-        self.load_factor_high < 1.0 || self.load_factor_low > 1.0
-    }
 }
 
 /// A calibrated profile: a simulator config file plus its `[calibration]`.
@@ -236,7 +188,6 @@ impl Profile {
                 standard_errors: fit.standard_errors,
                 status,
                 residuals: fit.residuals.clone(),
-                open_loop: None,
             },
         }
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use super::groups::{TargetArgs, TraceArgs};
-use super::parse::{at_least_one, duration, finite_rate, percent, share};
+use super::parse::{at_least_one, finite_rate, percent, share};
 
 /// `goodput calibrate`: the target (or the built-in simulator), the design
 /// of the experiment and where the profile goes.
@@ -52,11 +52,6 @@ pub struct CalibrateArgs {
     /// whether the server slows as requests wait on it (0: skip it).
     #[arg(long, default_value_t = 32, help_heading = "Calibration")]
     pub held_queue: usize,
-    /// Arrivals of the open loop run after the fit (Poisson at half the fitted model's capacity,
-    /// 256 / 64 tokens): the rate at which the model is as loaded as the server, by which
-    /// `goodput predict` scales its rates where the two differ (0: skip it).
-    #[arg(long, default_value = "30s", value_parser = duration, help_heading = "Calibration")]
-    pub open_loop_time: std::time::Duration,
     /// The server's token budget per step when it does not say (vLLM's
     /// --max-num-batched-tokens; llama.cpp's --batch-size is read from /props).
     #[arg(long, value_name = "TOKENS", value_parser = at_least_one, help_heading = "Calibration")]
